@@ -1,0 +1,157 @@
+import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
+
+// One schema for the YAML configuration file shared by the backend and the Sync service.
+// Rules that involve more than one key live in lib/config-rules.ts; everything else is here.
+
+const Url = (description: string) => Type.String({ format: 'url', description })
+const Secret = (description: string) => Type.String({ minLength: 1, description, secret: true })
+const Port = (defaultPort: number, description: string) =>
+  Type.Integer({ minimum: 1, maximum: 65535, default: defaultPort, description })
+
+function section<T extends TProperties> (properties: T, description: string): TObject<T> {
+  return Type.Object(properties, { additionalProperties: false, description })
+}
+
+export const LogLevel = Type.Union(
+  ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+  { default: 'info', description: 'At debug, health-check requests appear in logs; otherwise they are hidden.' }
+)
+
+export const RuntimeSchema = section({
+  version: Type.String({ minLength: 1, default: 'latest', description: 'Image tag of the self-host stack.' }),
+  nodeEnv: Type.Union([Type.Literal('production'), Type.Literal('development'), Type.Literal('test')], {
+    description: 'production for self-host and staging, development for local development, test for test runs'
+  }),
+  timezone: Type.Union([Type.Literal('Etc/UTC'), Type.Literal('UTC')], {
+    description: 'Only Etc/UTC and UTC are accepted; the process runs in UTC.'
+  }),
+  logLevel: LogLevel
+}, 'Process-wide settings')
+
+export const WebSchema = section({
+  port: Port(9080, 'Host port bound to the web container on 127.0.0.1'),
+  url: Url('Public frontend URL as seen by the backend')
+}, 'The web frontend')
+
+export const BackendSchema = section({
+  port: Port(3000, 'Host port bound to the backend on 127.0.0.1'),
+  apiUrl: Type.String({
+    format: 'url',
+    pattern: '/api$',
+    description: 'Public API URL, ending in /api'
+  }),
+  originsAllowed: Type.Array(Type.String({ format: 'url' }), {
+    minItems: 1,
+    description: 'Allowed CORS origins; must include web.url'
+  }),
+  serviceToken: Secret('Bearer token protecting the backend\'s internal endpoints')
+}, 'The backend API')
+
+export const DatabaseSchema = section({
+  uri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'MongoDB connection string of the API database' }),
+  username: Type.Optional(Type.String({ minLength: 1, description: 'Root username created at first start (self-host)' })),
+  password: Type.Optional(Secret('Root password (self-host)')),
+  replicaSetKey: Type.Optional(Secret('Shared secret between replica set members (self-host)'))
+}, 'The API database')
+
+export const SessionsSchema = section({
+  uri: Url('Session core URL as seen by the backend'),
+  key: Secret('API key shared by the backend and the session core'),
+  db: Type.Optional(section({
+    user: Type.Optional(Type.String({ minLength: 1 })),
+    password: Type.Optional(Secret('Password of the session core database')),
+    database: Type.Optional(Type.String({ minLength: 1 }))
+  }, 'The session core\'s database container (self-host)'))
+}, 'The session core')
+
+const ProviderCredentials = (name: string) => section({
+  clientId: Type.Optional(Type.String({ description: `${name} OAuth client id` })),
+  clientSecret: Type.Optional(Type.String({ description: `${name} OAuth client secret (backend only)`, secret: true }))
+}, `${name}: both keys set to real values, or neither`)
+
+export const IdSignInSchema = section({
+  servicesId: Type.Optional(Type.String()),
+  teamId: Type.Optional(Type.String()),
+  keyId: Type.Optional(Type.String()),
+  privateKey: Type.Optional(Type.String({ secret: true }))
+}, 'ID sign-in: all four keys or none')
+
+export const SyncSchema = section({
+  port: Port(3010, 'HTTP port of the Sync service'),
+  databaseUri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'Isolated Sync database URI; never the API database' }),
+  internalAuthToken: Secret('Shared secret for the Sync service\'s internal routes'),
+  callbackBaseUrl: Url('Public base URL for provider OAuth and webhook callbacks'),
+  postConnectRedirectUrl: Type.Optional(Url('Browser redirect after OAuth connect; should equal web.url')),
+  serviceUrl: Url('Base URL the backend uses to reach the Sync service'),
+  cloudMutationMode: Type.Union([Type.Literal('enabled'), Type.Literal('maintenance')], { default: 'enabled' }),
+  execution: Type.Union([Type.Literal('passive'), Type.Literal('active')], { default: 'passive' }),
+  maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+  enforceLeastPrivilege: Type.Optional(Type.Boolean()),
+  apiDatabase: Type.Optional(Type.String({ minLength: 1 })),
+  credentialEncryptionKey: Type.Optional(Type.String({
+    description: '32 bytes, base64-encoded; encrypts provider credentials at rest',
+    secret: true
+  }))
+}, 'The Sync service')
+
+export const AnalyticsSchema = section({
+  key: Type.Optional(Type.String()),
+  host: Type.Optional(Type.String())
+}, 'Analytics injected into the web bundle')
+
+export const MapsSchema = section({
+  placesApiKey: Type.Optional(Type.String())
+}, 'Places lookup for the event form')
+
+export const BillingSchema = section({
+  secretKey: Type.Optional(Type.String({ secret: true })),
+  webhookSecret: Type.Optional(Type.String({ secret: true })),
+  priceId: Type.Optional(Type.String()),
+  publishableKey: Type.Optional(Type.String())
+}, 'Billing: all four keys or the block is omitted')
+
+export const EmailSchema = section({
+  provider: Type.Union([Type.Literal('mailer'), Type.Literal('log')]),
+  apiKey: Type.Optional(Type.String({ secret: true })),
+  from: Type.Optional(Type.String()),
+  webhookSecret: Type.Optional(Type.String({ secret: true })),
+  unsubscribeSecret: Type.Optional(Type.String({ secret: true })),
+  scheduleProfile: Type.Union([Type.Literal('real'), Type.Literal('fast')], { default: 'real' }),
+  allowlist: Type.Array(Type.String({ minLength: 1 }), { default: [] })
+}, 'Email: omitted means off')
+
+const optionalBlocks = {
+  extprovider: Type.Optional(ProviderCredentials('Google')),
+  extprovider2: Type.Optional(ProviderCredentials('Microsoft')),
+  idsignin: Type.Optional(IdSignInSchema),
+  analytics: Type.Optional(AnalyticsSchema),
+  maps: Type.Optional(MapsSchema),
+  billing: Type.Optional(BillingSchema),
+  email: Type.Optional(EmailSchema)
+}
+
+export const ConfigSchema = Type.Object({
+  runtime: RuntimeSchema,
+  web: WebSchema,
+  backend: BackendSchema,
+  database: DatabaseSchema,
+  sessions: SessionsSchema,
+  sync: SyncSchema,
+  ...optionalBlocks
+}, { additionalProperties: false })
+
+// The Sync service reads the same file but needs only its own block (and the API database's
+// URI, when present, to prove the two are never the same database).
+export const SyncConfigSchema = Type.Object({
+  runtime: RuntimeSchema,
+  web: Type.Optional(WebSchema),
+  backend: Type.Optional(BackendSchema),
+  database: Type.Optional(DatabaseSchema),
+  sessions: Type.Optional(SessionsSchema),
+  sync: SyncSchema,
+  ...optionalBlocks
+}, { additionalProperties: false })
+
+export type Config = Static<typeof ConfigSchema>
+export type SyncConfig = Static<typeof SyncConfigSchema>
+export type ServiceName = 'backend' | 'sync'
