@@ -1,0 +1,176 @@
+// The backend's client for the Sync service's internal API. Every request is signed with
+// lib/internal-auth.ts and every answer is checked against the shared contracts in schemas/sync/,
+// so the two services cannot drift apart silently.
+import { Pool } from 'undici'
+import type { Dispatcher } from 'undici'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { TypeCheck } from '@sinclair/typebox/compiler'
+import type { TSchema, Static } from '@sinclair/typebox'
+import { signInternalRequest } from './internal-auth.js'
+import {
+  BeginConnectionResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, EventChangeAcceptedSchema, RestartSyncResponseSchema,
+  StopWatchesResponseSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
+} from '../schemas/sync/index.js'
+import type {
+  BeginConnectionRequest, BeginConnectionResponse, ChangesPage, CursorRequest, EventChangeAccepted, EventChangeReport,
+  RestartSyncResponse, StopWatchesResponse, SyncErrorCode, SyncHealth, SyncMetadata
+} from '../schemas/sync/index.js'
+
+/** The Sync service could not be reached, or answered with a 5xx that is not a typed refusal. */
+export class SyncUnavailableError extends Error {
+  override name = 'SyncUnavailableError'
+  readonly statusCode: number | null
+  readonly code: string | null
+
+  constructor (message: string, options: { statusCode?: number | null, code?: string | null, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.statusCode = options.statusCode ?? null
+    this.code = options.code ?? null
+  }
+}
+
+/**
+ * The Sync service answered and refused: every 4xx, and 503 `MAINTENANCE` (a deliberate, typed
+ * refusal the backend passes on to its own client rather than retrying).
+ */
+export class SyncRequestError extends Error {
+  override name = 'SyncRequestError'
+  readonly statusCode: number
+  readonly code: SyncErrorCode | 'UNEXPECTED_RESPONSE'
+  readonly connectionId: string | null
+
+  constructor (statusCode: number, code: SyncErrorCode | 'UNEXPECTED_RESPONSE', message: string, connectionId: string | null = null) {
+    super(message)
+    this.statusCode = statusCode
+    this.code = code
+    this.connectionId = connectionId
+  }
+}
+
+export interface SyncClientOptions {
+  /** sync.serviceUrl; may carry a path prefix. */
+  baseUrl: string
+  /** sync.internalAuthToken */
+  internalAuthToken: string
+  /** Keep-alive sockets to the Sync service. */
+  connections?: number
+  /** Limit for headers and for the body of one answer. */
+  timeoutMs?: number
+  /** Clock used for signature timestamps. */
+  now?: () => number
+}
+
+const checkers = {
+  page: TypeCompiler.Compile(ChangesPageSchema),
+  batch: TypeCompiler.Compile(ChangesBatchResponseSchema),
+  accepted: TypeCompiler.Compile(EventChangeAcceptedSchema),
+  metadata: TypeCompiler.Compile(SyncMetadataSchema),
+  begin: TypeCompiler.Compile(BeginConnectionResponseSchema),
+  stopped: TypeCompiler.Compile(StopWatchesResponseSchema),
+  restarted: TypeCompiler.Compile(RestartSyncResponseSchema),
+  health: TypeCompiler.Compile(SyncHealthSchema),
+  error: TypeCompiler.Compile(SyncErrorBodySchema)
+}
+
+export class SyncClient {
+  readonly #pool: Pool
+  readonly #prefix: string
+  readonly #secret: string
+  readonly #timeoutMs: number
+  readonly #now: () => number
+
+  constructor (options: SyncClientOptions) {
+    const base = new URL(options.baseUrl)
+    this.#prefix = base.pathname.replace(/\/+$/, '')
+    this.#secret = options.internalAuthToken
+    this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#now = options.now ?? Date.now
+    this.#pool = new Pool(base.origin, {
+      connections: options.connections ?? 16,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs
+    })
+  }
+
+  /** One user's invalidations after `cursor`; a null cursor asks for a watermark ("from now"). */
+  async changes (userId: string, cursor: string | null, options: { limit?: number } = {}): Promise<ChangesPage> {
+    const query = new URLSearchParams({ userId })
+    if (cursor !== null) query.set('cursor', cursor)
+    if (options.limit !== undefined) query.set('limit', String(options.limit))
+    return await this.#call('GET', `${SYNC_PATHS.changes}?${query.toString()}`, userId, undefined, checkers.page)
+  }
+
+  /** Many users' cursors in one request; pages come back in request order. */
+  async changesBatch (cursors: CursorRequest[], options: { limit?: number } = {}): Promise<ChangesPage[]> {
+    const body = options.limit === undefined ? { users: cursors } : { users: cursors, limit: options.limit }
+    const answer = await this.#call('POST', SYNC_PATHS.changesBatch, null, body, checkers.batch)
+    return answer.pages
+  }
+
+  /** Tells Sync of an own-data event change; rejects with SyncRequestError 410/503 for revoked/maintenance. */
+  async reportEventChange (report: EventChangeReport): Promise<EventChangeAccepted> {
+    return await this.#call('POST', SYNC_PATHS.eventChanges, report.userId, report, checkers.accepted)
+  }
+
+  async metadata (userId: string): Promise<SyncMetadata> {
+    return await this.#call('GET', SYNC_PATHS.metadata(userId), userId, undefined, checkers.metadata)
+  }
+
+  async beginConnection (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
+    return await this.#call('POST', SYNC_PATHS.beginConnection(userId), userId, request, checkers.begin)
+  }
+
+  async stopWatches (userId: string): Promise<StopWatchesResponse> {
+    return await this.#call('POST', SYNC_PATHS.stopWatches(userId), userId, {}, checkers.stopped)
+  }
+
+  async restartSync (userId: string): Promise<RestartSyncResponse> {
+    return await this.#call('POST', SYNC_PATHS.restartSync(userId), userId, {}, checkers.restarted)
+  }
+
+  /** Readiness of the Sync service (its database answers); unsigned like any health probe. */
+  async ready (): Promise<SyncHealth> {
+    return await this.#call('GET', '/health/ready', null, undefined, checkers.health, false)
+  }
+
+  async close (): Promise<void> {
+    await this.#pool.close()
+  }
+
+  async #call<T extends TSchema> (
+    method: 'GET' | 'POST',
+    pathAndQuery: string,
+    userId: string | null,
+    body: unknown,
+    checker: TypeCheck<T>,
+    sign = true
+  ): Promise<Static<T>> {
+    const path = this.#prefix + pathAndQuery
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const headers: Record<string, string> = { accept: 'application/json' }
+    if (payload !== undefined) headers['content-type'] = 'application/json'
+    if (sign) Object.assign(headers, signInternalRequest({ secret: this.#secret, method, path, body: payload, userId }, this.#now()))
+
+    let response: Dispatcher.ResponseData
+    let parsed: unknown
+    try {
+      response = await this.#pool.request({ method, path, headers, body: payload })
+      const text = await response.body.text()
+      parsed = text === '' ? undefined : JSON.parse(text)
+    } catch (error) {
+      throw new SyncUnavailableError(`Sync service request ${method} ${pathAndQuery.split('?')[0]} failed`, { cause: error })
+    }
+
+    const status = response.statusCode
+    if (status >= 200 && status < 300) {
+      if (checker.Check(parsed)) return parsed
+      throw new SyncUnavailableError(`Sync service answered ${method} ${pathAndQuery.split('?')[0]} with a body outside the contract`, { statusCode: status })
+    }
+    const typed = checkers.error.Check(parsed) ? parsed : null
+    if (status >= 500 && typed?.code !== 'MAINTENANCE') {
+      throw new SyncUnavailableError(`Sync service answered ${status}`, { statusCode: status, code: typed?.code ?? null })
+    }
+    if (typed) throw new SyncRequestError(status, typed.code, typed.message, typed.connectionId ?? null)
+    throw new SyncRequestError(status, 'UNEXPECTED_RESPONSE', `Sync service answered ${status} without a typed error body`)
+  }
+}

@@ -1,0 +1,70 @@
+import { Type } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import {
+  ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema
+} from './common.js'
+
+export const ImportProgressSchema = Type.Object({
+  phase: Type.Union([Type.Literal('progress'), Type.Literal('completed')]),
+  operation: ImportOperationSchema,
+  counts: ImportCountsSchema,
+  updatedAt: IsoDateTimeSchema
+}, { additionalProperties: false })
+
+export const ConnectionSummarySchema = Type.Object({
+  connectionId: ConnectionIdSchema,
+  provider: ProviderSchema,
+  state: ConnectionStateSchema,
+  reason: Type.Union([ConnectionReasonSchema, Type.Null()]),
+  lastReadFailureAt: Type.Union([IsoDateTimeSchema, Type.Null()]),
+  lastSyncedAt: Type.Union([IsoDateTimeSchema, Type.Null()]),
+  lastHealthyAt: Type.Union([IsoDateTimeSchema, Type.Null()]),
+  importProgress: Type.Union([ImportProgressSchema, Type.Null()]),
+  createdAt: IsoDateTimeSchema
+}, { additionalProperties: false })
+
+export const SyncMetadataSchema = Type.Object({
+  userId: UserIdSchema,
+  cloudMutationMode: Type.Union([Type.Literal('enabled'), Type.Literal('maintenance')], {
+    description: 'The backend may refuse cloud edits up front with MAINTENANCE when this is `maintenance`'
+  }),
+  execution: Type.Union([Type.Literal('passive'), Type.Literal('active')]),
+  connections: Type.Array(ConnectionSummarySchema, { description: 'Every connection of the user, oldest first' })
+}, { additionalProperties: false, description: 'A user\'s sync metadata, source of userMetadataChanged' })
+
+export const UserParamsSchema = Type.Object({ userId: UserIdSchema }, { additionalProperties: false })
+
+export const BeginConnectionRequestSchema = Type.Object({
+  provider: ProviderSchema,
+  intent: Type.Union([Type.Literal('connect'), Type.Literal('reconnect')]),
+  connectionId: Type.Optional(Type.Union([ConnectionIdSchema, Type.Null()], {
+    description: 'The connection to repair; with intent `reconnect` and none given, the user\'s newest connection of that provider'
+  })),
+  correlationId: Type.Optional(Type.String({
+    pattern: '^[A-Za-z0-9_-]{4,64}$',
+    description: 'Short id tying the analytics of one connect round trip together (the `cid` redirect parameter)'
+  }))
+}, { additionalProperties: false })
+
+export const BeginConnectionResponseSchema = Type.Object({
+  authorizationUrl: Type.String({ description: 'Where the browser goes to grant access' }),
+  correlationId: Type.String({ description: 'The given or a generated correlation id' }),
+  intent: Type.Union([Type.Literal('connect'), Type.Literal('reconnect')]),
+  connectionId: Type.Union([ConnectionIdSchema, Type.Null()], { description: 'The connection the signed state names, if any' })
+}, { additionalProperties: false })
+
+export const StopWatchesResponseSchema = Type.Object({
+  stopped: Type.Integer({ minimum: 0, description: 'Notification channels stopped at the provider' })
+}, { additionalProperties: false })
+
+export const RestartSyncResponseSchema = Type.Object({
+  queued: Type.Integer({ minimum: 0, description: 'Sync jobs queued (or already waiting) for the user\'s live connections' })
+}, { additionalProperties: false })
+
+export type ImportProgress = Static<typeof ImportProgressSchema>
+export type ConnectionSummary = Static<typeof ConnectionSummarySchema>
+export type SyncMetadata = Static<typeof SyncMetadataSchema>
+export type BeginConnectionRequest = Static<typeof BeginConnectionRequestSchema>
+export type BeginConnectionResponse = Static<typeof BeginConnectionResponseSchema>
+export type StopWatchesResponse = Static<typeof StopWatchesResponseSchema>
+export type RestartSyncResponse = Static<typeof RestartSyncResponseSchema>
