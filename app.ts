@@ -1,0 +1,91 @@
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import autoload from '@fastify/autoload'
+import type { Config } from './schemas/config.js'
+import { loggerOptions } from './lib/logging.js'
+import configPlugin from './plugins/config.js'
+import mongoPlugin from './plugins/mongo.js'
+import corsPlugin from './plugins/cors.js'
+import securityHeadersPlugin from './plugins/security-headers.js'
+import requestLoggingPlugin from './plugins/request-logging.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+// Running from TypeScript sources means a TypeScript loader (tsx) is active, so autoload may
+// import .ts files; built output is plain .js and needs nothing.
+if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
+
+export interface AppOptions {
+  config: Config
+}
+
+// Fastify's own options for this app, shared by server.ts and the tests so both run the same thing.
+export function serverOptions (config: Config): FastifyServerOptions {
+  return {
+    logger: loggerOptions(config.runtime.logLevel),
+    // request-logging writes one line per request itself (and hides health probes).
+    disableRequestLogging: true,
+    // The backend sits behind the self-host proxy, which sets X-Forwarded-*.
+    trustProxy: true,
+    bodyLimit: 1024 * 1024,
+    requestTimeout: 0,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
+  }
+}
+
+// Plugins whose place in the request order is fixed by the specification; app() registers them
+// itself, in that order. Every other file in plugins/ is a decorator and is autoloaded.
+const orderedPlugins = /^(config|mongo|cors|session|security-headers|request-logging)\.(ts|js)$/
+
+function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
+  if (error.validation) {
+    return reply.code(400).send({ statusCode: 400, code: 'FST_ERR_VALIDATION', error: 'Bad Request', message: error.message })
+  }
+  const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
+  if (statusCode >= 500) {
+    request.log.error({ err: error }, 'request failed')
+    // A server error never tells the client about internals.
+    return reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: 'Something went wrong on our side; try again later' })
+  }
+  return reply.code(statusCode).send({
+    statusCode,
+    ...(error.code && !error.code.startsWith('FST_') ? { code: error.code } : {}),
+    error: STATUS_CODES[statusCode] ?? 'Error',
+    message: error.message
+  })
+}
+
+const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {
+  await fastify.register(configPlugin, { config: options.config })
+  await fastify.register(mongoPlugin)
+
+  // Request order (specification, "What the service does", item 5): CORS and session handling,
+  // then security headers, request logging and JSON body parsing (Fastify parses bodies after
+  // every onRequest hook above), then the routes, then the error handler.
+  await fastify.register(corsPlugin)
+  // The session plugin takes its place here.
+  await fastify.register(securityHeadersPlugin)
+  await fastify.register(requestLoggingPlugin)
+
+  await fastify.register(autoload, {
+    dir: join(here, 'plugins'),
+    ignorePattern: orderedPlugins
+  })
+
+  await fastify.register(autoload, {
+    dir: join(here, 'routes'),
+    autoHooks: true,
+    cascadeHooks: true,
+    options: { prefix: '/api' }
+  })
+
+  fastify.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+  })
+  fastify.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, error))
+}
+
+export default app

@@ -1,0 +1,25 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { HealthResponse } from '../../schemas/health.js'
+
+// Load balancers call this often and expect an answer well within their own timeout.
+const PING_DEADLINE_MS = 1000
+
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/', {
+    schema: {
+      description: 'Unauthenticated uptime probe; checks database reachability only',
+      tags: ['health'],
+      response: { 200: HealthResponse, 500: HealthResponse }
+    }
+  }, async (request, reply) => {
+    try {
+      await fastify.mongo.db.command({ ping: 1 }, { timeoutMS: PING_DEADLINE_MS })
+      return { status: 'ok' as const, timestamp: new Date().toISOString() }
+    } catch (error) {
+      request.log.warn({ err: error }, 'health check: database ping failed')
+      return reply.code(500).send({ status: 'error' as const, timestamp: new Date().toISOString() })
+    }
+  })
+}
+
+export default health

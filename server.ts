@@ -1,0 +1,41 @@
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+import closeWithGrace from 'close-with-grace'
+import app, { serverOptions } from './app.js'
+import { ConfigError, loadConfig } from './lib/config.js'
+
+// The specification accepts only UTC deployments; the process itself runs in UTC so that every
+// Date the code makes agrees with the configuration.
+process.env.TZ = 'UTC'
+
+function loadOrExit () {
+  try {
+    return loadConfig({ argv: process.argv.slice(2), env: process.env, service: 'backend' })
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`)
+      process.exit(1)
+    }
+    throw error
+  }
+}
+
+const { config, warnings } = loadOrExit()
+const server = Fastify(serverOptions(config))
+for (const warning of warnings) server.log.warn(warning)
+
+await server.register(fp(app), { config })
+
+closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  if (err) server.log.error({ err }, 'shutting down after an error')
+  else server.log.info({ signal }, 'shutting down')
+  await server.close()
+})
+
+try {
+  // In a container HOST is 0.0.0.0 and the host publishes the port on 127.0.0.1 only.
+  await server.listen({ port: config.backend.port, host: process.env.HOST ?? '127.0.0.1' })
+} catch (error) {
+  server.log.fatal({ err: error }, 'backend could not start')
+  process.exit(1)
+}
