@@ -72,6 +72,15 @@ const checkers = {
   error: TypeCompiler.Compile(SyncErrorBodySchema)
 }
 
+function parseJson (text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    // A proxy's HTML error page or an empty body: the status decides what the caller sees.
+    return undefined
+  }
+}
+
 export class SyncClient {
   readonly #pool: Pool
   readonly #prefix: string
@@ -152,14 +161,14 @@ export class SyncClient {
     if (sign) Object.assign(headers, signInternalRequest({ secret: this.#secret, method, path, body: payload, userId }, this.#now()))
 
     let response: Dispatcher.ResponseData
-    let parsed: unknown
+    let text: string
     try {
       response = await this.#pool.request({ method, path, headers, body: payload })
-      const text = await response.body.text()
-      parsed = text === '' ? undefined : JSON.parse(text)
+      text = await response.body.text()
     } catch (error) {
       throw new SyncUnavailableError(`Sync service request ${method} ${pathAndQuery.split('?')[0]} failed`, { cause: error })
     }
+    const parsed = parseJson(text)
 
     const status = response.statusCode
     if (status >= 200 && status < 300) {
