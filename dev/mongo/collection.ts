@@ -1,0 +1,252 @@
+// One collection: documents keyed by their `_id`, and hashed indexes kept in step with them.
+import { Query } from 'mingo'
+import { CommandError } from './errors.js'
+import {
+  equalityFields, formatKeyValue, inFields, isIndexableScalar, keyOf, pathValues
+} from './values.js'
+import type { Doc } from './values.js'
+
+export interface IndexSpec {
+  v: 2
+  key: Doc
+  name: string
+  unique?: boolean
+  sparse?: boolean
+  partialFilterExpression?: Doc
+  expireAfterSeconds?: number
+}
+
+interface IndexKey { key: string, values: unknown[] }
+
+const SEPARATOR = '\u0001'
+
+export class Index {
+  readonly spec: IndexSpec
+  readonly fields: string[]
+  readonly entries = new Map<string, Set<string>>()
+  readonly #partial: Query | undefined
+
+  constructor (spec: IndexSpec) {
+    this.spec = spec
+    this.fields = Object.keys(spec.key)
+    this.#partial = spec.partialFilterExpression === undefined ? undefined : new Query(spec.partialFilterExpression, {})
+  }
+
+  /** The keys a document has in this index, or none when sparse or partial rules leave it out. */
+  keysOf (document: Doc): IndexKey[] {
+    if (this.#partial !== undefined && !this.#partial.test(document)) return []
+    const perField = this.fields.map((field) => pathValues(document, field))
+    if (this.spec.sparse === true && perField.every((values) => values.length === 1 && values[0] === undefined)) return []
+    let tuples: unknown[][] = [[]]
+    for (const values of perField) {
+      tuples = tuples.flatMap((tuple) => values.map((value) => [...tuple, value]))
+    }
+    const keys = new Map<string, IndexKey>()
+    for (const values of tuples) {
+      const key = values.map(keyOf).join(SEPARATOR)
+      if (!keys.has(key)) keys.set(key, { key, values })
+    }
+    return [...keys.values()]
+  }
+
+  add (id: string, document: Doc): void {
+    for (const { key } of this.keysOf(document)) {
+      let ids = this.entries.get(key)
+      if (ids === undefined) {
+        ids = new Set()
+        this.entries.set(key, ids)
+      }
+      ids.add(id)
+    }
+  }
+
+  remove (id: string, document: Doc): void {
+    for (const { key } of this.keysOf(document)) {
+      const ids = this.entries.get(key)
+      if (ids === undefined) continue
+      ids.delete(id)
+      if (ids.size === 0) this.entries.delete(key)
+    }
+  }
+
+  /** Ids under an exact equality on every field; undefined when this index cannot answer it. */
+  lookup (equalities: Map<string, unknown>): Set<string> | undefined {
+    if (this.#partial !== undefined) return undefined
+    const parts: string[] = []
+    for (const field of this.fields) {
+      if (!equalities.has(field)) return undefined
+      const value = equalities.get(field)
+      if (!isIndexableScalar(value)) return undefined
+      parts.push(keyOf(value))
+    }
+    return this.entries.get(parts.join(SEPARATOR)) ?? new Set()
+  }
+
+  keyValue (values: unknown[]): Doc {
+    const keyValue: Doc = {}
+    this.fields.forEach((field, i) => { keyValue[field] = values[i] ?? null })
+    return keyValue
+  }
+}
+
+export interface Change {
+  id: string
+  before?: Doc | undefined
+  after?: Doc | undefined
+}
+
+export const ID_INDEX: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' }
+
+export class Collection {
+  readonly db: string
+  readonly name: string
+  readonly options: Doc
+  readonly docs = new Map<string, Doc>()
+  readonly indexes = new Map<string, Index>()
+
+  constructor (db: string, name: string, options: Doc = {}) {
+    this.db = db
+    this.name = name
+    this.options = options
+  }
+
+  get namespace (): string {
+    return `${this.db}.${this.name}`
+  }
+
+  duplicateKey (indexName: string, keyPattern: Doc, keyValue: Doc): CommandError {
+    return new CommandError(11000,
+      `E11000 duplicate key error collection: ${this.namespace} index: ${indexName} dup key: ${formatKeyValue(keyValue)}`,
+      { keyPattern, keyValue })
+  }
+
+  /**
+   * Applies a set of document changes all together or not at all: removals first, so a batch may
+   * move a unique value from one document to another, then additions checked against every
+   * unique index.
+   */
+  applyChanges (changes: Change[]): void {
+    const removed: Change[] = []
+    const added: Change[] = []
+    const rollback = (): void => {
+      for (const change of added.reverse()) this.#unlink(change.id, change.after as Doc)
+      for (const change of removed.reverse()) this.#link(change.id, change.before as Doc)
+    }
+    for (const change of changes) {
+      if (change.before === undefined) continue
+      this.#unlink(change.id, change.before)
+      removed.push(change)
+    }
+    for (const change of changes) {
+      if (change.after === undefined) continue
+      const conflict = this.#findConflict(change.id, change.after)
+      if (conflict !== undefined) {
+        rollback()
+        throw conflict
+      }
+      this.#link(change.id, change.after)
+      added.push(change)
+    }
+  }
+
+  #findConflict (id: string, document: Doc): CommandError | undefined {
+    if (this.docs.has(id)) return this.duplicateKey('_id_', { _id: 1 }, { _id: document._id })
+    for (const index of this.indexes.values()) {
+      if (index.spec.unique !== true) continue
+      for (const { key, values } of index.keysOf(document)) {
+        const holders = index.entries.get(key)
+        if (holders !== undefined && [...holders].some((holder) => holder !== id)) {
+          return this.duplicateKey(index.spec.name, index.spec.key, index.keyValue(values))
+        }
+      }
+    }
+    return undefined
+  }
+
+  /** The id of a document other than `id` holding one of `document`'s unique keys, if any. */
+  uniqueHolders (document: Doc): Array<{ index: Index, values: unknown[], ids: Set<string> }> {
+    const found: Array<{ index: Index, values: unknown[], ids: Set<string> }> = []
+    for (const index of this.indexes.values()) {
+      if (index.spec.unique !== true) continue
+      for (const { key, values } of index.keysOf(document)) {
+        const ids = index.entries.get(key)
+        if (ids !== undefined) found.push({ index, values, ids })
+      }
+    }
+    return found
+  }
+
+  #link (id: string, document: Doc): void {
+    this.docs.set(id, document)
+    for (const index of this.indexes.values()) index.add(id, document)
+  }
+
+  #unlink (id: string, document: Doc): void {
+    this.docs.delete(id)
+    for (const index of this.indexes.values()) index.remove(id, document)
+  }
+
+  /** Builds an index over the current documents; fails without change on a unique violation. */
+  addIndex (spec: IndexSpec): void {
+    const index = new Index(spec)
+    for (const [id, document] of this.docs) {
+      if (spec.unique === true) {
+        for (const { key, values } of index.keysOf(document)) {
+          const holders = index.entries.get(key)
+          if (holders !== undefined && [...holders].some((holder) => holder !== id)) {
+            throw this.duplicateKey(spec.name, spec.key, index.keyValue(values))
+          }
+        }
+      }
+      index.add(id, document)
+    }
+    this.indexes.set(spec.name, index)
+  }
+
+  /**
+   * Documents that may match a filter, narrowed by `_id` or by an index when an equality allows
+   * it; the caller still applies the full filter. Natural (insertion) order otherwise.
+   */
+  candidates (filter: Doc): Iterable<[string, Doc]> {
+    const equalities = equalityFields(filter)
+    if (equalities.has('_id') && isIndexableScalar(equalities.get('_id'))) {
+      const id = keyOf(equalities.get('_id'))
+      const document = this.docs.get(id)
+      return document === undefined ? [] : [[id, document]]
+    }
+    const ins = inFields(filter)
+    const idList = ins.get('_id')
+    if (idList !== undefined && idList.every(isIndexableScalar)) return this.#byIds(new Set(idList.map(keyOf)))
+    if (equalities.size > 0) {
+      for (const index of this.indexes.values()) {
+        const ids = index.lookup(equalities)
+        if (ids !== undefined) return this.#byIds(ids)
+      }
+    }
+    for (const [field, list] of ins) {
+      if (!list.every(isIndexableScalar)) continue
+      for (const index of this.indexes.values()) {
+        if (index.fields.length !== 1 || index.fields[0] !== field) continue
+        const ids = new Set<string>()
+        for (const value of list) {
+          for (const id of index.lookup(new Map([[field, value]])) ?? []) ids.add(id)
+        }
+        return this.#byIds(ids)
+      }
+    }
+    return this.docs.entries()
+  }
+
+  #byIds (ids: Set<string>): Array<[string, Doc]> {
+    const found: Array<[string, Doc]> = []
+    for (const id of ids) {
+      const document = this.docs.get(id)
+      if (document !== undefined) found.push([id, document])
+    }
+    return found
+  }
+
+  indexSpecs (): IndexSpec[] {
+    return [ID_INDEX, ...[...this.indexes.values()].map((index) => index.spec)]
+  }
+}

@@ -1,0 +1,257 @@
+// All databases of one server, the write path shared by every command, and multi-document
+// transactions: a transaction keeps its writes in an overlay, locks what it wrote, and applies the
+// overlay in one step at commit.
+import { Query } from 'mingo'
+import { Collection } from './collection.js'
+import type { Change } from './collection.js'
+import { CommandError, writeConflict } from './errors.js'
+import { keyOf } from './values.js'
+import type { Doc } from './values.js'
+
+type Overlay = Map<string, Map<string, { after: Doc | undefined }>>
+
+/** Thrown inside a write that must wait for a transaction holding a lock to finish. */
+export class LockWait {
+  readonly until: Promise<void>
+  constructor (until: Promise<void>) { this.until = until }
+}
+
+// mongod's transactionLifetimeLimitSeconds default.
+const TRANSACTION_LIFETIME_MS = 60_000
+
+export class Transaction {
+  readonly txnNumber: number
+  readonly startSeq: number
+  readonly overlay: Overlay = new Map()
+  readonly locks = new Set<string>()
+  state: 'active' | 'committed' | 'aborted' = 'active'
+  abortReason: CommandError | undefined
+  readonly done: Promise<void>
+  resolveDone: () => void = () => {}
+  timer: NodeJS.Timeout | undefined
+
+  constructor (txnNumber: number, startSeq: number) {
+    this.txnNumber = txnNumber
+    this.startSeq = startSeq
+    this.done = new Promise((resolve) => { this.resolveDone = resolve })
+  }
+}
+
+export interface StoreListener {
+  changed (collection: Collection): void
+  dropped (db: string, name: string): void
+}
+
+export class Store {
+  readonly databases = new Map<string, Map<string, Collection>>()
+  #seq = 0
+  readonly #versions = new Map<string, Map<string, number>>()
+  readonly #locks = new Map<string, Transaction>()
+  readonly active = new Set<Transaction>()
+  listener: StoreListener | undefined
+
+  collection (db: string, name: string): Collection | undefined {
+    return this.databases.get(db)?.get(name)
+  }
+
+  ensureCollection (db: string, name: string, options: Doc = {}): Collection {
+    let collections = this.databases.get(db)
+    if (collections === undefined) {
+      collections = new Map()
+      this.databases.set(db, collections)
+    }
+    let collection = collections.get(name)
+    if (collection === undefined) {
+      collection = new Collection(db, name, options)
+      collections.set(name, collection)
+      this.listener?.changed(collection)
+    }
+    return collection
+  }
+
+  dropCollection (db: string, name: string): Collection | undefined {
+    const collections = this.databases.get(db)
+    const collection = collections?.get(name)
+    if (collections === undefined || collection === undefined) return undefined
+    collections.delete(name)
+    if (collections.size === 0) this.databases.delete(db)
+    this.listener?.dropped(db, name)
+    return collection
+  }
+
+  dropDatabase (db: string): void {
+    for (const name of [...(this.databases.get(db)?.keys() ?? [])]) this.dropCollection(db, name)
+    this.databases.delete(db)
+  }
+
+  /** Every document of a collection as seen from `txn` (or as committed), in natural order. */
+  all (db: string, name: string, txn?: Transaction): Doc[] {
+    return this.find(db, name, {}, txn).map(([, document]) => document)
+  }
+
+  /** `[id, document]` pairs matching a filter, as seen from `txn` (or as committed). */
+  find (db: string, name: string, filter: Doc, txn?: Transaction): Array<[string, Doc]> {
+    const collection = this.collection(db, name)
+    const overlay = txn?.overlay.get(`${db}.${name}`)
+    const query = Object.keys(filter).length === 0 ? undefined : new Query(filter, {})
+    const found: Array<[string, Doc]> = []
+    if (collection !== undefined) {
+      for (const [id, document] of collection.candidates(filter)) {
+        if (overlay?.has(id) === true) continue
+        if (query === undefined || query.test(document)) found.push([id, document])
+      }
+    }
+    if (overlay !== undefined) {
+      for (const [id, { after }] of overlay) {
+        if (after !== undefined && (query === undefined || query.test(after))) found.push([id, after])
+      }
+    }
+    return found
+  }
+
+  /**
+   * Applies changes to one collection. Outside a transaction they are committed at once (after
+   * waiting for any transaction holding a lock on them); inside one they go to its overlay.
+   */
+  write (collection: Collection, changes: Change[], txn?: Transaction): void {
+    if (txn !== undefined) {
+      this.#writeInTransaction(collection, changes, txn)
+      return
+    }
+    for (const change of changes) {
+      for (const lock of this.#lockNames(collection, change)) {
+        const holder = this.#locks.get(lock)
+        if (holder !== undefined) throw new LockWait(holder.done)
+      }
+    }
+    collection.applyChanges(changes)
+    this.#committed(collection, changes)
+  }
+
+  #committed (collection: Collection, changes: Change[]): void {
+    this.#seq++
+    if (this.active.size > 0) {
+      let versions = this.#versions.get(collection.namespace)
+      if (versions === undefined) {
+        versions = new Map()
+        this.#versions.set(collection.namespace, versions)
+      }
+      for (const change of changes) versions.set(change.id, this.#seq)
+    }
+    this.listener?.changed(collection)
+  }
+
+  #lockNames (collection: Collection, change: Change): string[] {
+    const names = [`${collection.namespace}\0${change.id}`]
+    for (const document of [change.before, change.after]) {
+      if (document === undefined) continue
+      for (const index of collection.indexes.values()) {
+        if (index.spec.unique !== true) continue
+        for (const { key } of index.keysOf(document)) names.push(`${collection.namespace}\0${index.spec.name}\0${key}`)
+      }
+    }
+    return names
+  }
+
+  #writeInTransaction (collection: Collection, changes: Change[], txn: Transaction): void {
+    const namespace = collection.namespace
+    let overlay = txn.overlay.get(namespace)
+    if (overlay === undefined) {
+      overlay = new Map()
+      txn.overlay.set(namespace, overlay)
+    }
+    const versions = this.#versions.get(namespace)
+    for (const change of changes) {
+      const locks = this.#lockNames(collection, change)
+      const conflicting = locks.some((lock) => {
+        const holder = this.#locks.get(lock)
+        return holder !== undefined && holder !== txn
+      })
+      if (conflicting || (versions?.get(change.id) ?? 0) > txn.startSeq) {
+        this.abort(txn)
+        throw writeConflict()
+      }
+      if (change.after !== undefined) this.#checkUniqueInOverlay(collection, overlay, change)
+      for (const lock of locks) {
+        this.#locks.set(lock, txn)
+        txn.locks.add(lock)
+      }
+      overlay.set(change.id, { after: change.after })
+    }
+  }
+
+  #checkUniqueInOverlay (collection: Collection, overlay: Map<string, { after: Doc | undefined }>, change: Change): void {
+    const document = change.after as Doc
+    const committedId = collection.docs.has(change.id) && !overlay.has(change.id)
+    const overlaidId = overlay.get(change.id)?.after !== undefined
+    if (change.before === undefined && (committedId || overlaidId)) {
+      throw collection.duplicateKey('_id_', { _id: 1 }, { _id: document._id })
+    }
+    for (const { index, values, ids } of collection.uniqueHolders(document)) {
+      for (const id of ids) {
+        if (id !== change.id && !overlay.has(id)) throw collection.duplicateKey(index.spec.name, index.spec.key, index.keyValue(values))
+      }
+    }
+    for (const index of collection.indexes.values()) {
+      if (index.spec.unique !== true) continue
+      const keys = new Map(index.keysOf(document).map((entry) => [entry.key, entry.values]))
+      for (const [id, { after }] of overlay) {
+        if (id === change.id || after === undefined) continue
+        for (const { key } of index.keysOf(after)) {
+          const values = keys.get(key)
+          if (values !== undefined) throw collection.duplicateKey(index.spec.name, index.spec.key, index.keyValue(values))
+        }
+      }
+    }
+  }
+
+  begin (txnNumber: number, onExpire: (txn: Transaction) => void): Transaction {
+    const txn = new Transaction(txnNumber, this.#seq)
+    this.active.add(txn)
+    txn.timer = setTimeout(() => onExpire(txn), TRANSACTION_LIFETIME_MS)
+    txn.timer.unref()
+    return txn
+  }
+
+  commit (txn: Transaction): void {
+    const applied: Array<[Collection, Change[]]> = []
+    try {
+      for (const [namespace, overlay] of txn.overlay) {
+        const dot = namespace.indexOf('.')
+        const collection = this.ensureCollection(namespace.slice(0, dot), namespace.slice(dot + 1))
+        const changes: Change[] = [...overlay].map(([id, { after }]) => ({ id, before: collection.docs.get(id), after }))
+        collection.applyChanges(changes)
+        applied.push([collection, changes])
+      }
+    } catch (error) {
+      for (const [collection, changes] of applied.reverse()) {
+        collection.applyChanges(changes.map(({ id, before, after }) => ({ id, before: after, after: before })))
+      }
+      this.abort(txn)
+      throw error
+    }
+    for (const [collection, changes] of applied) this.#committed(collection, changes)
+    this.#finish(txn, 'committed')
+  }
+
+  abort (txn: Transaction): void {
+    if (txn.state === 'active') this.#finish(txn, 'aborted')
+  }
+
+  #finish (txn: Transaction, state: 'committed' | 'aborted'): void {
+    txn.state = state
+    clearTimeout(txn.timer)
+    for (const lock of txn.locks) {
+      if (this.#locks.get(lock) === txn) this.#locks.delete(lock)
+    }
+    txn.locks.clear()
+    this.active.delete(txn)
+    // Versions only matter to transactions that started before a write; with none left, forget them.
+    if (this.active.size === 0) this.#versions.clear()
+    txn.resolveDone()
+  }
+}
+
+export function idKey (document: Doc): string {
+  return keyOf(document._id)
+}
