@@ -1,0 +1,337 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { FastifyBaseLogger } from 'fastify'
+import fp from 'fastify-plugin'
+import {
+  serverMessageCheck,
+  type CalendarsChangedMessage,
+  type EventsChangedMessage,
+  type ImportCompletedMessage,
+  type ServerMessage,
+  type SyncStatusChangedMessage,
+  type UserMetadataChangedMessage
+} from '../schemas/server-message.js'
+
+export interface SseBrokerOptions {
+  /** Comment heartbeats keep proxies from closing an idle stream; 15 s stays below the 30 s idle
+   * timeout of the strictest common proxies and load balancers (60 s for nginx and AWS ALB). */
+  heartbeatIntervalMs: number
+  /** Planned lifetime of a stream; the client then reconnects with a fresh token. */
+  lifetimeMs: number
+  /** Output a stream may hold unsent before its client is considered stalled and cut off. */
+  maxPendingBytes: number
+  /** The `retry:` hint written first on every stream. */
+  retryMs: number
+}
+
+export const defaultSseBrokerOptions: SseBrokerOptions = {
+  heartbeatIntervalMs: 15_000,
+  lifetimeMs: 20 * 60_000,
+  maxPendingBytes: 128 * 1024,
+  retryMs: 5000
+}
+
+export interface OpenStreamOptions {
+  userId: string
+  /** The session the stream was opened with; closeSession(handle) ends it on logout. */
+  sessionHandle?: string | undefined
+  /** Headers already decided for this response (CORS, security headers). */
+  headers?: OutgoingHttpHeaders
+  /** Ends the stream earlier than the planned lifetime, for example when its access token expires. */
+  lifetimeMs?: number
+}
+
+export type StreamCloseReason = 'client' | 'lifetime' | 'session' | 'user' | 'slow' | 'error' | 'shutdown'
+
+export class SseStream {
+  closeReason: StreamCloseReason | undefined
+  timer: NodeJS.Timeout | undefined
+  constructor (
+    readonly id: number,
+    readonly userId: string,
+    readonly sessionHandle: string | undefined,
+    readonly res: ServerResponse
+  ) {}
+
+  get closed (): boolean {
+    return this.closeReason !== undefined
+  }
+}
+
+type PayloadOf<M> = M extends unknown ? Omit<M, 'type'> : never
+type UserListener = (userId: string) => void
+
+const sseHeaders: OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  // no-transform keeps compressing proxies from holding frames back
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  // nginx and compatible proxies stream the response instead of buffering it
+  'x-accel-buffering': 'no'
+}
+
+const keepaliveFrame = ': keepalive\n\n'
+
+/** Serialises a message as one SSE event named `message`. JSON never contains a raw newline. */
+export function encodeFrame (message: ServerMessage): string {
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`
+}
+
+export class SseBroker {
+  readonly options: SseBrokerOptions
+  readonly #log: FastifyBaseLogger
+  readonly #byUser = new Map<string, Set<SseStream>>()
+  readonly #bySession = new Map<string, Set<SseStream>>()
+  readonly #activeListeners: UserListener[] = []
+  readonly #idleListeners: UserListener[] = []
+  #heartbeat: NodeJS.Timeout | undefined
+  #streamCount = 0
+  #nextId = 1
+  #closing = false
+
+  constructor (log: FastifyBaseLogger, options: Partial<SseBrokerOptions> = {}) {
+    this.options = { ...defaultSseBrokerOptions, ...options }
+    this.#log = log
+  }
+
+  get streamCount (): number {
+    return this.#streamCount
+  }
+
+  get userCount (): number {
+    return this.#byUser.size
+  }
+
+  /** Users with at least one open stream. */
+  users (): IterableIterator<string> {
+    return this.#byUser.keys()
+  }
+
+  streamsOf (userId: string): number {
+    return this.#byUser.get(userId)?.size ?? 0
+  }
+
+  /** Called when a user's first stream opens. */
+  onUserActive (listener: UserListener): void {
+    this.#activeListeners.push(listener)
+  }
+
+  /** Called when a user's last stream closes. */
+  onUserIdle (listener: UserListener): void {
+    this.#idleListeners.push(listener)
+  }
+
+  /**
+   * Starts the SSE response on `res` (the caller has taken it over from the framework), writes the
+   * retry hint and registers the stream under its user. Returns undefined when the broker is
+   * shutting down or the client already went away; the response is then ended.
+   */
+  open (res: ServerResponse, options: OpenStreamOptions): SseStream | undefined {
+    if (this.#closing || res.destroyed) {
+      if (!res.headersSent && !res.destroyed) {
+        res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', connection: 'close' })
+      }
+      res.end(this.#closing ? '{"statusCode":503,"error":"Service Unavailable","message":"Shutting down"}' : undefined)
+      return undefined
+    }
+    res.writeHead(200, { ...options.headers, ...sseHeaders })
+    res.write(`retry: ${this.options.retryMs}\n\n`)
+
+    const stream = new SseStream(this.#nextId++, options.userId, options.sessionHandle, res)
+    res.once('close', () => this.#forget(stream, 'client'))
+    res.on('error', (error) => {
+      this.#log.debug({ err: error, streamId: stream.id }, 'event stream write failed')
+      this.#end(stream, 'error')
+    })
+    const lifetimeMs = Math.max(0, Math.min(options.lifetimeMs ?? this.options.lifetimeMs, this.options.lifetimeMs))
+    stream.timer = setTimeout(() => this.#end(stream, 'lifetime'), lifetimeMs)
+    stream.timer.unref()
+
+    let userStreams = this.#byUser.get(stream.userId)
+    const firstOfUser = userStreams === undefined
+    if (userStreams === undefined) {
+      userStreams = new Set()
+      this.#byUser.set(stream.userId, userStreams)
+    }
+    userStreams.add(stream)
+    if (stream.sessionHandle !== undefined) {
+      let sessionStreams = this.#bySession.get(stream.sessionHandle)
+      if (sessionStreams === undefined) {
+        sessionStreams = new Set()
+        this.#bySession.set(stream.sessionHandle, sessionStreams)
+      }
+      sessionStreams.add(stream)
+    }
+    this.#streamCount++
+    this.#startHeartbeat()
+    if (firstOfUser) this.#notify(this.#activeListeners, stream.userId)
+    return stream
+  }
+
+  /** Writes one message to one stream (the replay after connect). */
+  send (stream: SseStream, message: ServerMessage): boolean {
+    const frame = this.#frame(message)
+    if (frame === undefined || stream.closed) return false
+    return this.#write(stream, frame)
+  }
+
+  /** Fans one message out to every open stream of the user; returns how many streams got it. */
+  publish (userId: string, message: ServerMessage): number {
+    const streams = this.#byUser.get(userId)
+    if (streams === undefined) return 0
+    const frame = this.#frame(message)
+    if (frame === undefined) return 0
+    let written = 0
+    // a write may close a stream and delete it from the set; iterate over a copy
+    for (const stream of [...streams]) {
+      if (this.#write(stream, frame)) written++
+    }
+    return written
+  }
+
+  publishEventsChanged (userId: string, payload: PayloadOf<EventsChangedMessage>): number {
+    return this.publish(userId, { ...payload, type: 'eventsChanged' })
+  }
+
+  publishCalendarsChanged (userId: string, payload: PayloadOf<CalendarsChangedMessage>): number {
+    return this.publish(userId, { ...payload, type: 'calendarsChanged' })
+  }
+
+  publishSyncStatusChanged (userId: string, payload: PayloadOf<SyncStatusChangedMessage>): number {
+    return this.publish(userId, { ...payload, type: 'syncStatusChanged' } as SyncStatusChangedMessage)
+  }
+
+  publishImportCompleted (userId: string, payload: PayloadOf<ImportCompletedMessage>): number {
+    return this.publish(userId, { ...payload, type: 'importCompleted' })
+  }
+
+  publishUserMetadataChanged (userId: string, payload: PayloadOf<UserMetadataChangedMessage>): number {
+    return this.publish(userId, { ...payload, type: 'userMetadataChanged' })
+  }
+
+  /** Ends every stream opened with this session (logout, revocation); returns how many. */
+  closeSession (sessionHandle: string): number {
+    const streams = this.#bySession.get(sessionHandle)
+    if (streams === undefined) return 0
+    const toClose = [...streams]
+    for (const stream of toClose) this.#end(stream, 'session')
+    return toClose.length
+  }
+
+  /** Ends every stream of a user; returns how many. */
+  closeUser (userId: string): number {
+    const streams = this.#byUser.get(userId)
+    if (streams === undefined) return 0
+    const toClose = [...streams]
+    for (const stream of toClose) this.#end(stream, 'user')
+    return toClose.length
+  }
+
+  /** Ends every stream and refuses new ones (shutdown). */
+  closeAll (): void {
+    this.#closing = true
+    for (const streams of [...this.#byUser.values()]) {
+      for (const stream of [...streams]) this.#end(stream, 'shutdown')
+    }
+    this.#stopHeartbeat()
+  }
+
+  #frame (message: ServerMessage): string | undefined {
+    if (!serverMessageCheck.Check(message)) {
+      const error = serverMessageCheck.Errors(message).First()
+      const candidate: unknown = message
+      const type = typeof candidate === 'object' && candidate !== null && 'type' in candidate && typeof candidate.type === 'string' ? candidate.type : undefined
+      this.#log.error({ messageType: type, path: error?.path, reason: error?.message }, 'server message failed its schema and was not written')
+      return undefined
+    }
+    return encodeFrame(message)
+  }
+
+  #write (stream: SseStream, chunk: string): boolean {
+    const res = stream.res
+    if (stream.closed || res.destroyed || res.writableEnded) return false
+    // Node's http layer corks the socket for the rest of the tick on every write, so output written
+    // in this tick always looks pending; what is still pending from earlier ticks is what the client
+    // has not read.
+    if (res.writableLength > this.options.maxPendingBytes) {
+      this.#log.warn({ streamId: stream.id, userId: stream.userId, pendingBytes: res.writableLength }, 'event stream client stopped reading; stream cut off')
+      this.#forget(stream, 'slow')
+      res.destroy()
+      return false
+    }
+    res.write(chunk)
+    return true
+  }
+
+  #end (stream: SseStream, reason: StreamCloseReason): void {
+    if (stream.closed) return
+    this.#forget(stream, reason)
+    stream.res.end()
+  }
+
+  #forget (stream: SseStream, reason: StreamCloseReason): void {
+    if (stream.closed) return
+    stream.closeReason = reason
+    clearTimeout(stream.timer)
+    stream.timer = undefined
+    this.#streamCount--
+    const userStreams = this.#byUser.get(stream.userId)
+    if (userStreams !== undefined) {
+      userStreams.delete(stream)
+      if (userStreams.size === 0) {
+        this.#byUser.delete(stream.userId)
+        this.#notify(this.#idleListeners, stream.userId)
+      }
+    }
+    if (stream.sessionHandle !== undefined) {
+      const sessionStreams = this.#bySession.get(stream.sessionHandle)
+      sessionStreams?.delete(stream)
+      if (sessionStreams?.size === 0) this.#bySession.delete(stream.sessionHandle)
+    }
+    if (this.#streamCount === 0) this.#stopHeartbeat()
+    this.#log.debug({ streamId: stream.id, userId: stream.userId, reason }, 'event stream closed')
+  }
+
+  #notify (listeners: UserListener[], userId: string): void {
+    for (const listener of listeners) {
+      try {
+        listener(userId)
+      } catch (error) {
+        this.#log.error({ err: error, userId }, 'event stream listener failed')
+      }
+    }
+  }
+
+  #startHeartbeat (): void {
+    if (this.#heartbeat !== undefined) return
+    this.#heartbeat = setInterval(() => {
+      for (const streams of [...this.#byUser.values()]) {
+        for (const stream of [...streams]) this.#write(stream, keepaliveFrame)
+      }
+    }, this.options.heartbeatIntervalMs)
+    this.#heartbeat.unref()
+  }
+
+  #stopHeartbeat (): void {
+    clearInterval(this.#heartbeat)
+    this.#heartbeat = undefined
+  }
+}
+
+export interface RealtimePluginOptions {
+  realtime?: Partial<SseBrokerOptions>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    sse: SseBroker
+  }
+}
+
+export default fp<RealtimePluginOptions>(async function sseBroker (fastify, opts) {
+  const broker = new SseBroker(fastify.log.child({ plugin: 'sse-broker' }), opts.realtime)
+  fastify.decorate('sse', broker)
+  // Streams must end before the server waits for open connections to finish; onClose runs after
+  // that wait, so ending them there would never let shutdown complete.
+  fastify.addHook('preClose', async () => { broker.closeAll() })
+  fastify.addHook('onClose', async () => { broker.closeAll() })
+}, { name: 'sse-broker', fastify: '5.x' })

@@ -1,0 +1,38 @@
+// A minimal Fastify app around the broker plugin for stream tests that do not need sessions: the
+// user and session come from test headers. Logs are captured so tests can assert what was logged.
+import { Writable } from 'node:stream'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import sseBroker, { type SseBrokerOptions } from '../../plugins/sse-broker.js'
+
+export interface LogLine { level: number, msg: string, [key: string]: unknown }
+
+export class LogCapture extends Writable {
+  readonly lines: LogLine[] = []
+  override _write (chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() !== '') this.lines.push(JSON.parse(line) as LogLine)
+    }
+    callback()
+  }
+
+  find (msg: string): LogLine[] {
+    return this.lines.filter((line) => line.msg === msg)
+  }
+}
+
+export async function startBrokerApp (t: Test, realtime: Partial<SseBrokerOptions> = {}): Promise<{ app: FastifyInstance, url: string, logs: LogCapture }> {
+  const logs = new LogCapture()
+  const app = Fastify({ logger: { level: 'debug', stream: logs } })
+  await app.register(sseBroker, { realtime })
+  app.get('/stream', (request, reply) => {
+    const userId = request.headers['x-user']
+    const session = request.headers['x-session']
+    if (typeof userId !== 'string') return reply.code(401).send({ message: 'no user' })
+    reply.hijack()
+    app.sse.open(reply.raw, { userId, sessionHandle: typeof session === 'string' ? session : undefined })
+  })
+  const address = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  return { app, url: `${address}/stream`, logs }
+}
