@@ -1,0 +1,39 @@
+import { ObjectId } from 'bson'
+
+const OPTIMISTIC_PREFIX = 'optimistic-'
+const OBJECT_ID = /^[0-9a-f]{24}$/
+const OCCURRENCE_ID = /^([0-9a-f]{24})_(\d{8}(?:T\d{6}Z)?)$/
+
+/**
+ * Clients create events optimistically under an id they chose, marked `optimistic-<id>` until the
+ * server confirms it; the stored id is the bare 24-hex part so later writes find the same record.
+ */
+export function normalizeEventId (id: string): string {
+  const bare = id.startsWith(OPTIMISTIC_PREFIX) ? id.slice(OPTIMISTIC_PREFIX.length) : id
+  if (!OBJECT_ID.test(bare)) throw new TypeError(`not an event id: ${JSON.stringify(id)}`)
+  return bare
+}
+
+export function mintEventId (): string {
+  return new ObjectId().toHexString()
+}
+
+export function isObjectIdString (value: string): boolean {
+  return OBJECT_ID.test(value)
+}
+
+export type EventAddress =
+  | { kind: 'stored', eventId: string }
+  | { kind: 'occurrence', seriesId: string, occurrenceKey: string }
+
+/** Reads a path id: a stored event's id, or `<seriesId>_<occurrence key>` for an unedited occurrence. */
+export function parseEventAddress (pathId: string): EventAddress | null {
+  if (OBJECT_ID.test(pathId)) return { kind: 'stored', eventId: pathId }
+  const match = OCCURRENCE_ID.exec(pathId)
+  if (!match) return null
+  return { kind: 'occurrence', seriesId: match[1] as string, occurrenceKey: match[2] as string }
+}
+
+export function occurrenceId (seriesId: string, occurrenceKey: string): string {
+  return `${seriesId}_${occurrenceKey}`
+}

@@ -1,0 +1,91 @@
+import type { EventChangeInput, EventView } from '../../schemas/event.js'
+import { normalizeEventId, mintEventId } from './ids.js'
+import { DATE_ONLY, DATE_TIME_WITH_OFFSET, eventDateTime, isValidTimeZone } from './time.js'
+import { compileSeries, RecurrenceRuleError } from './recurrence.js'
+
+/** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
+export type EventRecord = EventView
+
+export interface EventIssue {
+  /** JSON pointer into the change, e.g. `/endDate`. */
+  path: string
+  message: string
+}
+
+function checkDatePair (change: EventChangeInput): EventIssue | null {
+  const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
+  const expected = change.isAllDay ? 'a YYYY-MM-DD date for an all-day event' : 'an RFC 3339 date-time with offset for a timed event'
+  for (const field of ['startDate', 'endDate'] as const) {
+    if (!format.test(change[field])) return { path: `/${field}`, message: `must be ${expected}` }
+    if (!eventDateTime(change[field], change.isAllDay, change.timeZone).isValid) return { path: `/${field}`, message: 'must be a real calendar date' }
+  }
+  const start = eventDateTime(change.startDate, change.isAllDay, change.timeZone)
+  const end = eventDateTime(change.endDate, change.isAllDay, change.timeZone)
+  if (end <= start) return { path: '/endDate', message: 'must be after startDate' }
+  return null
+}
+
+function checkRecurrence (change: EventChangeInput): EventIssue | null {
+  const { recurrence } = change
+  if (recurrence?.rule !== undefined && recurrence.eventId !== undefined) {
+    return { path: '/recurrence', message: 'must have either rule (a series) or eventId (an occurrence), not both' }
+  }
+  if (recurrence?.eventId !== undefined) {
+    if (change.originalStartDate === undefined) return { path: '/originalStartDate', message: 'is required on an occurrence of a series' }
+    const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
+    if (!format.test(change.originalStartDate) || !eventDateTime(change.originalStartDate, change.isAllDay, change.timeZone).isValid) {
+      return { path: '/originalStartDate', message: 'must have the same form as startDate' }
+    }
+    if (change._id !== undefined && normalizeEventId(change._id) === normalizeEventId(recurrence.eventId)) {
+      return { path: '/recurrence/eventId', message: 'must name another event than the occurrence itself' }
+    }
+    return null
+  }
+  if (change.originalStartDate !== undefined) return { path: '/originalStartDate', message: 'is only allowed on an occurrence of a series' }
+  if (recurrence?.rule !== undefined) {
+    try {
+      compileSeries({ ...change, rule: recurrence.rule })
+    } catch (error) {
+      if (error instanceof RecurrenceRuleError) return { path: '/recurrence/rule', message: `is not a valid rule: ${error.message}` }
+      throw error
+    }
+  }
+  return null
+}
+
+/**
+ * The checks a JSON schema cannot express. The change has already passed the schema, so every
+ * field has its type and bounds; what is left are relations between fields.
+ */
+export function validateEventChange (change: EventChangeInput): EventIssue | null {
+  if (!isValidTimeZone(change.timeZone)) return { path: '/timeZone', message: 'must be an IANA time zone name' }
+  if (change.providerEventId !== undefined && change.calendarId === undefined) {
+    return { path: '/providerEventId', message: 'requires calendarId' }
+  }
+  return checkDatePair(change) ?? checkRecurrence(change)
+}
+
+/** The record a valid change stands for: owner from the session, id normalized or minted. */
+export function toEventRecord (change: EventChangeInput, owner: { userId: string, now: Date }): EventRecord {
+  const record: EventRecord = {
+    _id: change._id === undefined ? mintEventId() : normalizeEventId(change._id),
+    user: owner.userId,
+    title: change.title,
+    startDate: change.startDate,
+    endDate: change.endDate,
+    isAllDay: change.isAllDay,
+    timeZone: change.timeZone,
+    status: change.status,
+    origin: change.origin,
+    priority: change.priority,
+    lastUpdated: owner.now.toISOString()
+  }
+  if (change.description !== undefined) record.description = change.description
+  if (change.location !== undefined) record.location = change.location
+  if (change.recurrence?.rule !== undefined) record.recurrence = { rule: change.recurrence.rule }
+  if (change.recurrence?.eventId !== undefined) record.recurrence = { eventId: normalizeEventId(change.recurrence.eventId) }
+  if (change.originalStartDate !== undefined) record.originalStartDate = change.originalStartDate
+  if (change.calendarId !== undefined) record.calendarId = change.calendarId
+  if (change.providerEventId !== undefined) record.providerEventId = change.providerEventId
+  return record
+}

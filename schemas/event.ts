@@ -1,0 +1,153 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+// Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
+// all-day events (end exclusive). Which of the two an event must use is checked in lib/events,
+// because it depends on `isAllDay`.
+const DATE_ONLY = '\\d{4}-\\d{2}-\\d{2}'
+const DATE_TIME = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})'
+
+export const DATE_ONLY_PATTERN = `^${DATE_ONLY}$`
+export const DATE_TIME_PATTERN = `^${DATE_TIME}$`
+
+export const EVENT_LIMITS = {
+  titleLength: 1024,
+  descriptionLength: 16384,
+  locationLength: 1024,
+  ruleLines: 20,
+  ruleLineLength: 1000,
+  changesPerRequest: 500,
+  rangeDays: 400,
+  occurrencesPerSeries: 2000
+} as const
+
+export const ObjectIdString = Type.String({
+  pattern: '^[0-9a-f]{24}$',
+  description: 'A 24-hex-character object id'
+})
+
+export const ClientEventId = Type.String({
+  pattern: '^(optimistic-)?[0-9a-f]{24}$',
+  description: 'Event id chosen by the client; a leading `optimistic-` is stripped before storing'
+})
+
+// A stored event is addressed by its 24-hex id; an occurrence of a series that was never edited
+// is addressed by `<seriesId>_<original start>` (UTC `YYYYMMDDTHHMMSSZ`, or `YYYYMMDD` all-day).
+export const EVENT_PATH_ID_PATTERN = '^[0-9a-f]{24}(_\\d{8}(T\\d{6}Z)?)?$'
+export const EventPathId = Type.String({
+  pattern: EVENT_PATH_ID_PATTERN,
+  description: 'Event id, or `<seriesId>_<originalStart>` for an occurrence of a recurring series'
+})
+
+export const EventDateString = Type.String({
+  pattern: `^(${DATE_ONLY}|${DATE_TIME})$`,
+  maxLength: 40,
+  description: 'RFC 3339 date-time with offset (timed) or YYYY-MM-DD (all-day, end exclusive)'
+})
+
+export const EventOrigin = Type.Union([
+  Type.Literal('compass'),
+  Type.Literal('provider'),
+  Type.Literal('providerImport')
+], { description: 'Where the event was created' })
+
+export const EventPriority = Type.Union([
+  Type.Literal('unassigned'),
+  Type.Literal('work'),
+  Type.Literal('self'),
+  Type.Literal('relationships')
+])
+
+export const EventStatus = Type.Union([
+  Type.Literal('confirmed'),
+  Type.Literal('cancelled')
+], { description: '`cancelled` on an occurrence removes it from its series; on any other event it deletes it' })
+
+export const Recurrence = Type.Object({
+  rule: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: EVENT_LIMITS.ruleLineLength }), {
+    minItems: 1,
+    maxItems: EVENT_LIMITS.ruleLines,
+    description: 'iCalendar lines of a series base: one `RRULE:` line and any `EXDATE` lines'
+  })),
+  eventId: Type.Optional(Type.String({
+    pattern: '^(optimistic-)?[0-9a-f]{24}$',
+    description: 'On an occurrence: the id of its series base'
+  }))
+}, { additionalProperties: false })
+
+const eventFields = {
+  title: Type.String({ maxLength: EVENT_LIMITS.titleLength, default: '' }),
+  description: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.descriptionLength })),
+  location: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.locationLength })),
+  startDate: EventDateString,
+  endDate: EventDateString,
+  isAllDay: Type.Boolean({ default: false }),
+  timeZone: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    default: 'UTC',
+    description: 'IANA time zone the event repeats in (wall-clock times keep across DST changes)'
+  }),
+  recurrence: Type.Optional(Recurrence),
+  originalStartDate: Type.Optional(Type.String({
+    pattern: `^(${DATE_ONLY}|${DATE_TIME})$`,
+    maxLength: 40,
+    description: 'On an occurrence: the start it had in its series before any edit'
+  })),
+  status: Type.Union(EventStatus.anyOf, { default: 'confirmed', description: EventStatus.description }),
+  origin: Type.Union(EventOrigin.anyOf, { default: 'compass', description: EventOrigin.description }),
+  priority: Type.Union(EventPriority.anyOf, { default: 'unassigned' }),
+  calendarId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Provider calendar the event belongs to' })),
+  providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 }))
+}
+
+// The body of a write. `user` and `lastUpdated` are not part of it: the server sets them.
+export const EventChange = Type.Object({
+  _id: Type.Optional(ClientEventId),
+  ...eventFields
+}, { additionalProperties: false, description: 'One event as the client wants it to be' })
+
+export const EventChangeBody = Type.Union([
+  EventChange,
+  Type.Array(EventChange, { minItems: 1, maxItems: EVENT_LIMITS.changesPerRequest })
+], { description: 'One change, or an array applied all-or-nothing' })
+
+export const Event = Type.Object({
+  _id: EventPathId,
+  user: ObjectIdString,
+  ...eventFields,
+  lastUpdated: Type.String({ format: 'date-time', description: 'Set by the server on every change' })
+}, { description: 'A stored event, or an occurrence of a recurring series' })
+
+export const EventList = Type.Array(Event)
+
+export const EventParams = Type.Object({ id: EventPathId }, { additionalProperties: false })
+
+export const ApplyTo = Type.Union([
+  Type.Literal('this'),
+  Type.Literal('thisAndFollowing'),
+  Type.Literal('all')
+], { description: 'For an occurrence of a series: which occurrences the delete removes' })
+
+export const DeleteQuery = Type.Object({
+  applyTo: Type.Optional(ApplyTo)
+}, { additionalProperties: false })
+
+export const RangeQuery = Type.Object({
+  start: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, inclusive' }),
+  end: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, exclusive' })
+}, { additionalProperties: false })
+
+export const EventErrorBody = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String()
+})
+
+export type EventChangeInput = Static<typeof EventChange>
+export type EventChangeBodyInput = Static<typeof EventChangeBody>
+export type EventView = Static<typeof Event>
+export type EventApplyTo = Static<typeof ApplyTo>
+export type EventStatusValue = Static<typeof EventStatus>
+export type EventOriginValue = Static<typeof EventOrigin>
+export type EventPriorityValue = Static<typeof EventPriority>
