@@ -52,7 +52,10 @@ test('EXDATE lines remove occurrences', async (t) => {
 
 test('all-day series repeat by date and keep their length in days', async (t) => {
   const series = compileSeries({
-    startDate: '2026-03-28', endDate: '2026-03-30', isAllDay: true, timeZone: 'America/New_York',
+    startDate: '2026-03-28',
+    endDate: '2026-03-30',
+    isAllDay: true,
+    timeZone: 'America/New_York',
     rule: ['RRULE:FREQ=MONTHLY;COUNT=3', 'EXDATE;VALUE=DATE:20260428']
   })
   const occurrences = expandSeries(series, new Date('2026-01-01T00:00:00Z'), new Date('2027-01-01T00:00:00Z'), 100)
