@@ -1,11 +1,12 @@
 import { test } from 'tap'
 import { EventSource } from 'eventsource'
-import { serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
+import { MAX_IDS_PER_MESSAGE, serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
 import { startBrokerApp } from './broker-app.js'
 import { RawSseReader, eventually } from './sse-reader.js'
 
 const userA = '64b7f0c2a1b2c3d4e5f60001'
 const userB = '64b7f0c2a1b2c3d4e5f60002'
+const connectionId = '64b7f0c2a1b2c3d4e5f6c001'
 
 const eventsChanged: ServerMessage = { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['e1'] }
 
@@ -40,9 +41,9 @@ test('every named publish operation writes a schema-valid message event that Eve
 
   const counts = [
     app.sse.publishEventsChanged(userA, { reasons: ['calendar'], refetchAll: false, calendarIds: ['c1'] }),
-    app.sse.publishCalendarsChanged(userA, { reasons: ['connection'], refetchAll: false, connectionIds: ['k1'] }),
-    app.sse.publishSyncStatusChanged(userA, { connectionId: 'k1', status: 'attention', code: 'CONNECTION_REVOKED', retryable: false }),
-    app.sse.publishImportCompleted(userA, { connectionId: 'k1', operation: 'full', counts: { calendars: 2, created: 10, updated: 0, deleted: 0 } }),
+    app.sse.publishCalendarsChanged(userA, { reasons: ['connection'], refetchAll: false, connectionIds: [connectionId] }),
+    app.sse.publishSyncStatusChanged(userA, { connectionId, status: 'attention', code: 'CONNECTION_REVOKED', retryable: false }),
+    app.sse.publishImportCompleted(userA, { connectionId, operation: 'full', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 10 } }),
     app.sse.publishUserMetadataChanged(userA, { session: { userId: userA, metadata: {} }, sync: null })
   ]
   t.same(counts, [1, 1, 1, 1, 1])
@@ -146,13 +147,14 @@ test('a client that stops reading is cut off once its pending output passes the 
     type: 'eventsChanged',
     reasons: ['event'],
     refetchAll: false,
-    eventIds: Array.from({ length: 200 }, (_, i) => `event-${i}-${'x'.repeat(150)}`)
+    eventIds: Array.from({ length: MAX_IDS_PER_MESSAGE }, (_, i) => `event-${i}-${'x'.repeat(180)}`)
   }
   // Kernel socket buffers absorb the first megabytes; keep publishing, at the pace the reading
   // client keeps up with, until the stalled stream goes.
   let published = 0
   while (app.sse.streamsOf(userA) === 2 && published < 5000) {
-    app.sse.publish(userA, big)
+    const written = app.sse.publish(userA, big)
+    if (written === 0) break
     published++
     await healthy.until((r) => r.messages().length === published)
   }
