@@ -15,7 +15,7 @@ export interface CursorState {
   namespace: string
   documents: Doc[]
   position: number
-  owner: number
+  lastUsed: number
 }
 
 export interface CommandContext {
@@ -72,7 +72,7 @@ function batchReply (ctx: CommandContext, namespace: string, documents: Doc[], f
   let id = Long.ZERO
   if (!singleBatch && batch.length < documents.length) {
     id = ctx.newCursorId()
-    ctx.cursors.set(id.toString(), { id, namespace, documents, position: batch.length, owner: ctx.connectionId })
+    ctx.cursors.set(id.toString(), { id, namespace, documents, position: batch.length, lastUsed: Date.now() })
   }
   return { cursor: { firstBatch: batch, id, ns: namespace }, ok: 1 }
 }
@@ -127,6 +127,7 @@ const getMore: Handler = (ctx, command) => {
   }
   const batch = takeBatch(cursor.documents, cursor.position, asNumber(command.batchSize, 0))
   cursor.position += batch.length
+  cursor.lastUsed = Date.now()
   let replyId = cursor.id
   if (cursor.position >= cursor.documents.length) {
     ctx.cursors.delete(id.toString())

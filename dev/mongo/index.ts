@@ -3,12 +3,16 @@
 import { createServer } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import { Long, ObjectId } from 'bson'
+import { Binary, Long, ObjectId } from 'bson'
+import { KNOWN_ROLES, ScramConversation, Users, authorize, canSeeDatabase, makeUser } from './auth.js'
+import type { Role, StoredUser } from './auth.js'
 import { dataCommands } from './commands.js'
 import type { CommandContext, CursorState, Handler } from './commands.js'
 import { CommandError } from './errors.js'
-import { Store } from './store.js'
+import { Persistence } from './persist.js'
+import { LockWait, Store } from './store.js'
 import type { Transaction } from './store.js'
+import { pathValues } from './values.js'
 import { MessageReader, encodeMsg, encodeReply, parseMessage } from './wire.js'
 import type { Doc } from './values.js'
 
@@ -38,11 +42,16 @@ export interface MongoStandIn {
 }
 
 const MAX_WIRE_VERSION = 21
+// mongod's default ttlMonitorSleepSecs; tests shorten it with setParameter, as they would on mongod.
+const DEFAULT_TTL_SLEEP_SECS = 60
 const SERVER_VERSION = '7.0.0'
 
 interface Connection {
   id: number
   socket: Socket
+  user: StoredUser | undefined
+  conversation: ScramConversation | undefined
+  skipEmptyExchange: boolean
 }
 
 interface SessionState {
@@ -68,22 +77,72 @@ function toNumber (value: unknown): number | undefined {
   return undefined
 }
 
+function binaryBuffer (value: unknown): Buffer {
+  if (value instanceof Binary) return Buffer.from(value.buffer)
+  if (value instanceof Uint8Array) return Buffer.from(value)
+  throw new CommandError(2, 'payload must be binary data')
+}
+
+function parseRoles (raw: unknown, db: string): Role[] {
+  if (!Array.isArray(raw)) throw new CommandError(2, '"createUser" command requires a "roles" array')
+  return raw.map((entry: unknown) => {
+    const role = typeof entry === 'string' ? { role: entry, db } : (entry as Partial<Role>)
+    if (typeof role.role !== 'string' || typeof role.db !== 'string' || !KNOWN_ROLES.has(role.role)) {
+      throw new CommandError(31, `Could not find role: ${String(role.role)}@${String(role.db ?? db)}`)
+    }
+    return { role: role.role, db: role.db }
+  })
+}
+
 export async function startMongo (options: StartMongoOptions = {}): Promise<MongoStandIn> {
   if (process.env.NODE_ENV === 'production') {
     throw new Error('dev/mongo is a development stand-in for MongoDB and refuses to run with NODE_ENV=production; use a real MongoDB server')
   }
   const store = new Store()
+  const users = new Users()
+  const persistence = options.dataDir === undefined ? undefined : new Persistence(options.dataDir, store, users)
+  if (persistence !== undefined) {
+    await persistence.load()
+    store.listener = persistence
+  }
+  for (const user of options.users ?? []) {
+    users.add(makeUser(user.user, user.db ?? 'admin', user.password, parseRoles(user.roles, user.db ?? 'admin')))
+  }
+  if ((options.users ?? []).length > 0) persistence?.usersChanged()
+  // As with mongod --auth: access control is on when the server starts with users.
+  const authEnabled = users.size > 0
+
   const cursors = new Map<string, CursorState>()
   const sessions = new Map<string, SessionState>()
-  const connections = new Set<Connection>()
+  const connections = new Map<number, Connection>()
   const electionId = new ObjectId('7fffffff0000000000000001')
   let nextConnectionId = 1
   let nextCursor = randomBytes(4).readUInt32BE(0) + 1
   let port = 0
+  let ttlSleepSecs = DEFAULT_TTL_SLEEP_SECS
+  let ttlTimer: NodeJS.Timeout | undefined
 
   const newCursorId = (): Long => Long.fromNumber(nextCursor++)
 
-  function hello (command: Doc): Doc {
+  function connectionOf (ctx: CommandContext): Connection {
+    const connection = connections.get(ctx.connectionId)
+    if (connection === undefined) throw new CommandError(2, 'connection closed')
+    return connection
+  }
+
+  function startConversation (connection: Connection, command: Doc, db: string): Doc {
+    if (command.mechanism !== 'SCRAM-SHA-256') {
+      throw new CommandError(334, `Received authentication for mechanism ${String(command.mechanism)} which is not enabled`)
+    }
+    const conversation = new ScramConversation(users, db)
+    const payload = conversation.start(binaryBuffer(command.payload))
+    connection.conversation = conversation
+    const saslOptions = command.options
+    connection.skipEmptyExchange = typeof saslOptions === 'object' && saslOptions !== null && (saslOptions as Doc).skipEmptyExchange === true
+    return { conversationId: 1, done: false, payload: new Binary(payload) }
+  }
+
+  function hello (connection: Connection, command: Doc): Doc {
     const legacy = command.hello === undefined
     const reply: Doc = {}
     if (command.helloOk === true || !legacy) reply.helloOk = true
@@ -107,22 +166,145 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       maxWriteBatchSize: 100_000,
       localTime: new Date(),
       logicalSessionTimeoutMinutes: 30,
-      connectionId: 0,
+      connectionId: connection.id,
       minWireVersion: 0,
       maxWireVersion: MAX_WIRE_VERSION,
-      readOnly: false,
-      ok: 1
+      readOnly: false
     })
+    if (typeof command.saslSupportedMechs === 'string') {
+      const dot = command.saslSupportedMechs.indexOf('.')
+      const known = users.get(command.saslSupportedMechs.slice(0, dot), command.saslSupportedMechs.slice(dot + 1))
+      if (known !== undefined) reply.saslSupportedMechs = ['SCRAM-SHA-256']
+    }
+    const speculative = command.speculativeAuthenticate
+    if (typeof speculative === 'object' && speculative !== null && (speculative as Doc).mechanism === 'SCRAM-SHA-256') {
+      try {
+        const db = (speculative as Doc).db
+        reply.speculativeAuthenticate = startConversation(connection, speculative as Doc, typeof db === 'string' ? db : 'admin')
+      } catch {
+        // The driver falls back to an ordinary saslStart when no speculative reply comes.
+      }
+    }
+    reply.ok = 1
     return reply
   }
 
+  const buildInfo: Handler = () => ({
+    version: SERVER_VERSION, versionArray: [7, 0, 0, 0], gitVersion: 'dev-mongo', bits: 64, debug: false, maxBsonObjectSize: 16 * 1024 * 1024, ok: 1
+  })
+
+  function sweepExpired (): void {
+    const now = Date.now()
+    // mongod's cursorTimeoutMillis: a cursor left alone for ten minutes is closed.
+    for (const [id, cursor] of cursors) if (now - cursor.lastUsed > 600_000) cursors.delete(id)
+    for (const collections of store.databases.values()) {
+      for (const collection of collections.values()) {
+        for (const index of collection.indexes.values()) {
+          const seconds = index.spec.expireAfterSeconds
+          const field = index.fields[0]
+          if (seconds === undefined || field === undefined) continue
+          for (const [id, document] of [...collection.docs]) {
+            const dates = pathValues(document, field).filter((value): value is Date => value instanceof Date)
+            if (dates.length === 0 || Math.min(...dates.map((date) => date.getTime())) + seconds * 1000 > now) continue
+            try {
+              store.write(collection, [{ id, before: document }])
+            } catch (error) {
+              // A document locked by an open transaction waits for the next pass.
+              if (!(error instanceof LockWait)) throw error
+            }
+          }
+        }
+      }
+    }
+  }
+
+  function scheduleSweep (): void {
+    clearInterval(ttlTimer)
+    ttlTimer = setInterval(sweepExpired, ttlSleepSecs * 1000)
+    ttlTimer.unref()
+  }
+
   const serverCommands: Record<string, Handler> = {
-    hello: (_ctx, command) => hello(command),
-    isMaster: (_ctx, command) => hello(command),
-    ismaster: (_ctx, command) => hello(command),
+    hello: (ctx, command) => hello(connectionOf(ctx), command),
+    isMaster: (ctx, command) => hello(connectionOf(ctx), command),
+    ismaster: (ctx, command) => hello(connectionOf(ctx), command),
     ping: () => ({ ok: 1 }),
-    buildInfo: () => ({ version: SERVER_VERSION, versionArray: [7, 0, 0, 0], gitVersion: 'dev-mongo', bits: 64, maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 }),
-    buildinfo: () => ({ version: SERVER_VERSION, versionArray: [7, 0, 0, 0], bits: 64, ok: 1 }),
+    buildInfo,
+    buildinfo: buildInfo,
+    saslStart: (ctx, command) => ({ ...startConversation(connectionOf(ctx), command, ctx.db), ok: 1 }),
+    saslContinue: (ctx, command) => {
+      const connection = connectionOf(ctx)
+      const conversation = connection.conversation
+      if (conversation === undefined) throw new CommandError(17, 'No SASL session state found')
+      if (conversation.done) {
+        connection.conversation = undefined
+        return { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 }
+      }
+      try {
+        const payload = conversation.finish(binaryBuffer(command.payload))
+        connection.user = conversation.user
+        if (connection.skipEmptyExchange) connection.conversation = undefined
+        return { conversationId: 1, done: connection.skipEmptyExchange, payload: new Binary(payload), ok: 1 }
+      } catch (error) {
+        connection.conversation = undefined
+        throw error
+      }
+    },
+    logout: (ctx) => {
+      connectionOf(ctx).user = undefined
+      return { ok: 1 }
+    },
+    connectionStatus: (ctx) => {
+      const user = connectionOf(ctx).user
+      return {
+        authInfo: {
+          authenticatedUsers: user === undefined ? [] : [{ user: user.user, db: user.db }],
+          authenticatedUserRoles: user === undefined ? [] : user.roles
+        },
+        ok: 1
+      }
+    },
+    createUser: (ctx, command) => {
+      const name = command.createUser
+      if (typeof name !== 'string' || name === '') throw new CommandError(2, 'User name must be a non-empty string')
+      if (typeof command.pwd !== 'string' || command.pwd === '') throw new CommandError(2, 'Must provide a \'pwd\' field for all user documents, except those with \'$external\' as the user\'s source db')
+      if (users.get(ctx.db, name) !== undefined) throw new CommandError(51003, `User "${name}@${ctx.db}" already exists`)
+      users.add(makeUser(name, ctx.db, command.pwd, parseRoles(command.roles, ctx.db)))
+      persistence?.usersChanged()
+      return { ok: 1 }
+    },
+    dropUser: (ctx, command) => {
+      const name = String(command.dropUser)
+      if (!users.remove(ctx.db, name)) throw new CommandError(11, `User '${name}@${ctx.db}' not found`)
+      persistence?.usersChanged()
+      return { ok: 1 }
+    },
+    setParameter: (_ctx, command) => {
+      const reply: Doc = {}
+      if (command.ttlMonitorSleepSecs !== undefined) {
+        const seconds = Number(command.ttlMonitorSleepSecs)
+        if (!Number.isInteger(seconds) || seconds < 1) throw new CommandError(2, 'ttlMonitorSleepSecs must be a positive integer')
+        reply.was = ttlSleepSecs
+        ttlSleepSecs = seconds
+        scheduleSweep()
+      } else {
+        throw new CommandError(2, 'unrecognized parameter')
+      }
+      reply.ok = 1
+      return reply
+    },
+    getParameter: (_ctx, command) => {
+      if (command.ttlMonitorSleepSecs === undefined) throw new CommandError(72, 'no option found to get')
+      return { ttlMonitorSleepSecs: ttlSleepSecs, ok: 1 }
+    },
+    listDatabases: async (ctx, command) => {
+      const reply = await (dataCommands.listDatabases as Handler)(ctx, command)
+      const user = connectionOf(ctx).user
+      if (authEnabled && user !== undefined) {
+        reply.databases = (reply.databases as Doc[]).filter((entry) => canSeeDatabase(user.roles, String(entry.name)))
+      }
+      return reply
+    },
     endSessions: (_ctx, command) => {
       for (const lsid of Array.isArray(command.endSessions) ? command.endSessions : []) {
         const key = sessionKey(lsid)
@@ -170,10 +352,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       return state.txn
     }
     const txn = state?.txn
-    if (state === undefined || txn === undefined || state.txnNumber !== txnNumber) {
-      throw new CommandError(251, `Transaction with { txnNumber: ${txnNumber} } has been aborted.`, {}, ['TransientTransactionError'])
-    }
-    if (txn.state === 'aborted') {
+    if (state === undefined || txn === undefined || state.txnNumber !== txnNumber || txn.state === 'aborted') {
       throw new CommandError(251, `Transaction with { txnNumber: ${txnNumber} } has been aborted.`, {}, ['TransientTransactionError'])
     }
     if (txn.state === 'committed' && name !== 'commitTransaction') {
@@ -188,6 +367,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     try {
       const handler = handlers[name]
       if (handler === undefined) throw new CommandError(59, `no such command: '${name}'`)
+      if (authEnabled) authorize(connection.user, name, db)
       const txn = resolveTransaction(name, command)
       if (txn !== undefined && !TRANSACTION_COMMANDS.has(name)) {
         throw new CommandError(263, `Cannot run '${name}' in a multi-document transaction.`)
@@ -202,8 +382,8 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   }
 
   function serve (socket: Socket): void {
-    const connection: Connection = { id: nextConnectionId++, socket }
-    connections.add(connection)
+    const connection: Connection = { id: nextConnectionId++, socket, user: undefined, conversation: undefined, skipEmptyExchange: false }
+    connections.set(connection.id, connection)
     const reader = new MessageReader()
     let queue = Promise.resolve()
     socket.setNoDelay(true)
@@ -232,7 +412,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     })
     socket.on('error', () => {})
     socket.on('close', () => {
-      connections.delete(connection)
+      connections.delete(connection.id)
     })
   }
 
@@ -245,6 +425,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     })
   })
   port = (server.address() as AddressInfo).port
+  scheduleSweep()
   const query = options.replicaSet === undefined ? '' : `?replicaSet=${encodeURIComponent(options.replicaSet)}`
   const uri = `mongodb://127.0.0.1:${port}/${query}`
 
@@ -255,10 +436,12 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     async close () {
       if (closed) return
       closed = true
+      clearInterval(ttlTimer)
       for (const txn of [...store.active]) store.abort(txn)
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
-      for (const connection of connections) connection.socket.destroy()
+      for (const connection of connections.values()) connection.socket.destroy()
       await stopped
+      await persistence?.flush()
     }
   }
 }
