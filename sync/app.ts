@@ -1,0 +1,77 @@
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyServerOptions } from 'fastify'
+import autoload from '@fastify/autoload'
+import type { SyncConfig } from '../schemas/config.js'
+import { loggerOptions } from '../lib/logging.js'
+import { systemClock } from './lib/clock.js'
+import type { Clock } from './lib/clock.js'
+import { errorBody, SyncServiceError } from './lib/errors.js'
+import type { ProviderRegistry } from './lib/providers/port.js'
+import configPlugin from './plugins/config.js'
+import databasePlugin from './plugins/database.js'
+import servicesPlugin from './plugins/services.js'
+import type { WorkerOptions } from './plugins/services.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+// Running from TypeScript sources means a TypeScript loader (tsx) is active, so autoload may
+// import .ts files; built output is plain .js and needs nothing.
+if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
+
+export interface SyncAppOptions {
+  config: SyncConfig
+  clock?: Clock
+  /** Provider adapters by provider; a provider without one cannot be connected. */
+  providers?: ProviderRegistry
+  worker?: WorkerOptions
+  /** Source of retry jitter, in [0, 1). */
+  random?: () => number
+}
+
+export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
+  return {
+    logger: loggerOptions(config.runtime.logLevel),
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
+  }
+}
+
+const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance, options) => {
+  await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
+  await fastify.register(databasePlugin)
+  await fastify.register(servicesPlugin, {
+    providers: options.providers ?? {},
+    worker: options.worker ?? {},
+    random: options.random ?? Math.random
+  })
+
+  await fastify.register(autoload, {
+    dir: join(here, 'routes'),
+    autoHooks: true,
+    cascadeHooks: true
+  })
+
+  fastify.setNotFoundHandler((request, reply) => {
+    reply.code(404).send(errorBody('NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
+  })
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof SyncServiceError) {
+      if (error.statusCode >= 500) request.log.warn({ code: error.code }, 'request refused')
+      return reply.code(error.statusCode).send(error.toBody())
+    }
+    if (error.validation) return reply.code(400).send(errorBody('VALIDATION', error.message))
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      // A server error never tells the caller about internals.
+      return reply.code(statusCode).send({ ...errorBody('INTERNAL', 'The Sync service failed to answer; try again later'), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
+    }
+    return reply.code(statusCode).send({ ...errorBody('VALIDATION', error.message), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
+  })
+}
+
+export default app

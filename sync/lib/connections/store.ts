@@ -1,0 +1,145 @@
+import { ObjectId } from 'mongodb'
+import type { Collection, Db } from 'mongodb'
+import type {
+  ConnectionReason, ConnectionState, ConnectionSummary, ImportCounts, ImportOperation, Provider
+} from '../../../schemas/sync/index.js'
+import type { ChangeFeed } from '../change-feed.js'
+import type { Clock } from '../clock.js'
+import type { CredentialStore } from '../credentials.js'
+import { transition } from './state-machine.js'
+import type { ConnectionEvent } from './state-machine.js'
+
+export interface StoredImportProgress {
+  phase: 'progress' | 'completed'
+  operation: ImportOperation
+  counts: ImportCounts
+  updatedAt: Date
+}
+
+export interface ConnectionRecord {
+  _id: ObjectId
+  userId: string
+  provider: Provider
+  state: ConnectionState
+  reason: ConnectionReason | null
+  lastReadFailureAt: Date | null
+  lastSyncedAt: Date | null
+  lastHealthyAt: Date | null
+  importProgress: StoredImportProgress | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export function connectionSummary (record: ConnectionRecord): ConnectionSummary {
+  const iso = (date: Date | null) => date?.toISOString() ?? null
+  return {
+    connectionId: record._id.toHexString(),
+    provider: record.provider,
+    state: record.state,
+    reason: record.reason,
+    lastReadFailureAt: iso(record.lastReadFailureAt),
+    lastSyncedAt: iso(record.lastSyncedAt),
+    lastHealthyAt: iso(record.lastHealthyAt),
+    importProgress: record.importProgress && { ...record.importProgress, updatedAt: record.importProgress.updatedAt.toISOString() },
+    createdAt: record.createdAt.toISOString()
+  }
+}
+
+function objectId (connectionId: string): ObjectId | null {
+  return ObjectId.isValid(connectionId) && /^[0-9a-f]{24}$/.test(connectionId) ? new ObjectId(connectionId) : null
+}
+
+// A transition is written only if the connection still has the facts it was computed from; a
+// concurrent writer makes us read again and recompute.
+const MAX_TRANSITION_ATTEMPTS = 5
+
+export class ConnectionStore {
+  readonly #rows: Collection<ConnectionRecord>
+  readonly #feed: ChangeFeed
+  readonly #credentials: CredentialStore
+  readonly #clock: Clock
+
+  constructor (db: Db, feed: ChangeFeed, credentials: CredentialStore, clock: Clock) {
+    this.#rows = db.collection<ConnectionRecord>('connections')
+    this.#feed = feed
+    this.#credentials = credentials
+    this.#clock = clock
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#rows.createIndex({ userId: 1, createdAt: 1 }, { name: 'user_created' })
+  }
+
+  /** A new connection in state `connecting`; its first invalidation tells the user's tabs. */
+  async create (userId: string, provider: Provider): Promise<ConnectionRecord> {
+    const now = this.#clock.now()
+    const record: ConnectionRecord = {
+      _id: new ObjectId(),
+      userId,
+      provider,
+      state: 'connecting',
+      reason: null,
+      lastReadFailureAt: null,
+      lastSyncedAt: null,
+      lastHealthyAt: null,
+      importProgress: null,
+      createdAt: now,
+      updatedAt: now
+    }
+    await this.#rows.insertOne(record)
+    await this.#feed.append(userId, { kind: 'connection', connectionId: record._id.toHexString(), state: record.state, reason: null })
+    return record
+  }
+
+  async get (connectionId: string): Promise<ConnectionRecord | null> {
+    const id = objectId(connectionId)
+    return id ? await this.#rows.findOne({ _id: id }) : null
+  }
+
+  async listByUser (userId: string): Promise<ConnectionRecord[]> {
+    return await this.#rows.find({ userId }).sort({ createdAt: 1 }).toArray()
+  }
+
+  /**
+   * Applies a state-machine event. Returns the connection as stored afterwards, or null when the
+   * connection does not exist. Every change of state or reason appends a `connection` invalidation.
+   */
+  async apply (connectionId: string, event: ConnectionEvent): Promise<ConnectionRecord | null> {
+    const id = objectId(connectionId)
+    if (!id) return null
+    for (let attempt = 0; attempt < MAX_TRANSITION_ATTEMPTS; attempt++) {
+      const current = await this.#rows.findOne({ _id: id })
+      if (!current) return null
+      const now = this.#clock.now()
+      const next = transition(current, event, now)
+      if (!next) return current
+      if (next.discardCredential) await this.#credentials.discard(connectionId)
+      const updated = await this.#rows.findOneAndUpdate(
+        { _id: id, state: current.state, reason: current.reason },
+        { $set: { state: next.state, reason: next.reason, ...next.set, updatedAt: now } },
+        { returnDocument: 'after' }
+      )
+      if (!updated) continue
+      if (next.changed) {
+        await this.#feed.append(current.userId, {
+          kind: 'connection', connectionId, state: next.state, reason: next.reason
+        })
+      }
+      return updated
+    }
+    throw new Error(`connection ${connectionId} kept changing while a transition was applied`)
+  }
+
+  /** Stores import progress and appends the matching `importProgress` invalidation. */
+  async recordImport (record: ConnectionRecord, progress: Omit<StoredImportProgress, 'updatedAt'>): Promise<void> {
+    const importProgress = { ...progress, updatedAt: this.#clock.now() }
+    await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } })
+    await this.#feed.append(record.userId, {
+      kind: 'importProgress',
+      connectionId: record._id.toHexString(),
+      phase: progress.phase,
+      operation: progress.operation,
+      counts: progress.counts
+    })
+  }
+}

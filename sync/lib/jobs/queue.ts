@@ -1,0 +1,207 @@
+// A durable job queue in the Sync database. One live job per coalescing key (completed jobs are
+// deleted, so any row blocks its key), leases that expire so a crashed worker's job runs again,
+// a per-attempt retry ladder, and the self-heal sweep of the specification.
+import { ObjectId } from 'mongodb'
+import type { Collection, Db, Filter } from 'mongodb'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Clock } from '../clock.js'
+import { isDuplicateKeyError } from '../mongo-errors.js'
+import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from './rules.js'
+import type { JobStatus } from './rules.js'
+
+export type JobType = 'import' | 'pull' | 'providerWrite'
+
+export interface JobRecord {
+  _id: ObjectId
+  type: JobType
+  coalescingKey: string
+  userId: string | null
+  connectionId: string | null
+  payload: Record<string, string>
+  status: JobStatus
+  /** Attempts used from the current budget. */
+  attempts: number
+  requeueCount: number
+  runAt: Date
+  leaseOwner: string | null
+  leaseUntil: Date | null
+  /** Enqueued again while running: run once more after this run instead of being deleted. */
+  rerun: boolean
+  lastError: string | null
+  failedAt: Date | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export interface JobRequest {
+  type: JobType
+  coalescingKey: string
+  userId?: string | null
+  connectionId?: string | null
+  payload?: Record<string, string>
+  runAt?: Date
+}
+
+export interface QueueOptions {
+  leaseMs?: number
+  random?: () => number
+}
+
+export const DEFAULT_LEASE_MS = 5 * 60_000
+
+export interface SweepReport {
+  requeued: number
+  exhausted: number
+  removed: number
+}
+
+export class JobQueue {
+  readonly #rows: Collection<JobRecord>
+  readonly #clock: Clock
+  readonly #leaseMs: number
+  readonly #random: () => number
+
+  constructor (db: Db, clock: Clock, options: QueueOptions = {}) {
+    this.#rows = db.collection<JobRecord>('jobs')
+    this.#clock = clock
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    this.#random = options.random ?? Math.random
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#rows.createIndex({ coalescingKey: 1 }, { unique: true, name: 'coalescing_key' })
+    await this.#rows.createIndex({ status: 1, runAt: 1 }, { name: 'status_run_at' })
+  }
+
+  /** Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true. */
+  async enqueue (request: JobRequest): Promise<{ job: JobRecord, coalesced: boolean }> {
+    const now = this.#clock.now()
+    const job: JobRecord = {
+      _id: new ObjectId(),
+      type: request.type,
+      coalescingKey: request.coalescingKey,
+      userId: request.userId ?? null,
+      connectionId: request.connectionId ?? null,
+      payload: request.payload ?? {},
+      status: 'queued',
+      attempts: 0,
+      requeueCount: 0,
+      runAt: request.runAt ?? now,
+      leaseOwner: null,
+      leaseUntil: null,
+      rerun: false,
+      lastError: null,
+      failedAt: null,
+      createdAt: now,
+      updatedAt: now
+    }
+    try {
+      await this.#rows.insertOne(job)
+      return { job, coalesced: false }
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error
+    }
+    // A running job may already have read the state this request is about, so it runs once more.
+    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, updatedAt: now } })
+    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued', runAt: { $gt: job.runAt } }, { $set: { runAt: job.runAt, updatedAt: now } })
+    const existing = await this.#rows.findOne({ coalescingKey: job.coalescingKey })
+    if (!existing) return await this.enqueue(request)
+    return { job: existing, coalesced: true }
+  }
+
+  /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. */
+  async claim (owner: string): Promise<JobRecord | null> {
+    for (;;) {
+      const now = this.#clock.now()
+      const due: Filter<JobRecord> = {
+        $or: [
+          { status: 'queued', runAt: { $lte: now } },
+          { status: 'running', leaseUntil: { $lte: now } }
+        ]
+      }
+      const job = await this.#rows.findOneAndUpdate(due, {
+        $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },
+        $inc: { attempts: 1 }
+      }, { sort: { runAt: 1 }, returnDocument: 'after' })
+      if (!job) return null
+      // Workers that died holding the job used up its budget too.
+      if (job.attempts <= ATTEMPT_BUDGET) return job
+      await this.#markFailed(job, owner, 'lease expired on every attempt', now)
+    }
+  }
+
+  /** Finishes a job. False when the lease was lost (another worker owns the job now). */
+  async complete (job: JobRecord, owner: string): Promise<boolean> {
+    const deleted = await this.#rows.deleteOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: false })
+    if (deleted.deletedCount === 1) return true
+    const now = this.#clock.now()
+    const again = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: true }, {
+      $set: { status: 'queued', rerun: false, attempts: 0, runAt: now, leaseOwner: null, leaseUntil: null, updatedAt: now }
+    })
+    return again.modifiedCount === 1
+  }
+
+  /** Records a failed attempt: the next rung of the ladder, or `failed` when the budget is spent. */
+  async fail (job: JobRecord, owner: string, reason: string): Promise<boolean> {
+    const now = this.#clock.now()
+    if (job.attempts >= ATTEMPT_BUDGET) return await this.#markFailed(job, owner, reason, now)
+    const runAt = new Date(now.getTime() + retryDelayMs(job.attempts, this.#random))
+    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+      $set: { status: 'queued', runAt, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now }
+    })
+    return result.modifiedCount === 1
+  }
+
+  async get (jobId: ObjectId): Promise<JobRecord | null> {
+    return await this.#rows.findOne({ _id: jobId })
+  }
+
+  async list (filter: Filter<JobRecord> = {}): Promise<JobRecord[]> {
+    return await this.#rows.find(filter).sort({ createdAt: 1 }).toArray()
+  }
+
+  /**
+   * The self-heal sweep. `lastReadFailureAt` looks up a job's connection marker (null when the job
+   * has no connection or the connection is gone).
+   */
+  async sweep (lastReadFailureAt: (connectionId: string) => Promise<Date | null>, log: FastifyBaseLogger): Promise<SweepReport> {
+    const report: SweepReport = { requeued: 0, exhausted: 0, removed: 0 }
+    const candidates = await this.#rows.find({ status: { $in: ['failed', 'exhausted'] } }).toArray()
+    for (const job of candidates) {
+      const now = this.#clock.now()
+      const marker = job.connectionId === null ? null : await lastReadFailureAt(job.connectionId)
+      const action = sweepAction(job, { lastReadFailureAt: marker }, now)
+      const context = { jobId: job._id.toHexString(), type: job.type, coalescingKey: job.coalescingKey, requeueCount: job.requeueCount }
+      if (action === 'requeue') {
+        const result = await this.#rows.updateOne({ _id: job._id, status: 'failed' }, {
+          $set: { status: 'queued', attempts: 0, runAt: now, failedAt: null, updatedAt: now },
+          $inc: { requeueCount: 1 }
+        })
+        if (result.modifiedCount === 1) {
+          report.requeued++
+          log.info({ ...context, requeueCount: job.requeueCount + 1 }, 'failed job requeued by the self-heal sweep with a fresh attempt budget')
+        }
+      } else if (action === 'exhaust') {
+        const result = await this.#rows.updateOne({ _id: job._id, status: 'failed' }, { $set: { status: 'exhausted', updatedAt: now } })
+        if (result.modifiedCount === 1) {
+          report.exhausted++
+          log.error(context, 'job exhausted after the maximum requeues; it needs an operator')
+        }
+      } else if (action === 'remove') {
+        const result = await this.#rows.deleteOne({ _id: job._id, status: 'exhausted' })
+        if (result.deletedCount === 1) {
+          report.removed++
+          log.warn(context, 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again')
+        }
+      }
+    }
+    return report
+  }
+
+  async #markFailed (job: JobRecord, owner: string, reason: string, now: Date): Promise<boolean> {
+    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+      $set: { status: 'failed', failedAt: now, leaseOwner: null, leaseUntil: null, lastError: reason, rerun: false, updatedAt: now }
+    })
+    return result.modifiedCount === 1
+  }
+}

@@ -1,0 +1,44 @@
+// Retry and self-heal rules of the job queue, as pure functions over plain data.
+
+/** Delay before the next attempt after attempt n (1-based) failed; the length is the attempt budget minus one. */
+export const RETRY_LADDER_MS = [30_000, 2 * 60_000, 10 * 60_000, 30 * 60_000] as const
+/** Attempts a job gets per budget: the first try plus one per ladder step. */
+export const ATTEMPT_BUDGET = RETRY_LADDER_MS.length + 1
+/** Each delay is spread by up to this fraction either way, so jobs that failed together do not retry together. */
+export const RETRY_JITTER = 0.2
+/** Specification, Limits: failed-job cooldown before requeue. */
+export const FAILED_JOB_COOLDOWN_MS = 30 * 60_000
+/** Specification, Limits: maximum requeues of a failed job. */
+export const MAX_REQUEUES = 3
+
+/** `random` returns a number in [0, 1), as Math.random does. */
+export function retryDelayMs (failedAttempt: number, random: () => number): number {
+  const step = Math.min(Math.max(failedAttempt, 1), RETRY_LADDER_MS.length) - 1
+  const base = RETRY_LADDER_MS[step] ?? FAILED_JOB_COOLDOWN_MS
+  const spread = (random() * 2 - 1) * RETRY_JITTER
+  return Math.round(base * (1 + spread))
+}
+
+export type JobStatus = 'queued' | 'running' | 'failed' | 'exhausted'
+
+export interface SweepFacts {
+  status: JobStatus
+  failedAt: Date | null
+  requeueCount: number
+}
+
+export type SweepAction =
+  | 'requeue' // failed, cooled down, requeues left: fresh attempt budget
+  | 'exhaust' // failed again after the last requeue: needs an operator
+  | 'remove' // exhausted, and its connection carries lastReadFailureAt: stop blocking its coalescing key
+  | 'none'
+
+export function sweepAction (job: SweepFacts, connection: { lastReadFailureAt: Date | null } | null, now: Date): SweepAction {
+  if (job.status === 'failed') {
+    if (job.requeueCount >= MAX_REQUEUES) return 'exhaust'
+    const failedAt = job.failedAt?.getTime() ?? 0
+    return now.getTime() - failedAt >= FAILED_JOB_COOLDOWN_MS ? 'requeue' : 'none'
+  }
+  if (job.status === 'exhausted' && connection?.lastReadFailureAt) return 'remove'
+  return 'none'
+}

@@ -1,0 +1,99 @@
+// Runs due jobs in at most `maxConcurrency` slots. Claims nothing while execution is passive.
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { JobQueue, JobRecord, JobType } from './queue.js'
+
+export type JobHandler = (job: JobRecord) => Promise<void>
+
+export interface JobWorkerOptions {
+  queue: JobQueue
+  handlers: Record<JobType, JobHandler>
+  log: FastifyBaseLogger
+  maxConcurrency: number
+  /** Read on every claim, so a configuration of `passive` claims nothing. */
+  isActive: () => boolean
+  /** Runs the self-heal sweep; called by the background loop. */
+  sweep: () => Promise<unknown>
+}
+
+export class JobWorker {
+  readonly id = `worker-${randomUUID()}`
+  readonly #options: JobWorkerOptions
+  readonly #running = new Set<Promise<void>>()
+  #claiming = false
+  #timers: NodeJS.Timeout[] = []
+  #stopped = false
+
+  constructor (options: JobWorkerOptions) {
+    this.#options = options
+  }
+
+  get running (): number {
+    return this.#running.size
+  }
+
+  /** Starts due jobs in the free slots and waits until those have finished; returns how many ran. */
+  async tick (): Promise<number> {
+    const started = await this.#fill()
+    await Promise.all(started)
+    return started.length
+  }
+
+  /** Background loop for the running service; tests drive tick() instead. */
+  start (pollIntervalMs: number, sweepIntervalMs: number): void {
+    this.#stopped = false
+    const poll = setInterval(() => { this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed')) }, pollIntervalMs)
+    const sweep = setInterval(() => {
+      if (!this.#options.isActive()) return
+      this.#options.sweep().catch((error: unknown) => this.#options.log.error({ err: error }, 'self-heal sweep failed'))
+    }, sweepIntervalMs)
+    poll.unref()
+    sweep.unref()
+    this.#timers = [poll, sweep]
+  }
+
+  /** Stops claiming and waits for the jobs in flight. */
+  async stop (): Promise<void> {
+    this.#stopped = true
+    for (const timer of this.#timers) clearInterval(timer)
+    this.#timers = []
+    await Promise.allSettled([...this.#running])
+  }
+
+  async #fill (): Promise<Array<Promise<void>>> {
+    // One claimer at a time, so two ticks never overfill the slots.
+    if (this.#claiming || this.#stopped) return []
+    this.#claiming = true
+    const started: Array<Promise<void>> = []
+    try {
+      while (this.#running.size < this.#options.maxConcurrency && this.#options.isActive()) {
+        const job = await this.#options.queue.claim(this.id)
+        if (!job) break
+        const run = this.#run(job).finally(() => {
+          this.#running.delete(run)
+          // A finished job frees a slot: keep draining while the loop runs.
+          if (this.#timers.length > 0) this.#fill().catch(() => {})
+        })
+        this.#running.add(run)
+        started.push(run)
+      }
+    } finally {
+      this.#claiming = false
+    }
+    return started
+  }
+
+  async #run (job: JobRecord): Promise<void> {
+    const { queue, handlers, log } = this.#options
+    const context = { jobId: job._id.toHexString(), type: job.type, attempt: job.attempts }
+    try {
+      await handlers[job.type](job)
+    } catch (error) {
+      const reason = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
+      log.warn({ ...context, reason }, 'job attempt failed')
+      await queue.fail(job, this.id, reason)
+      return
+    }
+    if (!await queue.complete(job, this.id)) log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
+  }
+}

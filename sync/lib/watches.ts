@@ -1,0 +1,47 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { Collection, Db } from 'mongodb'
+
+/** One notification channel at a provider. The channel token is kept only as a digest. */
+export interface WatchRecord {
+  _id: string
+  userId: string
+  connectionId: string
+  calendarId: string
+  resourceId: string
+  tokenDigest: string
+  expiresAt: Date
+}
+
+function digest (token: string): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+export class WatchStore {
+  readonly #rows: Collection<WatchRecord>
+
+  constructor (db: Db) {
+    this.#rows = db.collection<WatchRecord>('watches')
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#rows.createIndex({ userId: 1 }, { name: 'user' })
+  }
+
+  async add (watch: Omit<WatchRecord, 'tokenDigest' | '_id'> & { channelId: string, token: string }): Promise<void> {
+    const { channelId, token, ...rest } = watch
+    await this.#rows.insertOne({ _id: channelId, ...rest, tokenDigest: digest(token).toString('hex') })
+  }
+
+  async listByUser (userId: string): Promise<WatchRecord[]> {
+    return await this.#rows.find({ userId }).toArray()
+  }
+
+  async remove (channelId: string): Promise<void> {
+    await this.#rows.deleteOne({ _id: channelId })
+  }
+
+  /** The channel token a notification presents, compared in constant time with the stored digest. */
+  static tokenMatches (record: WatchRecord, presented: string): boolean {
+    return timingSafeEqual(Buffer.from(record.tokenDigest, 'hex'), digest(presented))
+  }
+}

@@ -1,0 +1,38 @@
+// Every /internal/* route: the request must carry a fresh signature (lib/internal-auth.ts) made
+// with sync.internalAuthToken over its method, path, acting user and body.
+import type { FastifyInstance } from 'fastify'
+import { verifyInternalRequest } from '../../../lib/internal-auth.js'
+import { errorBody } from '../../lib/errors.js'
+
+export default async function internalAuth (fastify: FastifyInstance): Promise<void> {
+  // The signature is checked before the body is trusted, so a body that is not JSON is kept aside
+  // and refused only after the caller proved it holds the secret.
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    request.syncRawBody = body
+    if (body.length === 0) return done(null, undefined)
+    try {
+      done(null, JSON.parse(body.toString('utf8')))
+    } catch {
+      request.syncBodyUnparsable = true
+      done(null, undefined)
+    }
+  })
+
+  fastify.addHook('preValidation', async (request, reply) => {
+    const result = verifyInternalRequest({
+      secret: fastify.syncConfig.sync.internalAuthToken,
+      method: request.method,
+      path: request.url,
+      body: request.syncRawBody,
+      headers: request.headers
+    }, fastify.syncClock.now().getTime())
+    if (!result.ok) {
+      request.log.warn({ reason: result.reason, path: request.url.split('?')[0] }, 'internal request refused')
+      return reply.code(401).send(errorBody('UNAUTHORIZED', 'Missing, stale or invalid internal request signature'))
+    }
+    request.syncActingUser = result.userId
+    if (request.syncBodyUnparsable) {
+      return reply.code(400).send(errorBody('VALIDATION', 'Request body is not valid JSON'))
+    }
+  })
+}

@@ -1,0 +1,33 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import {
+  CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema
+} from '../../../../schemas/sync/index.js'
+import { requireActingUser } from '../../../lib/internal-request.js'
+import { errorResponses } from '../../../lib/route-schemas.js'
+
+const changes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/', {
+    schema: {
+      description: 'One user\'s page of invalidations after a cursor; no cursor answers a watermark',
+      querystring: ChangesQuerySchema,
+      response: { 200: ChangesPageSchema, ...errorResponses }
+    }
+  }, async (request) => {
+    const { userId, cursor, limit } = request.query
+    requireActingUser(request, userId)
+    return await fastify.sync.feed.page(userId, cursor ?? null, limit ?? CHANGES_PAGE_DEFAULT_LIMIT)
+  })
+
+  fastify.post('/batch', {
+    schema: {
+      description: 'Many users\' pages in one request; each page equals the single-user answer',
+      body: ChangesBatchRequestSchema,
+      response: { 200: ChangesBatchResponseSchema, ...errorResponses }
+    }
+  }, async (request) => {
+    const { users, limit } = request.body
+    return { pages: await fastify.sync.feed.pages(users, limit ?? CHANGES_PAGE_DEFAULT_LIMIT) }
+  })
+}
+
+export default changes

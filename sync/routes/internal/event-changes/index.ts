@@ -1,0 +1,23 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { EventChangeAcceptedSchema, EventChangeReportSchema } from '../../../../schemas/sync/index.js'
+import { requireActingUser } from '../../../lib/internal-request.js'
+import { errorResponses } from '../../../lib/route-schemas.js'
+
+const eventChanges: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('/', {
+    schema: {
+      description: 'The backend applied an own-data event change: tell the user\'s other tabs and queue the provider write. ' +
+        '410 CONNECTION_REVOKED when the connection\'s grant is revoked, 503 MAINTENANCE in maintenance mode; ' +
+        'a repeated idempotency key answers as the first report did and changes nothing.',
+      body: EventChangeReportSchema,
+      response: { 202: EventChangeAcceptedSchema, ...errorResponses }
+    }
+  }, async (request, reply) => {
+    requireActingUser(request, request.body.userId)
+    const { cloudMutationMode, execution } = fastify.syncConfig.sync
+    const accepted = await fastify.sync.eventChanges.apply(request.body, { cloudMutationMode, execution })
+    return reply.code(202).send(accepted)
+  })
+}
+
+export default eventChanges
