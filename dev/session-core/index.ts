@@ -1,0 +1,77 @@
+import Fastify from 'fastify'
+import type { FastifyServerOptions } from 'fastify'
+import { sessionCoreApp } from './app.js'
+import { DEFAULT_TENANT } from './cdi.js'
+import type { CoreContext } from './context.js'
+import { generateKeySet, loadKeys } from './keys.js'
+import { createMemoryStorage } from './memory-storage.js'
+import type { Storage } from './storage.js'
+
+export interface SessionCoreOptions {
+  /** 0 or absent: any free port. */
+  port?: number
+  apiKey?: string
+  /** Keep users, sessions and signing keys in this MongoDB database; in memory when absent. */
+  mongoUri?: string
+  /** Default 3600, as the real core. */
+  accessTokenValiditySec?: number
+  /** Default 144000 (100 days), as the real core. */
+  refreshTokenValidityMin?: number
+  logger?: FastifyServerOptions['logger']
+}
+
+export interface SessionCore {
+  uri: string
+  close (): Promise<void>
+}
+
+const HOST = '127.0.0.1'
+
+/** Redacts what must never reach a log line if request headers are ever logged. */
+export const LOG_REDACT = ['req.headers["api-key"]', 'req.headers.authorization', 'req.headers.cookie']
+
+export async function startSessionCore (options: SessionCoreOptions = {}): Promise<SessionCore> {
+  if (process.env['NODE_ENV'] === 'production') {
+    throw new Error('dev/session-core is a development stand-in and refuses to start when NODE_ENV is production')
+  }
+  const accessTokenValiditySec = options.accessTokenValiditySec ?? 3600
+  const refreshTokenValidityMin = options.refreshTokenValidityMin ?? 144000
+  if (!(accessTokenValiditySec > 0) || !(refreshTokenValidityMin > 0)) {
+    throw new Error('accessTokenValiditySec and refreshTokenValidityMin must be positive')
+  }
+  if (options.apiKey !== undefined && options.apiKey.length < 20) {
+    // The real core refuses shorter keys too.
+    throw new Error('apiKey must be at least 20 characters long')
+  }
+
+  let storage: Storage
+  if (options.mongoUri === undefined) {
+    storage = createMemoryStorage()
+  } else {
+    const { createMongoStorage } = await import('./mongo-storage.js')
+    storage = await createMongoStorage(options.mongoUri)
+  }
+
+  const app = Fastify({ logger: options.logger ?? false })
+  app.addHook('onClose', async () => { await storage.close() })
+  try {
+    const ctx: CoreContext = {
+      storage,
+      keys: await loadKeys(await storage.keysOrCreate(() => generateKeySet())),
+      accessTokenValidityMs: accessTokenValiditySec * 1000,
+      refreshTokenValidityMs: refreshTokenValidityMin * 60 * 1000,
+      tenants: new Set([DEFAULT_TENANT])
+    }
+    await app.register(sessionCoreApp, { ctx, apiKey: options.apiKey })
+    await app.listen({ host: HOST, port: options.port ?? 0 })
+  } catch (err) {
+    await app.close()
+    throw err
+  }
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') throw new Error('session core did not bind a TCP port')
+  return {
+    uri: `http://${HOST}:${address.port}`,
+    close: async () => { await app.close() }
+  }
+}
