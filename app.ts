@@ -10,6 +10,8 @@ import mongoPlugin from './plugins/mongo.js'
 import corsPlugin from './plugins/cors.js'
 import securityHeadersPlugin from './plugins/security-headers.js'
 import requestLoggingPlugin from './plugins/request-logging.js'
+import usersPlugin from './plugins/users.js'
+import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/session.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -38,7 +40,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
 
 // Plugins whose place in the request order is fixed by the specification; app() registers them
 // itself, in that order. Every other file in plugins/ is a decorator and is autoloaded.
-const orderedPlugins = /^(config|mongo|cors|session|security-headers|request-logging)\.(ts|js)$/
+const orderedPlugins = /^(config|mongo|users|cors|session|security-headers|request-logging)\.(ts|js)$/
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
   if (error.validation) {
@@ -61,12 +63,13 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: Fastify
 const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {
   await fastify.register(configPlugin, { config: options.config })
   await fastify.register(mongoPlugin)
+  await fastify.register(usersPlugin)
 
   // Request order (specification, "What the service does", item 5): CORS and session handling,
   // then security headers, request logging and JSON body parsing (Fastify parses bodies after
   // every onRequest hook above), then the routes, then the error handler.
   await fastify.register(corsPlugin)
-  // The session plugin takes its place here.
+  await fastify.register(sessionPlugin)
   await fastify.register(securityHeadersPlugin)
   await fastify.register(requestLoggingPlugin)
 
@@ -75,17 +78,26 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
     ignorePattern: orderedPlugins
   })
 
+  fastify.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+  })
+  // The session library's error handler comes after the routes: its errors (unauthorised,
+  // try refresh token, token theft) keep the library's own answers, which its clients expect.
+  fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (isSessionLibraryError(error)) {
+      await sessionErrorHandler(error, request, reply)
+      return reply
+    }
+    return sendError(request, reply, error)
+  })
+
+  // Registered after the handlers above so every route context inherits them.
   await fastify.register(autoload, {
     dir: join(here, 'routes'),
     autoHooks: true,
     cascadeHooks: true,
     options: { prefix: '/api' }
   })
-
-  fastify.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
-  })
-  fastify.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, error))
 }
 
 export default app

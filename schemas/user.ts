@@ -1,0 +1,12 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+export const UserProfile = Type.Object({
+  id: Type.String({ pattern: '^[0-9a-f]{24}$', description: 'Canonical user id' }),
+  email: Type.String({ description: 'Normalized email (trimmed, lower case)' }),
+  name: Type.Optional(Type.String()),
+  signedUpAt: Type.String({ format: 'date-time' }),
+  lastLoggedInAt: Type.String({ format: 'date-time' }),
+  providerConnected: Type.Boolean({ description: 'Whether a Google account is linked to this user' })
+}, { description: 'The signed-in user; clients backfill lastKnownEmail from it' })
+
+export type UserProfile = Static<typeof UserProfile>

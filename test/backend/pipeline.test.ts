@@ -1,0 +1,83 @@
+import { test } from 'tap'
+import { buildApp, signUp, startDependencies, uniqueEmail, WEB_URL } from '../helper.js'
+
+test('request pipeline', async (t) => {
+  const deps = await startDependencies(t)
+  const { app, log } = await buildApp(t, deps)
+
+  await t.test('an allowed origin gets credentials and the session headers exposed', async (t) => {
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/auth/signin',
+      headers: { origin: WEB_URL, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,sx-auth-mode,rid' }
+    })
+    t.equal(preflight.statusCode, 204)
+    t.equal(preflight.headers['access-control-allow-origin'], WEB_URL)
+    t.equal(preflight.headers['access-control-allow-credentials'], 'true')
+    t.match(String(preflight.headers['access-control-allow-headers']), /sx-auth-mode/)
+    t.match(String(preflight.headers['access-control-allow-headers']), /st-auth-mode/)
+
+    const response = await app.inject({ method: 'GET', url: '/api/health', headers: { origin: WEB_URL } })
+    t.equal(response.headers['access-control-allow-origin'], WEB_URL)
+    const exposed = String(response.headers['access-control-expose-headers'])
+    for (const header of ['sx-access-token', 'sx-refresh-token', 'front-token']) t.match(exposed, header)
+  })
+
+  await t.test('another origin gets no CORS grant', async (t) => {
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/auth/signin',
+      headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' }
+    })
+    t.notOk(preflight.headers['access-control-allow-origin'])
+    t.notOk(preflight.headers['access-control-allow-credentials'])
+    const response = await app.inject({ method: 'GET', url: '/api/health', headers: { origin: 'https://evil.example.net' } })
+    t.notOk(response.headers['access-control-allow-origin'])
+    t.notOk(response.headers['access-control-expose-headers'])
+  })
+
+  await t.test('CORS and security headers are on error responses too', async (t) => {
+    for (const [method, url, expected] of [['GET', '/api/no-such-route', 404], ['GET', '/api/user/profile', 401]] as const) {
+      const response = await app.inject({ method, url, headers: { origin: WEB_URL } })
+      t.equal(response.statusCode, expected)
+      t.equal(response.headers['access-control-allow-origin'], WEB_URL, `${url}: CORS`)
+      t.equal(response.headers['x-content-type-options'], 'nosniff', `${url}: security headers`)
+      t.ok(response.headers['content-security-policy'], `${url}: CSP`)
+    }
+    const notFound = await app.inject({ method: 'GET', url: '/api/no-such-route' })
+    t.same(notFound.json(), { statusCode: 404, error: 'Not Found', message: 'Route GET /api/no-such-route not found' })
+  })
+
+  await t.test('bodies are parsed before routes; a malformed body gets a 400 and no route runs', async (t) => {
+    const session = await signUp(app, { email: uniqueEmail('order'), password: 'pw-for-order-1' })
+    const malformed = await app.inject({
+      method: 'POST',
+      url: '/api/auth/refresh',
+      headers: { ...session.headers, 'content-type': 'application/json' },
+      payload: '{"broken": '
+    })
+    t.equal(malformed.statusCode, 400)
+    t.equal(malformed.json().statusCode, 400)
+    t.equal(malformed.headers['x-content-type-options'], 'nosniff')
+  })
+
+  await t.test('a request is logged once, with its status', async (t) => {
+    const before = log.lines().length
+    await app.inject({ method: 'GET', url: '/api/no-such-route?x=1' })
+    const lines = log.lines().slice(before).filter((line) => line.msg === 'request completed')
+    t.equal(lines.length, 1)
+    t.equal((lines[0]?.res as { statusCode: number }).statusCode, 404)
+  })
+})
+
+test('server errors never show internals', async (t) => {
+  const deps = await startDependencies(t)
+  const { app, log } = await buildApp(t, deps, {}, undefined, (app) => {
+    app.get('/api/test-only-failure', async () => { throw new Error('database password is hunter2') })
+  })
+  const response = await app.inject({ method: 'GET', url: '/api/test-only-failure' })
+  t.equal(response.statusCode, 500)
+  t.notMatch(response.body, /hunter2/)
+  t.same(response.json(), { statusCode: 500, error: 'Internal Server Error', message: 'Something went wrong on our side; try again later' })
+  t.ok(log.lines().some((line) => line.msg === 'request failed'), 'the error is logged for operators')
+})
