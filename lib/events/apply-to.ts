@@ -1,6 +1,6 @@
 import type { EventApplyTo } from '../../schemas/event.js'
 import type { EventRecord } from './record.js'
-import { planTransition, type TransitionResult } from './transition.js'
+import { planTransition, reportFor, type TransitionResult } from './transition.js'
 import { compileSeries, firstOccurrence, truncateRule } from './recurrence.js'
 import { eventInstant } from './time.js'
 
@@ -38,7 +38,7 @@ export function planOccurrenceDelete (series: EventRecord, target: OccurrenceTar
         { kind: 'replace', event: truncated },
         { kind: 'deleteInstances', seriesId: series._id, fromOriginalStart: cutAt }
       ],
-      report: { eventId: series._id, operation: 'update' }
+      report: reportFor(series, 'update')
     }
   }
 }

@@ -101,9 +101,20 @@ export type OwnWrite =
   /** Removes the stored occurrences of a series, all of them or those from an original start on. */
   | { kind: 'deleteInstances', seriesId: string, fromOriginalStart?: Date }
 
+/** What the Sync service is told after the own data changed. */
+export interface ChangeReport {
+  eventId: string
+  operation: ReportOperation
+  calendarId?: string
+}
+
+export function reportFor (event: EventRecord, operation: ReportOperation): ChangeReport {
+  return event.calendarId === undefined ? { eventId: event._id, operation } : { eventId: event._id, operation, calendarId: event.calendarId }
+}
+
 export interface PersistencePlan {
   writes: OwnWrite[]
-  report: { eventId: string, operation: ReportOperation } | null
+  report: ChangeReport | null
 }
 
 export type TransitionResult =
@@ -170,5 +181,5 @@ export function planTransition (before: EventRecord | null, after: EventRecord |
       break
     }
   }
-  return { ok: true, plan: { writes, report: cell.report === null ? null : { eventId: subject._id, operation: cell.report } } }
+  return { ok: true, plan: { writes, report: cell.report === null ? null : reportFor(subject, cell.report) } }
 }

@@ -1,0 +1,150 @@
+import fp from 'fastify-plugin'
+import type { Collection } from 'mongodb'
+import type { FastifyBaseLogger } from 'fastify'
+import { SyncRequestError, SyncUnavailableError } from '../lib/sync-client.js'
+import type { EventChangeAccepted, EventChangeReport } from '../schemas/sync/index.js'
+import { retryDelay, type OutboxRecord, type RetryPolicy } from '../lib/events/outbox.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    outbox: OutboxSender
+  }
+}
+
+export interface OutboxSenderOptions extends RetryPolicy {
+  collection: Collection<OutboxRecord>
+  send: (report: EventChangeReport) => Promise<EventChangeAccepted>
+  log: FastifyBaseLogger
+  /** How often the sender looks for reports that are due (reports of this process are sent at once). */
+  pollIntervalMs: number
+  now?: () => Date
+  random?: () => number
+}
+
+const ORDER = { createdAt: 1, seq: 1, _id: 1 } as const
+
+/**
+ * Delivers the outbox to the Sync service: one user's reports strictly in the order they were
+ * written (a report waits while an older one of the same user is failing), every user
+ * independently, each report until Sync has it. A report is removed only after Sync answered,
+ * so a restart resends at most the report that was in flight; its idempotency key makes Sync
+ * apply it once.
+ */
+export class OutboxSender {
+  readonly #options: OutboxSenderOptions
+  readonly #now: () => Date
+  readonly #random: () => number
+  readonly #running = new Map<string, Promise<void>>()
+  #timer: NodeJS.Timeout | undefined
+  #stopped = false
+
+  constructor (options: OutboxSenderOptions) {
+    this.#options = options
+    this.#now = options.now ?? (() => new Date())
+    this.#random = options.random ?? Math.random
+  }
+
+  start (): void {
+    this.#stopped = false
+    this.#schedule(0)
+  }
+
+  /** Delivers the user's due reports now; resolves once this user's queue was worked through. */
+  async flush (userId: string): Promise<void> {
+    const running = this.#running.get(userId)
+    if (running !== undefined) {
+      // The run in progress may have read the queue before the caller's report was written, so
+      // wait for it and then look again; one run per user at a time keeps the order.
+      await running.catch(() => {})
+      return await this.flush(userId)
+    }
+    const run = this.#deliver(userId).finally(() => { this.#running.delete(userId) })
+    this.#running.set(userId, run)
+    return await run
+  }
+
+  /** Starts delivery of the user's reports without waiting for it. */
+  kick (userId: string): void {
+    if (this.#stopped) return
+    this.flush(userId).catch((error: unknown) => {
+      this.#options.log.error({ err: error, userId }, 'event change report delivery failed')
+    })
+  }
+
+  /** Delivers every user's due reports (what the timer does). */
+  async flushDue (): Promise<void> {
+    const users = await this.#options.collection.distinct('user', { nextAttemptAt: { $lte: this.#now() } })
+    for (const userId of users) {
+      if (this.#stopped) return
+      await this.flush(userId)
+    }
+  }
+
+  async pending (userId?: string): Promise<number> {
+    return await this.#options.collection.countDocuments(userId === undefined ? {} : { user: userId })
+  }
+
+  async stop (): Promise<void> {
+    this.#stopped = true
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+    await Promise.allSettled([...this.#running.values()])
+  }
+
+  #schedule (delayMs: number): void {
+    if (this.#stopped) return
+    this.#timer = setTimeout(() => {
+      this.flushDue()
+        .catch((error: unknown) => { this.#options.log.error({ err: error }, 'event outbox sweep failed') })
+        .finally(() => { this.#schedule(this.#options.pollIntervalMs) })
+    }, delayMs)
+    // The sweep must never keep a process alive that is otherwise done.
+    this.#timer.unref()
+  }
+
+  async #deliver (userId: string): Promise<void> {
+    const { collection, log } = this.#options
+    while (!this.#stopped) {
+      const record = await collection.find({ user: userId }).sort(ORDER).limit(1).next()
+      if (record === null) return
+      if (record.nextAttemptAt > this.#now()) return
+      try {
+        const answer = await this.#options.send(record.report)
+        await collection.deleteOne({ _id: record._id })
+        log.debug({ userId, eventId: record.report.eventId, duplicate: answer.duplicate }, 'event change reported to Sync')
+      } catch (error) {
+        if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && error.code === 'MAINTENANCE')) {
+          const delay = retryDelay(record.attempts, this.#options, this.#random)
+          await collection.updateOne({ _id: record._id }, {
+            $inc: { attempts: 1 },
+            $set: { nextAttemptAt: new Date(this.#now().getTime() + delay), lastError: error.message }
+          })
+          log.warn({ userId, eventId: record.report.eventId, attempts: record.attempts + 1, retryInMs: delay, reason: error.message }, 'Sync did not take an event change report; will retry')
+          return
+        }
+        if (error instanceof SyncRequestError) {
+          // Sync answered and refused this report for good (revoked connection, invalid report):
+          // retrying cannot change the answer, and holding it would block the user's later reports.
+          await collection.deleteOne({ _id: record._id })
+          log.warn({ userId, eventId: record.report.eventId, statusCode: error.statusCode, code: error.code }, 'Sync refused an event change report; dropped')
+          continue
+        }
+        throw error
+      }
+    }
+  }
+}
+
+export default fp(async function outbox (fastify) {
+  const sender = new OutboxSender({
+    collection: fastify.eventStore.outbox,
+    send: async (report) => await fastify.syncClient.reportEventChange(report),
+    log: fastify.log.child({ component: 'event-outbox' }),
+    pollIntervalMs: 2000,
+    baseDelayMs: 500,
+    maxDelayMs: 60_000
+  })
+  fastify.decorate('outbox', sender)
+  fastify.addHook('onReady', async () => { sender.start() })
+  fastify.addHook('onClose', async () => { await sender.stop() })
+}, { name: 'outbox', dependencies: ['event-store', 'sync-client'] })

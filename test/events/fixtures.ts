@@ -1,0 +1,111 @@
+// Building blocks for the event tests that run below the HTTP routes: the real event-store and
+// outbox plugins in a Fastify instance, on the dev/mongo stand-in (or MONGODB_URI), talking to a
+// recording Sync endpoint through the real SyncClient.
+import { randomBytes } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { MongoClient } from 'mongodb'
+import type { Test } from 'tap'
+import { startMongo } from '../../dev/mongo/index.js'
+import { SyncClient } from '../../lib/sync-client.js'
+import eventStorePlugin from '../../plugins/event-store.js'
+import outboxPlugin from '../../plugins/outbox.js'
+import { SYNC_PATHS, type EventChangeReport } from '../../schemas/sync/index.js'
+import { captureLog, type CapturedLog } from '../helper.js'
+
+export interface MongoServer {
+  uri: (database: string) => string
+  replicaSet: boolean
+}
+
+export async function startMongoServer (t: Test, options: { replicaSet: boolean }): Promise<MongoServer> {
+  const external = process.env.MONGODB_URI
+  let base: string
+  if (external !== undefined && external !== '') {
+    base = external
+  } else {
+    const server = await startMongo(options.replicaSet ? { replicaSet: 'rs0' } : {})
+    t.teardown(() => server.close())
+    base = server.uri
+  }
+  return {
+    uri: (database) => {
+      const url = new URL(base)
+      url.pathname = `/${database}`
+      return url.toString()
+    },
+    replicaSet: options.replicaSet
+  }
+}
+
+export type SyncBehaviour = 'accept' | 'unavailable' | 'maintenance' | 'revoked'
+
+/** A Sync service stand-in for the event-change endpoint that records what it applied. */
+export interface RecordingSync {
+  url: string
+  /** Reports applied, first delivery of each idempotency key only. */
+  applied: EventChangeReport[]
+  /** Every delivery attempt, duplicates included. */
+  attempts: EventChangeReport[]
+  behaviour: SyncBehaviour
+  close: () => Promise<void>
+}
+
+export async function startRecordingSync (t: Test): Promise<RecordingSync> {
+  const server = Fastify()
+  const state: RecordingSync = { url: '', applied: [], attempts: [], behaviour: 'accept', close: async () => { await server.close() } }
+  server.post(SYNC_PATHS.eventChanges, async (request, reply) => {
+    const report = request.body as EventChangeReport
+    state.attempts.push(report)
+    switch (state.behaviour) {
+      case 'unavailable':
+        return await reply.code(502).send({ statusCode: 502, code: 'INTERNAL', error: 'Bad Gateway', message: 'down' })
+      case 'maintenance':
+        return await reply.code(503).send({ statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'maintenance' })
+      case 'revoked':
+        return await reply.code(410).send({ statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', message: 'revoked' })
+      case 'accept': {
+        const duplicate = state.applied.some((applied) => applied.idempotencyKey === report.idempotencyKey)
+        if (!duplicate) state.applied.push(report)
+        return { duplicate, providerWriteQueued: report.calendarId !== undefined }
+      }
+    }
+  })
+  await server.listen({ port: 0, host: '127.0.0.1' })
+  const address = server.server.address()
+  if (address === null || typeof address === 'string') throw new Error('no address')
+  state.url = `http://127.0.0.1:${address.port}`
+  t.teardown(() => server.close())
+  return state
+}
+
+export interface EventsInstance {
+  app: FastifyInstance
+  log: CapturedLog
+}
+
+/** The events plugins on a Fastify instance of their own, as app.ts would register them. */
+export async function buildEventsInstance (t: Test, options: { mongoUri: string, syncUrl: string, start?: boolean }): Promise<EventsInstance> {
+  const { stream, log } = captureLog()
+  const app = Fastify({ logger: { level: 'debug', stream } })
+  await app.register(fp(async (fastify) => {
+    const client = new MongoClient(options.mongoUri, { serverSelectionTimeoutMS: 5000 })
+    await client.connect()
+    fastify.decorate('mongo', { client, db: client.db() })
+    fastify.addHook('onClose', async () => { await client.close() })
+  }, { name: 'mongo' }))
+  await app.register(fp(async (fastify) => {
+    const client = new SyncClient({ baseUrl: options.syncUrl, internalAuthToken: randomBytes(16).toString('hex'), timeoutMs: 2000 })
+    fastify.decorate('syncClient', client)
+    fastify.addHook('onClose', async () => { await client.close() })
+  }, { name: 'sync-client' }))
+  await app.register(eventStorePlugin)
+  await app.register(outboxPlugin)
+  if (options.start !== false) await app.ready()
+  t.teardown(() => app.close())
+  return { app, log }
+}
+
+export function databaseName (): string {
+  return `events_${randomBytes(4).toString('hex')}`
+}

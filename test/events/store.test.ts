@@ -1,0 +1,119 @@
+import { test } from 'tap'
+import { EventStore, EventIdTakenError, EventChangedMeanwhileError } from '../../plugins/event-store.js'
+import { planTransition, type PersistencePlan } from '../../lib/events/transition.js'
+import { outboxRecordsFor } from '../../lib/events/outbox.js'
+import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
+import { occurrenceAt } from '../../lib/events/range.js'
+import type { EventRecord } from '../../lib/events/record.js'
+import { buildEventsInstance, databaseName, startMongoServer, startRecordingSync } from './fixtures.js'
+import { instance, series, standalone, USER } from '../lib/events/fixtures.js'
+
+const NOW = new Date('2026-03-01T00:00:00.000Z')
+const OTHER_USER = 'b'.repeat(24)
+
+function plan (before: EventRecord | null, after: EventRecord | null): PersistencePlan {
+  const result = planTransition(before, after, NOW)
+  if (!result.ok) throw new Error(result.reason)
+  return result.plan
+}
+
+for (const replicaSet of [true, false]) {
+  test(`event store on a ${replicaSet ? 'replica set' : 'single server'}`, async (t) => {
+    const mongo = await startMongoServer(t, { replicaSet })
+    const sync = await startRecordingSync(t)
+    const { app } = await buildEventsInstance(t, { mongoUri: mongo.uri(databaseName()), syncUrl: sync.url, start: false })
+    // The sender stays idle here: these tests look at what is stored, not at delivery.
+    await app.ready()
+    await app.outbox.stop()
+    const store = app.eventStore
+    t.equal(store.transactional, replicaSet, 'transactions exactly when the deployment has them')
+
+    const indexes = (await store.events.indexes()).map((index) => index.name).sort()
+    t.same(indexes, ['_id_', 'user_series_end', 'user_series_occurrence', 'user_start'])
+
+    await t.test('a write stores the events and their reports together', async (t) => {
+      const single = standalone({ startDate: '2026-03-03T10:00:00Z', endDate: '2026-03-03T11:00:00Z' })
+      const base = series({ _id: 'a'.repeat(24), recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=4'] } })
+      const plans = [plan(null, single), plan(null, base)]
+      const reports = outboxRecordsFor(USER, plans, NOW)
+      await store.apply(USER, plans, reports)
+
+      t.same(await store.findById(USER, single._id), single, 'read back without storage fields')
+      t.equal(await store.findById(OTHER_USER, single._id), null, 'another user does not see it')
+      const raw = await store.events.findOne({ _id: base._id })
+      t.same(raw?.startsAt, new Date('2026-03-02T08:00:00Z'))
+      t.same(raw?.seriesEndsAt, new Date('2026-03-23T09:00:00Z'))
+      const outbox = await store.outbox.find({ user: USER }).sort({ seq: 1 }).toArray()
+      t.same(outbox.map((record) => [record.report.eventId, record.report.operation, record.seq]), [[single._id, 'create', 0], [base._id, 'create', 1]])
+      t.not(outbox[0]?.report.idempotencyKey, outbox[1]?.report.idempotencyKey)
+    })
+
+    await t.test('range reads expand the series and leave out cancelled occurrences', async (t) => {
+      const base = await store.findById(USER, 'a'.repeat(24)) as EventRecord
+      const second = occurrenceAt(base, '20260309T080000Z') as EventRecord
+      const cancel = planOccurrenceDelete(base, { stored: null, expanded: { ...second, _id: 'c'.repeat(24) } }, 'this', NOW)
+      if (!cancel.ok) throw new Error(cancel.reason)
+      await store.apply(USER, [cancel.plan], [])
+      const range = await store.findRange(USER, new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z'))
+      t.same(range.map((event) => event.startDate), [
+        '2026-03-02T09:00:00+01:00', '2026-03-03T10:00:00Z', '2026-03-16T09:00:00+01:00', '2026-03-23T09:00:00+01:00'
+      ])
+      t.same(await store.findRange(OTHER_USER, new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z')), [])
+      t.same(await store.findRange(USER, new Date('2026-03-24T00:00:00Z'), new Date('2026-04-01T00:00:00Z')), [], 'the series has ended')
+      const edit = await store.findOccurrenceEdit(USER, base._id, new Date('2026-03-09T08:00:00Z'))
+      t.equal(edit?.status, 'cancelled')
+    })
+
+    await t.test('this and following removes later edits and ends the series', async (t) => {
+      const base = await store.findById(USER, 'a'.repeat(24)) as EventRecord
+      const moved = instance(base, {
+        _id: 'd'.repeat(24),
+        originalStartDate: '2026-03-23T09:00:00+01:00',
+        startDate: '2026-03-24T09:00:00+01:00',
+        endDate: '2026-03-24T10:00:00+01:00'
+      })
+      await store.apply(USER, [plan(null, moved)], [])
+      const third = occurrenceAt(base, '20260316T080000Z') as EventRecord
+      const cut = planOccurrenceDelete(base, { stored: null, expanded: third }, 'thisAndFollowing', NOW)
+      if (!cut.ok) throw new Error(cut.reason)
+      await store.apply(USER, [cut.plan], [])
+      t.equal(await store.findById(USER, moved._id), null, 'the later edit is gone')
+      t.equal((await store.findOccurrenceEdit(USER, base._id, new Date('2026-03-09T08:00:00Z')))?.status, 'cancelled', 'the earlier one stays')
+      const range = await store.findRange(USER, new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z'))
+      t.same(range.map((event) => event.startDate), ['2026-03-02T09:00:00+01:00', '2026-03-03T10:00:00Z'])
+    })
+
+    await t.test('a failing write', async (t) => {
+      const taken = standalone()
+      await store.apply(USER, [plan(null, taken)], [])
+      const fresh = standalone({ user: OTHER_USER })
+      const plans = [plan(null, fresh), plan(null, { ...taken, user: OTHER_USER })]
+      const reports = outboxRecordsFor(OTHER_USER, plans, NOW)
+      const error = await store.apply(OTHER_USER, plans, reports).catch((error: unknown) => error)
+      t.ok(error instanceof EventIdTakenError, 'an id in use is refused')
+      t.equal((error as Error & { statusCode: number }).statusCode, 409)
+      if (replicaSet) {
+        t.equal(await store.findById(OTHER_USER, fresh._id), null, 'nothing of the transaction is kept')
+        t.equal(await store.outbox.countDocuments({ user: OTHER_USER }), 0, 'and no report')
+      } else {
+        t.ok(await store.findById(OTHER_USER, fresh._id), 'without transactions the writes before the failure stay')
+        t.equal(await store.outbox.countDocuments({ user: OTHER_USER }), 0, 'but their reports are not written')
+      }
+      t.same(await store.findById(USER, taken._id), taken, 'the owner\'s event is untouched')
+
+      const gone = standalone()
+      const replaced = await store.apply(USER, [plan(gone, { ...gone, title: 'x' })], []).catch((error: unknown) => error)
+      t.ok(replaced instanceof EventChangedMeanwhileError, 'replacing a vanished event is a conflict')
+    })
+  })
+}
+
+test('opening on a server without transactions does not claim them', async (t) => {
+  const mongo = await startMongoServer(t, { replicaSet: false })
+  const { MongoClient } = await import('mongodb')
+  const client = new MongoClient(mongo.uri(databaseName()))
+  await client.connect()
+  t.teardown(() => client.close())
+  const store = await EventStore.open(client, client.db())
+  t.equal(store.transactional, false)
+})
