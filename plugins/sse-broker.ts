@@ -71,6 +71,16 @@ const sseHeaders: OutgoingHttpHeaders = {
 
 const keepaliveFrame = ': keepalive\n\n'
 
+/** The known keys of `defaults`, each overridden when `given` has a value for it. */
+export function pickOptions<T extends object> (defaults: T, given: Partial<T> | undefined): T {
+  const picked = { ...defaults }
+  for (const key of Object.keys(defaults) as Array<keyof T>) {
+    const value = given?.[key]
+    if (value !== undefined) picked[key] = value as T[keyof T]
+  }
+  return picked
+}
+
 /** Serialises a message as one SSE event named `message`. JSON never contains a raw newline. */
 export function encodeFrame (message: ServerMessage): string {
   return `event: message\ndata: ${JSON.stringify(message)}\n\n`
@@ -89,7 +99,7 @@ export class SseBroker {
   #closing = false
 
   constructor (log: FastifyBaseLogger, options: Partial<SseBrokerOptions> = {}) {
-    this.options = { ...defaultSseBrokerOptions, ...options }
+    this.options = pickOptions(defaultSseBrokerOptions, options)
     this.#log = log
   }
 

@@ -2,8 +2,11 @@
 // user and session come from test headers. Logs are captured so tests can assert what was logged.
 import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import sseBroker, { type SseBrokerOptions } from '../../plugins/sse-broker.js'
+import changeFeed, { type ChangeFeedOptions } from '../../plugins/change-feed.js'
+import { SyncClient } from '../../lib/sync-client.js'
 
 export interface LogLine { level: number, msg: string, [key: string]: unknown }
 
@@ -21,10 +24,25 @@ export class LogCapture extends Writable {
   }
 }
 
-export async function startBrokerApp (t: Test, realtime: Partial<SseBrokerOptions> = {}): Promise<{ app: FastifyInstance, url: string, logs: LogCapture }> {
+export interface BrokerAppOptions {
+  realtime?: Partial<SseBrokerOptions & ChangeFeedOptions>
+  /** With a Sync URL the change-feed bridge runs too, through the real Sync client. */
+  sync?: { url: string, internalAuthToken: string }
+}
+
+export async function startBrokerApp (t: Test, options: BrokerAppOptions = {}): Promise<{ app: FastifyInstance, url: string, logs: LogCapture }> {
   const logs = new LogCapture()
   const app = Fastify({ logger: { level: 'debug', stream: logs } })
-  await app.register(sseBroker, { realtime })
+  await app.register(sseBroker, { realtime: options.realtime })
+  const sync = options.sync
+  if (sync !== undefined) {
+    await app.register(fp(async (instance) => {
+      const client = new SyncClient({ baseUrl: sync.url, internalAuthToken: sync.internalAuthToken, timeoutMs: 2000 })
+      instance.decorate('syncClient', client)
+      instance.addHook('onClose', async () => { await client.close() })
+    }, { name: 'sync-client' }))
+    await app.register(changeFeed, { realtime: options.realtime })
+  }
   app.get('/stream', (request, reply) => {
     const userId = request.headers['x-user']
     const session = request.headers['x-session']

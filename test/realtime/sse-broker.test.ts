@@ -97,7 +97,7 @@ test('a message that fails the schema is logged and never written', async (t) =>
 })
 
 test('comment heartbeats arrive at the configured interval', async (t) => {
-  const { url } = await startBrokerApp(t, { heartbeatIntervalMs: 30 })
+  const { url } = await startBrokerApp(t, { realtime: { heartbeatIntervalMs: 30 } })
   const reader = await RawSseReader.open(url, { 'x-user': userA })
   t.teardown(() => reader.close())
   await reader.until((r) => r.blocks.filter((block) => block.comments.includes('keepalive')).length >= 3)
@@ -107,7 +107,7 @@ test('comment heartbeats arrive at the configured interval', async (t) => {
 })
 
 test('a stream ends after its planned lifetime and is unregistered', async (t) => {
-  const { app, url, logs } = await startBrokerApp(t, { lifetimeMs: 100 })
+  const { app, url, logs } = await startBrokerApp(t, { realtime: { lifetimeMs: 100 } })
   const reader = await RawSseReader.open(url, { 'x-user': userA })
   t.teardown(() => reader.close())
   await reader.untilEnded()
@@ -136,7 +136,7 @@ test('closeSession ends only the streams opened with that session', async (t) =>
 })
 
 test('a client that stops reading is cut off once its pending output passes the bound', async (t) => {
-  const { app, url, logs } = await startBrokerApp(t, { maxPendingBytes: 16 * 1024 })
+  const { app, url, logs } = await startBrokerApp(t, { realtime: { maxPendingBytes: 16 * 1024 } })
   const stalled = await RawSseReader.open(url, { 'x-user': userA })
   const healthy = await RawSseReader.open(url, { 'x-user': userA })
   t.teardown(() => { stalled.close(); healthy.close() })

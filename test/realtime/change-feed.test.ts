@@ -1,0 +1,193 @@
+import { test } from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { backoffDelay, type ChangeFeedOptions } from '../../plugins/change-feed.js'
+import { serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
+import { startBrokerApp } from './broker-app.js'
+import { FakeSync, fakeSyncSecret } from './fake-sync.js'
+import { RawSseReader, eventually } from './sse-reader.js'
+
+const userA = '64b7f0c2a1b2c3d4e5f60001'
+const userB = '64b7f0c2a1b2c3d4e5f60002'
+const conn1 = '64b7f0c2a1b2c3d4e5f6c001'
+const at = '2026-11-21T09:00:00.000Z'
+const fast: Partial<ChangeFeedOptions> = { pollIntervalMs: 40, joinDelayMs: 5, backoffBaseMs: 20, backoffMaxMs: 160 }
+
+async function startSync (t: Test): Promise<FakeSync> {
+  const sync = new FakeSync()
+  await sync.start()
+  t.teardown(() => sync.stop())
+  return sync
+}
+
+async function startBackend (t: Test, sync: FakeSync, realtime: Partial<ChangeFeedOptions> = fast) {
+  return await startBrokerApp(t, { realtime, sync: { url: sync.url, internalAuthToken: fakeSyncSecret } })
+}
+
+async function openStream (t: Test, url: string, userId: string): Promise<RawSseReader> {
+  const reader = await RawSseReader.open(url, { 'x-user': userId })
+  t.teardown(() => reader.close())
+  return reader
+}
+
+test('backoff doubles per failure up to the maximum, with half of it jittered', async (t) => {
+  const options = { backoffBaseMs: 1000, backoffMaxMs: 30_000 }
+  t.equal(backoffDelay(1, options, () => 0), 500)
+  t.equal(backoffDelay(1, options, () => 0.999999), 1000)
+  t.equal(backoffDelay(3, options, () => 0), 2000)
+  t.equal(backoffDelay(10, options, () => 0.5), 22_500, 'capped at the maximum')
+})
+
+test('polling starts with the first stream of a user and stops after the last one closes', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync)
+  await sleep(200)
+  t.equal(sync.batchRequests.length, 0, 'no stream, no polling')
+
+  const first = await openStream(t, url, userA)
+  const ready = await app.changeFeed.ready(userA, 5000)
+  t.equal(ready, true, 'the user is followed once Sync gave a watermark')
+  t.same(sync.batchRequests[0]?.users, [{ userId: userA, cursor: null }], 'the first request asks for a watermark')
+  const second = await openStream(t, url, userA)
+  await eventually(() => sync.batchRequests.length >= 4)
+  for (const request of sync.batchRequests) {
+    t.equal(request.users.length, 1, 'one entry for the user however many streams it has')
+  }
+  t.equal(sync.batchRequests.slice(1).every((request) => request.users[0]?.cursor === 'c0'), true, 'later requests carry the cursor')
+
+  first.close()
+  const countWhileOneOpen = sync.batchRequests.length
+  await eventually(() => sync.batchRequests.length >= countWhileOneOpen + 2)
+  second.close()
+  await eventually(() => app.sse.streamCount === 0)
+  await sleep(80)
+  const countAfterLast = sync.batchRequests.length
+  await sleep(300)
+  t.equal(sync.batchRequests.length, countAfterLast, 'no request after the last stream closed')
+  t.equal(app.changeFeed.userCount, 0)
+
+  await openStream(t, url, userA)
+  await eventually(() => sync.batchRequests.length > countAfterLast)
+  t.same(sync.batchRequests[countAfterLast]?.users, [{ userId: userA, cursor: null }], 'polling resumes when a stream opens again')
+  t.equal(sync.unauthorized, 0, 'every request was signed')
+})
+
+test('an invalidation reaches every stream of its user and nothing reaches another user', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync)
+  const a1 = await openStream(t, url, userA)
+  const a2 = await openStream(t, url, userA)
+  const b1 = await openStream(t, url, userB)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  t.equal(await app.changeFeed.ready(userB, 5000), true)
+
+  sync.append(userA, { kind: 'event', at, eventId: 'event-1' })
+  const expected: ServerMessage = { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['event-1'] }
+  t.same(await a1.untilMessages(1), [expected])
+  t.same(await a2.untilMessages(1), [expected])
+
+  // B's stream is older than the invalidation; a marker published to B after it proves nothing came first.
+  const marker: ServerMessage = { type: 'calendarsChanged', reasons: ['calendar'], refetchAll: true }
+  const requestsBefore = sync.batchRequests.length
+  await eventually(() => sync.batchRequests.length >= requestsBefore + 2)
+  app.sse.publish(userB, marker)
+  t.same(await b1.untilMessages(1), [marker])
+  t.same(a1.messages(), [expected], 'the same invalidation is not published twice')
+})
+
+test('idle pulls publish nothing', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync)
+  const reader = await openStream(t, url, userA)
+  await app.changeFeed.ready(userA, 5000)
+  await eventually(() => sync.batchRequests.length >= 6)
+  t.equal(reader.messages().length, 0)
+  t.equal(reader.text, 'retry: 5000\n\n', 'not a byte after the retry line')
+})
+
+test('a revoked connection, an import and a resync reach the stream as the translation table says', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync)
+  const reader = await openStream(t, url, userA)
+  await app.changeFeed.ready(userA, 5000)
+
+  sync.append(userA, { kind: 'connection', at, connectionId: conn1, state: 'actionRequired', reason: 'authorizationRevoked' })
+  const revoked = await reader.untilMessages(4)
+  t.same(revoked.map((message) => {
+    const { type, code } = message as { type: string, code?: string }
+    return code === undefined ? type : `${type}:${code}`
+  }), ['calendarsChanged', 'eventsChanged', 'syncStatusChanged:CONNECTION_REVOKED', 'syncStatusChanged:GOOGLE_REVOKED'])
+  t.match(revoked[2], { connectionId: conn1, status: 'attention', retryable: false })
+  t.match(revoked[3], { connectionId: conn1, status: 'attention', retryable: false, aliasOf: 'CONNECTION_REVOKED' })
+
+  sync.append(userA, { kind: 'importProgress', at, connectionId: conn1, phase: 'completed', operation: 'repair', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 7 } })
+  const imported = await reader.untilMessages(5)
+  t.same(imported[4], { type: 'importCompleted', connectionId: conn1, operation: 'repair', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 7 } })
+
+  // Sync lost this user's history (expired cursor): the bridge asks the client to refetch everything.
+  sync.feeds.set(userA, [])
+  const resynced = await reader.untilMessages(7)
+  t.same(resynced.slice(5), [
+    { type: 'calendarsChanged', reasons: ['resync'], refetchAll: true },
+    { type: 'eventsChanged', reasons: ['resync'], refetchAll: true }
+  ])
+  for (const message of resynced) t.ok(serverMessageCheck.Check(message))
+})
+
+test('one request per tick covers every user with a stream, in batches of the configured size', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync, { ...fast, maxUsersPerRequest: 10 })
+  const users = Array.from({ length: 25 }, (_, i) => `64b7f0c2a1b2c3d4e5f7${String(i).padStart(4, '0')}`)
+  await Promise.all(users.map(async (userId) => await openStream(t, url, userId)))
+  for (const userId of users) t.equal(await app.changeFeed.ready(userId, 5000), true)
+
+  const ticksBefore = app.changeFeed.stats.ticks
+  const requestsBefore = sync.batchRequests.length
+  await eventually(() => app.changeFeed.stats.ticks >= ticksBefore + 4)
+  await sleep(20)
+  const steady = sync.batchRequests.slice(requestsBefore)
+  const ticks = app.changeFeed.stats.ticks - ticksBefore
+  t.ok(steady.length >= 3 * (ticks - 1) && steady.length <= 3 * ticks, `3 requests per tick (${steady.length} requests over ${ticks} ticks)`)
+  t.equal(steady.every((request) => request.users.length <= 10), true)
+  t.equal(steady.every((request) => request.users.every((user) => user.cursor !== null)), true, 'steady-state requests carry cursors')
+})
+
+test('with Sync down the bridge logs, backs off, and recovers when Sync returns', async (t) => {
+  const sync = await startSync(t)
+  const { app, url, logs } = await startBackend(t, sync)
+  const reader = await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+
+  await sync.stop()
+  await eventually(() => logs.find('change feed poll failed; retrying with backoff').length >= 4)
+  const failures = logs.find('change feed poll failed; retrying with backoff').slice(0, 4)
+  const delays = failures.map((line) => Number(line.retryInMs))
+  t.same(failures.map((line) => line.consecutiveFailures), [1, 2, 3, 4], 'every failure is logged with its count')
+  t.ok(delays.every((delay, i) => delay >= 20 * 2 ** i / 2 && delay <= Math.min(160, 20 * 2 ** i)), `delays grow with jitter: ${delays.join(', ')}`)
+  t.equal(failures[0]?.level, 50, 'logged as an error')
+
+  sync.append(userA, { kind: 'event', at, eventId: 'written-while-down' })
+  await sync.start()
+  await eventually(() => logs.find('change feed reads Sync again').length === 1, 5000, 'recovery')
+  t.same(await reader.untilMessages(1), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['written-while-down'] }],
+    'what happened while Sync was down arrives once it is back')
+  t.equal(app.changeFeed.stats.consecutiveFailures, 0)
+})
+
+test('two backend processes over one Sync each deliver to their own stream of the same user', async (t) => {
+  const sync = await startSync(t)
+  const one = await startBackend(t, sync)
+  const two = await startBackend(t, sync)
+  const onOne = await openStream(t, one.url, userA)
+  const onTwo = await openStream(t, two.url, userA)
+  t.equal(await one.app.changeFeed.ready(userA, 5000), true)
+  t.equal(await two.app.changeFeed.ready(userA, 5000), true)
+
+  sync.append(userA, { kind: 'calendar', at, connectionId: conn1, calendarId: 'work' })
+  const expected = [
+    { type: 'calendarsChanged', reasons: ['calendar'], refetchAll: false, calendarIds: ['work'] },
+    { type: 'eventsChanged', reasons: ['calendar'], refetchAll: false, calendarIds: ['work'] }
+  ]
+  t.same(await onOne.untilMessages(2), expected)
+  t.same(await onTwo.untilMessages(2), expected)
+})
