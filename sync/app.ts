@@ -48,12 +48,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
     random: options.random ?? Math.random
   })
 
-  await fastify.register(autoload, {
-    dir: join(here, 'routes'),
-    autoHooks: true,
-    cascadeHooks: true
-  })
-
+  // Set before the routes are registered: a plugin context keeps the handlers it was created with.
   fastify.setNotFoundHandler((request, reply) => {
     reply.code(404).send(errorBody('NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
   })
@@ -71,6 +66,12 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
       return reply.code(statusCode).send({ ...errorBody('INTERNAL', 'The Sync service failed to answer; try again later'), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
     }
     return reply.code(statusCode).send({ ...errorBody('VALIDATION', error.message), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
+  })
+
+  await fastify.register(autoload, {
+    dir: join(here, 'routes'),
+    autoHooks: true,
+    cascadeHooks: true
   })
 }
 
