@@ -29,9 +29,10 @@ const mappingView = (mapping: MappingRecord) => {
 
 /** The first non-auth recipe holding data under this id, if any. */
 async function recipeUsingId (ctx: CoreContext, userId: string): Promise<string | undefined> {
+  // Same order as the real core's check, so the same recipe is named.
+  if ((await ctx.storage.sessionHandlesOfUsers([userId])).length > 0) return 'Session'
   if (await ctx.storage.getMetadata(userId) !== null) return 'UserMetadata'
   if (await ctx.storage.hasVerifiedEmails(userId)) return 'EmailVerification'
-  if ((await ctx.storage.sessionHandlesOfUsers([userId])).length > 0) return 'Session'
   return undefined
 }
 
