@@ -2,7 +2,7 @@
 import { Query } from 'mingo'
 import { CommandError } from './errors.js'
 import {
-  equalityFields, formatKeyValue, inFields, isIndexableScalar, keyOf, pathValues
+  equalityFields, formatKeyValue, inFields, isIndexableScalar, isPlainObject, keyOf, pathValues
 } from './values.js'
 import type { Doc } from './values.js'
 
@@ -205,22 +205,26 @@ export class Collection {
 
   /**
    * Documents that may match a filter, narrowed by `_id` or by an index when an equality allows
-   * it; the caller still applies the full filter. Natural (insertion) order otherwise.
+   * it; natural (insertion) order otherwise. `exact` means the lookup alone decided the match
+   * (the filter is nothing but equalities the index answered), so no further test is needed.
    */
-  candidates (filter: Doc): Iterable<[string, Doc]> {
+  candidates (filter: Doc): { entries: Iterable<[string, Doc]>, exact: boolean } {
+    const filterKeys = Object.keys(filter)
+    const plainEquality = (fields: string[]): boolean =>
+      filterKeys.length === fields.length && filterKeys.every((key) => fields.includes(key) && isIndexableScalar(filter[key]) && !isPlainObject(filter[key]))
     const equalities = equalityFields(filter)
     if (equalities.has('_id') && isIndexableScalar(equalities.get('_id'))) {
       const id = keyOf(equalities.get('_id'))
       const document = this.docs.get(id)
-      return document === undefined ? [] : [[id, document]]
+      return { entries: document === undefined ? [] : [[id, document]], exact: plainEquality(['_id']) }
     }
     const ins = inFields(filter)
     const idList = ins.get('_id')
-    if (idList !== undefined && idList.every(isIndexableScalar)) return this.#byIds(new Set(idList.map(keyOf)))
+    if (idList !== undefined && idList.every(isIndexableScalar)) return { entries: this.#byIds(new Set(idList.map(keyOf))), exact: false }
     if (equalities.size > 0) {
       for (const index of this.indexes.values()) {
         const ids = index.lookup(equalities)
-        if (ids !== undefined) return this.#byIds(ids)
+        if (ids !== undefined) return { entries: this.#byIds(ids), exact: plainEquality(index.fields) }
       }
     }
     for (const [field, list] of ins) {
@@ -231,10 +235,10 @@ export class Collection {
         for (const value of list) {
           for (const id of index.lookup(new Map([[field, value]])) ?? []) ids.add(id)
         }
-        return this.#byIds(ids)
+        return { entries: this.#byIds(ids), exact: false }
       }
     }
-    return this.docs.entries()
+    return { entries: this.docs.entries(), exact: filterKeys.length === 0 }
   }
 
   #byIds (ids: Set<string>): Array<[string, Doc]> {

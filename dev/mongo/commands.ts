@@ -98,12 +98,19 @@ function runQuery (ctx: CommandContext, name: string, command: Doc): Doc[] {
   const filter = asDoc(command.filter)
   const matched = ctx.store.find(ctx.db, name, filter, ctx.txn).map(([, document]) => document)
   const projection = command.projection === undefined ? undefined : asDoc(command.projection)
-  let cursor = new Query(filter, { collectionResolver: resolver(ctx) }).find(matched, projection)
   const sort = command.sort === undefined ? undefined : asDoc(command.sort)
-  if (sort !== undefined && Object.keys(sort).length > 0) cursor = cursor.sort(sort as Record<string, 1 | -1>)
   const skip = asNumber(command.skip, 0)
-  if (skip > 0) cursor = cursor.skip(skip)
   const limit = Math.abs(asNumber(command.limit, 0))
+  const noProjection = projection === undefined || Object.keys(projection).length === 0
+  if (noProjection && (sort === undefined || Object.keys(sort).length === 0)) {
+    // The store already applied the filter; without sort or projection the rest is slicing.
+    return matched.slice(skip, limit > 0 ? skip + limit : undefined)
+  }
+  // The filter is already applied, so mingo only sorts, slices and projects.
+  const positional = !noProjection && Object.keys(projection).some((path) => path.endsWith('.$'))
+  let cursor = new Query(positional ? filter : {}, { collectionResolver: resolver(ctx) }).find(matched, noProjection ? undefined : projection)
+  if (sort !== undefined && Object.keys(sort).length > 0) cursor = cursor.sort(sort as Record<string, 1 | -1>)
+  if (skip > 0) cursor = cursor.skip(skip)
   if (limit > 0) cursor = cursor.limit(limit)
   return cursor.all() as Doc[]
 }

@@ -93,13 +93,12 @@ export class Store {
   find (db: string, name: string, filter: Doc, txn?: Transaction): Array<[string, Doc]> {
     const collection = this.collection(db, name)
     const overlay = txn?.overlay.get(`${db}.${name}`)
-    const query = Object.keys(filter).length === 0 ? undefined : new Query(filter, {})
+    const candidates = collection?.candidates(filter)
+    const query = Object.keys(filter).length === 0 || (candidates?.exact === true && overlay === undefined) ? undefined : new Query(filter, {})
     const found: Array<[string, Doc]> = []
-    if (collection !== undefined) {
-      for (const [id, document] of collection.candidates(filter)) {
-        if (overlay?.has(id) === true) continue
-        if (query === undefined || query.test(document)) found.push([id, document])
-      }
+    for (const [id, document] of candidates?.entries ?? []) {
+      if (overlay?.has(id) === true) continue
+      if (query === undefined || query.test(document)) found.push([id, document])
     }
     if (overlay !== undefined) {
       for (const [id, { after }] of overlay) {
@@ -118,7 +117,7 @@ export class Store {
       this.#writeInTransaction(collection, changes, txn)
       return
     }
-    for (const change of changes) {
+    for (const change of this.#locks.size > 0 ? changes : []) {
       for (const lock of this.#lockNames(collection, change)) {
         const holder = this.#locks.get(lock)
         if (holder !== undefined) throw new LockWait(holder.done)
