@@ -44,9 +44,10 @@ test('stored credentials are encrypted at rest, discarded on request, and the ke
   t.notOk(JSON.stringify(row).includes('very-secret-refresh-token'), 'not stored in clear')
   t.same(await credentials.load(connectionId), { refreshToken: 'very-secret-refresh-token' })
 
-  const sealed = row?.sealed ?? ''
-  const flipped = sealed.slice(0, -1) + (sealed.endsWith('A') ? 'B' : 'A')
-  await rows.updateOne({ _id: connectionId }, { $set: { sealed: flipped } })
+  const parts = (row?.sealed ?? '').split('.')
+  const ciphertext = Buffer.from(parts[3] ?? '', 'base64url')
+  ciphertext[0] = (ciphertext[0] ?? 0) ^ 0x80
+  await rows.updateOne({ _id: connectionId }, { $set: { sealed: [...parts.slice(0, 3), ciphertext.toString('base64url')].join('.') } })
   await t.rejects(credentials.load(connectionId), CredentialDecryptionError, 'tampered row is refused')
 
   await credentials.discard(connectionId)
