@@ -1,0 +1,164 @@
+import { test } from 'tap'
+import { JobWorker } from '../../sync/lib/jobs/worker.js'
+import type { JobHandler } from '../../sync/lib/jobs/worker.js'
+import type { JobRecord, JobType } from '../../sync/lib/jobs/queue.js'
+import { DEFAULT_LEASE_MS } from '../../sync/lib/jobs/queue.js'
+import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
+import { buildSyncApp, newUserId, startDatabase } from './helper.js'
+import type { BuiltSyncApp } from './helper.js'
+
+function workerFor (built: BuiltSyncApp, handler: JobHandler, options: { maxConcurrency?: number, active?: () => boolean } = {}): JobWorker {
+  const handlers: Record<JobType, JobHandler> = { import: handler, pull: handler, providerWrite: handler }
+  return new JobWorker({
+    queue: built.app.sync.queue,
+    handlers,
+    log: built.app.log,
+    maxConcurrency: options.maxConcurrency ?? 4,
+    isActive: options.active ?? (() => true),
+    sweep: built.app.sync.sweep
+  })
+}
+
+test('one live job per coalescing key; a key is free again once its job is done', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  const first = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  const second = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  const other = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:b' })
+  t.equal(first.coalesced, false)
+  t.equal(second.coalesced, true)
+  t.same(second.job._id, first.job._id, 'the live job is returned')
+  t.equal(other.coalesced, false)
+  t.equal((await queue.list()).length, 2)
+
+  const ran: string[] = []
+  await workerFor(built, async (job) => { ran.push(job.coalescingKey) }).tick()
+  t.same(ran.sort(), ['pull:a', 'pull:b'])
+  t.same(await queue.list(), [], 'finished jobs leave no row')
+  t.equal((await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })).coalesced, false)
+})
+
+test('a job enqueued again while it runs runs once more afterwards', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  let runs = 0
+  const worker = workerFor(built, async () => {
+    runs++
+    if (runs === 1) t.equal((await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })).coalesced, true)
+  })
+  await worker.tick()
+  t.match(await queue.list(), [{ status: 'queued', attempts: 0, rerun: false }])
+  await worker.tick()
+  t.equal(runs, 2)
+  t.same(await queue.list(), [])
+})
+
+test('passive execution claims nothing', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t), { sync: { execution: 'passive' } })
+  await built.app.sync.queue.enqueue({ type: 'import', coalescingKey: 'import:a' })
+  let ran = 0
+  t.equal(await built.app.sync.worker.tick(), 0, 'the service worker claims nothing')
+  t.equal(await workerFor(built, async () => { ran++ }, { active: () => false }).tick(), 0)
+  t.equal(ran, 0)
+  t.match(await built.app.sync.queue.list(), [{ status: 'queued', attempts: 0, leaseOwner: null }])
+})
+
+test('a crashed worker\'s job is picked up again when its lease expires', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  const taken = await queue.claim('worker-that-dies')
+  t.match(taken, { status: 'running', attempts: 1, leaseOwner: 'worker-that-dies' })
+  t.equal(await queue.claim('worker-b'), null, 'leased jobs are not handed out twice')
+
+  built.clock.advance(DEFAULT_LEASE_MS + 1)
+  const retaken = await queue.claim('worker-b')
+  t.match(retaken, { status: 'running', attempts: 2, leaseOwner: 'worker-b' })
+  t.equal(await queue.complete(taken as JobRecord, 'worker-that-dies'), false, 'the old owner cannot finish it any more')
+  t.equal((await queue.list()).length, 1)
+  t.equal(await queue.complete(retaken as JobRecord, 'worker-b'), true)
+  t.same(await queue.list(), [])
+})
+
+test('at most maxConcurrency jobs run at once', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  for (const key of ['a', 'b', 'c', 'd', 'e']) await built.app.sync.queue.enqueue({ type: 'pull', coalescingKey: key })
+  let active = 0
+  let peak = 0
+  let release: () => void = () => {}
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  const worker = workerFor(built, async () => {
+    active++
+    peak = Math.max(peak, active)
+    await gate
+    active--
+  }, { maxConcurrency: 2 })
+  const first = worker.tick()
+  await new Promise((resolve) => setImmediate(resolve))
+  while (worker.running < 2) await new Promise((resolve) => setImmediate(resolve))
+  release()
+  t.equal(await first, 2, 'one tick fills the two slots')
+  t.equal(await worker.tick(), 2)
+  t.equal(await worker.tick(), 1)
+  t.equal(peak, 2)
+})
+
+test('failed attempts climb the retry ladder, then the job is failed', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  const worker = workerFor(built, async () => { throw new Error('provider timed out') })
+  for (let attempt = 1; attempt < ATTEMPT_BUDGET; attempt++) {
+    t.equal(await worker.tick(), 1)
+    const delay = RETRY_LADDER_MS[attempt - 1] ?? 0
+    t.match(await queue.list(), [{ status: 'queued', attempts: attempt, lastError: 'Error: provider timed out', runAt: new Date(built.clock.now().getTime() + delay) }], `attempt ${attempt}`)
+    built.clock.advance(delay - 1)
+    t.equal(await worker.tick(), 0, 'not before its time')
+    built.clock.advance(1)
+  }
+  t.equal(await worker.tick(), 1)
+  t.match(await queue.list(), [{ status: 'failed', attempts: ATTEMPT_BUDGET, failedAt: built.clock.now(), requeueCount: 0 }])
+  t.equal(await worker.tick(), 0, 'a failed job is not claimed')
+})
+
+test('the self-heal sweep: requeue after the cooldown, exhaust after three requeues, remove when the connection has lastReadFailureAt', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue, connections } = built.app.sync
+  const connection = await connections.create(newUserId(), 'google')
+  const connectionId = connection._id.toHexString()
+  await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })
+  const worker = workerFor(built, async () => { throw new Error('still failing') })
+
+  async function failWholeBudget (): Promise<void> {
+    for (let attempt = 0; attempt < ATTEMPT_BUDGET; attempt++) {
+      await worker.tick()
+      built.clock.advance(RETRY_LADDER_MS[RETRY_LADDER_MS.length - 1] * 2)
+    }
+  }
+
+  for (let requeue = 1; requeue <= MAX_REQUEUES; requeue++) {
+    await failWholeBudget()
+    const [failed] = await queue.list()
+    t.equal(failed?.status, 'failed')
+    built.clock.advance(-RETRY_LADDER_MS[RETRY_LADDER_MS.length - 1] * 2)
+    t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'nothing while cooling down')
+    built.clock.advance(FAILED_JOB_COOLDOWN_MS)
+    t.same(await built.app.sync.sweep(), { requeued: 1, exhausted: 0, removed: 0 })
+    t.match(await queue.list(), [{ status: 'queued', attempts: 0, requeueCount: requeue }], 'fresh attempt budget')
+  }
+  t.equal(built.logs.filter((line) => line.msg === 'failed job requeued by the self-heal sweep with a fresh attempt budget').length, MAX_REQUEUES)
+
+  await failWholeBudget()
+  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 1, removed: 0 })
+  t.match(await queue.list(), [{ status: 'exhausted', requeueCount: MAX_REQUEUES }])
+  t.match(built.logs.find((line) => line.msg === 'job exhausted after the maximum requeues; it needs an operator'), { level: 50, coalescingKey: `pull:${connectionId}` })
+  t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, true, 'the exhausted job blocks its key')
+
+  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'kept for an operator while the connection has no read failure')
+  await built.app.syncDb.db.collection('connections').updateOne({ _id: connection._id }, { $set: { lastReadFailureAt: built.clock.now() } })
+  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
+  t.same(await queue.list(), [])
+  t.ok(built.logs.some((line) => line.msg === 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again'))
+  t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, false, 'the key no longer blocks')
+})
