@@ -19,6 +19,8 @@ export interface ChangeFeedOptions {
   backoffMaxMs: number
   /** Users per batched request; the Sync contract's maximum unless lowered. */
   maxUsersPerRequest: number
+  /** How long a new stream waits for its user's feed position before replaying metadata anyway. */
+  readyTimeoutMs: number
 }
 
 export const defaultChangeFeedOptions: ChangeFeedOptions = {
@@ -26,7 +28,8 @@ export const defaultChangeFeedOptions: ChangeFeedOptions = {
   joinDelayMs: 20,
   backoffBaseMs: 1000,
   backoffMaxMs: 30_000,
-  maxUsersPerRequest: CHANGES_BATCH_MAX_USERS
+  maxUsersPerRequest: CHANGES_BATCH_MAX_USERS,
+  readyTimeoutMs: 3000
 }
 
 /** What the bridge needs of the Sync client. */
@@ -52,7 +55,7 @@ export function backoffDelay (failures: number, options: Pick<ChangeFeedOptions,
 }
 
 export class ChangeFeedBridge {
-  readonly options: ChangeFeedOptions
+  options: ChangeFeedOptions
   readonly stats: ChangeFeedStats = { ticks: 0, requests: 0, failedRequests: 0, consecutiveFailures: 0 }
   readonly #broker: BrokerPort
   readonly #source: ChangeSource
@@ -77,6 +80,11 @@ export class ChangeFeedBridge {
     for (const userId of broker.users()) this.#activate(userId)
   }
 
+  /** Changes settings from the next read on. */
+  configure (options: Partial<ChangeFeedOptions>): void {
+    this.options = pickOptions(this.options, options)
+  }
+
   /** Users whose feed this process reads. */
   get userCount (): number {
     return this.#cursors.size
@@ -91,7 +99,7 @@ export class ChangeFeedBridge {
    * reaches their streams; false when that took longer than `timeoutMs` (Sync unreachable) or the
    * user's streams closed first.
    */
-  async ready (userId: string, timeoutMs: number): Promise<boolean> {
+  async ready (userId: string, timeoutMs = this.options.readyTimeoutMs): Promise<boolean> {
     if (this.isFollowing(userId)) return true
     if (!this.#cursors.has(userId)) return false
     return await new Promise<boolean>((resolve) => {

@@ -35,7 +35,7 @@ export interface OpenStreamOptions {
   /** The session the stream was opened with; closeSession(handle) ends it on logout. */
   sessionHandle?: string | undefined
   /** Headers already decided for this response (CORS, security headers). */
-  headers?: OutgoingHttpHeaders
+  headers?: Record<string, string | number | string[] | undefined>
   /** Ends the stream earlier than the planned lifetime, for example when its access token expires. */
   lifetimeMs?: number
 }
@@ -87,7 +87,7 @@ export function encodeFrame (message: ServerMessage): string {
 }
 
 export class SseBroker {
-  readonly options: SseBrokerOptions
+  options: SseBrokerOptions
   readonly #log: FastifyBaseLogger
   readonly #byUser = new Map<string, Set<SseStream>>()
   readonly #bySession = new Map<string, Set<SseStream>>()
@@ -101,6 +101,15 @@ export class SseBroker {
   constructor (log: FastifyBaseLogger, options: Partial<SseBrokerOptions> = {}) {
     this.options = pickOptions(defaultSseBrokerOptions, options)
     this.#log = log
+  }
+
+  /** Changes settings for streams opened from now on (and the heartbeat interval at once). */
+  configure (options: Partial<SseBrokerOptions>): void {
+    this.options = pickOptions(this.options, options)
+    if (this.#heartbeat !== undefined) {
+      this.#stopHeartbeat()
+      this.#startHeartbeat()
+    }
   }
 
   get streamCount (): number {
@@ -143,7 +152,11 @@ export class SseBroker {
       res.end(this.#closing ? '{"statusCode":503,"error":"Service Unavailable","message":"Shutting down"}' : undefined)
       return undefined
     }
-    res.writeHead(200, { ...options.headers, ...sseHeaders })
+    const headers: OutgoingHttpHeaders = {}
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (value !== undefined) headers[name] = value
+    }
+    res.writeHead(200, { ...headers, ...sseHeaders })
     res.write(`retry: ${this.options.retryMs}\n\n`)
 
     const stream = new SseStream(this.#nextId++, options.userId, options.sessionHandle, res)

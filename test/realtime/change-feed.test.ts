@@ -1,11 +1,14 @@
-import { test } from 'tap'
+import tap, { test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { backoffDelay, type ChangeFeedOptions } from '../../plugins/change-feed.js'
 import { serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
+import type { InvalidationInput } from '../../sync/lib/change-feed.js'
 import { startBrokerApp } from './broker-app.js'
 import { FakeSync, fakeSyncSecret } from './fake-sync.js'
 import { RawSseReader, eventually } from './sse-reader.js'
+import { INTERNAL_TOKEN, SyncService, startSyncService } from './sync-service.js'
+import { startDatabase } from '../sync/helper.js'
 
 const userA = '64b7f0c2a1b2c3d4e5f60001'
 const userB = '64b7f0c2a1b2c3d4e5f60002'
@@ -13,15 +16,20 @@ const conn1 = '64b7f0c2a1b2c3d4e5f6c001'
 const at = '2026-11-21T09:00:00.000Z'
 const fast: Partial<ChangeFeedOptions> = { pollIntervalMs: 40, joinDelayMs: 5, backoffBaseMs: 20, backoffMaxMs: 160 }
 
-async function startSync (t: Test): Promise<FakeSync> {
-  const sync = new FakeSync()
-  await sync.start()
-  t.teardown(() => sync.stop())
-  return sync
+// One database server for the file; each test gets its own Sync service and database on it.
+const mongoUri = await startDatabase(tap)
+
+async function startSync (t: Test): Promise<SyncService> {
+  return await startSyncService(t, mongoUri)
 }
 
-async function startBackend (t: Test, sync: FakeSync, realtime: Partial<ChangeFeedOptions> = fast) {
-  return await startBrokerApp(t, { realtime, sync: { url: sync.url, internalAuthToken: fakeSyncSecret } })
+async function startBackend (t: Test, sync: SyncService | FakeSync, realtime: Partial<ChangeFeedOptions> = fast) {
+  const internalAuthToken = sync instanceof FakeSync ? fakeSyncSecret : INTERNAL_TOKEN
+  return await startBrokerApp(t, { realtime, sync: { url: sync.url, internalAuthToken } })
+}
+
+async function append (sync: SyncService, userId: string, ...items: InvalidationInput[]): Promise<void> {
+  await sync.running.sync.feed.append(userId, ...items)
 }
 
 async function openStream (t: Test, url: string, userId: string): Promise<RawSseReader> {
@@ -47,13 +55,13 @@ test('polling starts with the first stream of a user and stops after the last on
   const first = await openStream(t, url, userA)
   const ready = await app.changeFeed.ready(userA, 5000)
   t.equal(ready, true, 'the user is followed once Sync gave a watermark')
-  t.same(sync.batchRequests[0]?.users, [{ userId: userA, cursor: null }], 'the first request asks for a watermark')
+  t.same(sync.batchRequests[0], [{ userId: userA, cursor: null }], 'the first request asks for a watermark')
   const second = await openStream(t, url, userA)
   await eventually(() => sync.batchRequests.length >= 4)
-  for (const request of sync.batchRequests) {
-    t.equal(request.users.length, 1, 'one entry for the user however many streams it has')
+  for (const users of sync.batchRequests) {
+    t.equal(users.length, 1, 'one entry for the user however many streams it has')
   }
-  t.equal(sync.batchRequests.slice(1).every((request) => request.users[0]?.cursor === 'c0'), true, 'later requests carry the cursor')
+  t.equal(sync.batchRequests.slice(1).every((users) => typeof users[0]?.cursor === 'string'), true, 'later requests carry a cursor')
 
   first.close()
   const countWhileOneOpen = sync.batchRequests.length
@@ -68,8 +76,7 @@ test('polling starts with the first stream of a user and stops after the last on
 
   await openStream(t, url, userA)
   await eventually(() => sync.batchRequests.length > countAfterLast)
-  t.same(sync.batchRequests[countAfterLast]?.users, [{ userId: userA, cursor: null }], 'polling resumes when a stream opens again')
-  t.equal(sync.unauthorized, 0, 'every request was signed')
+  t.same(sync.batchRequests[countAfterLast], [{ userId: userA, cursor: null }], 'polling resumes when a stream opens again')
 })
 
 test('an invalidation reaches every stream of its user and nothing reaches another user', async (t) => {
@@ -81,7 +88,7 @@ test('an invalidation reaches every stream of its user and nothing reaches anoth
   t.equal(await app.changeFeed.ready(userA, 5000), true)
   t.equal(await app.changeFeed.ready(userB, 5000), true)
 
-  sync.append(userA, { kind: 'event', at, eventId: 'event-1' })
+  await append(sync, userA, { kind: 'event', eventId: 'event-1' })
   const expected: ServerMessage = { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['event-1'] }
   t.same(await a1.untilMessages(1), [expected])
   t.same(await a2.untilMessages(1), [expected])
@@ -105,13 +112,13 @@ test('idle pulls publish nothing', async (t) => {
   t.equal(reader.text, 'retry: 5000\n\n', 'not a byte after the retry line')
 })
 
-test('a revoked connection, an import and a resync reach the stream as the translation table says', async (t) => {
+test('a revoked connection and a finished import reach the stream as the translation table says', async (t) => {
   const sync = await startSync(t)
   const { app, url } = await startBackend(t, sync)
   const reader = await openStream(t, url, userA)
   await app.changeFeed.ready(userA, 5000)
 
-  sync.append(userA, { kind: 'connection', at, connectionId: conn1, state: 'actionRequired', reason: 'authorizationRevoked' })
+  await append(sync, userA, { kind: 'connection', connectionId: conn1, state: 'actionRequired', reason: 'authorizationRevoked' })
   const revoked = await reader.untilMessages(4)
   t.same(revoked.map((message) => {
     const { type, code } = message as { type: string, code?: string }
@@ -120,18 +127,33 @@ test('a revoked connection, an import and a resync reach the stream as the trans
   t.match(revoked[2], { connectionId: conn1, status: 'attention', retryable: false })
   t.match(revoked[3], { connectionId: conn1, status: 'attention', retryable: false, aliasOf: 'CONNECTION_REVOKED' })
 
-  sync.append(userA, { kind: 'importProgress', at, connectionId: conn1, phase: 'completed', operation: 'repair', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 7 } })
+  await append(sync, userA, { kind: 'importProgress', connectionId: conn1, phase: 'completed', operation: 'repair', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 7 } })
   const imported = await reader.untilMessages(5)
   t.same(imported[4], { type: 'importCompleted', connectionId: conn1, operation: 'repair', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 7 } })
+  for (const message of imported) t.ok(serverMessageCheck.Check(message))
+})
 
-  // Sync lost this user's history (expired cursor): the bridge asks the client to refetch everything.
+test('a cursor Sync no longer accepts turns into a broad invalidation', async (t) => {
+  // The real service only expires cursors after days; this server forgets the user's history at once.
+  const sync = new FakeSync()
+  await sync.start()
+  t.teardown(() => sync.stop())
+  const { app, url } = await startBackend(t, sync)
+  const reader = await openStream(t, url, userA)
+  await app.changeFeed.ready(userA, 5000)
+  sync.append(userA, { kind: 'event', at, eventId: 'e1' })
+  await reader.untilMessages(1)
+
   sync.feeds.set(userA, [])
-  const resynced = await reader.untilMessages(7)
-  t.same(resynced.slice(5), [
+  const resynced = await reader.untilMessages(3)
+  t.same(resynced.slice(1), [
     { type: 'calendarsChanged', reasons: ['resync'], refetchAll: true },
     { type: 'eventsChanged', reasons: ['resync'], refetchAll: true }
   ])
-  for (const message of resynced) t.ok(serverMessageCheck.Check(message))
+  const requests = sync.batchRequests.length
+  await eventually(() => sync.batchRequests.length >= requests + 3)
+  t.equal(reader.messages().length, 3, 'the new watermark is used from then on: the resync is not repeated')
+  t.equal(sync.unauthorized, 0, 'every request was signed')
 })
 
 test('one request per tick covers every user with a stream, in batches of the configured size', async (t) => {
@@ -148,8 +170,8 @@ test('one request per tick covers every user with a stream, in batches of the co
   const steady = sync.batchRequests.slice(requestsBefore)
   const ticks = app.changeFeed.stats.ticks - ticksBefore
   t.ok(steady.length >= 3 * (ticks - 1) && steady.length <= 3 * ticks, `3 requests per tick (${steady.length} requests over ${ticks} ticks)`)
-  t.equal(steady.every((request) => request.users.length <= 10), true)
-  t.equal(steady.every((request) => request.users.every((user) => user.cursor !== null)), true, 'steady-state requests carry cursors')
+  t.equal(steady.every((users) => users.length <= 10), true)
+  t.equal(steady.every((users) => users.every((user) => user.cursor !== null)), true, 'steady-state requests carry cursors')
 })
 
 test('with Sync down the bridge logs, backs off, and recovers when Sync returns', async (t) => {
@@ -166,11 +188,11 @@ test('with Sync down the bridge logs, backs off, and recovers when Sync returns'
   t.ok(delays.every((delay, i) => delay >= 20 * 2 ** i / 2 && delay <= Math.min(160, 20 * 2 ** i)), `delays grow with jitter: ${delays.join(', ')}`)
   t.equal(failures[0]?.level, 50, 'logged as an error')
 
-  sync.append(userA, { kind: 'event', at, eventId: 'written-while-down' })
   await sync.start()
+  await append(sync, userA, { kind: 'event', eventId: 'written-while-down' })
   await eventually(() => logs.find('change feed reads Sync again').length === 1, 5000, 'recovery')
   t.same(await reader.untilMessages(1), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['written-while-down'] }],
-    'what happened while Sync was down arrives once it is back')
+    'the cursor held through the outage still works')
   t.equal(app.changeFeed.stats.consecutiveFailures, 0)
 })
 
@@ -183,7 +205,7 @@ test('two backend processes over one Sync each deliver to their own stream of th
   t.equal(await one.app.changeFeed.ready(userA, 5000), true)
   t.equal(await two.app.changeFeed.ready(userA, 5000), true)
 
-  sync.append(userA, { kind: 'calendar', at, connectionId: conn1, calendarId: 'work' })
+  await append(sync, userA, { kind: 'calendar', connectionId: conn1, calendarId: 'work' })
   const expected = [
     { type: 'calendarsChanged', reasons: ['calendar'], refetchAll: false, calendarIds: ['work'] },
     { type: 'eventsChanged', reasons: ['calendar'], refetchAll: false, calendarIds: ['work'] }

@@ -1,0 +1,70 @@
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import UserMetadata from 'supertokens-node/recipe/usermetadata'
+import type { SessionContainer } from 'supertokens-node/recipe/session'
+import type { SyncClient } from '../../lib/sync-client.js'
+import type { UserMetadataChangedMessage } from '../../schemas/server-message.js'
+import { ErrorResponse } from '../../schemas/errors.js'
+
+// Each half of the replay is optional: a stream that cannot read one of them right now still
+// opens, says null for that half, and the next reconnect replays it again.
+async function sessionMetadata (userId: string, log: FastifyBaseLogger): Promise<Record<string, unknown> | null> {
+  try {
+    const { metadata } = await UserMetadata.getUserMetadata(userId)
+    return metadata as Record<string, unknown>
+  } catch (error) {
+    log.warn({ err: error }, 'session metadata unavailable for the stream replay')
+    return null
+  }
+}
+
+async function syncMetadata (syncClient: SyncClient, userId: string, log: FastifyBaseLogger) {
+  try {
+    return await syncClient.metadata(userId)
+  } catch (error) {
+    log.warn({ err: error }, 'Sync metadata unavailable for the stream replay')
+    return null
+  }
+}
+
+function sessionOf (request: FastifyRequest): SessionContainer | undefined {
+  return (request as FastifyRequest & { session?: SessionContainer }).session
+}
+
+const stream: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/stream', {
+    schema: {
+      description: 'Server-sent events: a `retry: 5000` hint, then `message` events whose data is a JSON ServerMessage, ' +
+        '`: keepalive` comments every 15 s, and a planned close after 20 minutes (reconnect with a fresh token). ' +
+        'The first message replays userMetadataChanged.',
+      tags: ['events'],
+      produces: ['text/event-stream'],
+      response: {
+        200: Type.String({ description: 'text/event-stream' }),
+        401: ErrorResponse
+      }
+    }
+  }, async (request, reply) => {
+    const session = sessionOf(request)
+    const userId = request.userId
+    if (session === undefined || userId === '') {
+      // The folder's session hook guarantees both; never stream for nobody.
+      return await reply.code(401).send({ statusCode: 401, error: 'Unauthorized', message: 'A session is required' })
+    }
+    reply.hijack()
+    // Headers set by earlier hooks (CORS, security headers) would be lost with the reply taken over.
+    const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders() })
+    if (opened === undefined) return
+
+    // Replay after the feed position is known, so nothing between the replay and the next poll is lost.
+    const following = await fastify.changeFeed.ready(userId)
+    if (!following) request.log.warn({ userId }, 'stream opened before its change feed could be followed')
+    if (opened.closed) return
+    const [metadata, sync] = await Promise.all([sessionMetadata(userId, request.log), syncMetadata(fastify.syncClient, userId, request.log)])
+    const replay: UserMetadataChangedMessage = { type: 'userMetadataChanged', session: { userId, metadata }, sync }
+    fastify.sse.send(opened, replay)
+  })
+}
+
+export default stream
