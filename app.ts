@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { STATUS_CODES } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
@@ -28,7 +28,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
   return {
     logger: loggerOptions(config.runtime.logLevel),
     // request-logging writes one line per request itself (and hides health probes).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // The backend sits behind the self-host proxy, which sets X-Forwarded-*.
     trustProxy: true,
     bodyLimit: 1024 * 1024,
