@@ -192,6 +192,7 @@ const COMMAND_ACTIONS: Record<string, Action> = {
   aggregate: 'read',
   listIndexes: 'read',
   listCollections: 'read',
+  explain: 'read',
   insert: 'write',
   update: 'write',
   delete: 'write',

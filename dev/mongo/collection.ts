@@ -95,6 +95,13 @@ export interface Change {
   after?: Doc | undefined
 }
 
+export interface Candidates {
+  entries: Iterable<[string, Doc]>
+  exact: boolean
+  /** The index that narrowed the candidates; undefined for a collection scan. */
+  index: IndexSpec | undefined
+}
+
 export const ID_INDEX: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' }
 
 export class Collection {
@@ -208,7 +215,7 @@ export class Collection {
    * it; natural (insertion) order otherwise. `exact` means the lookup alone decided the match
    * (the filter is nothing but equalities the index answered), so no further test is needed.
    */
-  candidates (filter: Doc): { entries: Iterable<[string, Doc]>, exact: boolean } {
+  candidates (filter: Doc): Candidates {
     const filterKeys = Object.keys(filter)
     const plainEquality = (fields: string[]): boolean =>
       filterKeys.length === fields.length && filterKeys.every((key) => fields.includes(key) && isIndexableScalar(filter[key]) && !isPlainObject(filter[key]))
@@ -216,15 +223,15 @@ export class Collection {
     if (equalities.has('_id') && isIndexableScalar(equalities.get('_id'))) {
       const id = keyOf(equalities.get('_id'))
       const document = this.docs.get(id)
-      return { entries: document === undefined ? [] : [[id, document]], exact: plainEquality(['_id']) }
+      return { entries: document === undefined ? [] : [[id, document]], exact: plainEquality(['_id']), index: ID_INDEX }
     }
     const ins = inFields(filter)
     const idList = ins.get('_id')
-    if (idList !== undefined && idList.every(isIndexableScalar)) return { entries: this.#byIds(new Set(idList.map(keyOf))), exact: false }
+    if (idList !== undefined && idList.every(isIndexableScalar)) return { entries: this.#byIds(new Set(idList.map(keyOf))), exact: false, index: ID_INDEX }
     if (equalities.size > 0) {
       for (const index of this.indexes.values()) {
         const ids = index.lookup(equalities)
-        if (ids !== undefined) return { entries: this.#byIds(ids), exact: plainEquality(index.fields) }
+        if (ids !== undefined) return { entries: this.#byIds(ids), exact: plainEquality(index.fields), index: index.spec }
       }
     }
     for (const [field, list] of ins) {
@@ -235,10 +242,10 @@ export class Collection {
         for (const value of list) {
           for (const id of index.lookup(new Map([[field, value]])) ?? []) ids.add(id)
         }
-        return { entries: this.#byIds(ids), exact: false }
+        return { entries: this.#byIds(ids), exact: false, index: index.spec }
       }
     }
-    return { entries: this.docs.entries(), exact: filterKeys.length === 0 }
+    return { entries: this.docs.entries(), exact: filterKeys.length === 0, index: undefined }
   }
 
   #byIds (ids: Set<string>): Array<[string, Doc]> {

@@ -4,7 +4,7 @@ import { Long, calculateObjectSize } from 'bson'
 import type { Collection, IndexSpec } from './collection.js'
 import { CommandError } from './errors.js'
 import { LockWait } from './store.js'
-import type { Store, Transaction } from './store.js'
+import type { ScanStats, Store, Transaction } from './store.js'
 import { applyUpdate, sameDocument, upsertDocument, withId } from './updates.js'
 import type { UpdateSpec } from './updates.js'
 import { isPlainObject, keyOf, pathValues } from './values.js'
@@ -521,6 +521,57 @@ const listDatabases: Handler = (ctx, command) => {
   return { databases, totalSize: 0, ok: 1 }
 }
 
+/** `explain` for reads: which index answered and how many documents were examined. */
+const explain: Handler = (ctx, command) => {
+  const inner = asDoc(command.explain)
+  const kind = Object.keys(inner)[0] ?? ''
+  if (!['find', 'count', 'distinct', 'aggregate'].includes(kind)) {
+    throw new CommandError(2, `Explain is only supported here for find, count, distinct and aggregate, not '${kind}'`)
+  }
+  const name = collectionName(inner, kind)
+  let filter: Doc = {}
+  if (kind === 'find') filter = asDoc(inner.filter)
+  else if (kind === 'count' || kind === 'distinct') filter = asDoc(inner.query)
+  else if (Array.isArray(inner.pipeline) && isPlainObject(inner.pipeline[0]) && isPlainObject(inner.pipeline[0].$match)) filter = inner.pipeline[0].$match
+  const stats: ScanStats = { examined: 0, index: undefined }
+  const matched = ctx.store.find(ctx.db, name, filter, ctx.txn, stats)
+  const nReturned = kind === 'find' ? runQuery(ctx, name, inner).length : matched.length
+  const index = stats.index
+  let winningPlan: Doc
+  if (index === undefined) {
+    winningPlan = { stage: 'COLLSCAN', filter, direction: 'forward' }
+  } else if (index.name === '_id_') {
+    winningPlan = { stage: 'IDHACK' }
+  } else {
+    winningPlan = {
+      stage: 'FETCH',
+      inputStage: {
+        stage: 'IXSCAN',
+        keyPattern: index.key,
+        indexName: index.name,
+        isUnique: index.unique === true,
+        isSparse: index.sparse === true,
+        isPartial: index.partialFilterExpression !== undefined,
+        direction: 'forward'
+      }
+    }
+  }
+  return {
+    explainVersion: '1',
+    queryPlanner: { namespace: `${ctx.db}.${name}`, parsedQuery: filter, winningPlan, rejectedPlans: [] },
+    executionStats: {
+      executionSuccess: true,
+      nReturned,
+      executionTimeMillis: 0,
+      totalKeysExamined: index === undefined ? 0 : stats.examined,
+      totalDocsExamined: stats.examined,
+      executionStages: winningPlan
+    },
+    command: inner,
+    ok: 1
+  }
+}
+
 export const dataCommands: Record<string, Handler> = {
   find,
   getMore,
@@ -541,5 +592,6 @@ export const dataCommands: Record<string, Handler> = {
   create,
   drop,
   dropDatabase,
-  listDatabases
+  listDatabases,
+  explain
 }

@@ -3,10 +3,15 @@
 // overlay in one step at commit.
 import { Query } from 'mingo'
 import { Collection } from './collection.js'
-import type { Change } from './collection.js'
+import type { Change, IndexSpec } from './collection.js'
 import { CommandError, writeConflict } from './errors.js'
 import { keyOf } from './values.js'
 import type { Doc } from './values.js'
+
+export interface ScanStats {
+  examined: number
+  index: IndexSpec | undefined
+}
 
 type Overlay = Map<string, Map<string, { after: Doc | undefined }>>
 
@@ -90,13 +95,15 @@ export class Store {
   }
 
   /** `[id, document]` pairs matching a filter, as seen from `txn` (or as committed). */
-  find (db: string, name: string, filter: Doc, txn?: Transaction): Array<[string, Doc]> {
+  find (db: string, name: string, filter: Doc, txn?: Transaction, stats?: ScanStats): Array<[string, Doc]> {
     const collection = this.collection(db, name)
     const overlay = txn?.overlay.get(`${db}.${name}`)
     const candidates = collection?.candidates(filter)
     const query = Object.keys(filter).length === 0 || (candidates?.exact === true && overlay === undefined) ? undefined : new Query(filter, {})
     const found: Array<[string, Doc]> = []
+    if (stats !== undefined) stats.index = candidates?.index
     for (const [id, document] of candidates?.entries ?? []) {
+      if (stats !== undefined) stats.examined++
       if (overlay?.has(id) === true) continue
       if (query === undefined || query.test(document)) found.push([id, document])
     }

@@ -64,7 +64,9 @@ export function applyUpdate (original: Doc, update: UpdateSpec, options: { filte
       try {
         mingoUpdate(result, modifier, options.arrayFilters, options.filter, { cloneMode: 'deep' })
       } catch (error) {
-        throw new CommandError(2, error instanceof Error ? error.message : String(error))
+        const message = error instanceof Error ? error.message : String(error)
+        if (message.includes("immutable field '_id'")) throw immutableId()
+        throw new CommandError(2, message)
       }
     }
   }
