@@ -263,3 +263,10 @@ export class CookieClient {
     return this.keep(await call(this.baseUrl, method, path, { body, headers }))
   }
 }
+
+/** A raw CDI call, as the SDK makes it, for checks below the SDK (api key, restarts, bad input). */
+export async function cdi (target: { uri: string, apiKey: string | undefined }, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<CallResult> {
+  const allHeaders: Record<string, string> = { 'cdi-version': '5.4', ...headers }
+  if (target.apiKey !== undefined && !('api-key' in headers)) allHeaders['api-key'] = target.apiKey
+  return call(target.uri, method, path, { body, headers: allHeaders })
+}

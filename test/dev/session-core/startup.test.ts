@@ -1,0 +1,89 @@
+// Properties of the stand-in itself (not of the CDI), so these always run against it.
+import { Writable } from 'node:stream'
+import { test } from 'tap'
+import { startSessionCore } from '../../../dev/session-core/index.js'
+import { call, cdi } from './harness.js'
+
+const API_KEY = 'a-test-api-key-that-is-long-enough'
+
+test('refuses to start when NODE_ENV is production', async (t) => {
+  const previous = process.env['NODE_ENV']
+  process.env['NODE_ENV'] = 'production'
+  t.teardown(() => {
+    if (previous === undefined) delete process.env['NODE_ENV']
+    else process.env['NODE_ENV'] = previous
+  })
+  await t.rejects(startSessionCore(), /refuses to start when NODE_ENV is production/)
+})
+
+test('refuses an api key shorter than the real core allows', async (t) => {
+  await t.rejects(startSessionCore({ apiKey: 'short' }), /at least 20 characters/)
+})
+
+test('binds 127.0.0.1, honours token lifetimes, keeps the api key out of logs', async (t) => {
+  const lines: string[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8'))
+      done()
+    }
+  })
+  const core = await startSessionCore({
+    apiKey: API_KEY, accessTokenValiditySec: 120, refreshTokenValidityMin: 5, logger: { level: 'trace', stream }
+  })
+  t.teardown(() => core.close())
+  t.match(core.uri, /^http:\/\/127\.0\.0\.1:\d+$/)
+  const target = { uri: core.uri, apiKey: API_KEY }
+
+  const created = await cdi(target, 'POST', '/public/recipe/session', {
+    userId: 'user-1', userDataInJWT: { role: 'tester' }, userDataInDatabase: {}, enableAntiCsrf: false, useDynamicSigningKey: false
+  })
+  t.equal(created.body['status'], 'OK')
+  const access = created.body['accessToken'] as { token: string, expiry: number, createdTime: number }
+  const refresh = created.body['refreshToken'] as { expiry: number, createdTime: number }
+  t.equal(access.expiry - access.createdTime, 120_000, 'access token lifetime')
+  t.equal(refresh.expiry - refresh.createdTime, 5 * 60_000, 'refresh token lifetime')
+  const header = JSON.parse(Buffer.from(access.token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid: string }
+  t.match(header.kid, /^s-/, 'static signing key on request')
+  const claims = JSON.parse(Buffer.from(access.token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+  t.equal(claims['role'], 'tester', 'custom claims at the top level')
+
+  const logged = lines.join('')
+  t.ok(logged.length > 0, 'requests were logged')
+  t.notMatch(logged, API_KEY, 'api key never logged')
+  t.notMatch(logged, access.token, 'tokens never logged')
+})
+
+test('bad input gets a clear 400 and changes nothing', async (t) => {
+  const core = await startSessionCore({ apiKey: API_KEY })
+  t.teardown(() => core.close())
+  const target = { uri: core.uri, apiKey: API_KEY }
+
+  const bad = await cdi(target, 'POST', '/public/recipe/signup', { email: 42, password: 'whatever-1' })
+  t.equal(bad.status, 400)
+  t.match(String(bad.body['text']), /email/)
+  const lookup = await cdi(target, 'GET', '/public/users/by-accountinfo?email=42&doUnionOfAccountInfo=false')
+  t.same(lookup.body['users'], [])
+
+  const protectedClaim = await cdi(target, 'POST', '/public/recipe/session', { userId: 'u', userDataInJWT: { sub: 'admin' }, userDataInDatabase: {} })
+  t.equal(protectedClaim.status, 400, 'a custom payload cannot set core claims')
+  t.same((await cdi(target, 'GET', '/recipe/session/user?userId=u')).body['sessionHandles'], [], 'no session created')
+
+  const otherVersion = await cdi(target, 'GET', '/recipe/user/metadata?userId=u', undefined, { 'cdi-version': '2.9' })
+  t.equal(otherVersion.status, 400, 'only CDI 5.4 is spoken')
+
+  const unknownTenant = await cdi(target, 'POST', '/elsewhere/recipe/signup', { email: 'a@b.c', password: 'whatever-1' })
+  t.equal(unknownTenant.status, 400)
+
+  const unknownPath = await cdi(target, 'GET', '/recipe/totp/device/list?userId=u')
+  t.equal(unknownPath.status, 404)
+
+  const tenant = await cdi(target, 'GET', '/elsewhere/recipe/multitenancy/tenant/v2')
+  t.same(tenant.body, { status: 'TENANT_NOT_FOUND_ERROR' })
+  const publicTenant = await cdi(target, 'GET', '/public/recipe/multitenancy/tenant/v2')
+  t.equal(publicTenant.body['status'], 'OK')
+  t.notOk('firstFactors' in publicTenant.body, 'firstFactors omitted, never null')
+
+  const version = await call(core.uri, 'GET', '/apiversion')
+  t.same(version.body, { versions: ['5.4'] })
+})
