@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 
-export default async function userRoutesNeedASession (fastify: FastifyInstance) {
+// Every route in this folder needs a verified session (cookie, or bearer token for native clients).
+export default async function requireSessionForFolder (fastify: FastifyInstance) {
   fastify.addHook('preHandler', fastify.requireSession)
 }
