@@ -6,7 +6,8 @@ test('api key: refused when missing or wrong, the JWKS stays public', async (t) 
   const target = await startTarget(t)
   const configuredKey = target.apiKey
   if (configuredKey === undefined) {
-    t.skip('the core under test (SESSIONS_URI) has no api key: set SESSIONS_KEY to run this check')
+    // A real core given without SESSIONS_KEY has nothing to refuse; plan(0) reports this test as skipped.
+    t.plan(0, 'the core under test (SESSIONS_URI) has no api key: set SESSIONS_KEY to run this check')
     return
   }
   // The SDK in this file is configured with the wrong key.
