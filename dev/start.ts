@@ -19,7 +19,6 @@ const configGiven = args.some((arg) => arg === '--config' || arg.startsWith('--c
   (process.env.CONFIG_FILE !== undefined && process.env.CONFIG_FILE !== '') ||
   existsSync(resolve('config.yaml'))
 
-
 interface DevSecrets {
   rootPassword: string
   apiPassword: string
@@ -98,7 +97,7 @@ function run (name: string, script: string, configPath: string): ChildProcess {
   child.on('exit', (code, signal) => {
     if (!stopping) {
       process.stderr.write(`local stack: ${name} stopped (${signal ?? `exit ${code}`}); stopping everything\n`)
-      void stop(1)
+      stop(1).catch(() => {})
     }
   })
   return child
@@ -163,8 +162,8 @@ async function startLocalStack (): Promise<void> {
     await mongo.close()
     process.exit(code)
   }
-  process.on('SIGINT', () => { void stop(0) })
-  process.on('SIGTERM', () => { void stop(0) })
+  process.on('SIGINT', () => { stop(0).catch(() => {}) })
+  process.on('SIGTERM', () => { stop(0).catch(() => {}) })
 
   await waitForHealth(`http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
   process.stdout.write([
