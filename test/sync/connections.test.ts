@@ -1,0 +1,184 @@
+// The connection state machine driven end to end by jobs against the scripted provider.
+import { test } from 'tap'
+import type { ChangesPage, Invalidation } from '../../schemas/sync/index.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../../sync/lib/providers/port.js'
+import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
+import { buildSyncApp, newUserId, startDatabase } from './helper.js'
+import type { BuiltSyncApp } from './helper.js'
+import { ScriptedProvider } from './scripted-provider.js'
+
+type Brief = string
+
+/** The feed since `cursor`, each invalidation in a short form, and the next cursor. */
+async function feedSince (built: BuiltSyncApp, userId: string, cursor: string): Promise<{ brief: Brief[], cursor: string }> {
+  const page: ChangesPage = await built.app.sync.feed.page(userId, cursor, 500)
+  return { brief: page.invalidations.map(brief), cursor: page.cursor }
+}
+
+function brief (item: Invalidation): Brief {
+  switch (item.kind) {
+    case 'event': return `event ${item.eventId ?? ''}`
+    case 'calendar': return `calendar ${item.calendarId ?? ''}`
+    case 'connection': return `connection ${item.state}${item.reason ? ` (${item.reason})` : ''}`
+    case 'importProgress': return `import ${item.operation} ${item.phase} ${item.counts.calendarsDone}/${item.counts.calendarsTotal} ${item.counts.eventsImported}`
+  }
+}
+
+async function setup (t: Parameters<Parameters<typeof test>[1]>[0]) {
+  const provider = new ScriptedProvider()
+  provider.calendars = [{ calendarId: 'primary', name: 'Primary' }, { calendarId: 'work', name: 'Work' }]
+  const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider } })
+  const userId = newUserId()
+  const start = await built.app.sync.feed.page(userId, null, 1)
+  return { built, provider, userId, cursor: start.cursor }
+}
+
+async function connectHealthy (built: BuiltSyncApp, userId: string): Promise<string> {
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  await built.app.sync.worker.tick()
+  await built.app.sync.worker.tick()
+  return connection._id.toHexString()
+}
+
+test('connect: importing -> catchingUp when the import finishes -> healthy on the first pull, even with no changes', async (t) => {
+  const { built, provider, userId, cursor } = await setup(t)
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  const connectionId = connection._id.toHexString()
+  t.equal(connection.state, 'importing')
+
+  t.equal(await built.app.sync.worker.tick(), 1, 'the import job ran')
+  const afterImport = await feedSince(built, userId, cursor)
+  t.same(afterImport.brief, [
+    'connection connecting',
+    'connection importing',
+    'import full progress 0/2 0',
+    'calendar primary',
+    'import full progress 1/2 3',
+    'calendar work',
+    'import full progress 2/2 6',
+    'import full completed 2/2 6',
+    'connection catchingUp'
+  ])
+  t.same(provider.calls.map((call) => call.credential), provider.calls.map(() => ({ refreshToken: 'refresh-1' })), 'the provider acts with the stored credential')
+
+  t.equal(await built.app.sync.worker.tick(), 1, 'the catch-up pull ran')
+  const afterPull = await feedSince(built, userId, afterImport.cursor)
+  t.same(afterPull.brief, ['calendar primary', 'calendar work', 'connection healthy'], 'bootstrap catch-up always appends, then the connection is healthy')
+
+  const metadata = await built.signed({ method: 'GET', url: `/internal/users/${userId}/metadata`, userId })
+  t.equal(metadata.statusCode, 200)
+  const now = built.clock.now().toISOString()
+  t.same(metadata.json(), {
+    userId,
+    cloudMutationMode: 'enabled',
+    execution: 'active',
+    connections: [{
+      connectionId,
+      provider: 'google',
+      state: 'healthy',
+      reason: null,
+      lastReadFailureAt: null,
+      lastSyncedAt: now,
+      lastHealthyAt: now,
+      importProgress: { phase: 'completed', operation: 'full', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 6 }, updatedAt: now },
+      createdAt: now
+    }]
+  })
+})
+
+test('the pull rule: idle pulls append nothing; changes, expiry repair and a cleared streak append a calendar invalidation', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  await connectHealthy(built, userId)
+  let { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  const restart = async (): Promise<Brief[]> => {
+    const response = await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+    t.same(response.json(), { queued: 1 })
+    await built.app.sync.worker.tick()
+    const next = await feedSince(built, userId, cursor)
+    cursor = next.cursor
+    return next.brief
+  }
+
+  t.same(await restart(), [], 'an idle pull wakes nobody')
+  provider.scriptPull('primary', { changed: 2, deleted: 0 })
+  t.same(await restart(), ['calendar primary'])
+  provider.scriptPull('work', { changed: 0, deleted: 1 })
+  t.same(await restart(), ['calendar work'])
+  provider.scriptPull('primary', new ProviderCursorExpiredError('sync token gone'))
+  const importsBefore = provider.calls.filter((call) => call.method === 'importCalendar').length
+  t.same(await restart(), ['calendar primary'], 'repair promotes a new generation')
+  t.equal(provider.calls.filter((call) => call.method === 'importCalendar').length, importsBefore + 1, 'the calendar was read again')
+  t.same(await restart(), ['calendar primary'], 'the next good pull clears the expiry streak')
+  t.same(await restart(), [], 'and then idle again')
+})
+
+test('a revoked grant: actionRequired (authorizationRevoked), credential discarded, event reports answer 410, reconnect repairs', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  const connectionId = await connectHealthy(built, userId)
+  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+
+  provider.scriptPull('primary', new ProviderAuthorizationRevokedError('invalid_grant'))
+  await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  await built.app.sync.worker.tick()
+  const after = await feedSince(built, userId, cursor)
+  t.same(after.brief, ['connection actionRequired (authorizationRevoked)'])
+  t.equal(await built.app.sync.credentials.load(connectionId), null, 'credential discarded')
+  t.same(await built.app.sync.queue.list(), [], 'the job ends: retrying a dead grant helps nobody')
+
+  const report = { userId, eventId: 'event-1', operation: 'update', idempotencyKey: 'key-revoked-1' }
+  const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
+  t.equal(refused.statusCode, 410)
+  t.same(refused.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', message: 'The provider grant of this connection was revoked; reconnect it', connectionId })
+
+  const begin = await built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/begin`, body: { provider: 'google', intent: 'reconnect' }, userId })
+  t.equal(begin.statusCode, 200)
+  t.match(begin.json(), { intent: 'reconnect', connectionId })
+
+  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
+  await built.app.sync.worker.tick()
+  await built.app.sync.worker.tick()
+  const repaired = await feedSince(built, userId, after.cursor)
+  t.same(repaired.brief.filter((line) => line.startsWith('connection') || line.includes('completed')), [
+    'connection importing', 'import repair completed 2/2 6', 'connection catchingUp', 'connection healthy'
+  ])
+  t.same(await built.app.sync.credentials.load(connectionId), { refreshToken: 'refresh-2' })
+})
+
+test('a read failure makes a healthy connection delayed with lastReadFailureAt; the retried pull recovers it', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  const connectionId = await connectHealthy(built, userId)
+  provider.scriptPull('primary', new Error('503 from provider'))
+  await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  await built.app.sync.worker.tick()
+  const failedAt = built.clock.now()
+  t.match(await built.app.sync.connections.get(connectionId), { state: 'delayed', reason: 'readFailure', lastReadFailureAt: failedAt })
+  t.match(await built.app.sync.queue.list(), [{ type: 'pull', status: 'queued', attempts: 1 }])
+
+  built.clock.advance(RETRY_LADDER_MS[0])
+  await built.app.sync.worker.tick()
+  t.match(await built.app.sync.connections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
+})
+
+test('an import that keeps failing is exhausted, then cleared because the connection has lastReadFailureAt, so a reconnect can import again', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  provider.failNext('listCalendars', ...Array.from({ length: ATTEMPT_BUDGET * (MAX_REQUEUES + 1) }, () => new Error('provider down')))
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  const connectionId = connection._id.toHexString()
+  const longest = Math.max(...RETRY_LADDER_MS)
+  for (let budget = 0; budget <= MAX_REQUEUES; budget++) {
+    for (let attempt = 0; attempt < ATTEMPT_BUDGET; attempt++) {
+      await built.app.sync.worker.tick()
+      built.clock.advance(longest * 2)
+    }
+    built.clock.advance(FAILED_JOB_COOLDOWN_MS)
+    await built.app.sync.sweep()
+  }
+  t.match(await built.app.sync.connections.get(connectionId), { state: 'importing', reason: 'readFailure' })
+  t.match(await built.app.sync.queue.list(), [{ status: 'exhausted', requeueCount: MAX_REQUEUES }])
+  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
+
+  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
+  t.match(await built.app.sync.queue.list(), [{ type: 'import', status: 'queued', attempts: 0, requeueCount: 0 }], 'the reconnect queued a fresh import')
+  await built.app.sync.worker.tick()
+  t.match(await built.app.sync.connections.get(connectionId), { state: 'catchingUp' })
+})
