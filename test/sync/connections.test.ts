@@ -1,5 +1,6 @@
 // The connection state machine driven end to end by jobs against the scripted provider.
 import { test } from 'tap'
+import type { Test } from 'tap'
 import type { ChangesPage, Invalidation } from '../../schemas/sync/index.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../../sync/lib/providers/port.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
@@ -24,7 +25,7 @@ function brief (item: Invalidation): Brief {
   }
 }
 
-async function setup (t: Parameters<Parameters<typeof test>[1]>[0]) {
+async function setup (t: Test) {
   const provider = new ScriptedProvider()
   provider.calendars = [{ calendarId: 'primary', name: 'Primary' }, { calendarId: 'work', name: 'Work' }]
   const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider } })
