@@ -1,0 +1,168 @@
+import { test } from 'tap'
+import type { Test } from 'tap'
+import type { Invalidation } from '../../schemas/sync/index.js'
+import { verifyOAuthState } from '../../sync/lib/oauth-state.js'
+import type { SyncConfig } from '../../schemas/config.js'
+import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
+import type { BuiltSyncApp } from './helper.js'
+import { ScriptedProvider } from './scripted-provider.js'
+
+async function setup (t: Test, sync: Partial<SyncConfig['sync']> = {}) {
+  const provider = new ScriptedProvider()
+  const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider }, sync })
+  return { built, provider }
+}
+
+async function invalidations (built: BuiltSyncApp, userId: string, cursor: string): Promise<Invalidation[]> {
+  return (await built.app.sync.feed.page(userId, cursor, 500)).invalidations
+}
+
+function report (userId: string, overrides: Record<string, unknown> = {}) {
+  return { userId, eventId: 'event-1', operation: 'update', idempotencyKey: 'idem-key-0001', ...overrides }
+}
+
+test('event-change report without a connection: an event invalidation, no provider write; a repeat changes nothing', async (t) => {
+  const { built } = await setup(t)
+  const userId = newUserId()
+  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  const first = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(first.statusCode, 202)
+  t.same(first.json(), { duplicate: false, providerWriteQueued: false })
+  t.same(await invalidations(built, userId, cursor), [{ kind: 'event', eventId: 'event-1', at: built.clock.now().toISOString() }])
+
+  const again = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(again.statusCode, 202)
+  t.same(again.json(), { duplicate: true, providerWriteQueued: false })
+  t.equal((await invalidations(built, userId, cursor)).length, 1, 'no second invalidation')
+
+  const reused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { eventId: 'event-2' }), userId })
+  t.equal(reused.statusCode, 409)
+  t.equal(reused.json().code, 'IDEMPOTENCY_KEY_REUSED')
+  t.equal((await invalidations(built, userId, cursor)).length, 1)
+
+  const invalid = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { operation: 'rename', idempotencyKey: 'idem-key-0002' }), userId })
+  t.equal(invalid.statusCode, 400)
+  t.equal(invalid.json().code, 'VALIDATION')
+  t.equal((await invalidations(built, userId, cursor)).length, 1, 'bad input changes nothing')
+
+  const otherUser = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0003' }), userId: newUserId() })
+  t.equal(otherUser.statusCode, 403)
+})
+
+test('with a live connection and active execution the provider write is queued once per key and carried out', async (t) => {
+  const { built, provider } = await setup(t)
+  const userId = newUserId()
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  await built.app.sync.worker.tick()
+  await built.app.sync.worker.tick()
+
+  const body = report(userId, { operation: 'create', calendarId: 'primary' })
+  const first = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
+  t.same(first.json(), { duplicate: false, providerWriteQueued: true })
+  const again = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
+  t.same(again.json(), { duplicate: true, providerWriteQueued: true })
+  t.match(await built.app.sync.queue.list(), [{ type: 'providerWrite', connectionId: connection._id.toHexString(), payload: { eventId: 'event-1', operation: 'create', calendarId: 'primary' } }])
+  await built.app.sync.worker.tick()
+  t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', calendarId: 'primary' }])
+  t.same(await built.app.sync.queue.list(), [])
+})
+
+test('passive execution records the change but queues no provider write', async (t) => {
+  const { built } = await setup(t, { execution: 'passive' })
+  const userId = newUserId()
+  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const response = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.same(response.json(), { duplicate: false, providerWriteQueued: false })
+  t.same((await built.app.sync.queue.list()).map((job) => job.type), ['import'], 'only the waiting import, no write')
+})
+
+test('maintenance answers 503 MAINTENANCE for a user with a connection, and still tells the other tabs', async (t) => {
+  const { built } = await setup(t, { cloudMutationMode: 'maintenance' })
+  const userId = newUserId()
+  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(refused.statusCode, 503)
+  t.same(refused.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Cloud calendar edits are paused for maintenance; try again later' })
+  t.same((await invalidations(built, userId, cursor)).map((item) => item.kind), ['event'], 'the backend\'s own write stands')
+  const replay = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(replay.statusCode, 503, 'a repeat answers the same')
+  t.equal((await invalidations(built, userId, cursor)).length, 1)
+  t.same((await built.app.sync.queue.list()).filter((job) => job.type === 'providerWrite'), [])
+
+  const loner = newUserId()
+  const local = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(loner), userId: loner })
+  t.equal(local.statusCode, 202, 'a user without a provider connection edits as usual')
+})
+
+test('begin: the authorization URL carries a signed state; refusals are typed', async (t) => {
+  const { built } = await setup(t)
+  const userId = newUserId()
+  const url = `/internal/users/${userId}/connections/begin`
+  const response = await built.signed({ method: 'POST', url, body: { provider: 'google', intent: 'connect', correlationId: 'cid-1234' }, userId })
+  t.equal(response.statusCode, 200)
+  const answer = response.json()
+  t.match(answer, { intent: 'connect', connectionId: null, correlationId: 'cid-1234' })
+  const authorization = new URL(answer.authorizationUrl)
+  t.equal(authorization.searchParams.get('redirect_uri'), 'https://sync.example.test/sync/oauth/google/callback')
+  const state = verifyOAuthState(authorization.searchParams.get('state') ?? '', INTERNAL_TOKEN, built.clock.now().getTime())
+  t.match(state, { userId, provider: 'google', connectionId: null, correlationId: 'cid-1234' })
+  t.equal(verifyOAuthState(authorization.searchParams.get('state') ?? '', 'another-secret', built.clock.now().getTime()), null, 'forged states are refused')
+  t.equal(verifyOAuthState(authorization.searchParams.get('state') ?? '', INTERNAL_TOKEN, built.clock.now().getTime() + 11 * 60_000), null, 'expired states are refused')
+
+  const noConnection = await built.signed({ method: 'POST', url, body: { provider: 'google', intent: 'reconnect' }, userId })
+  t.equal(noConnection.statusCode, 404)
+  t.equal(noConnection.json().code, 'CONNECTION_NOT_FOUND')
+  const someoneElses = await built.app.sync.connections.create(newUserId(), 'google')
+  const foreign = await built.signed({ method: 'POST', url, body: { provider: 'google', intent: 'reconnect', connectionId: someoneElses._id.toHexString() }, userId })
+  t.equal(foreign.statusCode, 404, 'another user\'s connection cannot be named')
+  const unconfigured = await built.signed({ method: 'POST', url, body: { provider: 'microsoft', intent: 'connect' }, userId })
+  t.equal(unconfigured.statusCode, 400)
+  t.equal(unconfigured.json().code, 'PROVIDER_NOT_CONFIGURED')
+})
+
+test('begin is refused when execution is passive and in maintenance', async (t) => {
+  const passive = await setup(t, { execution: 'passive' })
+  const userId = newUserId()
+  const body = { provider: 'google', intent: 'connect' }
+  const refused = await passive.built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/begin`, body, userId })
+  t.equal(refused.statusCode, 409)
+  t.equal(refused.json().code, 'EXECUTION_PASSIVE')
+
+  const maintenance = await setup(t, { cloudMutationMode: 'maintenance' })
+  const paused = await maintenance.built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/begin`, body, userId })
+  t.equal(paused.statusCode, 503)
+  t.equal(paused.json().code, 'MAINTENANCE')
+})
+
+test('stop watches stops every channel of the user, even without a usable connection; restart with none queues nothing', async (t) => {
+  const { built, provider } = await setup(t)
+  const userId = newUserId()
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const connectionId = connection._id.toHexString()
+  const expiresAt = built.clock.now()
+  await built.app.sync.watches.add({ channelId: 'channel-1', token: 'secret-1', userId, connectionId, calendarId: 'primary', resourceId: 'res-1', expiresAt })
+  await built.app.sync.watches.add({ channelId: 'channel-2', token: 'secret-2', userId, connectionId: 'cccccccccccccccccccccccc', calendarId: 'old', resourceId: 'res-2', expiresAt })
+  const otherUser = newUserId()
+  await built.app.sync.watches.add({ channelId: 'channel-3', token: 'secret-3', userId: otherUser, connectionId, calendarId: 'x', resourceId: 'res-3', expiresAt })
+
+  const stopped = await built.signed({ method: 'POST', url: `/internal/users/${userId}/watches/stop`, body: {}, userId })
+  t.equal(stopped.statusCode, 200)
+  t.same(stopped.json(), { stopped: 2 })
+  t.same(provider.calls.filter((call) => call.method === 'unwatch').map((call) => call.calendarId), ['channel-1'], 'stopped at the provider where a credential exists')
+  t.same(await built.app.sync.watches.listByUser(userId), [])
+  t.equal((await built.app.sync.watches.listByUser(otherUser)).length, 1, 'other users keep theirs')
+
+  const nobody = newUserId()
+  t.same((await built.signed({ method: 'POST', url: `/internal/users/${nobody}/watches/stop`, body: {}, userId: nobody })).json(), { stopped: 0 })
+  const restart = await built.signed({ method: 'POST', url: `/internal/users/${nobody}/sync/restart`, body: {}, userId: nobody })
+  t.equal(restart.statusCode, 202)
+  t.same(restart.json(), { queued: 0 })
+})
+
+test('unknown routes answer the typed 404', async (t) => {
+  const { built } = await setup(t)
+  const response = await built.signed({ method: 'GET', url: '/internal/nothing-here' })
+  t.equal(response.statusCode, 404)
+  t.same(response.json(), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: 'Route GET /internal/nothing-here not found' })
+})
