@@ -5,7 +5,6 @@ import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import type { SessionContainer } from 'supertokens-node/recipe/session'
 import type { SyncClient } from '../../lib/sync-client.js'
 import type { UserMetadataChangedMessage } from '../../schemas/server-message.js'
-import { ErrorResponse } from '../../schemas/errors.js'
 
 // Each half of the replay is optional: a stream that cannot read one of them right now still
 // opens, says null for that half, and the next reconnect replays it again.
@@ -42,7 +41,8 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
       produces: ['text/event-stream'],
       response: {
         200: Type.String({ description: 'text/event-stream' }),
-        401: ErrorResponse
+        // The session library answers 401 with its own body (`{ message }`), and so does this route.
+        401: Type.Object({ message: Type.String() }, { additionalProperties: true, description: 'No valid session; sign in or refresh the token' })
       }
     }
   }, async (request, reply) => {
@@ -50,7 +50,7 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
     const userId = request.userId
     if (session === undefined || userId === '') {
       // The folder's session hook guarantees both; never stream for nobody.
-      return await reply.code(401).send({ statusCode: 401, error: 'Unauthorized', message: 'A session is required' })
+      return await reply.code(401).send({ message: 'unauthorised' })
     }
     reply.hijack()
     // Headers set by earlier hooks (CORS, security headers) would be lost with the reply taken over.
