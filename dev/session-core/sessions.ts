@@ -3,6 +3,7 @@
 // only a child of that one until it (or its access token) is used, which promotes it; a refresh
 // token that is neither the accepted one nor its child is a replay: TOKEN_THEFT_DETECTED.
 import { randomUUID } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import { decodeJwt } from 'jose'
 import type { JWTPayload } from 'jose'
 import type { CdiReply, CdiSession, CdiTokenInfo } from './cdi.js'
@@ -151,9 +152,7 @@ export interface VerifyInput {
   checkDatabase: boolean
 }
 
-type VerifyReply = CdiReply<'/recipe/session/verify', 'post'>
-
-export async function verifySession (ctx: CoreContext, input: VerifyInput): Promise<VerifyReply> {
+export async function verifySession (ctx: CoreContext, input: VerifyInput): Promise<CdiReply<'/recipe/session/verify', 'post'>> {
   let claims: VerifiedClaims | undefined
   try {
     claims = readClaims(await ctx.keys.verify(input.accessToken))
@@ -168,34 +167,43 @@ export async function verifySession (ctx: CoreContext, input: VerifyInput): Prom
   const fromToken: CdiSession = {
     handle: claims.sessionHandle, userId: claims.sub, recipeUserId: claims.sub, userDataInJWT: claims.custom, tenantId: claims.tId
   }
-  if (claims.parentRefreshTokenHash1 === undefined && !input.checkDatabase) return { status: 'OK', session: fromToken }
-
   const now = Date.now()
+  let session: SessionRecord | null = null
+  if (input.checkDatabase) {
+    session = await liveSession(ctx, claims.sessionHandle, now)
+    if (session === null) return { status: 'UNAUTHORISED', message: 'Either the session has ended or has been blacklisted' }
+  }
+  // With checkDatabase, a payload changed in the database since the token was signed gets a new token.
+  const payloadNeedsUpdating = session !== null && !isDeepStrictEqual(claims.custom, session.userDataInJWT)
+  if (claims.parentRefreshTokenHash1 === undefined && !payloadNeedsUpdating) return { status: 'OK', session: fromToken }
+
   const currentHash2 = sha256(claims.refreshTokenHash1)
   const parentHash2 = claims.parentRefreshTokenHash1 === undefined ? undefined : sha256(claims.parentRefreshTokenHash1)
-  let session = await liveSession(ctx, claims.sessionHandle, now)
+  session = await liveSession(ctx, claims.sessionHandle, now)
+  if (session === null) return { status: 'UNAUTHORISED', message: 'Session missing in db' }
   // First use of the access token that came with a rotated refresh token: its refresh token
   // becomes the one the session accepts. A concurrent request may have promoted it already.
-  if (session !== null && parentHash2 !== undefined && session.refreshTokenHash2 === parentHash2) {
+  const promote = parentHash2 !== undefined && session.refreshTokenHash2 === parentHash2
+  if (promote) {
     await ctx.storage.swapRefreshHash(session.handle, parentHash2, currentHash2, now + ctx.refreshTokenValidityMs)
-    session = await liveSession(ctx, claims.sessionHandle, now)
   }
-  if (session === null) return { status: 'UNAUTHORISED', message: 'Session missing in db or has expired' }
-  if (session.refreshTokenHash2 !== currentHash2) {
-    return { status: 'UNAUTHORISED', message: 'Using access token whose refresh token is no longer valid' }
+  if (!promote && session.refreshTokenHash2 !== currentHash2 && !payloadNeedsUpdating) {
+    // The refresh token has moved on (or was never promoted); the signed token itself is still
+    // valid, so the core answers with what it carries and issues nothing new.
+    return { status: 'OK', session: fromToken }
   }
-  const reply: VerifyReply = { status: 'OK', session: sessionView(session) }
-  if (claims.parentRefreshTokenHash1 !== undefined) {
-    reply.accessToken = await signAccessToken(ctx, {
+  return {
+    status: 'OK',
+    session: sessionView(session),
+    accessToken: await signAccessToken(ctx, {
       session,
       refreshTokenHash1: claims.refreshTokenHash1,
       parentRefreshTokenHash1: undefined,
       antiCsrfToken: claims.antiCsrfToken,
-      expiry: claims.exp * 1000,
+      expiry: now + ctx.accessTokenValidityMs,
       now
     })
   }
-  return reply
 }
 
 export interface RefreshInput {
@@ -212,7 +220,7 @@ export async function refreshSession (ctx: CoreContext, input: RefreshInput): Pr
   if (contents === undefined) return { status: 'UNAUTHORISED', message: 'Invalid refresh token' }
   if (input.enableAntiCsrf && contents.a !== null &&
       (input.antiCsrfToken === undefined || !safeEqual(input.antiCsrfToken, contents.a))) {
-    return { status: 'UNAUTHORISED', message: 'Anti CSRF token mismatch' }
+    return { status: 'UNAUTHORISED', message: 'Anti CSRF token missing, or not matching' }
   }
   const hash1 = sha256(input.refreshToken)
   const hash2 = sha256(hash1)
@@ -223,8 +231,12 @@ export async function refreshSession (ctx: CoreContext, input: RefreshInput): Pr
     const session = await liveSession(ctx, contents.h, now)
     if (session === null) return { status: 'UNAUTHORISED', message: 'Session missing in db or has expired' }
     if (session.refreshTokenHash2 === hash2) {
-      const expiry = now + ctx.refreshTokenValidityMs
-      if (!await ctx.storage.swapRefreshHash(session.handle, hash2, hash2, expiry)) continue
+      // Rotation alone does not extend the session: only promoting the new refresh token does.
+      const useStaticKey = !input.useDynamicSigningKey
+      if (useStaticKey !== session.useStaticKey) {
+        await ctx.storage.updateSession(session.handle, { useStaticKey })
+        session.useStaticKey = useStaticKey
+      }
       const antiCsrfToken = input.enableAntiCsrf ? randomUUID() : undefined
       const child = issueRefreshToken(ctx, session.handle, hash2, antiCsrfToken, now)
       const accessToken = await signAccessToken(ctx, {

@@ -82,7 +82,7 @@ export interface Storage {
   getSession (handle: string): Promise<SessionRecord | null>
   /** Sets the accepted refresh hash and expiry only if the stored hash is still `expectedHash2`. */
   swapRefreshHash (handle: string, expectedHash2: string, newHash2: string, expiry: number): Promise<boolean>
-  updateSession (handle: string, set: Partial<Pick<SessionRecord, 'userDataInJWT' | 'userDataInDatabase' | 'expiry'>>): Promise<boolean>
+  updateSession (handle: string, set: Partial<Pick<SessionRecord, 'userDataInJWT' | 'userDataInDatabase' | 'useStaticKey'>>): Promise<boolean>
   deleteSessions (handles: string[]): Promise<string[]>
   sessionHandlesOfUsers (userIds: string[], tenantId?: string): Promise<string[]>
 

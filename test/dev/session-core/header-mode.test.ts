@@ -111,7 +111,8 @@ test('header mode: accounts and sessions through supertokens-node', async (t) =>
     t.equal(me.body['userId'], userId)
     t.not(client.accessToken, beforeUse, 'first use answers with a replacement access token')
     t.notOk('parentRefreshTokenHash1' in jwtPayload(client.accessToken ?? ''), 'replacement has no parent')
-    t.equal(jwtPayload(client.accessToken ?? '')['exp'], refreshedClaims['exp'], 'replacement keeps the expiry')
+    t.ok(Number(jwtPayload(client.accessToken ?? '')['exp']) >= Number(refreshedClaims['exp']), 'replacement gets a full lifetime')
+    t.equal(jwtPayload(client.accessToken ?? '')['refreshTokenHash1'], refreshedClaims['refreshTokenHash1'], 'same refresh token')
 
     const again = await client.request('GET', '/me')
     t.equal(again.status, 200)
@@ -194,6 +195,16 @@ test('header mode: accounts and sessions through supertokens-node', async (t) =>
 
     t.equal((await client.refresh()).status, 200)
     t.equal(jwtPayload(client.accessToken ?? '')['plan'], 'pro', 'claims survive a refresh')
+
+    t.equal((await client.request('GET', '/me')).status, 200, 'refreshed token used once: promoted')
+    // A payload changed outside the request reaches the client at its next database-checked call.
+    t.ok(await Session.mergeIntoAccessTokenPayload(handle, { plan: 'team' }))
+    const beforeCheck = client.accessToken
+    t.equal((await client.request('GET', '/me')).body['payload'] !== undefined, true)
+    t.equal(jwtPayload(client.accessToken ?? '')['plan'], 'pro', 'a plain verify keeps the signed payload')
+    t.equal((await client.request('GET', '/me/checked')).status, 200)
+    t.not(client.accessToken, beforeCheck, 'checkDatabase answered with a new access token')
+    t.equal(jwtPayload(client.accessToken ?? '')['plan'], 'team', 'carrying the stored payload')
 
     const other = await new HeaderClient(baseUrl).request('POST', '/auth/signin', formFields({ email: String((result.body['user'] as { emails: string[] }).emails[0]), password: PASSWORD }))
     t.equal(other.body['status'], 'OK')
