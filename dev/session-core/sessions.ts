@@ -13,9 +13,9 @@ import { idForms } from './context.js'
 import { BadRequest, isPlainObject, safeEqual, sha256 } from './input.js'
 import type { SessionRecord } from './storage.js'
 
-/** Claims the core owns; a custom payload may not set them. */
+/** Claims the core owns in a v5 access token; a custom payload may not set them. */
 export const PROTECTED_CLAIMS = [
-  'sub', 'iat', 'exp', 'sessionHandle', 'parentRefreshTokenHash1', 'refreshTokenHash1', 'antiCsrfToken', 'rsub', 'tId', 'stt'
+  'sub', 'exp', 'iat', 'sessionHandle', 'refreshTokenHash1', 'parentRefreshTokenHash1', 'antiCsrfToken', 'tId', 'rsub'
 ]
 
 export function assertNoProtectedClaims (payload: Record<string, unknown>): void {
@@ -44,9 +44,15 @@ async function signAccessToken (ctx: CoreContext, fields: AccessTokenFields): Pr
     sessionHandle: session.handle,
     refreshTokenHash1: fields.refreshTokenHash1
   }
-  if (fields.parentRefreshTokenHash1 !== undefined) payload['parentRefreshTokenHash1'] = fields.parentRefreshTokenHash1
-  if (fields.antiCsrfToken !== undefined) payload['antiCsrfToken'] = fields.antiCsrfToken
-  return { token: await ctx.keys.sign(payload, session.useStaticKey), expiry: fields.expiry, createdTime: fields.now }
+  // From v3 on these two are always present, null when unset, as the real core writes them.
+  payload['parentRefreshTokenHash1'] = fields.parentRefreshTokenHash1 ?? null
+  payload['antiCsrfToken'] = fields.antiCsrfToken ?? null
+  // Times are reported in whole seconds, matching the claims in the token.
+  return {
+    token: await ctx.keys.sign(payload, session.useStaticKey),
+    expiry: Math.floor(fields.expiry / 1000) * 1000,
+    createdTime: Math.floor(fields.now / 1000) * 1000
+  }
 }
 
 interface RefreshTokenContents { h: string, p: string | null, a: string | null, n: string }
@@ -134,14 +140,24 @@ interface VerifiedClaims {
 }
 
 function readClaims (payload: JWTPayload): VerifiedClaims | undefined {
-  const { sessionHandle, refreshTokenHash1, parentRefreshTokenHash1, antiCsrfToken, sub, tId, exp } = payload
+  if (!PROTECTED_CLAIMS.every((claim) => Object.hasOwn(payload, claim))) return undefined
+  const { sessionHandle, refreshTokenHash1, parentRefreshTokenHash1, antiCsrfToken, sub, rsub, tId, exp, iat } = payload
   if (typeof sessionHandle !== 'string' || typeof refreshTokenHash1 !== 'string' || typeof sub !== 'string' ||
-      typeof tId !== 'string' || typeof exp !== 'number') return undefined
-  if (parentRefreshTokenHash1 !== undefined && typeof parentRefreshTokenHash1 !== 'string') return undefined
-  if (antiCsrfToken !== undefined && typeof antiCsrfToken !== 'string') return undefined
+      typeof rsub !== 'string' || typeof tId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') return undefined
+  if (parentRefreshTokenHash1 !== null && typeof parentRefreshTokenHash1 !== 'string') return undefined
+  if (antiCsrfToken !== null && typeof antiCsrfToken !== 'string') return undefined
   const custom: Record<string, unknown> = { ...payload }
   for (const claim of PROTECTED_CLAIMS) delete custom[claim]
-  return { sessionHandle, refreshTokenHash1, parentRefreshTokenHash1, antiCsrfToken, sub, tId, exp, custom }
+  return {
+    sessionHandle,
+    refreshTokenHash1,
+    parentRefreshTokenHash1: parentRefreshTokenHash1 ?? undefined,
+    antiCsrfToken: antiCsrfToken ?? undefined,
+    sub,
+    tId,
+    exp,
+    custom
+  }
 }
 
 export interface VerifyInput {

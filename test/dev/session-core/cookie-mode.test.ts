@@ -63,7 +63,7 @@ test('cookie mode with anti-CSRF through supertokens-node', async (t) => {
 
     const me = await browser.request('GET', '/me/checked')
     t.equal(me.status, 200, 'first use of the refreshed access token')
-    t.notOk('parentRefreshTokenHash1' in jwtPayload(browser.cookies.get('sAccessToken')?.value ?? ''), 'replacement cookie set')
+    t.equal(jwtPayload(browser.cookies.get('sAccessToken')?.value ?? '')['parentRefreshTokenHash1'], null, 'replacement cookie set')
   })
 
   await t.test('theft detection in cookie mode revokes the session', async (t) => {
