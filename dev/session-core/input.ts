@@ -45,6 +45,12 @@ export function optionalBoolean (value: unknown, name: string): boolean | undefi
   throw invalid(name)
 }
 
+export function requireBoolean (value: unknown, name: string): boolean {
+  const flag = optionalBoolean(value, name)
+  if (flag === undefined) throw invalid(name)
+  return flag
+}
+
 export function isPlainObject (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { CoreContext } from './context.js'
 import {
-  extraField, field, optionalBoolean, optionalObject, optionalString, requireObject, requireString, stringArray
+  extraField, field, optionalBoolean, optionalObject, optionalString, requireBoolean, requireObject, requireString, stringArray
 } from './input.js'
 import { cdiRoute } from './route.js'
 import {
@@ -12,9 +12,9 @@ export function registerSessionRoutes (app: FastifyInstance, ctx: CoreContext): 
   cdiRoute(app, ctx, 'post', '/<tenantId>/recipe/session', async ({ body, tenantId }) => createSession(ctx, {
     tenantId,
     userId: requireString(field(body, 'userId'), 'userId'),
-    userDataInJWT: optionalObject(field(body, 'userDataInJWT'), 'userDataInJWT') ?? {},
-    userDataInDatabase: optionalObject(field(body, 'userDataInDatabase'), 'userDataInDatabase') ?? {},
-    enableAntiCsrf: optionalBoolean(field(body, 'enableAntiCsrf'), 'enableAntiCsrf') ?? false,
+    userDataInJWT: requireObject(field(body, 'userDataInJWT'), 'userDataInJWT'),
+    userDataInDatabase: requireObject(field(body, 'userDataInDatabase'), 'userDataInDatabase'),
+    enableAntiCsrf: requireBoolean(field(body, 'enableAntiCsrf'), 'enableAntiCsrf'),
     useDynamicSigningKey: optionalBoolean(field(body, 'useDynamicSigningKey'), 'useDynamicSigningKey') ?? true
   }))
 

@@ -101,11 +101,11 @@ export async function createSession (ctx: CoreContext, input: CreateSessionInput
   const handle = input.tenantId === DEFAULT_TENANT ? randomUUID() : `${randomUUID()}_${input.tenantId}`
   const antiCsrfToken = input.enableAntiCsrf ? randomUUID() : undefined
   const refreshToken = issueRefreshToken(ctx, handle, null, antiCsrfToken, now)
-  // Sessions answer with the external id when the user has one, so the app only ever sees that.
-  const { publicId } = await idForms(ctx, input.userId)
+  // Stored under the id as given, as the core does: the SDK passes the user's id as the core
+  // answered it, which is the external id once a mapping exists.
   const session: SessionRecord = {
     handle,
-    userId: publicId,
+    userId: input.userId,
     tenantId: input.tenantId,
     refreshTokenHash2: sha256(refreshToken.hash1),
     expiry: refreshToken.expiry,

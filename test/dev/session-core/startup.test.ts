@@ -65,7 +65,10 @@ test('bad input gets a clear 400 and changes nothing', async (t) => {
   const lookup = await cdi(target, 'GET', '/public/users/by-accountinfo?email=42&doUnionOfAccountInfo=false')
   t.same(lookup.body['users'], [])
 
-  const protectedClaim = await cdi(target, 'POST', '/public/recipe/session', { userId: 'u', userDataInJWT: { sub: 'admin' }, userDataInDatabase: {} })
+  const missingFlag = await cdi(target, 'POST', '/public/recipe/session', { userId: 'u', userDataInJWT: {}, userDataInDatabase: {} })
+  t.equal(missingFlag.status, 400, 'enableAntiCsrf is required, as by the core')
+  const protectedClaim = await cdi(target, 'POST', '/public/recipe/session',
+    { userId: 'u', userDataInJWT: { sub: 'admin' }, userDataInDatabase: {}, enableAntiCsrf: false })
   t.equal(protectedClaim.status, 400, 'a custom payload cannot set core claims')
   t.same((await cdi(target, 'GET', '/recipe/session/user?userId=u')).body['sessionHandles'], [], 'no session created')
 
