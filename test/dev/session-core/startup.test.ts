@@ -90,3 +90,21 @@ test('bad input gets a clear 400 and changes nothing', async (t) => {
   const version = await call(core.uri, 'GET', '/apiversion')
   t.same(version.body, { versions: ['5.4'] })
 })
+
+test('an expired access token must be refreshed; the refresh token still works', async (t) => {
+  const core = await startSessionCore({ apiKey: API_KEY, accessTokenValiditySec: 1 })
+  t.teardown(() => core.close())
+  const target = { uri: core.uri, apiKey: API_KEY }
+  const created = await cdi(target, 'POST', '/public/recipe/session',
+    { userId: 'user-2', userDataInJWT: {}, userDataInDatabase: {}, enableAntiCsrf: false })
+  const accessToken = (created.body['accessToken'] as { token: string }).token
+  const refreshToken = (created.body['refreshToken'] as { token: string }).token
+  const verifyBody = { accessToken, doAntiCsrfCheck: false, enableAntiCsrf: false, checkDatabase: false }
+  t.equal((await cdi(target, 'POST', '/recipe/session/verify', verifyBody)).body['status'], 'OK', 'fresh token verifies')
+  // Waits out the one-second lifetime; nothing here measures how long anything took.
+  await new Promise((resolve) => setTimeout(resolve, 1100))
+  const expired = await cdi(target, 'POST', '/recipe/session/verify', verifyBody)
+  t.equal(expired.body['status'], 'TRY_REFRESH_TOKEN')
+  const refreshed = await cdi(target, 'POST', '/recipe/session/refresh', { refreshToken, enableAntiCsrf: false, useDynamicSigningKey: true })
+  t.equal(refreshed.body['status'], 'OK')
+})
