@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { JobWorker } from '../../sync/lib/jobs/worker.js'
 import type { JobHandler } from '../../sync/lib/jobs/worker.js'
 import type { JobRecord, JobType } from '../../sync/lib/jobs/queue.js'
-import { DEFAULT_LEASE_MS } from '../../sync/lib/jobs/queue.js'
+import { DEFAULT_LEASE_MS, JobQueue } from '../../sync/lib/jobs/queue.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -163,4 +163,47 @@ test('the self-heal sweep: requeue after the cooldown, exhaust after three reque
   t.same(await queue.list(), [])
   t.ok(built.logs.some((line) => line.msg === 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again'))
   t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, false, 'the key no longer blocks')
+})
+
+test('coalescing keeps the newest payload: a write queued as create and then delete is written as delete', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e1', payload: { eventId: 'e1', operation: 'create' } })
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e1', payload: { eventId: 'e1', operation: 'delete' } })
+  t.match(await queue.list(), [{ payload: { eventId: 'e1', operation: 'delete' } }])
+})
+
+test('a worker that is alive renews its lease; a renewal after a takeover is refused', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'import', coalescingKey: 'import:a' })
+  const job = await queue.claim('worker-a') as JobRecord
+  built.clock.advance(DEFAULT_LEASE_MS - 1)
+  t.equal(await queue.renewLease(job, 'worker-a'), true)
+  built.clock.advance(2)
+  t.equal(await queue.claim('worker-b'), null, 'the renewed lease still holds')
+  built.clock.advance(DEFAULT_LEASE_MS)
+  t.ok(await queue.claim('worker-b'))
+  t.equal(await queue.renewLease(job, 'worker-a'), false)
+})
+
+test('a worker whose queue fails to record an outcome logs it and keeps running', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const { queue } = built.app.sync
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  class BrokenQueue extends JobQueue {
+    override async complete (): Promise<boolean> { throw new Error('database went away') }
+  }
+  const broken = new BrokenQueue(built.app.syncDb.db, built.clock)
+  const worker = new JobWorker({
+    queue: broken,
+    handlers: { import: async () => {}, pull: async () => {}, providerWrite: async () => {} },
+    log: built.app.log,
+    maxConcurrency: 1,
+    isActive: () => true,
+    sweep: built.app.sync.sweep
+  })
+  t.equal(await worker.tick(), 1, 'the tick resolves')
+  t.match(built.logs.find((line) => line.msg === 'job outcome could not be recorded'), { level: 50, type: 'pull' })
+  t.match(await queue.list(), [{ status: 'running' }], 'the lease will run out and the job runs again')
 })

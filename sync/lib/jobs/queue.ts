@@ -101,9 +101,11 @@ export class JobQueue {
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error
     }
-    // A running job may already have read the state this request is about, so it runs once more.
-    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, updatedAt: now } })
-    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued', runAt: { $gt: job.runAt } }, { $set: { runAt: job.runAt, updatedAt: now } })
+    // The newest request's payload wins (an event created then deleted is written as deleted). A
+    // running job may already have read the state this request is about, so it runs once more.
+    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } })
+    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } })
+    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued', runAt: { $gt: job.runAt } }, { $set: { runAt: job.runAt } })
     const existing = await this.#rows.findOne({ coalescingKey: job.coalescingKey })
     if (!existing) return await this.enqueue(request)
     return { job: existing, coalesced: true }
@@ -128,6 +130,19 @@ export class JobQueue {
       if (job.attempts <= ATTEMPT_BUDGET) return job
       await this.#markFailed(job, owner, 'lease expired on every attempt', now)
     }
+  }
+
+  /** Extends the lease of a job still running; false when the lease was lost. */
+  async renewLease (job: JobRecord, owner: string): Promise<boolean> {
+    const now = this.#clock.now()
+    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+      $set: { leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now }
+    })
+    return result.modifiedCount === 1
+  }
+
+  get leaseMs (): number {
+    return this.#leaseMs
   }
 
   /** Finishes a job. False when the lease was lost (another worker owns the job now). */

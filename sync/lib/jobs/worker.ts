@@ -83,17 +83,34 @@ export class JobWorker {
     return started
   }
 
+  /** Never rejects: a job's outcome, and any failure to record it, ends up in the queue or the log. */
   async #run (job: JobRecord): Promise<void> {
     const { queue, handlers, log } = this.#options
     const context = { jobId: job._id.toHexString(), type: job.type, attempt: job.attempts }
+    // Long jobs keep their lease; a worker that dies stops renewing and the lease runs out.
+    const heartbeat = setInterval(() => {
+      queue.renewLease(job, this.id).catch((error: unknown) => log.warn({ ...context, err: error }, 'job lease renewal failed'))
+    }, Math.max(1, Math.floor(queue.leaseMs / 3)))
+    heartbeat.unref()
     try {
-      await handlers[job.type](job)
+      let failure: string | null = null
+      try {
+        await handlers[job.type](job)
+      } catch (error) {
+        failure = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
+      }
+      clearInterval(heartbeat)
+      if (failure !== null) {
+        log.warn({ ...context, reason: failure }, 'job attempt failed')
+        await queue.fail(job, this.id, failure)
+      } else if (!await queue.complete(job, this.id)) {
+        log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
+      }
     } catch (error) {
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
-      log.warn({ ...context, reason }, 'job attempt failed')
-      await queue.fail(job, this.id, reason)
-      return
+      // The queue itself failed; the lease runs out and the job is claimed again.
+      log.error({ ...context, err: error }, 'job outcome could not be recorded')
+    } finally {
+      clearInterval(heartbeat)
     }
-    if (!await queue.complete(job, this.id)) log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
   }
 }
