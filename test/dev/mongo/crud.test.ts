@@ -171,5 +171,10 @@ test('CRUD, cursors, count and distinct through the driver', async (t) => {
     t.equal((await db.command({ ping: 1 })).ok, 1)
     const info = await db.admin().command({ buildInfo: 1 })
     t.match(info.version, /^\d+\.\d+\.\d+/)
+    if (!target.isReplicaSet) {
+      // Change streams need a replica set; a standalone mongod refuses them with 40573.
+      const stream = await serverError(db.collection('watched').aggregate([{ $changeStream: {} }]).toArray())
+      t.equal(stream.code, 40573)
+    }
   })
 })
