@@ -12,8 +12,9 @@ export interface SessionCoreAppOptions {
   apiKey?: string | undefined
 }
 
-// The SDK fetches the JWKS with jose and no api-key; the version handshake and hello are open too.
-const PUBLIC_PATHS = new Set(['/.well-known/jwks.json', '/apiversion', '/hello', '/'])
+// The SDK fetches the JWKS with jose and no api-key; hello is the health check. Everything else,
+// the version handshake included, needs the key, as on the real core.
+const PUBLIC_PATHS = new Set(['/.well-known/jwks.json', '/hello', '/'])
 const JWKS_MAX_AGE_SEC = 60
 
 /** The core's HTTP surface. Never listens: index.ts owns the server. */

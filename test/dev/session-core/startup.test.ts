@@ -87,8 +87,9 @@ test('bad input gets a clear 400 and changes nothing', async (t) => {
   t.equal(publicTenant.body['status'], 'OK')
   t.notOk('firstFactors' in publicTenant.body, 'firstFactors omitted, never null')
 
-  const version = await call(core.uri, 'GET', '/apiversion')
-  t.same(version.body, { versions: ['5.4'] })
+  t.same((await cdi(target, 'GET', '/apiversion')).body, { versions: ['5.4'] })
+  t.equal((await call(core.uri, 'GET', '/apiversion')).status, 401, 'the version handshake needs the key too')
+  t.equal((await call(core.uri, 'GET', '/hello')).status, 200, 'hello is open')
 })
 
 test('an expired access token must be refreshed; the refresh token still works', async (t) => {
