@@ -76,3 +76,19 @@ test('health routes need no signature; ready reflects the database', async (t) =
   t.same(down.json(), { status: 'error', timestamp: clock.now().toISOString() })
   t.notOk(INTERNAL_AUTH_HEADERS.signature in live.headers)
 })
+
+test('health probes stay out of the log unless runtime.logLevel is debug', async (t) => {
+  const server = await startDatabase(t)
+  const quiet = await buildSyncApp(t, server)
+  await quiet.app.inject({ method: 'GET', url: '/health/live' })
+  await quiet.app.inject({ method: 'GET', url: '/health/ready' })
+  await quiet.signed({ method: 'GET', url: '/internal/users/aaaaaaaaaaaaaaaaaaaaaaaa/metadata', userId: 'aaaaaaaaaaaaaaaaaaaaaaaa' })
+  const urls = (logs: Array<Record<string, unknown>>) => logs
+    .filter((line) => line.msg === 'incoming request')
+    .map((line) => (line.req as { url?: string } | undefined)?.url)
+  t.same(urls(quiet.logs), ['/internal/users/aaaaaaaaaaaaaaaaaaaaaaaa/metadata'])
+
+  const verbose = await buildSyncApp(t, server, { config: { ...quiet.config, runtime: { ...quiet.config.runtime, logLevel: 'debug' } } })
+  await verbose.app.inject({ method: 'GET', url: '/health/live' })
+  t.same(urls(verbose.logs), ['/health/live'])
+})

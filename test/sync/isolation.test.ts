@@ -1,15 +1,13 @@
 // Isolation of the Sync database, proved against dev/mongo with real SCRAM users and roles.
 import { test } from 'tap'
 import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { mkdtemp, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { startMongo } from '../../dev/mongo/index.js'
 import { SyncStartupError } from '../../sync/lib/isolation.js'
-import { buildSyncApp, databaseUri, testConfig } from './helper.js'
+import { buildSyncApp, databaseUri, testConfig, freePort } from './helper.js'
 
 const users = [
   { user: 'sync', password: 'sync-password-1', roles: [{ role: 'readWrite', db: 'calendar_sync' }] },
@@ -45,14 +43,6 @@ test('the Sync database is never the API database', async (t) => {
   const nothingToCheck = testConfig(databaseUri(mongo.uri, 'calendar_sync'), { enforceLeastPrivilege: true })
   await t.rejects(buildSyncApp(t, mongo.uri, { config: nothingToCheck }), { message: /no API database is named/ })
 })
-
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
 
 async function runServer (configFile: string): Promise<{ code: number | null, stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'sync/server.ts', '--config', configFile], {

@@ -1,21 +1,11 @@
 // sync/server.ts as a process: it listens on sync.port, answers, and shuts down cleanly on SIGTERM.
 import { test } from 'tap'
 import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
-import { databaseUri, startDatabase, testConfig } from './helper.js'
-
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
+import { databaseUri, startDatabase, testConfig, freePort } from './helper.js'
 
 test('the Sync server listens on sync.port and closes on SIGTERM', async (t) => {
   const server = await startDatabase(t)
