@@ -74,17 +74,17 @@ export const Recurrence = Type.Object({
   }))
 }, { additionalProperties: false })
 
-const eventFields = {
-  title: Type.String({ maxLength: EVENT_LIMITS.titleLength, default: '' }),
+// Fields every stored event has. A change may leave out the ones with a default (see below).
+const recordFields = {
+  title: Type.String({ maxLength: EVENT_LIMITS.titleLength }),
   description: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.descriptionLength })),
   location: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.locationLength })),
   startDate: EventDateString,
   endDate: EventDateString,
-  isAllDay: Type.Boolean({ default: false }),
+  isAllDay: Type.Boolean(),
   timeZone: Type.String({
     minLength: 1,
     maxLength: 64,
-    default: 'UTC',
     description: 'IANA time zone the event repeats in (wall-clock times keep across DST changes)'
   }),
   recurrence: Type.Optional(Recurrence),
@@ -93,17 +93,48 @@ const eventFields = {
     maxLength: 40,
     description: 'On an occurrence: the start it had in its series before any edit'
   })),
-  status: Type.Union(EventStatus.anyOf, { default: 'confirmed', description: EventStatus.description }),
-  origin: Type.Union(EventOrigin.anyOf, { default: 'compass', description: EventOrigin.description }),
-  priority: Type.Union(EventPriority.anyOf, { default: 'unassigned' }),
+  status: EventStatus,
+  origin: EventOrigin,
+  priority: EventPriority,
   calendarId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Provider calendar the event belongs to' })),
   providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 }))
 }
 
+export const EVENT_DEFAULTS = {
+  title: '',
+  isAllDay: false,
+  timeZone: 'UTC',
+  status: 'confirmed',
+  origin: 'compass',
+  priority: 'unassigned'
+} as const
+
+// No JSON-schema `default`s: the body is a union (one change or an array), and ajv applies no
+// defaults inside a union. lib/events fills them in (withDefaults) and the descriptions say so.
+const changeFields = {
+  ...recordFields,
+  title: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.titleLength, description: 'Default: empty' })),
+  isAllDay: Type.Optional(Type.Boolean({ description: 'Default: false' })),
+  timeZone: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: 'IANA time zone the event repeats in (wall-clock times keep across DST changes). Default: UTC'
+  })),
+  status: Type.Optional(Type.Union(EventStatus.anyOf, { description: `${EventStatus.description ?? ''}. Default: confirmed` })),
+  origin: Type.Optional(Type.Union(EventOrigin.anyOf, { description: `${EventOrigin.description ?? ''}. Default: compass` })),
+  priority: Type.Optional(Type.Union(EventPriority.anyOf, { description: 'Default: unassigned' }))
+}
+
 // The body of a write. `user` and `lastUpdated` are not part of it: the server sets them.
 export const EventChange = Type.Object({
-  _id: Type.Optional(ClientEventId),
-  ...eventFields
+  _id: Type.Optional(Type.String({
+    pattern: '^(optimistic-)?[0-9a-f]{24}(_\\d{8}(T\\d{6}Z)?)?$',
+    description: 'Event id chosen by the client (a leading `optimistic-` is stripped); an occurrence id only on PUT to that id'
+  })),
+  // A client may send back what it read: these two are accepted and ignored.
+  user: Type.Optional(Type.String({ description: 'Ignored: the owner is always the signed-in user' })),
+  lastUpdated: Type.Optional(Type.String({ description: 'Ignored: the server sets it on every change' })),
+  ...changeFields
 }, { additionalProperties: false, description: 'One event as the client wants it to be' })
 
 export const EventChangeBody = Type.Union([
@@ -114,7 +145,7 @@ export const EventChangeBody = Type.Union([
 export const Event = Type.Object({
   _id: EventPathId,
   user: ObjectIdString,
-  ...eventFields,
+  ...recordFields,
   lastUpdated: Type.String({ format: 'date-time', description: 'Set by the server on every change' })
 }, { description: 'A stored event, or an occurrence of a recurring series' })
 

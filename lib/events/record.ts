@@ -1,4 +1,4 @@
-import type { EventChangeInput, EventView } from '../../schemas/event.js'
+import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../schemas/event.js'
 import { normalizeEventId, mintEventId } from './ids.js'
 import { DATE_ONLY, DATE_TIME_WITH_OFFSET, eventDateTime, isValidTimeZone } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
@@ -6,13 +6,28 @@ import { compileSeries, RecurrenceRuleError } from './recurrence.js'
 /** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
 export type EventRecord = EventView
 
+/** A change with every defaulted field filled in (the HTTP layer fills them too; lib does not rely on it). */
+export type CompleteEventChange = EventChangeInput & Required<Pick<EventChangeInput, keyof typeof EVENT_DEFAULTS>>
+
+export function withDefaults (change: EventChangeInput): CompleteEventChange {
+  return {
+    ...change,
+    title: change.title ?? EVENT_DEFAULTS.title,
+    isAllDay: change.isAllDay ?? EVENT_DEFAULTS.isAllDay,
+    timeZone: change.timeZone ?? EVENT_DEFAULTS.timeZone,
+    status: change.status ?? EVENT_DEFAULTS.status,
+    origin: change.origin ?? EVENT_DEFAULTS.origin,
+    priority: change.priority ?? EVENT_DEFAULTS.priority
+  }
+}
+
 export interface EventIssue {
   /** JSON pointer into the change, e.g. `/endDate`. */
   path: string
   message: string
 }
 
-function checkDatePair (change: EventChangeInput): EventIssue | null {
+function checkDatePair (change: CompleteEventChange): EventIssue | null {
   const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
   const expected = change.isAllDay ? 'a YYYY-MM-DD date for an all-day event' : 'an RFC 3339 date-time with offset for a timed event'
   for (const field of ['startDate', 'endDate'] as const) {
@@ -25,7 +40,7 @@ function checkDatePair (change: EventChangeInput): EventIssue | null {
   return null
 }
 
-function checkRecurrence (change: EventChangeInput): EventIssue | null {
+function checkRecurrence (change: CompleteEventChange): EventIssue | null {
   const { recurrence } = change
   if (recurrence?.rule !== undefined && recurrence.eventId !== undefined) {
     return { path: '/recurrence', message: 'must have either rule (a series) or eventId (an occurrence), not both' }
@@ -57,7 +72,11 @@ function checkRecurrence (change: EventChangeInput): EventIssue | null {
  * The checks a JSON schema cannot express. The change has already passed the schema, so every
  * field has its type and bounds; what is left are relations between fields.
  */
-export function validateEventChange (change: EventChangeInput): EventIssue | null {
+export function validateEventChange (input: EventChangeInput): EventIssue | null {
+  const change = withDefaults(input)
+  if (change._id !== undefined && change._id.includes('_')) {
+    return { path: '/_id', message: 'must be a 24-hex id; an occurrence id is only accepted by PUT on that occurrence' }
+  }
   if (!isValidTimeZone(change.timeZone)) return { path: '/timeZone', message: 'must be an IANA time zone name' }
   if (change.providerEventId !== undefined && change.calendarId === undefined) {
     return { path: '/providerEventId', message: 'requires calendarId' }
@@ -66,7 +85,8 @@ export function validateEventChange (change: EventChangeInput): EventIssue | nul
 }
 
 /** The record a valid change stands for: owner from the session, id normalized or minted. */
-export function toEventRecord (change: EventChangeInput, owner: { userId: string, now: Date }): EventRecord {
+export function toEventRecord (input: EventChangeInput, owner: { userId: string, now: Date }): EventRecord {
+  const change = withDefaults(input)
   const record: EventRecord = {
     _id: change._id === undefined ? mintEventId() : normalizeEventId(change._id),
     user: owner.userId,
