@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import supertokens from 'supertokens-node'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
+import EmailVerification from 'supertokens-node/recipe/emailverification'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import { formFields, HeaderClient, jwtPayload, PROVIDER_ID, startHarness, uniqueEmail } from './harness.js'
 import { startTarget } from './target.js'
@@ -166,6 +167,38 @@ test('accounts through supertokens-node', async (t) => {
 
     const again = await client.request('POST', '/auth/user/email/verify/token')
     t.equal(again.body['status'], 'EMAIL_ALREADY_VERIFIED_ERROR')
+
+    const recipeUserId = supertokens.convertToRecipeUserId(userId)
+    t.same(await EmailVerification.unverifyEmail(recipeUserId), { status: 'OK' })
+    t.equal(await EmailVerification.isEmailVerified(recipeUserId), false, 'unverified')
+    t.equal((await supertokens.getUser(userId))?.loginMethods[0]?.verified, false)
+
+    const created = await EmailVerification.createEmailVerificationToken('public', recipeUserId)
+    if (created.status !== 'OK') throw new Error('expected a token')
+    await EmailVerification.revokeEmailVerificationTokens('public', recipeUserId)
+    const revoked = await EmailVerification.verifyEmailUsingToken('public', created.token)
+    t.equal(revoked.status, 'EMAIL_VERIFICATION_INVALID_TOKEN_ERROR', 'revoked tokens no longer verify')
+  })
+
+  await t.test('update email or password', async (t) => {
+    const { userId } = await signUp()
+    const taken = await signUp()
+    const recipeUserId = supertokens.convertToRecipeUserId(userId)
+    const newEmail = uniqueEmail('moved')
+    t.same(await EmailPassword.updateEmailOrPassword({ recipeUserId, email: newEmail }), { status: 'OK' })
+    const moved = await signIn(newEmail, PASSWORD)
+    t.equal(moved.body['status'], 'OK', 'sign-in with the new email')
+    t.equal((moved.body['user'] as { id: string }).id, userId)
+
+    const clash = await EmailPassword.updateEmailOrPassword({ recipeUserId, email: taken.email })
+    t.equal(clash.status, 'EMAIL_ALREADY_EXISTS_ERROR')
+    t.equal((await signIn(newEmail, PASSWORD)).body['status'], 'OK', 'a refused update changes nothing')
+
+    t.same(await EmailPassword.updateEmailOrPassword({ recipeUserId, password: 'another-pass-3' }), { status: 'OK' })
+    t.equal((await signIn(newEmail, 'another-pass-3')).body['status'], 'OK')
+    t.equal((await signIn(newEmail, PASSWORD)).body['status'], 'WRONG_CREDENTIALS_ERROR')
+    const unknown = await EmailPassword.updateEmailOrPassword({ recipeUserId: supertokens.convertToRecipeUserId('no-such-user'), password: 'x-password-9' })
+    t.equal(unknown.status, 'UNKNOWN_USER_ID_ERROR')
   })
 
   await t.test('delete user removes the account, its sessions and its metadata', async (t) => {
