@@ -213,3 +213,17 @@ test('two backend processes over one Sync each deliver to their own stream of th
   t.same(await onOne.untilMessages(2), expected)
   t.same(await onTwo.untilMessages(2), expected)
 })
+
+test('a user id Sync would refuse is not followed, and everyone else still is', async (t) => {
+  const sync = await startSync(t)
+  const { app, url, logs } = await startBackend(t, sync)
+  const bad = await openStream(t, url, 'not-a-user-id')
+  const good = await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  t.equal(await app.changeFeed.ready('not-a-user-id', 100), false)
+  t.equal(logs.find('change feed cannot follow a user id that is not a canonical 24-hex id').length, 1)
+  await append(sync, userA, { kind: 'event', eventId: 'still-delivered' })
+  t.same(await good.untilMessages(1), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['still-delivered'] }])
+  t.equal(sync.batchRequests.every((users) => users.every((user) => user.userId === userA)), true, 'the malformed id never reached Sync')
+  t.equal(bad.ended, false, 'its stream stays open for what the backend publishes directly')
+})
