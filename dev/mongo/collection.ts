@@ -2,7 +2,7 @@
 import { Query } from 'mingo'
 import { CommandError } from './errors.js'
 import {
-  equalityFields, formatKeyValue, inFields, isIndexableScalar, isPlainObject, keyOf, pathValues
+  MINGO_OPTIONS, equalityFields, formatKeyValue, inFields, isIndexableScalar, isPlainObject, keyOf, pathValues
 } from './values.js'
 import type { Doc } from './values.js'
 
@@ -29,7 +29,7 @@ export class Index {
   constructor (spec: IndexSpec) {
     this.spec = spec
     this.fields = Object.keys(spec.key)
-    this.#partial = spec.partialFilterExpression === undefined ? undefined : new Query(spec.partialFilterExpression, {})
+    this.#partial = spec.partialFilterExpression === undefined ? undefined : new Query(spec.partialFilterExpression, MINGO_OPTIONS)
   }
 
   /** The keys a document has in this index, or none when sparse or partial rules leave it out. */

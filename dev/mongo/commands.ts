@@ -7,7 +7,7 @@ import { LockWait } from './store.js'
 import type { ScanStats, Store, Transaction } from './store.js'
 import { applyUpdate, sameDocument, upsertDocument, withId } from './updates.js'
 import type { UpdateSpec } from './updates.js'
-import { isPlainObject, keyOf, pathValues } from './values.js'
+import { MINGO_OPTIONS, isPlainObject, keyOf, pathValues } from './values.js'
 import type { Doc } from './values.js'
 
 export interface CursorState {
@@ -67,8 +67,9 @@ async function statement<T> (run: () => T): Promise<T> {
   }
 }
 
+/** A cursor reply; a first batch size of 0 asks for an empty first batch, as on mongod. */
 function batchReply (ctx: CommandContext, namespace: string, documents: Doc[], firstBatchSize: number, singleBatch: boolean): Doc {
-  const batch = takeBatch(documents, 0, firstBatchSize)
+  const batch = firstBatchSize === 0 ? [] : takeBatch(documents, 0, firstBatchSize)
   let id = Long.ZERO
   if (!singleBatch && batch.length < documents.length) {
     id = ctx.newCursorId()
@@ -108,7 +109,7 @@ function runQuery (ctx: CommandContext, name: string, command: Doc): Doc[] {
   }
   // The filter is already applied, so mingo only sorts, slices and projects.
   const positional = !noProjection && Object.keys(projection).some((path) => path.endsWith('.$'))
-  let cursor = new Query(positional ? filter : {}, { collectionResolver: resolver(ctx) }).find(matched, noProjection ? undefined : projection)
+  let cursor = new Query(positional ? filter : {}, { ...MINGO_OPTIONS, collectionResolver: resolver(ctx) }).find(matched, noProjection ? undefined : projection)
   if (sort !== undefined && Object.keys(sort).length > 0) cursor = cursor.sort(sort as Record<string, 1 | -1>)
   if (skip > 0) cursor = cursor.skip(skip)
   if (limit > 0) cursor = cursor.limit(limit)
@@ -121,11 +122,11 @@ const find: Handler = (ctx, command) => {
   const limit = asNumber(command.limit, 0)
   const batchSize = asNumber(command.batchSize, DEFAULT_FIRST_BATCH)
   const singleBatch = command.singleBatch === true || limit < 0
-  if (command.batchSize !== undefined && batchSize === 0) return batchReply(ctx, `${ctx.db}.${name}`, documents, -1, false)
   return batchReply(ctx, `${ctx.db}.${name}`, documents, batchSize, singleBatch)
 }
 
 const getMore: Handler = (ctx, command) => {
+  // Cursor ids arrive as int64, which the decoder turns into numbers when they fit.
   const id = command.getMore instanceof Long ? command.getMore : Long.fromNumber(asNumber(command.getMore, 0))
   const cursor = ctx.cursors.get(id.toString())
   const namespace = `${ctx.db}.${String(command.collection)}`
@@ -206,7 +207,7 @@ interface UpdateOutcome { matched: number, modified: number, upsertedId?: unknow
 function selectMatches (ctx: CommandContext, collection: Collection, filter: Doc, sort: Doc | undefined, multi: boolean): Array<[string, Doc]> {
   let matches = ctx.store.find(ctx.db, collection.name, filter, ctx.txn)
   if (sort !== undefined && Object.keys(sort).length > 0 && matches.length > 1) {
-    const order = new Query({}, {}).find(matches.map(([, document]) => document)).sort(sort as Record<string, 1 | -1>).all()
+    const order = new Query({}, MINGO_OPTIONS).find(matches.map(([, document]) => document)).sort(sort as Record<string, 1 | -1>).all()
     const ids = new Map(matches.map(([id, document]) => [document, id]))
     matches = order.map((document) => [ids.get(document as Doc) as string, document as Doc])
   }
@@ -283,7 +284,7 @@ const remove: Handler = async (ctx, command) => {
 function project (document: Doc | undefined, fields: unknown): Doc | null {
   if (document === undefined) return null
   if (!isPlainObject(fields) || Object.keys(fields).length === 0) return document
-  return new Query({}, {}).find([document], fields).all()[0] as Doc
+  return new Query({}, MINGO_OPTIONS).find([document], fields).all()[0] as Doc
 }
 
 const findAndModify: Handler = async (ctx, command) => {
@@ -367,7 +368,7 @@ const aggregate: Handler = (ctx, command) => {
   }
   let documents: Doc[]
   try {
-    documents = new Aggregator(pipeline as Doc[], { collectionResolver: resolver(ctx) }).run(input) as Doc[]
+    documents = new Aggregator(pipeline as Doc[], { ...MINGO_OPTIONS, collectionResolver: resolver(ctx) }).run(input) as Doc[]
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     if (/unknown|unrecognized|not registered/i.test(message)) throw new CommandError(40324, message)
@@ -488,9 +489,9 @@ const listCollections: Handler = (ctx, command) => {
     idIndex: { v: 2, key: { _id: 1 }, name: '_id_' }
   }))
   const filter = asDoc(command.filter)
-  if (Object.keys(filter).length > 0) entries = new Query(filter, {}).find(entries).all() as Doc[]
+  if (Object.keys(filter).length > 0) entries = new Query(filter, MINGO_OPTIONS).find(entries).all() as Doc[]
   if (command.nameOnly === true) entries = entries.map((entry) => ({ name: entry.name, type: entry.type }))
-  return batchReply(ctx, `${ctx.db}.$cmd.listCollections`, entries, asNumber(asDoc(command.cursor).batchSize, 0), false)
+  return batchReply(ctx, `${ctx.db}.$cmd.listCollections`, entries, asNumber(asDoc(command.cursor).batchSize, DEFAULT_FIRST_BATCH), false)
 }
 
 const create: Handler = (ctx, command) => {
@@ -516,7 +517,7 @@ const dropDatabase: Handler = (ctx) => {
 const listDatabases: Handler = (ctx, command) => {
   let databases: Doc[] = [...ctx.store.databases.keys()].map((name) => ({ name, sizeOnDisk: 0, empty: false }))
   const filter = asDoc(command.filter)
-  if (Object.keys(filter).length > 0) databases = new Query(filter, {}).find(databases).all() as Doc[]
+  if (Object.keys(filter).length > 0) databases = new Query(filter, MINGO_OPTIONS).find(databases).all() as Doc[]
   if (command.nameOnly === true) databases = databases.map(({ name }) => ({ name }))
   return { databases, totalSize: 0, ok: 1 }
 }

@@ -5,7 +5,7 @@ import { Query } from 'mingo'
 import { Collection } from './collection.js'
 import type { Change, IndexSpec } from './collection.js'
 import { CommandError, writeConflict } from './errors.js'
-import { keyOf } from './values.js'
+import { MINGO_OPTIONS, keyOf } from './values.js'
 import type { Doc } from './values.js'
 
 export interface ScanStats {
@@ -99,7 +99,7 @@ export class Store {
     const collection = this.collection(db, name)
     const overlay = txn?.overlay.get(`${db}.${name}`)
     const candidates = collection?.candidates(filter)
-    const query = Object.keys(filter).length === 0 || (candidates?.exact === true && overlay === undefined) ? undefined : new Query(filter, {})
+    const query = Object.keys(filter).length === 0 || (candidates?.exact === true && overlay === undefined) ? undefined : new Query(filter, MINGO_OPTIONS)
     const found: Array<[string, Doc]> = []
     if (stats !== undefined) stats.index = candidates?.index
     for (const [id, document] of candidates?.entries ?? []) {

@@ -2,7 +2,7 @@
 import { Aggregator, update as mingoUpdate } from 'mingo'
 import { ObjectId, serialize } from 'bson'
 import { CommandError } from './errors.js'
-import { cloneValue, equalityFields, isPlainObject, keyOf, setPath } from './values.js'
+import { MINGO_OPTIONS, cloneValue, equalityFields, isPlainObject, keyOf, setPath } from './values.js'
 import type { Doc } from './values.js'
 
 const OPERATORS = new Set([
@@ -47,7 +47,7 @@ function checkOperators (update: Doc): void {
 export function applyUpdate (original: Doc, update: UpdateSpec, options: { filter: Doc, arrayFilters?: Doc[] | undefined, inserting: boolean }): Doc {
   let result: Doc
   if (Array.isArray(update)) {
-    const [output] = new Aggregator(update, {}).run([cloneValue(original)])
+    const [output] = new Aggregator(update, MINGO_OPTIONS).run([cloneValue(original)])
     if (output === undefined || !isPlainObject(output)) throw new CommandError(2, 'update pipeline produced no document')
     result = output
   } else if (isReplacement(update)) {
@@ -62,7 +62,7 @@ export function applyUpdate (original: Doc, update: UpdateSpec, options: { filte
     result = cloneValue(original)
     if (Object.keys(modifier).length > 0) {
       try {
-        mingoUpdate(result, modifier, options.arrayFilters, options.filter, { cloneMode: 'deep' })
+        mingoUpdate(result, modifier, options.arrayFilters, options.filter, { cloneMode: 'deep', queryOptions: MINGO_OPTIONS })
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
         if (message.includes("immutable field '_id'")) throw immutableId()

@@ -4,6 +4,9 @@ import type { Document } from 'bson'
 
 export type Doc = Document
 
+/** Options for every mingo query and pipeline: no server-side JavaScript ($where, $function). */
+export const MINGO_OPTIONS = { scriptEnabled: false } as const
+
 interface BsonValue { _bsontype: string }
 
 function isBsonValue (value: unknown): value is BsonValue {

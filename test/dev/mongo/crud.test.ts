@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { ObjectId } from 'mongodb'
+import { Long, ObjectId } from 'mongodb'
 import type { Document } from 'mongodb'
 import { startTarget } from './target.js'
 import { serverError } from './errors.js'
@@ -92,7 +92,14 @@ test('CRUD, cursors, count and distinct through the driver', async (t) => {
     const aggregated = await numbers.aggregate([{ $match: { i: { $lt: 230 } } }], { batchSize: 20 }).toArray()
     t.equal(aggregated.length, 230)
 
-    const missing = await serverError(db.command({ getMore: 123456789, collection: 'numbers' }))
+    const empty = await db.command({ find: 'numbers', filter: { i: { $lt: 3 } }, sort: { i: 1 }, batchSize: 0 })
+    t.same(empty.cursor.firstBatch, [])
+    t.not(empty.cursor.id.toString(), '0')
+    const rest = await db.command({ getMore: empty.cursor.id, collection: 'numbers' })
+    t.same(rest.cursor.nextBatch.map((d: { i: number }) => d.i), [0, 1, 2])
+    t.equal(rest.cursor.id.toString(), '0')
+
+    const missing = await serverError(db.command({ getMore: Long.fromNumber(123456789), collection: 'numbers' }))
     t.equal(missing.code, 43)
     t.equal(missing.codeName, 'CursorNotFound')
   })
