@@ -48,3 +48,8 @@ export function verifyOAuthState (token: string, internalAuthToken: string, nowM
 export function newCorrelationId (): string {
   return randomBytes(6).toString('base64url')
 }
+
+/** Where a provider sends the browser back after the grant (served under sync.callbackBaseUrl). */
+export function oauthRedirectUri (callbackBaseUrl: string, provider: Provider): string {
+  return `${callbackBaseUrl.replace(/\/+$/, '')}/oauth/${provider}/callback`
+}

@@ -5,6 +5,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { SyncClient, SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { verifyInternalRequest } from '../../lib/internal-auth.js'
+import Fastify from 'fastify'
+import configPlugin from '../../plugins/config.js'
+import syncClientPlugin from '../../plugins/sync-client.js'
+import type { Config } from '../../schemas/config.js'
 
 const secret = 'client-test-secret-0123456789'
 const userId = '64b7f0c2a1b2c3d4e5f60718'
@@ -32,12 +36,13 @@ async function startFake (t: Test, answer: Answer, prefix = '') {
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
-  const client = new SyncClient({ baseUrl: `http://127.0.0.1:${port}${prefix}`, internalAuthToken: secret })
+  const baseUrl = `http://127.0.0.1:${port}${prefix}`
+  const client = new SyncClient({ baseUrl, internalAuthToken: secret })
   t.teardown(async () => {
     await client.close()
     await new Promise((resolve) => server.close(resolve))
   })
-  return { client, seen }
+  return { client, seen, baseUrl }
 }
 
 function json (res: ServerResponse, status: number, body: unknown) {
@@ -123,4 +128,20 @@ test('5xx, bodies outside the contract and network failures become SyncUnavailab
   t.ok(refused instanceof SyncUnavailableError)
   t.match(refused, { statusCode: null })
   t.ok((refused as Error).cause, 'the network error is kept as the cause')
+})
+
+test('the sync-client plugin builds fastify.syncClient from the configuration and closes its pool with the server', async (t) => {
+  const { seen, baseUrl } = await startFake(t, (_entry, res) => json(res, 200, { stopped: 0 }))
+  const app = Fastify()
+  // The plugin reads only these two keys; the rest of a backend configuration is irrelevant here.
+  const config = { sync: { serviceUrl: baseUrl, internalAuthToken: secret } } as unknown as Config
+  await app.register(configPlugin, { config })
+  await app.register(syncClientPlugin)
+  await app.ready()
+  t.same(await app.syncClient.stopWatches(userId), { stopped: 0 })
+  t.same(seen[0]?.verified, { ok: true, userId }, 'signed with sync.internalAuthToken')
+  await app.close()
+  const afterClose = await app.syncClient.stopWatches(userId).catch((error: unknown) => error)
+  t.ok(afterClose instanceof SyncUnavailableError, 'the pool is closed with the server')
+  t.equal(seen.length, 1)
 })

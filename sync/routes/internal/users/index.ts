@@ -6,13 +6,8 @@ import {
 import { connectionSummary } from '../../../lib/connections/store.js'
 import { SyncServiceError } from '../../../lib/errors.js'
 import { requireActingUser } from '../../../lib/internal-request.js'
-import { newCorrelationId, OAUTH_STATE_LIFETIME_MS, signOAuthState } from '../../../lib/oauth-state.js'
+import { newCorrelationId, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, signOAuthState } from '../../../lib/oauth-state.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
-
-/** Where a provider sends the browser back after the grant (served under sync.callbackBaseUrl). */
-export function oauthRedirectUri (callbackBaseUrl: string, provider: string): string {
-  return `${callbackBaseUrl.replace(/\/+$/, '')}/oauth/${provider}/callback`
-}
 
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('preHandler', async (request) => {
