@@ -189,3 +189,36 @@ test('a client that stops reading is cut off; the user\'s reading stream stays',
   t.ok(log.lines().some((line) => line.msg === 'event stream client stopped reading; stream cut off' && line.userId === user.userId), 'and that was logged')
   t.equal(reading.ended, false)
 })
+test('a write by A through POST /api/event reaches both of A\'s streams through the change feed, and nothing reaches B', async (t) => {
+  const userA = await newUser('writer')
+  const userB = await newUser('bystander')
+  const a1 = await openStream(t, userA.headers)
+  const a2 = await openStream(t, userA.headers)
+  const b1 = await openStream(t, userB.headers)
+  for (const reader of [a1, a2, b1]) await reader.untilMessages(1)
+
+  const eventId = randomBytes(12).toString('hex')
+  const written = await app.inject({
+    method: 'POST',
+    url: '/api/event',
+    headers: userA.headers,
+    payload: { _id: eventId, title: 'Planning', startDate: '2026-11-23T09:00:00Z', endDate: '2026-11-23T09:30:00Z' }
+  })
+  t.equal(written.statusCode, 204, written.body)
+
+  const expected = { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: [eventId] }
+  await a1.untilMessages(2, 10_000)
+  await a2.untilMessages(2, 10_000)
+  t.same(a1.messages()[1], expected)
+  t.same(a2.messages()[1], expected)
+  checkFrames(t, a1)
+  checkFrames(t, a2)
+
+  // B's stream was open all along; a marker sent to B now must be the first thing after its replay.
+  const polls = sync.requestsFor(userB.userId)
+  await eventually(() => sync.requestsFor(userB.userId) >= polls + 2)
+  const marker: ServerMessage = { type: 'calendarsChanged', reasons: ['calendar'], refetchAll: true }
+  app.sse.publish(userB.userId, marker)
+  const toB = await b1.untilMessages(2)
+  t.same(toB[1], marker, 'nothing of A\'s write reached B')
+})
