@@ -68,14 +68,24 @@ export function registerDataRoutes (app: FastifyInstance, ctx: CoreContext): voi
     if (superTokensUserId.trim() === '' || externalUserId.trim() === '') {
       throw new BadRequest('Field name \'superTokensUserId\' and \'externalUserId\' cannot be an empty String')
     }
+    const alreadyMapped = {
+      status: 'USER_ID_MAPPING_ALREADY_EXISTS_ERROR' as const,
+      doesSuperTokensUserIdExist: await ctx.storage.getMappingBySuperTokensId(superTokensUserId) !== null,
+      doesExternalUserIdExist: await ctx.storage.getMappingByExternalId(externalUserId) !== null
+    }
+    // The real core's order: a taken external id first, then an unknown user, then the checks
+    // that force skips.
+    if (alreadyMapped.doesExternalUserIdExist) return alreadyMapped
     if (await ctx.storage.getUser(superTokensUserId) === null) return { status: 'UNKNOWN_SUPERTOKENS_USER_ID_ERROR' }
     if (!force) {
       if (await ctx.storage.getUser(externalUserId) !== null) {
         throw new BadRequest('Cannot create a userId mapping where the externalId is also a SuperTokens userID')
       }
       // Data already stored under the SuperTokens id would be orphaned by answering with another id.
+      // Email verification is the core's exception (third-party sign-in verifies emails before any
+      // mapping can exist); here it is keyed by the SuperTokens id, so it stays valid as it is.
       const inUse = await recipeUsingId(ctx, superTokensUserId)
-      if (inUse !== undefined) throw new BadRequest(`UserId is already in use in ${inUse} recipe`)
+      if (inUse !== undefined && inUse !== 'EmailVerification') throw new BadRequest(`UserId is already in use in ${inUse} recipe`)
     }
     const mapping: MappingRecord = { superTokensUserId, externalUserId }
     if (externalUserIdInfo !== undefined) mapping.externalUserIdInfo = externalUserIdInfo
@@ -96,8 +106,14 @@ export function registerDataRoutes (app: FastifyInstance, ctx: CoreContext): voi
 
   cdiRoute(app, ctx, 'post', '/recipe/userid/map/remove', async ({ body }) => {
     const mapping = await findMapping(ctx, requireString(field(body, 'userId'), 'userId'), idType(field(body, 'userIdType')))
-    const didMappingExist = mapping !== null && await ctx.storage.deleteMapping(mapping.superTokensUserId)
-    return { status: 'OK', didMappingExist }
+    const force = optionalBoolean(field(body, 'force'), 'force') ?? false
+    if (mapping === null) return { status: 'OK', didMappingExist: false }
+    // Data stored under the external id would lose its user; the core refuses unless forced.
+    if (!force && await ctx.storage.getUser(mapping.externalUserId) === null) {
+      const inUse = await recipeUsingId(ctx, mapping.externalUserId)
+      if (inUse !== undefined) throw new BadRequest(`UserId is already in use in ${inUse} recipe`)
+    }
+    return { status: 'OK', didMappingExist: await ctx.storage.deleteMapping(mapping.superTokensUserId) }
   })
 
   cdiRoute(app, ctx, 'put', '/recipe/userid/external-user-id-info', async ({ body }) => {

@@ -2,6 +2,7 @@ import { test } from 'tap'
 import supertokens from 'supertokens-node'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
 import EmailVerification from 'supertokens-node/recipe/emailverification'
+import ThirdParty from 'supertokens-node/recipe/thirdparty'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import { formFields, HeaderClient, jwtPayload, PROVIDER_ID, startHarness, uniqueEmail } from './harness.js'
 import { startTarget } from './target.js'
@@ -81,6 +82,16 @@ test('accounts through supertokens-node', async (t) => {
     t.same(byInfo.map((u) => u.id), [user.id], 'found by email, compared normalised')
     const byProvider = await supertokens.listUsersByAccountInfo('public', { thirdParty: { id: PROVIDER_ID, userId: 'provider-user-1' } })
     t.same(byProvider.map((u) => u.id), [user.id])
+
+    // A provider-verified email does not block a mapping (the core's one exception); the
+    // verification follows the user to its external id.
+    const fresh = await ThirdParty.manuallyCreateOrUpdateUser('public', PROVIDER_ID, 'provider-user-2', uniqueEmail('tp2'), true)
+    if (fresh.status !== 'OK') throw new Error('third-party sign-up failed')
+    const mapped = await supertokens.createUserIdMapping({ superTokensUserId: fresh.user.id, externalUserId: `ext-${fresh.user.id}` })
+    t.equal(mapped.status, 'OK')
+    const mappedUser = await supertokens.getUser(`ext-${fresh.user.id}`)
+    t.equal(mappedUser?.id, `ext-${fresh.user.id}`)
+    t.equal(mappedUser?.loginMethods[0]?.verified, true, 'still verified under the external id')
   })
 
   await t.test('user metadata: shallow merge, null deletes a key, clear removes all', async (t) => {
@@ -122,7 +133,9 @@ test('accounts through supertokens-node', async (t) => {
     t.equal((await supertokens.updateOrDeleteUserIdMappingInfo({ userId: externalId, externalUserIdInfo: 'changed' })).status, 'OK')
     const updated = await supertokens.getUserIdMapping({ userId })
     t.equal(updated.status === 'OK' ? updated.externalUserIdInfo : updated.status, 'changed')
-    t.same(await supertokens.deleteUserIdMapping({ userId: externalId, userIdType: 'EXTERNAL' }), { status: 'OK', didMappingExist: true })
+    await t.rejects(supertokens.deleteUserIdMapping({ userId: externalId, userIdType: 'EXTERNAL' }),
+      /UserId is already in use in Session recipe/, 'a mapping whose external id holds sessions stays')
+    t.same(await supertokens.deleteUserIdMapping({ userId: externalId, userIdType: 'EXTERNAL', force: true }), { status: 'OK', didMappingExist: true })
     t.equal((await supertokens.getUserIdMapping({ userId })).status, 'UNKNOWN_MAPPING_ERROR')
     t.equal((await supertokens.getUser(userId))?.id, userId, 'back to the SuperTokens id')
   })
