@@ -15,9 +15,8 @@ import type { SyncEngine } from './sync-engine.js'
 /** Idempotency keys are remembered as long as the change feed keeps entries. */
 const REPORT_RETENTION_SECONDS = 8 * 24 * 60 * 60
 
-type Outcome =
-  | { kind: 'accepted', providerWriteQueued: boolean }
-  | { kind: 'refused', code: Extract<SyncErrorCode, 'CONNECTION_REVOKED' | 'MAINTENANCE'>, connectionId: string | null }
+type Refusal = { kind: 'refused', code: Extract<SyncErrorCode, 'CONNECTION_REVOKED' | 'MAINTENANCE'>, connectionId: string | null }
+type Outcome = { kind: 'accepted', providerWriteQueued: boolean } | Refusal
 
 interface ReportRow {
   userId: string
@@ -37,7 +36,7 @@ function fingerprint (report: EventChangeReport): string {
   return createHash('sha256').update(JSON.stringify([eventId, operation, connectionId ?? null, calendarId ?? null])).digest('hex')
 }
 
-function refusal (outcome: Extract<Outcome, { kind: 'refused' }>): SyncServiceError {
+function refusal (outcome: Refusal): SyncServiceError {
   return outcome.code === 'MAINTENANCE'
     ? new SyncServiceError('MAINTENANCE', 'Cloud calendar edits are paused for maintenance; try again later')
     : new SyncServiceError('CONNECTION_REVOKED', 'The provider grant of this connection was revoked; reconnect it', outcome.connectionId ?? undefined)
@@ -64,8 +63,9 @@ export class EventChangeReports {
   }
 
   /**
-   * Applies a report. A refusal (410 revoked, 503 maintenance) still appends the `event`
-   * invalidation: the backend's own write already stands and the user's other tabs must see it.
+   * Applies a report. MAINTENANCE (503) changes nothing, so the backend's retry applies the report
+   * once maintenance ends. CONNECTION_REVOKED (410) is final for its key and still appends the
+   * `event` invalidation: the backend's own write stands and the user's other tabs must see it.
    */
   async apply (report: EventChangeReport, modes: Modes): Promise<EventChangeAccepted> {
     const print = fingerprint(report)
@@ -75,13 +75,16 @@ export class EventChangeReports {
     const targets = (await this.#connections.listByUser(report.userId))
       .filter((connection) => connection.state !== 'disconnected')
       .filter((connection) => !report.connectionId || connection._id.toHexString() === report.connectionId)
-    const revoked = targets.find((connection) => connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
+    if (modes.cloudMutationMode === 'maintenance' && targets.length > 0) throw refusal({ kind: 'refused', code: 'MAINTENANCE', connectionId: null })
+
     const writable = targets.filter((connection) => isLive(connection.state))
-    const outcome: Outcome = modes.cloudMutationMode === 'maintenance' && targets.length > 0
-      ? { kind: 'refused', code: 'MAINTENANCE', connectionId: null }
-      : revoked
-        ? { kind: 'refused', code: 'CONNECTION_REVOKED', connectionId: revoked._id.toHexString() }
-        : { kind: 'accepted', providerWriteQueued: modes.execution === 'active' && writable.length > 0 }
+    // Revoked only when no connection the change could go to is left; a live one takes the write.
+    const revoked = writable.length === 0
+      ? targets.find((connection) => connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
+      : undefined
+    const outcome: Outcome = revoked
+      ? { kind: 'refused', code: 'CONNECTION_REVOKED', connectionId: revoked._id.toHexString() }
+      : { kind: 'accepted', providerWriteQueued: modes.execution === 'active' && writable.length > 0 }
 
     try {
       await this.#rows.insertOne({ userId: report.userId, idempotencyKey: report.idempotencyKey, fingerprint: print, outcome, createdAt: this.#clock.now() })

@@ -76,7 +76,7 @@ test('passive execution records the change but queues no provider write', async 
   t.same((await built.app.sync.queue.list()).map((job) => job.type), ['import'], 'only the waiting import, no write')
 })
 
-test('maintenance answers 503 MAINTENANCE for a user with a connection, and still tells the other tabs', async (t) => {
+test('maintenance answers 503 MAINTENANCE for a user with a connection and changes nothing, so a retry applies it later', async (t) => {
   const { built } = await setup(t, { cloudMutationMode: 'maintenance' })
   const userId = newUserId()
   await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
@@ -84,15 +84,39 @@ test('maintenance answers 503 MAINTENANCE for a user with a connection, and stil
   const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
   t.equal(refused.statusCode, 503)
   t.same(refused.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Cloud calendar edits are paused for maintenance; try again later' })
-  t.same((await invalidations(built, userId, cursor)).map((item) => item.kind), ['event'], 'the backend\'s own write stands')
-  const replay = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
-  t.equal(replay.statusCode, 503, 'a repeat answers the same')
-  t.equal((await invalidations(built, userId, cursor)).length, 1)
-  t.same((await built.app.sync.queue.list()).filter((job) => job.type === 'providerWrite'), [])
+  t.same(await invalidations(built, userId, cursor), [], 'nothing appended')
+  t.same((await built.app.sync.queue.list()).filter((job) => job.type === 'providerWrite'), [], 'nothing queued')
 
   const loner = newUserId()
   const local = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(loner), userId: loner })
   t.equal(local.statusCode, 202, 'a user without a provider connection edits as usual')
+
+  // Maintenance ends: the same Sync database served with cloud edits enabled again.
+  const enabled = await buildSyncApp(t, built.config.sync.databaseUri, {
+    providers: { google: new ScriptedProvider() },
+    config: { ...built.config, sync: { ...built.config.sync, cloudMutationMode: 'enabled' } }
+  })
+  const retried = await enabled.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(retried.statusCode, 202)
+  t.same(retried.json(), { duplicate: false, providerWriteQueued: true }, 'the retried report is applied, not replayed as a refusal')
+  t.same((await invalidations(enabled, userId, cursor)).map((item) => item.kind), ['event'])
+})
+
+test('a revoked connection refuses only when no live connection could take the change', async (t) => {
+  const { built } = await setup(t)
+  const userId = newUserId()
+  const revoked = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r1' }, null)
+  await built.app.sync.connections.apply(revoked._id.toHexString(), { type: 'grantRevoked' })
+  const live = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r2' }, null)
+
+  const accepted = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  t.equal(accepted.statusCode, 202)
+  t.same(accepted.json(), { duplicate: false, providerWriteQueued: true })
+  t.same((await built.app.sync.queue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()])
+
+  const named = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0009', connectionId: revoked._id.toHexString() }), userId })
+  t.equal(named.statusCode, 410, 'a change naming the revoked connection is refused')
+  t.equal(named.json().connectionId, revoked._id.toHexString())
 })
 
 test('begin: the authorization URL carries a signed state; refusals are typed', async (t) => {
