@@ -417,13 +417,19 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   }
 
   const server = createServer(serve)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject)
-      resolve()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port ?? 0, '127.0.0.1', () => {
+        server.off('error', reject)
+        resolve()
+      })
     })
-  })
+  } catch (error) {
+    // Give the data directory back, so a retry on another port can use it.
+    await persistence?.close()
+    throw error
+  }
   port = (server.address() as AddressInfo).port
   scheduleSweep()
   const query = options.replicaSet === undefined ? '' : `?replicaSet=${encodeURIComponent(options.replicaSet)}`
@@ -441,7 +447,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       for (const connection of connections.values()) connection.socket.destroy()
       await stopped
-      await persistence?.flush()
+      await persistence?.close()
     }
   }
 }

@@ -1,8 +1,8 @@
 // Keeps databases in a data directory: one BSON file of documents and one JSON file of options
 // and indexes per collection, plus the users. Changes are written shortly after they happen
 // (write to a temporary file, then rename) and on close.
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir, readFile, readdir, rename, rm, unlink, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { EJSON, deserialize, serialize } from 'bson'
 import type { Collection, IndexSpec } from './collection.js'
 import type { Store, StoreListener } from './store.js'
@@ -25,6 +25,19 @@ async function writeAtomically (path: string, data: Uint8Array | string): Promis
   await rename(temporary, path)
 }
 
+// Directories claimed by servers of this process (the lock file names the process, not the server).
+const claimed = new Set<string>()
+
+function isRunning (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 export class Persistence implements StoreListener {
   readonly #dir: string
   readonly #store: Store
@@ -34,6 +47,7 @@ export class Persistence implements StoreListener {
   #usersDirty = false
   #timer: NodeJS.Timeout | undefined
   #writing: Promise<void> = Promise.resolve()
+  #closed = false
 
   constructor (dir: string, store: Store, users: Users) {
     this.#dir = dir
@@ -41,8 +55,24 @@ export class Persistence implements StoreListener {
     this.#users = users
   }
 
+  /**
+   * Claims the directory (like mongod.lock): a second server on the same directory would overwrite
+   * the first one's files. A lock left by a process that no longer runs is taken over.
+   */
+  async #lock (): Promise<void> {
+    const path = join(this.#dir, 'mongod.lock')
+    if (claimed.has(resolve(this.#dir))) throw new Error(`the data directory ${this.#dir} is in use by another server in this process`)
+    const holder = Number(await readFile(path, 'utf8').catch(() => ''))
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isRunning(holder)) {
+      throw new Error(`the data directory ${this.#dir} is in use by process ${holder}`)
+    }
+    await writeFile(path, String(process.pid))
+    claimed.add(resolve(this.#dir))
+  }
+
   async load (): Promise<void> {
     await mkdir(this.#dir, { recursive: true })
+    await this.#lock()
     for (const entry of await readdir(this.#dir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue
       const db = decodeURIComponent(entry.name)
@@ -89,7 +119,7 @@ export class Persistence implements StoreListener {
   }
 
   #schedule (): void {
-    if (this.#timer !== undefined) return
+    if (this.#timer !== undefined || this.#closed) return
     this.#timer = setTimeout(() => {
       this.#timer = undefined
       this.flush().catch((error: unknown) => {
@@ -97,6 +127,14 @@ export class Persistence implements StoreListener {
       })
     }, FLUSH_DELAY_MS)
     this.#timer.unref()
+  }
+
+  /** The last flush: nothing is written to the directory after it. */
+  async close (): Promise<void> {
+    await this.flush()
+    this.#closed = true
+    await unlink(join(this.#dir, 'mongod.lock')).catch(() => {})
+    claimed.delete(resolve(this.#dir))
   }
 
   /** Writes every pending change; the snapshot is taken synchronously, so it is consistent. */

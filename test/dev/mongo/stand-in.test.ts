@@ -42,6 +42,7 @@ test('a clean stop keeps every collection, document, index and user', async (t) 
     await client.db('other_db').collection('dotted.name').insertOne({ ok: true })
     await app.command({ createUser: 'reader', pwd: 'reader-pw', roles: ['read'] })
   })
+  await t.rejects(startMongo({ dataDir }), /in use/, 'a second server may not share the directory')
   await first.close()
 
   const second = await startMongo({ dataDir, replicaSet: 'rs0' })
