@@ -60,7 +60,9 @@ export class SyncEngine {
   async authorize (userId: string, provider: Provider, credential: ProviderCredential, connectionId: string | null): Promise<ConnectionRecord> {
     const { connections, credentials, queue } = this.#parts
     const existing = connectionId === null ? null : await connections.get(connectionId)
-    if (connectionId !== null && (!existing || existing.userId !== userId)) throw new Error('connection to reconnect does not belong to the user')
+    if (connectionId !== null && (!existing || existing.userId !== userId || existing.provider !== provider)) {
+      throw new Error('the connection to reconnect is not this user\'s connection of this provider')
+    }
     const record = existing ?? await connections.create(userId, provider)
     const id = record._id.toHexString()
     await credentials.save(id, userId, credential)

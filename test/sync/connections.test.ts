@@ -183,3 +183,16 @@ test('an import that keeps failing is exhausted, then cleared because the connec
   await built.app.sync.worker.tick()
   t.match(await built.app.sync.connections.get(connectionId), { state: 'catchingUp' })
 })
+
+test('the running service works its queue in the background while execution is active', async (t) => {
+  const provider = new ScriptedProvider()
+  const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider }, worker: { autoStart: true, pollIntervalMs: 5 } })
+  const userId = newUserId()
+  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const settled = async () => (await built.app.sync.queue.list()).length === 0 &&
+    (await built.app.sync.connections.get(connection._id.toHexString()))?.state === 'healthy'
+  while (!await settled()) await new Promise((resolve) => setTimeout(resolve, 5))
+  t.match(await built.app.sync.connections.get(connection._id.toHexString()), { state: 'healthy' }, 'import and catch-up ran without anyone ticking')
+  t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'pullChanges'])
+  await t.rejects(built.app.sync.engine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
+})
