@@ -26,6 +26,7 @@ export interface SessionCore {
 }
 
 const HOST = '127.0.0.1'
+const PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 /** Redacts what must never reach a log line if request headers are ever logged. */
 export const LOG_REDACT = ['req.headers["api-key"]', 'req.headers.authorization', 'req.headers.cookie']
@@ -63,6 +64,12 @@ export async function startSessionCore (options: SessionCoreOptions = {}): Promi
       tenants: new Set([DEFAULT_TENANT])
     }
     await app.register(sessionCoreApp, { ctx, apiKey: options.apiKey })
+    await storage.purgeExpired(Date.now())
+    const purge = setInterval(() => {
+      storage.purgeExpired(Date.now()).catch((err: unknown) => app.log.error({ err }, 'purging expired sessions failed'))
+    }, PURGE_INTERVAL_MS)
+    purge.unref()
+    app.addHook('onClose', async () => { clearInterval(purge) })
     await app.listen({ host: HOST, port: options.port ?? 0 })
   } catch (err) {
     await app.close()

@@ -158,6 +158,11 @@ export function createMemoryStorage (): Storage {
       return true
     },
 
+    async purgeExpired (now) {
+      for (const [handle, session] of sessions) if (session.expiry < now) sessions.delete(handle)
+      for (const [key, token] of tokens) if (token.expiry < now) tokens.delete(key)
+    },
+
     async close () {}
   }
 }

@@ -147,6 +147,11 @@ export async function createMongoStorage (uri: string): Promise<Storage> {
         return (await mappings.updateOne({ _id: id }, update)).matchedCount === 1
       },
 
+      async purgeExpired (now) {
+        await sessions.deleteMany({ expiry: { $lt: now } })
+        await tokens.deleteMany({ expiry: { $lt: now } })
+      },
+
       async close () {
         await client.close()
       }

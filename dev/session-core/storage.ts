@@ -106,5 +106,8 @@ export interface Storage {
   deleteMapping (superTokensUserId: string): Promise<boolean>
   setMappingInfo (superTokensUserId: string, info: string | undefined): Promise<boolean>
 
+  /** Drops sessions and single-use tokens that expired before `now`, as the core's cleanup job does. */
+  purgeExpired (now: number): Promise<void>
+
   close (): Promise<void>
 }
