@@ -42,19 +42,38 @@ export interface OpenStreamOptions {
 
 export type StreamCloseReason = 'client' | 'lifetime' | 'session' | 'user' | 'slow' | 'error' | 'shutdown'
 
+type Release = (stream: SseStream, reason: StreamCloseReason, error?: unknown) => void
+
 export class SseStream {
   closeReason: StreamCloseReason | undefined
-  timer: NodeJS.Timeout | undefined
   constructor (
     readonly id: number,
     readonly userId: string,
     readonly sessionHandle: string | undefined,
-    readonly res: ServerResponse
+    readonly res: ServerResponse,
+    readonly expiresAt: number,
+    readonly release: Release
   ) {}
 
   get closed (): boolean {
     return this.closeReason !== undefined
   }
+}
+
+// Tens of thousands of idle streams are the normal load, so per-stream memory counts: the response
+// points at its stream, and the same two listener functions serve every response (no closure, no
+// timer per stream).
+const streamKey = Symbol('sseStream')
+type StreamResponse = ServerResponse & { [streamKey]?: SseStream }
+
+function onResponseClose (this: StreamResponse): void {
+  const stream = this[streamKey]
+  stream?.release(stream, 'client')
+}
+
+function onResponseError (this: StreamResponse, error: Error): void {
+  const stream = this[streamKey]
+  stream?.release(stream, 'error', error)
 }
 
 type PayloadOf<M> = M extends unknown ? Omit<M, 'type'> : never
@@ -94,6 +113,16 @@ export class SseBroker {
   readonly #activeListeners: UserListener[] = []
   readonly #idleListeners: UserListener[] = []
   #heartbeat: NodeJS.Timeout | undefined
+  #sweep: NodeJS.Timeout | undefined
+  readonly #release: Release = (stream, reason, error) => {
+    if (reason === 'error') {
+      this.#log.debug({ err: error, streamId: stream.id }, 'event stream write failed')
+      this.#end(stream, reason)
+    } else {
+      this.#forget(stream, reason)
+    }
+  }
+
   #streamCount = 0
   #nextId = 1
   #closing = false
@@ -107,8 +136,8 @@ export class SseBroker {
   configure (options: Partial<SseBrokerOptions>): void {
     this.options = pickOptions(this.options, options)
     if (this.#heartbeat !== undefined) {
-      this.#stopHeartbeat()
-      this.#startHeartbeat()
+      this.#stopTimers()
+      this.#startTimers()
     }
   }
 
@@ -159,15 +188,12 @@ export class SseBroker {
     res.writeHead(200, { ...headers, ...sseHeaders })
     res.write(`retry: ${this.options.retryMs}\n\n`)
 
-    const stream = new SseStream(this.#nextId++, options.userId, options.sessionHandle, res)
-    res.once('close', () => this.#forget(stream, 'client'))
-    res.on('error', (error) => {
-      this.#log.debug({ err: error, streamId: stream.id }, 'event stream write failed')
-      this.#end(stream, 'error')
-    })
     const lifetimeMs = Math.max(0, Math.min(options.lifetimeMs ?? this.options.lifetimeMs, this.options.lifetimeMs))
-    stream.timer = setTimeout(() => this.#end(stream, 'lifetime'), lifetimeMs)
-    stream.timer.unref()
+    const stream = new SseStream(this.#nextId++, options.userId, options.sessionHandle, res, Date.now() + lifetimeMs, this.#release)
+    const streamResponse: StreamResponse = res
+    streamResponse[streamKey] = stream
+    res.on('close', onResponseClose)
+    res.on('error', onResponseError)
 
     let userStreams = this.#byUser.get(stream.userId)
     const firstOfUser = userStreams === undefined
@@ -185,7 +211,7 @@ export class SseBroker {
       sessionStreams.add(stream)
     }
     this.#streamCount++
-    this.#startHeartbeat()
+    this.#startTimers()
     if (firstOfUser) this.#notify(this.#activeListeners, stream.userId)
     return stream
   }
@@ -204,8 +230,9 @@ export class SseBroker {
     const frame = this.#frame(message)
     if (frame === undefined) return 0
     let written = 0
-    // a write may close a stream and delete it from the set; iterate over a copy
-    for (const stream of [...streams]) {
+    // A write may cut a stream off and delete it from the set; a Set keeps iterating correctly
+    // past deletions, so no copy of a possibly large set is made per message.
+    for (const stream of streams) {
       if (this.#write(stream, frame)) written++
     }
     return written
@@ -255,7 +282,7 @@ export class SseBroker {
     for (const streams of [...this.#byUser.values()]) {
       for (const stream of [...streams]) this.#end(stream, 'shutdown')
     }
-    this.#stopHeartbeat()
+    this.#stopTimers()
   }
 
   #frame (message: ServerMessage): string | undefined {
@@ -294,8 +321,6 @@ export class SseBroker {
   #forget (stream: SseStream, reason: StreamCloseReason): void {
     if (stream.closed) return
     stream.closeReason = reason
-    clearTimeout(stream.timer)
-    stream.timer = undefined
     this.#streamCount--
     const userStreams = this.#byUser.get(stream.userId)
     if (userStreams !== undefined) {
@@ -310,7 +335,7 @@ export class SseBroker {
       sessionStreams?.delete(stream)
       if (sessionStreams?.size === 0) this.#bySession.delete(stream.sessionHandle)
     }
-    if (this.#streamCount === 0) this.#stopHeartbeat()
+    if (this.#streamCount === 0) this.#stopTimers()
     this.#log.debug({ streamId: stream.id, userId: stream.userId, reason }, 'event stream closed')
   }
 
@@ -324,19 +349,33 @@ export class SseBroker {
     }
   }
 
-  #startHeartbeat (): void {
+  #startTimers (): void {
     if (this.#heartbeat !== undefined) return
     this.#heartbeat = setInterval(() => {
-      for (const streams of [...this.#byUser.values()]) {
-        for (const stream of [...streams]) this.#write(stream, keepaliveFrame)
+      for (const streams of this.#byUser.values()) {
+        for (const stream of streams) this.#write(stream, keepaliveFrame)
       }
     }, this.options.heartbeatIntervalMs)
     this.#heartbeat.unref()
+    // One sweep ends the streams past their planned lifetime; a stream lives at most one sweep
+    // interval (at most 1 s) longer than planned.
+    const sweepMs = Math.max(10, Math.min(1000, Math.floor(this.options.lifetimeMs / 4)))
+    this.#sweep = setInterval(() => {
+      const now = Date.now()
+      for (const streams of this.#byUser.values()) {
+        for (const stream of streams) {
+          if (stream.expiresAt <= now) this.#end(stream, 'lifetime')
+        }
+      }
+    }, sweepMs)
+    this.#sweep.unref()
   }
 
-  #stopHeartbeat (): void {
+  #stopTimers (): void {
     clearInterval(this.#heartbeat)
+    clearInterval(this.#sweep)
     this.#heartbeat = undefined
+    this.#sweep = undefined
   }
 }
 
