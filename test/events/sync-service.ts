@@ -2,7 +2,7 @@
 // Sync client reaches it over HTTP. It can be stopped and started again on the same port.
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { MongoClient } from 'mongodb'
+import { MongoClient, type Db } from 'mongodb'
 import type { Test } from 'tap'
 import app from '../../sync/app.js'
 import type { SyncConfig } from '../../schemas/config.js'
@@ -12,16 +12,19 @@ export interface SyncService {
   url: string
   internalAuthToken: string
   config: SyncConfig
-  start: () => Promise<void>
+  /** Starts (again) on the same port; `sync` changes the configuration from then on. */
+  start: (sync?: Partial<SyncConfig['sync']>) => Promise<void>
   stop: () => Promise<void>
   /** Reports Sync recorded (one row per idempotency key), oldest first. */
   reports: (userId?: string) => Promise<Array<{ userId: string, idempotencyKey: string }>>
   /** `event` invalidations in the user's change feed. */
   eventInvalidations: (userId: string) => Promise<number>
+  /** The Sync service's own database, for setting up connections as Sync stores them. */
+  db: Db
 }
 
 export async function startSyncService (t: Test, databaseUri: string, sync: Partial<SyncConfig['sync']> = {}): Promise<SyncService> {
-  const config = testConfig(databaseUri, { execution: 'passive', ...sync })
+  let config = testConfig(databaseUri, { execution: 'passive', ...sync })
   let server: FastifyInstance | undefined
   let port = 0
   const reader = new MongoClient(databaseUri)
@@ -32,8 +35,10 @@ export async function startSyncService (t: Test, databaseUri: string, sync: Part
     url: '',
     internalAuthToken: config.sync.internalAuthToken,
     config,
-    start: async () => {
-      const instance = Fastify({ logger: false })
+    start: async (changes) => {
+      if (changes !== undefined) config = { ...config, sync: { ...config.sync, ...changes } }
+      service.config = config
+      const instance = Fastify({ logger: false, forceCloseConnections: true })
       await instance.register(fp(app), { config, worker: { autoStart: false } })
       await instance.listen({ port, host: '127.0.0.1' })
       const address = instance.server.address()
@@ -50,6 +55,7 @@ export async function startSyncService (t: Test, databaseUri: string, sync: Part
       const rows = await reader.db().collection('eventChangeReports').find(userId === undefined ? {} : { userId }).sort({ createdAt: 1 }).toArray()
       return rows.map((row) => ({ userId: String(row.userId), idempotencyKey: String(row.idempotencyKey) }))
     },
+    db: reader.db(),
     eventInvalidations: async (userId) => await reader.db().collection('changeFeed').countDocuments({ userId, 'invalidation.kind': 'event' })
   }
   await service.start()

@@ -1,0 +1,128 @@
+import { test } from 'tap'
+import { randomBytes } from 'node:crypto'
+import { ObjectId } from 'mongodb'
+import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { startSyncService } from './sync-service.js'
+
+const CLOUD_EVENT = {
+  title: 'Board meeting',
+  startDate: '2026-04-01T10:00:00Z',
+  endDate: '2026-04-01T11:00:00Z',
+  calendarId: 'primary'
+}
+
+function id (): string {
+  return randomBytes(12).toString('hex')
+}
+
+// One backend app for the whole file: the session library keeps one configuration per process.
+test('mutations of provider calendar events are refused before anything is written', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const sync = await startSyncService(t, deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`))
+  const { app, log } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
+  const events = app.mongo.db.collection<{ _id: string, title: string }>('events')
+  const outbox = app.eventStore.outbox
+
+  async function userWithProvider (label: string) {
+    const signedIn = await signUp(app, { email: uniqueEmail(label), password: 'correct horse 9' })
+    await app.mongo.db.collection('users').updateOne(
+      { _id: new ObjectId(signedIn.userId) },
+      { $set: { google: { googleId: `google-${label}-${id()}`, gRefreshToken: 'stored-refresh-token' } } }
+    )
+    return signedIn
+  }
+
+  async function connection (userId: string, state: string, reason: string | null): Promise<ObjectId> {
+    const now = new Date()
+    const connectionId = new ObjectId()
+    await sync.db.collection('connections').insertOne({
+      _id: connectionId,
+      userId,
+      provider: 'google',
+      state,
+      reason,
+      lastReadFailureAt: null,
+      lastSyncedAt: null,
+      lastHealthyAt: null,
+      importProgress: null,
+      createdAt: now,
+      updatedAt: now
+    })
+    return connectionId
+  }
+
+  const call = (headers: Record<string, string>) => ({
+    post: async (payload: object) => await app.inject({ method: 'POST', url: '/api/event', headers, payload }),
+    put: async (eventId: string, payload: object) => await app.inject({ method: 'PUT', url: `/api/event/${eventId}`, headers, payload }),
+    delete: async (eventId: string) => await app.inject({ method: 'DELETE', url: `/api/event/${eventId}`, headers })
+  })
+
+  await t.test('410 CONNECTION_REVOKED when the grant is revoked', async (t) => {
+    const eve = await userWithProvider('eve')
+    const asEve = call(eve.headers)
+    const connectionId = await connection(eve.userId, 'healthy', null)
+    const existing = id()
+    t.equal((await asEve.post({ ...CLOUD_EVENT, _id: existing })).statusCode, 204, 'allowed while the connection is healthy')
+    await app.outbox.flush(eve.userId)
+    t.equal((await sync.reports(eve.userId)).length, 1, 'Sync has the report of the create')
+    await sync.db.collection('connections').updateOne({ _id: connectionId }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
+    const storedBefore = await events.findOne({ _id: existing })
+
+    const fresh = id()
+    for (const [name, response] of [
+      ['POST', await asEve.post({ ...CLOUD_EVENT, _id: fresh })],
+      ['PUT', await asEve.put(existing, { ...CLOUD_EVENT, title: 'moved' })],
+      ['DELETE', await asEve.delete(existing)]
+    ] as const) {
+      t.equal(response.statusCode, 410, name)
+      t.match(response.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone' }, name)
+    }
+    t.equal(await events.findOne({ _id: fresh }), null, 'nothing created')
+    t.same(await events.findOne({ _id: existing }), storedBefore, 'nothing changed')
+    t.equal(await outbox.countDocuments({ user: eve.userId }), 0, 'nothing waits to be reported')
+    t.equal((await sync.reports(eve.userId)).length, 1, 'and nothing was reported')
+
+    const local = id()
+    t.equal((await asEve.post({ ...CLOUD_EVENT, calendarId: undefined, _id: local })).statusCode, 204, 'an event of no provider calendar is not a cloud edit')
+    t.ok(await events.findOne({ _id: local }))
+  })
+
+  await t.test('503 MAINTENANCE for cloud edits while Sync is in maintenance', async (t) => {
+    await sync.stop()
+    await sync.start({ cloudMutationMode: 'maintenance' })
+    const finn = await userWithProvider('finn')
+    await connection(finn.userId, 'healthy', null)
+    const asFinn = call(finn.headers)
+    const eventId = id()
+    const response = await asFinn.post({ ...CLOUD_EVENT, _id: eventId })
+    t.equal(response.statusCode, 503)
+    t.same(response.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Provider calendars are in maintenance; try again later' })
+    t.equal(await events.findOne({ _id: eventId }), null, 'nothing written')
+    t.equal(await outbox.countDocuments({ user: finn.userId }), 0, 'nothing reported')
+
+    const local = id()
+    t.equal((await asFinn.post({ ...CLOUD_EVENT, calendarId: undefined, _id: local })).statusCode, 204, 'own events stay writable')
+  })
+
+  await t.test('a user without a provider refresh token keeps writing, and the skip is logged', async (t) => {
+    const gus = await signUp(app, { email: uniqueEmail('gus'), password: 'correct horse 8' })
+    const eventId = id()
+    const response = await call(gus.headers).post({ ...CLOUD_EVENT, _id: eventId })
+    t.equal(response.statusCode, 204, 'even a calendarId event while Sync is in maintenance')
+    t.ok(await events.findOne({ _id: eventId }), 'the own write stays')
+    const line = log.lines().find((entry) => entry.userId === gus.userId && entry.reason === 'MissingGoogleRefreshToken')
+    t.match(line, { level: 30, msg: 'provider effect skipped: the user has no provider refresh token' })
+    t.notOk(log.text().includes('stored-refresh-token'), 'no token in any log line')
+  })
+
+  await t.test('an unreachable Sync does not block a cloud edit: its report waits', async (t) => {
+    await sync.stop()
+    const hana = await userWithProvider('hana')
+    const eventId = id()
+    t.equal((await call(hana.headers).post({ ...CLOUD_EVENT, _id: eventId })).statusCode, 204)
+    t.ok(await events.findOne({ _id: eventId }))
+    t.equal(await app.outbox.pending(hana.userId), 1)
+    t.ok(log.lines().some((entry) => entry.userId === hana.userId && entry.msg === 'Sync unreachable before a provider calendar write; its report waits in the outbox'))
+    await sync.start({ cloudMutationMode: 'enabled' })
+  })
+})
