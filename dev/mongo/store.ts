@@ -5,7 +5,7 @@ import { Query } from 'mingo'
 import { Collection } from './collection.js'
 import type { Change, IndexSpec } from './collection.js'
 import { CommandError, writeConflict } from './errors.js'
-import { MINGO_OPTIONS, keyOf } from './values.js'
+import { MINGO_OPTIONS } from './values.js'
 import type { Doc } from './values.js'
 
 export interface ScanStats {
@@ -50,7 +50,9 @@ export interface StoreListener {
 export class Store {
   readonly databases = new Map<string, Map<string, Collection>>()
   #seq = 0
-  readonly #versions = new Map<string, Map<string, number>>()
+  // While transactions are open: for each document changed since, the commits that changed it and
+  // what it was before each, so a transaction reads its snapshot and detects write conflicts.
+  readonly #history = new Map<string, Map<string, Array<{ seq: number, before: Doc | undefined }>>>()
   readonly #locks = new Map<string, Transaction>()
   readonly active = new Set<Transaction>()
   listener: StoreListener | undefined
@@ -94,22 +96,38 @@ export class Store {
     return this.find(db, name, {}, txn).map(([, document]) => document)
   }
 
-  /** `[id, document]` pairs matching a filter, as seen from `txn` (or as committed). */
+  /**
+   * `[id, document]` pairs matching a filter: the committed documents, or for a transaction the
+   * documents as they were when it started, with its own writes on top.
+   */
   find (db: string, name: string, filter: Doc, txn?: Transaction, stats?: ScanStats): Array<[string, Doc]> {
     const collection = this.collection(db, name)
-    const overlay = txn?.overlay.get(`${db}.${name}`)
+    const namespace = `${db}.${name}`
+    const overlay = txn?.overlay.get(namespace)
+    const history = txn === undefined ? undefined : this.#history.get(namespace)
     const candidates = collection?.candidates(filter)
-    const query = Object.keys(filter).length === 0 || (candidates?.exact === true && overlay === undefined) ? undefined : new Query(filter, MINGO_OPTIONS)
+    const trusted = candidates?.exact === true && overlay === undefined && history === undefined
+    const query = Object.keys(filter).length === 0 || trusted ? undefined : new Query(filter, MINGO_OPTIONS)
     const found: Array<[string, Doc]> = []
     if (stats !== undefined) stats.index = candidates?.index
-    for (const [id, document] of candidates?.entries ?? []) {
+    const matches = (document: Doc): boolean => query === undefined || query.test(document)
+    const seen = history === undefined ? undefined : new Set<string>()
+    for (const [id, current] of candidates?.entries ?? []) {
       if (stats !== undefined) stats.examined++
+      seen?.add(id)
       if (overlay?.has(id) === true) continue
-      if (query === undefined || query.test(document)) found.push([id, document])
+      const document = history === undefined ? current : snapshotOf(history, id, current, (txn as Transaction).startSeq)
+      if (document !== undefined && matches(document)) found.push([id, document])
+    }
+    // Documents changed or deleted since the snapshot that the index no longer leads to.
+    for (const [id, changes] of history ?? []) {
+      if (seen?.has(id) === true || overlay?.has(id) === true) continue
+      const before = changes.find((change) => change.seq > (txn as Transaction).startSeq)?.before
+      if (before !== undefined && matches(before)) found.push([id, before])
     }
     if (overlay !== undefined) {
       for (const [id, { after }] of overlay) {
-        if (after !== undefined && (query === undefined || query.test(after))) found.push([id, after])
+        if (after !== undefined && matches(after)) found.push([id, after])
       }
     }
     return found
@@ -137,12 +155,16 @@ export class Store {
   #committed (collection: Collection, changes: Change[]): void {
     this.#seq++
     if (this.active.size > 0) {
-      let versions = this.#versions.get(collection.namespace)
-      if (versions === undefined) {
-        versions = new Map()
-        this.#versions.set(collection.namespace, versions)
+      let history = this.#history.get(collection.namespace)
+      if (history === undefined) {
+        history = new Map()
+        this.#history.set(collection.namespace, history)
       }
-      for (const change of changes) versions.set(change.id, this.#seq)
+      for (const change of changes) {
+        const entries = history.get(change.id) ?? []
+        entries.push({ seq: this.#seq, before: change.before })
+        history.set(change.id, entries)
+      }
     }
     this.listener?.changed(collection)
   }
@@ -166,14 +188,15 @@ export class Store {
       overlay = new Map()
       txn.overlay.set(namespace, overlay)
     }
-    const versions = this.#versions.get(namespace)
+    const history = this.#history.get(namespace)
     for (const change of changes) {
       const locks = this.#lockNames(collection, change)
       const conflicting = locks.some((lock) => {
         const holder = this.#locks.get(lock)
         return holder !== undefined && holder !== txn
       })
-      if (conflicting || (versions?.get(change.id) ?? 0) > txn.startSeq) {
+      const lastCommit = history?.get(change.id)?.at(-1)?.seq ?? 0
+      if (conflicting || lastCommit > txn.startSeq) {
         this.abort(txn)
         throw writeConflict()
       }
@@ -252,12 +275,16 @@ export class Store {
     }
     txn.locks.clear()
     this.active.delete(txn)
-    // Versions only matter to transactions that started before a write; with none left, forget them.
-    if (this.active.size === 0) this.#versions.clear()
+    // History only matters to transactions that started before a write; with none left, forget it.
+    if (this.active.size === 0) this.#history.clear()
     txn.resolveDone()
   }
 }
 
-export function idKey (document: Doc): string {
-  return keyOf(document._id)
+/** A document as it was at `seq`: the state before the first commit after it, if any. */
+function snapshotOf (history: Map<string, Array<{ seq: number, before: Doc | undefined }>>, id: string, current: Doc, seq: number): Doc | undefined {
+  const changes = history.get(id)
+  if (changes === undefined) return current
+  const first = changes.find((change) => change.seq > seq)
+  return first === undefined ? current : first.before
 }

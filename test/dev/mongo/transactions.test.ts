@@ -114,6 +114,25 @@ test('multi-document transactions on a replica set', async (t) => {
     t.same(await counters.findOne({ _id: id('c') }), { _id: 'c', n: 101 })
   })
 
+  t.test('reads inside a transaction see the snapshot taken when it started', { skip }, async (t) => {
+    const docs = db.collection('snapshot')
+    await docs.insertMany([{ _id: id('kept'), v: 1 }, { _id: id('changed'), v: 1 }, { _id: id('removed'), v: 1 }])
+    const session = client.startSession()
+    t.teardown(() => session.endSession())
+    session.startTransaction({ readConcern: { level: 'snapshot' } })
+    t.equal(await docs.countDocuments({}, { session }), 3)
+    await docs.updateOne({ _id: id('changed') }, { $set: { v: 2 } })
+    await docs.deleteOne({ _id: id('removed') })
+    await docs.insertOne({ _id: id('added'), v: 1 })
+    t.same(await docs.find({ v: 1 }, { session }).sort({ _id: 1 }).toArray(), [
+      { _id: 'changed', v: 1 }, { _id: 'kept', v: 1 }, { _id: 'removed', v: 1 }
+    ])
+    t.same(await docs.findOne({ _id: id('removed') }, { session }), { _id: 'removed', v: 1 })
+    t.equal(await docs.findOne({ _id: id('added') }, { session }), null)
+    await session.commitTransaction()
+    t.same((await docs.find({}).sort({ _id: 1 }).toArray()).map((d) => [d._id, d.v]), [['added', 1], ['changed', 2], ['kept', 1]])
+  })
+
   t.test('a write outside the transaction waits for the transaction to end', { skip }, async (t) => {
     const docs = db.collection('waiting')
     await docs.insertOne({ _id: id('w'), by: 'nobody' })
