@@ -40,9 +40,9 @@ export async function startSessionCore (options: SessionCoreOptions = {}): Promi
   if (!(accessTokenValiditySec > 0) || !(refreshTokenValidityMin > 0)) {
     throw new Error('accessTokenValiditySec and refreshTokenValidityMin must be positive')
   }
-  if (options.apiKey !== undefined && options.apiKey.length < 20) {
-    // The real core refuses shorter keys too.
-    throw new Error('apiKey must be at least 20 characters long')
+  if (options.apiKey !== undefined && !/^[A-Za-z0-9=-]{20,}$/.test(options.apiKey)) {
+    // The real core refuses such keys too, so a key that works here works there.
+    throw new Error('apiKey must be at least 20 characters long and use only letters, digits, "=" and "-"')
   }
 
   let storage: Storage

@@ -16,8 +16,9 @@ test('refuses to start when NODE_ENV is production', async (t) => {
   await t.rejects(startSessionCore(), /refuses to start when NODE_ENV is production/)
 })
 
-test('refuses an api key shorter than the real core allows', async (t) => {
+test('refuses api keys the real core would refuse', async (t) => {
   await t.rejects(startSessionCore({ apiKey: 'short' }), /at least 20 characters/)
+  await t.rejects(startSessionCore({ apiKey: 'long_enough_but_with_underscores' }), /only letters, digits/)
 })
 
 test('binds 127.0.0.1, honours token lifetimes, keeps the api key out of logs', async (t) => {

@@ -21,7 +21,7 @@ export async function startTarget (t: Teardown, options: Omit<SessionCoreOptions
     const realKey = process.env['SESSIONS_KEY']
     return { uri: realUri.replace(/\/$/, ''), apiKey: realKey === '' ? undefined : realKey, isStandIn: false }
   }
-  const apiKey = 'apiKey' in options ? options.apiKey : randomBytes(24).toString('base64url')
+  const apiKey = 'apiKey' in options ? options.apiKey : randomBytes(24).toString('hex')
   const core = await startSessionCore({ ...options, apiKey })
   t.teardown(() => core.close())
   return { uri: core.uri, apiKey, isStandIn: true }
