@@ -2,6 +2,7 @@ import { test } from 'tap'
 import type { Test } from 'tap'
 import type { Invalidation } from '../../schemas/sync/index.js'
 import { verifyOAuthState } from '../../sync/lib/oauth-state.js'
+import { WatchStore } from '../../sync/lib/watches.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -167,6 +168,10 @@ test('stop watches stops every channel of the user, even without a usable connec
   const expiresAt = built.clock.now()
   await built.app.sync.watches.add({ channelId: 'channel-1', token: 'secret-1', userId, connectionId, calendarId: 'primary', resourceId: 'res-1', expiresAt })
   await built.app.sync.watches.add({ channelId: 'channel-2', token: 'secret-2', userId, connectionId: 'cccccccccccccccccccccccc', calendarId: 'old', resourceId: 'res-2', expiresAt })
+  const [stored] = await built.app.sync.watches.listByUser(userId)
+  t.notOk(JSON.stringify(stored).includes('secret-1'), 'the channel token is kept only as a digest')
+  t.equal(stored && WatchStore.tokenMatches(stored, 'secret-1'), true)
+  t.equal(stored && WatchStore.tokenMatches(stored, 'secret-2'), false)
   const otherUser = newUserId()
   await built.app.sync.watches.add({ channelId: 'channel-3', token: 'secret-3', userId: otherUser, connectionId, calendarId: 'x', resourceId: 'res-3', expiresAt })
 

@@ -71,6 +71,7 @@ export class JobQueue {
   async ensureIndexes (): Promise<void> {
     await this.#rows.createIndex({ coalescingKey: 1 }, { unique: true, name: 'coalescing_key' })
     await this.#rows.createIndex({ status: 1, runAt: 1 }, { name: 'status_run_at' })
+    await this.#rows.createIndex({ status: 1, leaseUntil: 1 }, { name: 'status_lease_until' })
   }
 
   /** Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true. */
