@@ -128,41 +128,40 @@ export class Collection {
   }
 
   /**
-   * Applies a set of document changes all together or not at all: removals first, so a batch may
-   * move a unique value from one document to another, then additions checked against every
-   * unique index.
+   * Applies a set of document changes all together or not at all: old index entries go first, so
+   * a batch may move a unique value from one document to another, then the new ones, each checked
+   * against the unique indexes. An updated document keeps its place in natural order.
    */
   applyChanges (changes: Change[]): void {
-    const removed: Change[] = []
-    const added: Change[] = []
-    const rollback = (): void => {
-      for (const change of added.reverse()) this.#unlink(change.id, change.after as Doc)
-      for (const change of removed.reverse()) this.#link(change.id, change.before as Doc)
-    }
     for (const change of changes) {
-      if (change.before === undefined) continue
-      this.#unlink(change.id, change.before)
-      removed.push(change)
+      if (change.before !== undefined) this.#unindex(change.id, change.before)
     }
+    const indexed: Change[] = []
     for (const change of changes) {
       if (change.after === undefined) continue
-      const conflict = this.#findConflict(change.id, change.after)
+      const conflict = this.#findConflict(change)
       if (conflict !== undefined) {
-        rollback()
+        for (const done of indexed) this.#unindex(done.id, done.after as Doc)
+        for (const undone of changes) if (undone.before !== undefined) this.#index(undone.id, undone.before)
         throw conflict
       }
-      this.#link(change.id, change.after)
-      added.push(change)
+      this.#index(change.id, change.after)
+      indexed.push(change)
+    }
+    for (const change of changes) {
+      if (change.after === undefined) this.docs.delete(change.id)
+      else this.docs.set(change.id, change.after)
     }
   }
 
-  #findConflict (id: string, document: Doc): CommandError | undefined {
-    if (this.docs.has(id)) return this.duplicateKey('_id_', { _id: 1 }, { _id: document._id })
+  #findConflict (change: Change): CommandError | undefined {
+    const document = change.after as Doc
+    if (change.before === undefined && this.docs.has(change.id)) return this.duplicateKey('_id_', { _id: 1 }, { _id: document._id })
     for (const index of this.indexes.values()) {
       if (index.spec.unique !== true) continue
       for (const { key, values } of index.keysOf(document)) {
         const holders = index.entries.get(key)
-        if (holders !== undefined && [...holders].some((holder) => holder !== id)) {
+        if (holders !== undefined && [...holders].some((holder) => holder !== change.id)) {
           return this.duplicateKey(index.spec.name, index.spec.key, index.keyValue(values))
         }
       }
@@ -183,13 +182,11 @@ export class Collection {
     return found
   }
 
-  #link (id: string, document: Doc): void {
-    this.docs.set(id, document)
+  #index (id: string, document: Doc): void {
     for (const index of this.indexes.values()) index.add(id, document)
   }
 
-  #unlink (id: string, document: Doc): void {
-    this.docs.delete(id)
+  #unindex (id: string, document: Doc): void {
     for (const index of this.indexes.values()) index.remove(id, document)
   }
 

@@ -135,7 +135,8 @@ export class Store {
 
   /**
    * Applies changes to one collection. Outside a transaction they are committed at once (after
-   * waiting for any transaction holding a lock on them); inside one they go to its overlay.
+   * waiting for any transaction holding a lock on any of them, before changing anything); inside
+   * one they go to its overlay.
    */
   write (collection: Collection, changes: Change[], txn?: Transaction): void {
     if (txn !== undefined) {
@@ -148,8 +149,16 @@ export class Store {
         if (holder !== undefined) throw new LockWait(holder.done)
       }
     }
-    collection.applyChanges(changes)
-    this.#committed(collection, changes)
+    // One document at a time, as mongod does: a failure keeps the changes made before it.
+    const applied: Change[] = []
+    try {
+      for (const change of changes) {
+        collection.applyChanges([change])
+        applied.push(change)
+      }
+    } finally {
+      if (applied.length > 0) this.#committed(collection, applied)
+    }
   }
 
   #committed (collection: Collection, changes: Change[]): void {

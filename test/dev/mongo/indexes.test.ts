@@ -31,6 +31,17 @@ test('indexes: kinds, errors and lookups', async (t) => {
     t.equal(update.code, 11000)
     t.equal(await users.countDocuments({ email: 'b@x.io' }), 1)
 
+    // updateMany goes document by document: the first one to collide stops it, earlier ones stay.
+    const many = db.collection('many')
+    await many.createIndex({ slot: 1 }, { unique: true })
+    await many.insertMany([{ _id: 1, slot: 1 }, { _id: 2, slot: 2 }, { _id: 3, slot: 3 }] as unknown as Document[])
+    const shifted = await serverError(many.updateMany({}, { $inc: { slot: 1 } }))
+    t.equal(shifted.code, 11000)
+    t.same((await many.find().sort({ _id: 1 }).toArray()).map((d) => d.slot), [1, 2, 3])
+    const collision = await serverError(many.updateMany({}, [{ $set: { slot: { $cond: [{ $eq: ['$_id', 1] }, 10, 3] } } }]))
+    t.equal(collision.code, 11000)
+    t.same((await many.find().sort({ _id: 1 }).toArray()).map((d) => d.slot), [10, 2, 3])
+
     const missing = await users.insertOne({ n: 2 })
     t.ok(missing.insertedId)
     const secondMissing = await serverError(users.insertOne({ n: 3 }))
