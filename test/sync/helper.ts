@@ -93,7 +93,11 @@ export async function buildSyncApp (t: Test, serverUri: string, options: BuildOp
   const server = Fastify({ logger: { level: 'info', stream } })
   const { config: _ignored, sync: _sync, database: _database, ...appOptions } = options
   await server.register(fp(app), { config, clock, worker: { autoStart: false }, random: () => 0.5, ...appOptions })
-  t.teardown(() => server.close())
+  t.teardown(async () => {
+    // A shared real server keeps no test databases behind; dev/mongo vanishes with its process.
+    if (process.env.MONGODB_URI && !options.config && !options.database) await server.syncDb.db.dropDatabase().catch(() => {})
+    await server.close()
+  })
   await server.ready()
 
   const signed: BuiltSyncApp['signed'] = async ({ method, url, body, userId }) => {
