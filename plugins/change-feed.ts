@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { CHANGES_BATCH_MAX_USERS, UserIdSchema, type ChangesPage, type CursorRequest } from '../schemas/sync/index.js'
-import { translatePage } from '../lib/change-translation.js'
+import { resyncMessages, translatePage } from '../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
 
 export interface ChangeFeedOptions {
@@ -65,6 +65,8 @@ export class ChangeFeedBridge {
   /** Users with an open stream here; null until Sync has answered with their first watermark. */
   readonly #cursors = new Map<string, string | null>()
   readonly #inFlight = new Set<string>()
+  /** Users whose streams replayed their state before the feed position was known. */
+  readonly #lateStart = new Set<string>()
   readonly #readyWaiters = new Map<string, Array<() => void>>()
   #tickTimer: NodeJS.Timeout | undefined
   #joinTimer: NodeJS.Timeout | undefined
@@ -105,7 +107,12 @@ export class ChangeFeedBridge {
     if (this.isFollowing(userId)) return true
     if (!this.#cursors.has(userId)) return false
     return await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => { done(false) }, timeoutMs)
+      const timer = setTimeout(() => {
+        // The stream goes on without a feed position; once one is known, everything it may have
+        // missed in between is invalidated at once.
+        if (this.#cursors.get(userId) === null) this.#lateStart.add(userId)
+        done(false)
+      }, timeoutMs)
       const waiter = (): void => { done(this.isFollowing(userId)) }
       const done = (result: boolean): void => {
         clearTimeout(timer)
@@ -143,6 +150,7 @@ export class ChangeFeedBridge {
 
   #deactivate (userId: string): void {
     this.#cursors.delete(userId)
+    this.#lateStart.delete(userId)
     this.#wake(userId)
     if (this.#cursors.size === 0) {
       clearTimeout(this.#tickTimer)
@@ -255,11 +263,10 @@ export class ChangeFeedBridge {
     // The user's streams closed while the request was out: nothing to publish, nobody to follow.
     if (!this.#cursors.has(userId)) return false
     this.#cursors.set(userId, page.cursor)
-    // A null cursor asked for the watermark; whatever it reports happened before the streams opened
-    // and is covered by the metadata replayed on connect.
-    if (sentCursor !== null) {
-      for (const message of translatePage(page)) this.#broker.publish(userId, message)
-    }
+    // A null cursor asked for the watermark: what came before is covered by the state replayed on
+    // connect, unless that replay went out before the position was known (Sync was unreachable).
+    const messages = sentCursor !== null ? translatePage(page) : this.#lateStart.delete(userId) ? resyncMessages() : []
+    for (const message of messages) this.#broker.publish(userId, message)
     this.#wake(userId)
     return page.hasMore
   }

@@ -103,6 +103,30 @@ test('the replay goes to the new stream only', async (t) => {
     'the first stream did not get the second one\'s replay')
 })
 
+test('with Sync unreachable a stream still opens and replays the session half, with sync null', async (t) => {
+  const user = await newUser('syncdown')
+  app.changeFeed.configure({ readyTimeoutMs: 200, backoffBaseMs: 50, backoffMaxMs: 200 })
+  await sync.stop()
+  t.teardown(async () => {
+    app.changeFeed.configure({ readyTimeoutMs: 3000, backoffBaseMs: 1000, backoffMaxMs: 30_000 })
+    if (sync.app === undefined) await sync.start()
+  })
+  const reader = await openStream(t, user.headers)
+  const [replay] = await reader.untilMessages(1)
+  t.match(replay, { type: 'userMetadataChanged', session: { userId: user.userId }, sync: null })
+  t.type((replay as { session: { metadata: unknown } }).session.metadata, 'object', 'the session metadata is still there')
+  t.ok(log.lines().some((line) => line.msg === 'Sync metadata unavailable for the stream replay'), 'the missing half is logged')
+
+  await sync.start()
+  t.same((await reader.untilMessages(3, 10_000)).slice(1), [
+    { type: 'calendarsChanged', reasons: ['resync'], refetchAll: true },
+    { type: 'eventsChanged', reasons: ['resync'], refetchAll: true }
+  ], 'once Sync is back, what the stream may have missed meanwhile is invalidated')
+  await sync.running.sync.feed.append(user.userId, { kind: 'event', eventId: 'after-recovery' })
+  t.same((await reader.untilMessages(4))[3], { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['after-recovery'] },
+    'and the feed is followed from then on')
+})
+
 test('a stream closes after its planned lifetime and the client reconnects with a fresh bearer token', async (t) => {
   t.teardown(restoreDefaults)
   app.sse.configure({ lifetimeMs: 400, retryMs: 50 })
