@@ -246,3 +246,17 @@ test('a write by A through POST /api/event reaches both of A\'s streams through 
   const toB = await b1.untilMessages(2)
   t.same(toB[1], marker, 'nothing of A\'s write reached B')
 })
+
+test('shutting the backend down ends every open stream and does not wait on them', async (t) => {
+  const other = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: INTERNAL_TOKEN })
+  const otherUrl = `${await listen(other.app)}/api/events/stream`
+  const user = await signUp(other.app, { email: uniqueEmail('shutdown'), password: `pw-${randomBytes(6).toString('hex')}` })
+  const readers = await Promise.all([1, 2, 3].map(async () => await RawSseReader.open(otherUrl, user.headers)))
+  t.teardown(() => { for (const reader of readers) reader.close() })
+  for (const reader of readers) await reader.untilMessages(1)
+
+  await other.app.close()
+  for (const reader of readers) await reader.untilEnded()
+  t.equal(readers.every((reader) => reader.ended), true, 'every client saw its stream end')
+  t.equal(other.app.sse.streamCount, 0)
+})
