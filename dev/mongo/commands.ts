@@ -514,6 +514,80 @@ const dropDatabase: Handler = (ctx) => {
   return { dropped: ctx.db, ok: 1 }
 }
 
+const dbStats: Handler = (ctx) => {
+  const collections = [...(ctx.store.databases.get(ctx.db)?.values() ?? [])]
+  let objects = 0
+  let dataSize = 0
+  let indexes = 0
+  for (const collection of collections) {
+    objects += collection.docs.size
+    indexes += collection.indexSpecs().length
+    for (const document of collection.docs.values()) dataSize += calculateObjectSize(document)
+  }
+  return {
+    db: ctx.db,
+    collections: collections.length,
+    views: 0,
+    objects,
+    avgObjSize: objects === 0 ? 0 : dataSize / objects,
+    dataSize,
+    storageSize: dataSize,
+    indexes,
+    indexSize: 0,
+    totalSize: dataSize,
+    scaleFactor: 1,
+    ok: 1
+  }
+}
+
+function splitNamespace (value: unknown, field: string): { db: string, name: string } {
+  const text = typeof value === 'string' ? value : ''
+  const dot = text.indexOf('.')
+  if (dot <= 0 || dot === text.length - 1) throw new CommandError(73, `Invalid ${field} namespace: ${text}`)
+  return { db: text.slice(0, dot), name: text.slice(dot + 1) }
+}
+
+const renameCollection: Handler = (ctx, command) => {
+  const from = splitNamespace(command.renameCollection, 'source')
+  const to = splitNamespace(command.to, 'target')
+  const source = ctx.store.collection(from.db, from.name)
+  if (source === undefined) throw new CommandError(26, 'Source collection does not exist')
+  if (from.db === to.db && from.name === to.name) throw new CommandError(20, "Can't rename a collection to itself")
+  if (ctx.store.collection(to.db, to.name) !== undefined) {
+    if (command.dropTarget !== true) throw new CommandError(48, 'target namespace exists')
+    ctx.store.dropCollection(to.db, to.name)
+  }
+  const target = ctx.store.ensureCollection(to.db, to.name, source.options)
+  for (const index of source.indexes.values()) target.addIndex(index.spec)
+  target.applyChanges([...source.docs].map(([id, document]) => ({ id, after: document })))
+  ctx.store.dropCollection(from.db, from.name)
+  ctx.store.listener?.changed(target)
+  return { ok: 1 }
+}
+
+const collMod: Handler = (ctx, command) => {
+  const collection = requireCollection(ctx, collectionName(command, 'collMod'))
+  const reply: Doc = {}
+  if (command.index !== undefined) {
+    const change = asDoc(command.index)
+    const index = [...collection.indexes.values()].find((candidate) =>
+      (typeof change.name === 'string' && candidate.spec.name === change.name) ||
+      (isPlainObject(change.keyPattern) && keyOf(candidate.spec.key) === keyOf(change.keyPattern)))
+    if (index === undefined) throw new CommandError(27, `cannot find index ${JSON.stringify(change.name ?? change.keyPattern)} for ns ${collection.namespace}`)
+    if (change.expireAfterSeconds !== undefined) {
+      const seconds = asNumber(change.expireAfterSeconds, NaN)
+      if (!Number.isFinite(seconds) || seconds < 0) throw new CommandError(2, 'expireAfterSeconds must be a non-negative number')
+      if (index.spec.expireAfterSeconds === undefined) throw new CommandError(72, 'no expireAfterSeconds field to update')
+      reply.expireAfterSeconds_old = index.spec.expireAfterSeconds
+      reply.expireAfterSeconds_new = seconds
+      index.spec.expireAfterSeconds = seconds
+    }
+    ctx.store.listener?.changed(collection)
+  }
+  reply.ok = 1
+  return reply
+}
+
 const listDatabases: Handler = (ctx, command) => {
   let databases: Doc[] = [...ctx.store.databases.keys()].map((name) => ({ name, sizeOnDisk: 0, empty: false }))
   const filter = asDoc(command.filter)
@@ -594,5 +668,8 @@ export const dataCommands: Record<string, Handler> = {
   drop,
   dropDatabase,
   listDatabases,
-  explain
+  explain,
+  dbStats,
+  renameCollection,
+  collMod
 }

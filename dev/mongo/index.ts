@@ -367,7 +367,11 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     try {
       const handler = handlers[name]
       if (handler === undefined) throw new CommandError(59, `no such command: '${name}'`)
-      if (authEnabled) authorize(connection.user, name, db)
+      if (authEnabled) {
+        // renameCollection runs on admin but acts on the database named in its source namespace.
+        const source = name === 'renameCollection' && typeof command.renameCollection === 'string' ? command.renameCollection.split('.')[0] : undefined
+        authorize(connection.user, name, source ?? db)
+      }
       const txn = resolveTransaction(name, command)
       if (txn !== undefined && !TRANSACTION_COMMANDS.has(name)) {
         throw new CommandError(263, `Cannot run '${name}' in a multi-document transaction.`)

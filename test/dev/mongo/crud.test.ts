@@ -165,6 +165,22 @@ test('CRUD, cursors, count and distinct through the driver', async (t) => {
     t.equal(await db.collection('made').drop(), true)
     t.notOk((await db.listCollections({}, { nameOnly: true }).toArray()).some((c) => c.name === 'made'))
 
+    const before = db.collection('before')
+    await before.insertMany([{ k: 1 }, { k: 2 }])
+    await before.createIndex({ k: 1 }, { unique: true })
+    const after = await before.rename('after')
+    t.equal(await after.countDocuments(), 2)
+    t.same((await after.listIndexes().toArray()).map((index) => index.name), ['_id_', 'k_1'])
+    t.equal(await db.collection('before').countDocuments(), 0)
+    t.equal((await serverError(db.collection('nowhere').rename('elsewhere'))).code, 26)
+    await db.collection('occupied').insertOne({})
+    t.equal((await serverError(after.rename('occupied'))).code, 48)
+
+    const stats = await db.stats()
+    t.equal(stats.db, target.dbName)
+    t.ok(stats.collections >= 1)
+    t.ok(stats.objects >= 2)
+
     const scratch = target.client.db(`${target.dbName}_scratch`)
     await scratch.collection('x').insertOne({ a: 1 })
     t.equal(await scratch.dropDatabase(), true)

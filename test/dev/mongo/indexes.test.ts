@@ -158,5 +158,12 @@ test('indexes: kinds, errors and lookups', async (t) => {
     // The monitor runs every second now; give it a generous while before concluding it did not.
     for (let waited = 0; waited < 20_000 && await sessions.countDocuments({ name: 'old' }) > 0; waited += 200) await sleep(200)
     t.same((await sessions.find({}, { projection: { _id: 0, name: 1 } }).sort({ name: 1 }).toArray()).map((d) => d.name), ['fresh', 'none', 'not a date'])
+
+    // collMod shortens the lifetime; the next pass removes what is now expired.
+    const modified = await db.command({ collMod: 'ttl', index: { keyPattern: { seenAt: 1 }, expireAfterSeconds: 0 } })
+    t.same([modified.expireAfterSeconds_old, modified.expireAfterSeconds_new], [60, 0])
+    t.equal((await sessions.listIndexes().toArray()).find((index) => index.name === 'seenAt_1')?.expireAfterSeconds, 0)
+    for (let waited = 0; waited < 20_000 && await sessions.countDocuments({ name: 'fresh' }) > 0; waited += 200) await sleep(200)
+    t.same((await sessions.find({}).sort({ name: 1 }).toArray()).map((d) => d.name), ['none', 'not a date'])
   })
 })
