@@ -42,7 +42,8 @@ const PORTS = {
 async function devSecrets (dataDir: string): Promise<DevSecrets> {
   const path = join(dataDir, 'dev-secrets.json')
   if (existsSync(path)) return JSON.parse(await readFile(path, 'utf8')) as DevSecrets
-  const token = () => randomBytes(24).toString('base64url')
+  // Hex only: the session core accepts letters, digits, '=' and '-' in its API key.
+  const token = () => randomBytes(24).toString('hex')
   const secrets: DevSecrets = {
     rootPassword: token(),
     apiPassword: token(),
