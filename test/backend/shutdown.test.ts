@@ -1,24 +1,12 @@
 import { test } from 'tap'
 import { spawn } from 'node:child_process'
 import { mkdtemp, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
-import { startDependencies, testConfig } from '../helper.js'
+import { freePort, startDependencies, testConfig } from '../helper.js'
 
 const root = new URL('../../', import.meta.url).pathname
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0))
-    })
-  })
-}
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`${signal} stops the backend process cleanly with status 0`, { timeout: 60_000 }, async (t) => {

@@ -1,22 +1,11 @@
 import { test } from 'tap'
 import { spawn } from 'node:child_process'
 import { mkdtemp } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from '../helper.js'
 
 const root = new URL('../../', import.meta.url).pathname
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0))
-    })
-  })
-}
 
 // `npm start` with no configuration, as a newcomer runs it: the whole stack comes up, the health
 // endpoint answers 200, a user can sign up, and Ctrl-C stops everything with status 0.
