@@ -25,7 +25,6 @@ export interface CommandContext {
   connectionId: number
   cursors: Map<string, CursorState>
   newCursorId: () => Long
-  replicaSet: string | undefined
 }
 
 export type Handler = (ctx: CommandContext, command: Doc) => Promise<Doc> | Doc
@@ -494,10 +493,16 @@ const listCollections: Handler = (ctx, command) => {
   return batchReply(ctx, `${ctx.db}.$cmd.listCollections`, entries, asNumber(asDoc(command.cursor).batchSize, DEFAULT_FIRST_BATCH), false)
 }
 
+// Fields any command may carry that are not options of the collection being created.
+const COMMAND_ENVELOPE = new Set([
+  'create', '$db', 'lsid', '$clusterTime', 'txnNumber', 'autocommit', 'startTransaction', 'writeConcern',
+  'readConcern', '$readPreference', 'comment', 'maxTimeMS', 'apiVersion', 'apiStrict', 'apiDeprecationErrors'
+])
+
 const create: Handler = (ctx, command) => {
   const name = collectionName(command, 'create')
   if (ctx.store.collection(ctx.db, name) !== undefined) throw new CommandError(48, `Collection ${ctx.db}.${name} already exists.`)
-  const { create: ignoredName, $db: ignoredDb, lsid: ignoredLsid, $clusterTime: ignoredClusterTime, txnNumber: ignoredTxn, autocommit: ignoredAutocommit, startTransaction: ignoredStart, writeConcern: ignoredConcern, ...options } = command
+  const options = Object.fromEntries(Object.entries(command).filter(([field]) => !COMMAND_ENVELOPE.has(field)))
   ctx.store.ensureCollection(ctx.db, name, options)
   return { ok: 1 }
 }

@@ -376,7 +376,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       if (txn !== undefined && !TRANSACTION_COMMANDS.has(name)) {
         throw new CommandError(263, `Cannot run '${name}' in a multi-document transaction.`)
       }
-      const ctx: CommandContext = { store, db, txn, connectionId: connection.id, cursors, newCursorId, replicaSet: options.replicaSet }
+      const ctx: CommandContext = { store, db, txn, connectionId: connection.id, cursors, newCursorId }
       return await handler(ctx, command)
     } catch (error) {
       if (error instanceof CommandError) return error.toReply()
