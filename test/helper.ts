@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
-import { createServer, type AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
@@ -220,11 +219,4 @@ export function uniqueEmail (label = 'user'): string {
   return `${label}-${counter}-${randomBytes(3).toString('hex')}@example.com`
 }
 
-/** A TCP port nothing listens on right now, for a child process to take. */
-export async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
+export { freePort } from './ports.js'

@@ -1,7 +1,5 @@
 // Builds the Sync app for one test against dev/mongo (or MONGODB_URI), with a clock the test moves.
 import { Writable } from 'node:stream'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -114,11 +112,4 @@ export function newUserId (): string {
   return randomBytes(12).toString('hex')
 }
 
-/** A TCP port nothing listens on right now, for a child process to take. */
-export async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
+export { freePort } from '../ports.js'
