@@ -218,10 +218,10 @@ export class ChangeFeedBridge {
   /** Reads the feed of these users in batches of the contract's size. */
   async #read (users: Array<[string, string | null]>): Promise<ReadResult> {
     if (users.length === 0) return { ok: true, more: false }
+    // Sync refuses a batch above the contract's maximum, whatever was configured.
+    const size = Math.max(1, Math.min(this.options.maxUsersPerRequest, CHANGES_BATCH_MAX_USERS))
     const batches: Array<Array<[string, string | null]>> = []
-    for (let start = 0; start < users.length; start += this.options.maxUsersPerRequest) {
-      batches.push(users.slice(start, start + this.options.maxUsersPerRequest))
-    }
+    for (let start = 0; start < users.length; start += size) batches.push(users.slice(start, start + size))
     for (const [userId] of users) this.#inFlight.add(userId)
     try {
       const results = await Promise.all(batches.map(async (batch) => await this.#readBatch(batch)))
