@@ -9,8 +9,10 @@ import { verifySession } from 'supertokens-node/recipe/session/framework/fastify
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
 import EmailVerification from 'supertokens-node/recipe/emailverification'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
+import ThirdParty from 'supertokens-node/recipe/thirdparty'
+import { signInProviders } from '../lib/identity-providers.js'
 import type { Config } from '../schemas/config.js'
-import { chooseCanonicalUserId, mintUserId, normalizeEmail } from '../lib/identity.js'
+import { chooseCanonicalUserId, isCanonicalUserId, mintUserId, normalizeEmail } from '../lib/identity.js'
 import { rewritePasswordResetLink } from '../lib/reset-link.js'
 
 declare module 'fastify' {
@@ -58,6 +60,8 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
   const webUrl = new URL(config.web.url)
   const nodeEnv = config.runtime.nodeEnv
 
+  const providers = signInProviders(config)
+
   supertokens.init({
     framework: 'fastify',
     supertokens: { connectionURI: config.sessions.uri, apiKey: config.sessions.key },
@@ -93,23 +97,12 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
             signUp: async (input) => {
               const email = normalizeEmail(input.email)
               const result = await original.signUp({ ...input, email })
-              if (result.status !== 'OK' || result.user.loginMethods.length !== 1) return result
-              const existing = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
-              let externalUserId: string
-              if (existing.status === 'OK') {
-                externalUserId = existing.externalUserId
-              } else {
+              if (result.status !== 'OK') return result
+              // A user record that already owns this email keeps its id; otherwise a new one.
+              return await withCanonicalMapping(result, async () => {
                 const request = supertokens.getRequestFromUserContext(input.userContext)
-                const app = request ? appOf(request) : undefined
-                // A user record that already owns this email keeps its id; otherwise a new one.
-                externalUserId = (await app?.users.findIdByEmail(email)) ?? mintUserId()
-                await supertokens.createUserIdMapping({ superTokensUserId: result.user.id, externalUserId })
-              }
-              const recipeUserId = supertokens.convertToRecipeUserId(externalUserId)
-              const loginMethod = result.user.loginMethods[0]
-              if (loginMethod) loginMethod.recipeUserId = recipeUserId
-              result.user.id = externalUserId
-              return { ...result, recipeUserId }
+                return (request ? await appOf(request).users.findIdByEmail(email) : undefined) ?? mintUserId()
+              })
             },
             signIn: async (input) => await original.signIn({ ...input, email: normalizeEmail(input.email) })
           }),
@@ -154,6 +147,23 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
         }
       }),
       UserMetadata.init(),
+      // Provider sign-in is offered only when a provider is configured.
+      ...(providers.length > 0
+        ? [ThirdParty.init({
+            signInAndUpFeature: { providers },
+            override: {
+              functions: (original) => ({
+                ...original,
+                // Provider accounts get a canonical id too; joining them with other logins of the
+                // same person follows the identity rules of provider sign-in.
+                signInUp: async (input) => {
+                  const result = await original.signInUp(input)
+                  return result.status === 'OK' ? await withCanonicalMapping(result, async () => mintUserId()) : result
+                }
+              })
+            }
+          })]
+        : []),
       Session.init({
         getTokenTransferMethod: ({ req, forCreateNewSession }) => {
           const mode = requestedAuthMode(req)
@@ -184,6 +194,32 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       })
     ]
   })
+}
+
+interface NewLoginResult {
+  user: { id: string, loginMethods: Array<{ recipeUserId: ReturnType<typeof supertokens.convertToRecipeUserId> }> }
+  recipeUserId: ReturnType<typeof supertokens.convertToRecipeUserId>
+}
+
+// Maps a login that is new to the session library onto a canonical ObjectId user id, so its
+// sessions carry that id from their first token. An existing mapping is kept.
+async function withCanonicalMapping<T extends NewLoginResult> (result: T, chooseExternalUserId: () => Promise<string>): Promise<T> {
+  if (result.user.loginMethods.length !== 1) return result
+  const existing = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
+  let externalUserId: string
+  if (existing.status === 'OK') {
+    externalUserId = existing.externalUserId
+  } else if (isCanonicalUserId(result.user.id)) {
+    return result
+  } else {
+    externalUserId = await chooseExternalUserId()
+    await supertokens.createUserIdMapping({ superTokensUserId: result.user.id, externalUserId })
+  }
+  const recipeUserId = supertokens.convertToRecipeUserId(externalUserId)
+  const loginMethod = result.user.loginMethods[0]
+  if (loginMethod) loginMethod.recipeUserId = recipeUserId
+  result.user.id = externalUserId
+  return { ...result, recipeUserId }
 }
 
 type SignInUpInput = Pick<Parameters<NonNullable<EmailPasswordAPI['signUpPOST']>>[0], 'formFields' | 'options' | 'tenantId' | 'userContext'>

@@ -104,7 +104,8 @@ export function testConfig (deps: Dependencies, overrides: ConfigOverrides = {})
       callbackBaseUrl: 'http://localhost:3010',
       postConnectRedirectUrl: WEB_URL,
       // Nothing listens there unless a test starts the Sync service and says so.
-      serviceUrl: overrides.syncUrl ?? 'http://127.0.0.1:9'
+      serviceUrl: overrides.syncUrl ?? 'http://127.0.0.1:9',
+      credentialEncryptionKey: randomBytes(32).toString('base64')
     },
     ...overrides.extra
   }
