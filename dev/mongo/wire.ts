@@ -128,6 +128,11 @@ export class MessageReader {
   push (chunk: Buffer): Buffer[] {
     this.#pending.push(chunk)
     this.#pendingLength += chunk.length
+    // Join the pieces only once a whole message is there, so a large message costs one copy.
+    if (this.#pendingLength < 4) return []
+    const expected = this.#expectedLength()
+    if (expected < HEADER_SIZE || expected > MAX_MESSAGE_SIZE) throw new ProtocolError(`bad message length ${expected}`)
+    if (this.#pendingLength < expected) return []
     const messages: Buffer[] = []
     let buffer = this.#pending.length === 1 ? chunk : Buffer.concat(this.#pending, this.#pendingLength)
     while (buffer.length >= 4) {
@@ -140,5 +145,11 @@ export class MessageReader {
     this.#pending = buffer.length > 0 ? [buffer] : []
     this.#pendingLength = buffer.length
     return messages
+  }
+
+  #expectedLength (): number {
+    const first = this.#pending[0] as Buffer
+    if (first.length >= 4) return first.readInt32LE(0)
+    return Buffer.concat(this.#pending, this.#pendingLength).readInt32LE(0)
   }
 }
