@@ -104,6 +104,16 @@ test('CRUD, cursors, count and distinct through the driver', async (t) => {
     t.equal(missing.codeName, 'CursorNotFound')
   })
 
+  t.test('large documents and batches larger than one TCP read', async (t) => {
+    const blobs = db.collection('blobs')
+    const blob = 'x'.repeat(1024 * 1024)
+    await blobs.insertMany(Array.from({ length: 24 }, (_, i) => ({ i, blob })))
+    const back = await blobs.find({}).sort({ i: 1 }).toArray()
+    t.equal(back.length, 24)
+    t.ok(back.every((document, i) => document.i === i && document.blob === blob))
+    await blobs.drop()
+  })
+
   t.test('count, estimatedDocumentCount and distinct', async (t) => {
     const sales = db.collection('sales')
     await sales.insertMany([

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { test } from 'tap'
@@ -79,6 +80,19 @@ test('start options: users, replica-set hello, 127.0.0.1', async (t) => {
     await client.db('cal').collection('e').insertOne({ a: 1 })
     t.equal((await serverError(client.db('other').collection('e').findOne({}))).code, 13)
   })
+})
+
+test('a connection sending garbage is closed; the server keeps serving others', async (t) => {
+  const server = await startMongo()
+  t.teardown(() => server.close())
+  const socket = connect(server.port, '127.0.0.1')
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  socket.on('error', () => {})
+  socket.write(Buffer.from([0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4]))
+  await closed
+  t.ok(socket.destroyed)
+  const pong = await withClient(server.uri, (client) => client.db('admin').command({ ping: 1 }))
+  t.equal(pong.ok, 1)
 })
 
 test('the stand-in refuses to start with NODE_ENV=production', async (t) => {
