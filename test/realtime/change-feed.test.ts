@@ -163,14 +163,22 @@ test('one request per tick covers every user with a stream, in batches of the co
   await Promise.all(users.map(async (userId) => await openStream(t, url, userId)))
   for (const userId of users) t.equal(await app.changeFeed.ready(userId, 5000), true)
 
-  const ticksBefore = app.changeFeed.stats.ticks
-  const requestsBefore = sync.batchRequests.length
-  await eventually(() => app.changeFeed.stats.ticks >= ticksBefore + 4)
-  await sleep(20)
-  const steady = sync.batchRequests.slice(requestsBefore)
-  const ticks = app.changeFeed.stats.ticks - ticksBefore
-  t.ok(steady.length >= 3 * (ticks - 1) && steady.length <= 3 * ticks, `3 requests per tick (${steady.length} requests over ${ticks} ticks)`)
-  t.equal(steady.every((users) => users.length <= 10), true)
+  // Sample between ticks: a tick takes milliseconds, the pause between two is long.
+  app.changeFeed.configure({ pollIntervalMs: 400 })
+  const betweenTicks = async (): Promise<{ ticks: number, requests: number }> => {
+    const ticks = app.changeFeed.stats.ticks
+    await eventually(() => app.changeFeed.stats.ticks > ticks)
+    await sleep(200)
+    return { ticks: app.changeFeed.stats.ticks, requests: sync.batchRequests.length }
+  }
+  const before = await betweenTicks()
+  await eventually(() => app.changeFeed.stats.ticks >= before.ticks + 3)
+  const after = await betweenTicks()
+  const steady = sync.batchRequests.slice(before.requests, after.requests)
+  t.equal(steady.length, 3 * (after.ticks - before.ticks), `3 requests per tick (${steady.length} requests over ${after.ticks - before.ticks} ticks)`)
+  t.equal(steady.reduce((sum, users) => sum + users.length, 0), 25 * (after.ticks - before.ticks), 'each tick asks for each user once')
+  t.equal(steady.every((users) => users.length <= 10), true, 'no request above the batch size')
+  t.equal(new Set(steady.flatMap((users) => users.map((user) => user.userId))).size, 25, 'every user is asked for')
   t.equal(steady.every((users) => users.every((user) => user.cursor !== null)), true, 'steady-state requests carry cursors')
 })
 
