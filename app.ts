@@ -1,10 +1,10 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { STATUS_CODES } from 'node:http'
 import { LogController, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
+import { errorBody, notFoundBody, serverErrorBody } from './lib/error-bodies.js'
 import configPlugin from './plugins/config.js'
 import mongoPlugin from './plugins/mongo.js'
 import corsPlugin from './plugins/cors.js'
@@ -44,20 +44,14 @@ const orderedPlugins = /^(config|mongo|users|cors|session|security-headers|reque
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
   if (error.validation) {
-    return reply.code(400).send({ statusCode: 400, code: 'FST_ERR_VALIDATION', error: 'Bad Request', message: error.message })
+    return reply.code(400).send(errorBody(400, error.message, 'FST_ERR_VALIDATION'))
   }
   const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
   if (statusCode >= 500) {
     request.log.error({ err: error }, 'request failed')
-    // A server error never tells the client about internals.
-    return reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: 'Something went wrong on our side; try again later' })
+    return reply.code(statusCode).send(serverErrorBody(statusCode))
   }
-  return reply.code(statusCode).send({
-    statusCode,
-    ...(error.code && !error.code.startsWith('FST_') ? { code: error.code } : {}),
-    error: STATUS_CODES[statusCode] ?? 'Error',
-    message: error.message
-  })
+  return reply.code(statusCode).send(errorBody(statusCode, error.message, error.code && !error.code.startsWith('FST_') ? error.code : undefined))
 }
 
 const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {
@@ -78,9 +72,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
     ignorePattern: orderedPlugins
   })
 
-  fastify.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
-  })
+  fastify.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
   // The session library's error handler comes after the routes: its errors (unauthorised,
   // try refresh token, token theft) keep the library's own answers, which its clients expect.
   fastify.setErrorHandler(async (error: FastifyError, request, reply) => {

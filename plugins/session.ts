@@ -14,12 +14,14 @@ import { signInProviders } from '../lib/identity-providers.js'
 import type { Config } from '../schemas/config.js'
 import { chooseCanonicalUserId, isCanonicalUserId, mintUserId, normalizeEmail } from '../lib/identity.js'
 import { rewritePasswordResetLink } from '../lib/reset-link.js'
+import { notFoundBody } from '../lib/error-bodies.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     // Called after a session is revoked by sign-out, so streams opened with it can close.
     onSessionRevoked: (listener: SessionRevokedListener) => void
+    notifySessionRevoked: (revoked: { userId: string, sessionHandle: string }) => Promise<void>
   }
   interface FastifyRequest {
     // The canonical 24-hex user id of the verified session.
@@ -260,18 +262,8 @@ async function adoptCanonicalIdentity (
 }
 
 async function afterSignOut (req: BaseRequest, userId: string, sessionHandle: string) {
-  const app = appOf(req)
-  for (const listener of revokedListeners.get(app) ?? []) {
-    try {
-      await listener({ userId, sessionHandle })
-    } catch (error) {
-      // Sign-out has already revoked the session; a follow-up failing must not undo the answer.
-      app.log.error({ err: error }, 'sign-out follow-up failed')
-    }
-  }
+  await appOf(req).notifySessionRevoked({ userId, sessionHandle })
 }
-
-const revokedListeners = new WeakMap<FastifyInstance, Array<SessionRevokedListener>>()
 
 export function isSessionLibraryError (error: unknown): boolean {
   return supertokens.Error.isErrorFromSuperTokens(error)
@@ -283,12 +275,26 @@ export default fp(async function session (fastify) {
   initSessionLibrary(fastify.config, fastify.log)
 
   await fastify.register(formbody)
-  await fastify.register(supertokensPlugin)
+  // The library answers its own routes (sign-up, sign-in, sign-out, refresh, password reset,
+  // provider sign-in) under /api/auth. They are not Fastify routes: they are served from this
+  // scope's not-found path, so the library's hook runs for /api/auth/* only and costs nothing
+  // on every other route.
+  await fastify.register(async function sessionLibraryRoutes (auth) {
+    await auth.register(supertokensPlugin)
+    auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
+  }, { prefix: AUTH_BASE_PATH })
 
-  const listeners: Array<SessionRevokedListener> = []
-  revokedListeners.set(fastify, listeners)
-  fastify.decorate('onSessionRevoked', (listener: SessionRevokedListener) => {
-    listeners.push(listener)
+  const listeners: SessionRevokedListener[] = []
+  fastify.decorate('onSessionRevoked', (listener: SessionRevokedListener) => { listeners.push(listener) })
+  fastify.decorate('notifySessionRevoked', async (revoked: { userId: string, sessionHandle: string }) => {
+    for (const listener of listeners) {
+      try {
+        await listener(revoked)
+      } catch (error) {
+        // Sign-out has already revoked the session; a follow-up failing must not undo the answer.
+        fastify.log.error({ err: error }, 'sign-out follow-up failed')
+      }
+    }
   })
 
   fastify.decorateRequest('userId', '')

@@ -1,0 +1,17 @@
+import { STATUS_CODES } from 'node:http'
+import type { ErrorResponse } from '../schemas/errors.js'
+
+// The backend's one error body shape (schemas/errors.ts), built in one place.
+
+export function errorBody (statusCode: number, message: string, code?: string): ErrorResponse {
+  return { statusCode, ...(code !== undefined ? { code } : {}), error: STATUS_CODES[statusCode] ?? 'Error', message }
+}
+
+export function notFoundBody (method: string, url: string): ErrorResponse {
+  return errorBody(404, `Route ${method} ${url.split('?')[0]} not found`)
+}
+
+// A server error never tells the client about internals.
+export function serverErrorBody (statusCode: number): ErrorResponse {
+  return errorBody(statusCode, 'Something went wrong on our side; try again later')
+}
