@@ -57,7 +57,11 @@ interface Connection {
 interface SessionState {
   txnNumber: number
   txn: Transaction | undefined
+  lastUsed: number
 }
+
+// mongod's logicalSessionTimeoutMinutes: a session unused this long is forgotten.
+const SESSION_TIMEOUT_MS = 30 * 60_000
 
 // Commands that may run inside a multi-document transaction, as on mongod.
 const TRANSACTION_COMMANDS = new Set([
@@ -197,6 +201,11 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     const now = Date.now()
     // mongod's cursorTimeoutMillis: a cursor left alone for ten minutes is closed.
     for (const [id, cursor] of cursors) if (now - cursor.lastUsed > 600_000) cursors.delete(id)
+    for (const [key, state] of sessions) {
+      if (now - state.lastUsed <= SESSION_TIMEOUT_MS) continue
+      if (state.txn !== undefined) store.abort(state.txn)
+      sessions.delete(key)
+    }
     for (const collections of store.databases.values()) {
       for (const collection of collections.values()) {
         for (const index of collection.indexes.values()) {
@@ -347,10 +356,11 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
         throw new CommandError(225, `Cannot start transaction ${txnNumber} on session because a newer transaction ${state.txnNumber} has already started`)
       }
       if (state?.txn !== undefined) store.abort(state.txn)
-      state = { txnNumber, txn: store.begin(txnNumber, (expired) => store.abort(expired)) }
+      state = { txnNumber, txn: store.begin(txnNumber, (expired) => store.abort(expired)), lastUsed: Date.now() }
       sessions.set(key, state)
       return state.txn
     }
+    if (state !== undefined) state.lastUsed = Date.now()
     const txn = state?.txn
     if (state === undefined || txn === undefined || state.txnNumber !== txnNumber || txn.state === 'aborted') {
       throw new CommandError(251, `Transaction with { txnNumber: ${txnNumber} } has been aborted.`, {}, ['TransientTransactionError'])

@@ -10,8 +10,10 @@ import type { StoredUser, Users } from './auth.js'
 import { keyOf } from './values.js'
 import type { Doc } from './values.js'
 
-// How long a change may wait before it is on disk; a crash loses at most this much.
+// How long a change may wait before it is on disk; a crash loses at most this much. When writing
+// takes long (large collections are rewritten whole), the wait grows to keep the disk load bounded.
 export const FLUSH_DELAY_MS = 200
+const FLUSH_LOAD_FACTOR = 5
 
 interface Meta { options: Doc, indexes: IndexSpec[] }
 
@@ -48,6 +50,7 @@ export class Persistence implements StoreListener {
   #timer: NodeJS.Timeout | undefined
   #writing: Promise<void> = Promise.resolve()
   #closed = false
+  #delay = FLUSH_DELAY_MS
 
   constructor (dir: string, store: Store, users: Users) {
     this.#dir = dir
@@ -125,7 +128,7 @@ export class Persistence implements StoreListener {
       this.flush().catch((error: unknown) => {
         process.stderr.write(`dev/mongo: could not write the data directory: ${String(error)}\n`)
       })
-    }, FLUSH_DELAY_MS)
+    }, this.#delay)
     this.#timer.unref()
   }
 
@@ -155,6 +158,7 @@ export class Persistence implements StoreListener {
     const previous = this.#writing
     this.#writing = (async () => {
       await previous
+      const started = Date.now()
       for (const path of dropped) {
         await rm(join(this.#dir, `${path}.meta.json`), { force: true })
         await rm(join(this.#dir, `${path}.bson`), { force: true })
@@ -165,6 +169,7 @@ export class Persistence implements StoreListener {
         await writeAtomically(join(snapshot.folder, `${snapshot.base}.meta.json`), snapshot.meta)
       }
       if (users !== undefined) await writeAtomically(join(this.#dir, 'users.json'), users)
+      this.#delay = Math.max(FLUSH_DELAY_MS, (Date.now() - started) * FLUSH_LOAD_FACTOR)
     })()
     await this.#writing
   }
