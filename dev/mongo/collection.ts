@@ -24,12 +24,16 @@ export class Index {
   readonly spec: IndexSpec
   readonly fields: string[]
   readonly entries = new Map<string, Set<string>>()
+  // For a compound index, ids by the value of its first field alone, so that an equality on that
+  // field (a user id, say, with a range on the next one) does not scan the collection.
+  readonly #byFirstField: Map<string, Set<string>> | undefined
   readonly #partial: Query | undefined
 
   constructor (spec: IndexSpec) {
     this.spec = spec
     this.fields = Object.keys(spec.key)
     this.#partial = spec.partialFilterExpression === undefined ? undefined : new Query(spec.partialFilterExpression, MINGO_OPTIONS)
+    this.#byFirstField = this.fields.length > 1 ? new Map() : undefined
   }
 
   /** The keys a document has in this index, or none when sparse or partial rules leave it out. */
@@ -50,22 +54,16 @@ export class Index {
   }
 
   add (id: string, document: Doc): void {
-    for (const { key } of this.keysOf(document)) {
-      let ids = this.entries.get(key)
-      if (ids === undefined) {
-        ids = new Set()
-        this.entries.set(key, ids)
-      }
-      ids.add(id)
+    for (const { key, values } of this.keysOf(document)) {
+      addTo(this.entries, key, id)
+      if (this.#byFirstField !== undefined) addTo(this.#byFirstField, keyOf(values[0]), id)
     }
   }
 
   remove (id: string, document: Doc): void {
-    for (const { key } of this.keysOf(document)) {
-      const ids = this.entries.get(key)
-      if (ids === undefined) continue
-      ids.delete(id)
-      if (ids.size === 0) this.entries.delete(key)
+    for (const { key, values } of this.keysOf(document)) {
+      removeFrom(this.entries, key, id)
+      if (this.#byFirstField !== undefined) removeFrom(this.#byFirstField, keyOf(values[0]), id)
     }
   }
 
@@ -82,11 +80,36 @@ export class Index {
     return this.entries.get(parts.join(SEPARATOR)) ?? new Set()
   }
 
+  /** For a compound index: ids whose first field equals the filter's; a superset of the matches. */
+  lookupFirstField (equalities: Map<string, unknown>): Set<string> | undefined {
+    const field = this.fields[0] as string
+    if (this.#byFirstField === undefined || this.#partial !== undefined || !equalities.has(field)) return undefined
+    const value = equalities.get(field)
+    if (!isIndexableScalar(value)) return undefined
+    return this.#byFirstField.get(keyOf(value)) ?? new Set()
+  }
+
   keyValue (values: unknown[]): Doc {
     const keyValue: Doc = {}
     this.fields.forEach((field, i) => { keyValue[field] = values[i] ?? null })
     return keyValue
   }
+}
+
+function addTo (map: Map<string, Set<string>>, key: string, id: string): void {
+  let ids = map.get(key)
+  if (ids === undefined) {
+    ids = new Set()
+    map.set(key, ids)
+  }
+  ids.add(id)
+}
+
+function removeFrom (map: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = map.get(key)
+  if (ids === undefined) return
+  ids.delete(id)
+  if (ids.size === 0) map.delete(key)
 }
 
 export interface Change {
@@ -229,6 +252,10 @@ export class Collection {
       for (const index of this.indexes.values()) {
         const ids = index.lookup(equalities)
         if (ids !== undefined) return { entries: this.#byIds(ids), exact: plainEquality(index.fields), index: index.spec }
+      }
+      for (const index of this.indexes.values()) {
+        const ids = index.lookupFirstField(equalities)
+        if (ids !== undefined) return { entries: this.#byIds(ids), exact: false, index: index.spec }
       }
     }
     for (const [field, list] of ins) {

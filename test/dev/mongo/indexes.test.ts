@@ -140,6 +140,16 @@ test('indexes: kinds, errors and lookups', async (t) => {
     t.equal(scan.executionStats.nReturned, 1)
     t.equal(scan.executionStats.totalDocsExamined, 500)
     t.same(await people.findOne({ email: 'u321@x.io' }, { projection: { _id: 1 } }), { _id: 'p321' })
+
+    // Equality on the first field of a compound index with a range on the second: only that
+    // user's documents are looked at, never the other users'.
+    const events = db.collection('events')
+    await events.insertMany(Array.from({ length: 300 }, (_, i) => ({ user: `u${i % 3}`, start: i })))
+    await events.createIndex({ user: 1, start: 1 })
+    const range = await events.find({ user: 'u1', start: { $gte: 100, $lt: 130 } }).explain('executionStats')
+    t.equal(range.executionStats.nReturned, 10)
+    t.ok(range.executionStats.totalDocsExamined <= 100, `examined ${range.executionStats.totalDocsExamined} of 300`)
+    t.same((await events.find({ user: 'u1', start: { $gte: 100, $lt: 130 } }).sort({ start: 1 }).toArray()).map((d) => d.start), [100, 103, 106, 109, 112, 115, 118, 121, 124, 127])
   })
 
   t.test('a TTL index removes expired documents on the monitor pass', async (t) => {
