@@ -22,6 +22,7 @@ export interface OutboxSenderOptions extends RetryPolicy {
 }
 
 const ORDER = { createdAt: 1, seq: 1, _id: 1 } as const
+const BATCH = 50
 
 /**
  * Delivers the outbox to the Sync service: one user's reports strictly in the order they were
@@ -35,6 +36,7 @@ export class OutboxSender {
   readonly #now: () => Date
   readonly #random: () => number
   readonly #running = new Map<string, Promise<void>>()
+  readonly #queued = new Map<string, Promise<void>>()
   #timer: NodeJS.Timeout | undefined
   #stopped = false
 
@@ -51,12 +53,19 @@ export class OutboxSender {
 
   /** Delivers the user's due reports now; resolves once this user's queue was worked through. */
   async flush (userId: string): Promise<void> {
+    // One run per user at a time keeps the order. A run in progress may have read the queue
+    // before the caller's report was written, so callers wait for one more run after it; all
+    // callers arriving meanwhile share that run.
+    const queued = this.#queued.get(userId)
+    if (queued !== undefined) return await queued
     const running = this.#running.get(userId)
     if (running !== undefined) {
-      // The run in progress may have read the queue before the caller's report was written, so
-      // wait for it and then look again; one run per user at a time keeps the order.
-      await running.catch(() => {})
-      return await this.flush(userId)
+      const next = running.catch(() => {}).then(async () => {
+        this.#queued.delete(userId)
+        await this.flush(userId)
+      })
+      this.#queued.set(userId, next)
+      return await next
     }
     const run = this.#deliver(userId).finally(() => { this.#running.delete(userId) })
     this.#running.set(userId, run)
@@ -88,7 +97,7 @@ export class OutboxSender {
     this.#stopped = true
     if (this.#timer !== undefined) clearTimeout(this.#timer)
     this.#timer = undefined
-    await Promise.allSettled([...this.#running.values()])
+    await Promise.allSettled([...this.#running.values(), ...this.#queued.values()])
   }
 
   #schedule (delayMs: number): void {
@@ -103,34 +112,45 @@ export class OutboxSender {
   }
 
   async #deliver (userId: string): Promise<void> {
-    const { collection, log } = this.#options
     while (!this.#stopped) {
-      const record = await collection.find({ user: userId }).sort(ORDER).limit(1).next()
-      if (record === null) return
-      if (record.nextAttemptAt > this.#now()) return
-      try {
-        const answer = await this.#options.send(record.report)
-        await collection.deleteOne({ _id: record._id })
-        log.debug({ userId, eventId: record.report.eventId, duplicate: answer.duplicate }, 'event change reported to Sync')
-      } catch (error) {
-        if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && error.code === 'MAINTENANCE')) {
-          const delay = retryDelay(record.attempts, this.#options, this.#random)
-          await collection.updateOne({ _id: record._id }, {
-            $inc: { attempts: 1 },
-            $set: { nextAttemptAt: new Date(this.#now().getTime() + delay), lastError: error.message }
-          })
-          log.warn({ userId, eventId: record.report.eventId, attempts: record.attempts + 1, retryInMs: delay, reason: error.message }, 'Sync did not take an event change report; will retry')
-          return
-        }
-        if (error instanceof SyncRequestError) {
-          // Sync answered and refused this report for good (revoked connection, invalid report):
-          // retrying cannot change the answer, and holding it would block the user's later reports.
-          await collection.deleteOne({ _id: record._id })
-          log.warn({ userId, eventId: record.report.eventId, statusCode: error.statusCode, code: error.code }, 'Sync refused an event change report; dropped')
-          continue
-        }
-        throw error
+      // Reports are read in batches in order; only the first can be waiting for a retry, since
+      // delivery stops at the first report Sync does not take.
+      const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
+      if (batch.length === 0) return
+      for (const record of batch) {
+        if (this.#stopped || record.nextAttemptAt > this.#now()) return
+        if (!await this.#send(record)) return
       }
+    }
+  }
+
+  /** Sends one report; false when Sync did not take it and it waits for its retry. */
+  async #send (record: OutboxRecord): Promise<boolean> {
+    const { collection, log } = this.#options
+    const { userId, eventId } = record.report
+    try {
+      const answer = await this.#options.send(record.report)
+      await collection.deleteOne({ _id: record._id })
+      log.debug({ userId, eventId, duplicate: answer.duplicate }, 'event change reported to Sync')
+      return true
+    } catch (error) {
+      if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && error.code === 'MAINTENANCE')) {
+        const delay = retryDelay(record.attempts, this.#options, this.#random)
+        await collection.updateOne({ _id: record._id }, {
+          $inc: { attempts: 1 },
+          $set: { nextAttemptAt: new Date(this.#now().getTime() + delay), lastError: error.message }
+        })
+        log.warn({ userId, eventId, attempts: record.attempts + 1, retryInMs: delay, reason: error.message }, 'Sync did not take an event change report; will retry')
+        return false
+      }
+      if (error instanceof SyncRequestError) {
+        // Sync answered and refused this report for good (revoked connection, invalid report):
+        // retrying cannot change the answer, and holding it would block the user's later reports.
+        await collection.deleteOne({ _id: record._id })
+        log.warn({ userId, eventId, statusCode: error.statusCode, code: error.code }, 'Sync refused an event change report; dropped')
+        return true
+      }
+      throw error
     }
   }
 }

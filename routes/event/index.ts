@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifySchemaVal
 import { Type } from '@sinclair/typebox'
 import {
   DeleteQuery, Event, EventChange, EventChangeBody, EventList, EventParams, EVENT_LIMITS, RangeQuery,
-  type EventApplyTo, type EventChangeInput
+  type EventApplyTo, type EventChangeBodyInput, type EventChangeInput
 } from '../../schemas/event.js'
 import { ErrorResponse } from '../../schemas/errors.js'
 import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
@@ -51,7 +51,7 @@ function isStatusOnly (payload: unknown): payload is { statusCode: number } {
     typeof (payload as { statusCode?: unknown }).statusCode === 'number'
 }
 
-interface Owner { userId: string, now: Date }
+export interface Owner { userId: string, now: Date }
 
 /** The stored series an occurrence belongs to, or null when the user has no such series. */
 async function findSeries (fastify: FastifyInstance, userId: string, seriesId: string): Promise<EventRecord | null> {
@@ -73,8 +73,8 @@ async function resolveOccurrence (fastify: FastifyInstance, userId: string, seri
  * Plans a create-or-update of one change (POST). An occurrence must belong to one of the user's
  * series, at a start the series has; an occurrence that already has a stored edit is that edit.
  */
-async function planUpsert (fastify: FastifyInstance, owner: Owner, change: EventChangeInput, path: string): Promise<{ plan: PersistencePlan, after: EventRecord, before: EventRecord | null }> {
-  const issue = validateEventChange(change)
+async function planUpsert (fastify: FastifyInstance, owner: Owner, change: EventChangeInput, path: string, validate: boolean): Promise<{ plan: PersistencePlan, after: EventRecord, before: EventRecord | null }> {
+  const issue = validate ? validateEventChange(change) : null
   if (issue !== null) throw invalid(`${path}${issue.path}`, issue.message)
   let after = toEventRecord(change, owner)
   let before = await fastify.eventStore.findById(owner.userId, after._id)
@@ -158,6 +158,26 @@ async function commit (fastify: FastifyInstance, reply: FastifyReply, owner: Own
   return true
 }
 
+/**
+ * The whole write of POST /api/event after the session and the body schema: plan every change,
+ * check the provider side, write, report. Answers false when it already answered (503).
+ * `validate: false` skips the checks beyond the schema too; only bench/event-write.ts uses it,
+ * to measure what authentication and validation cost on the same path.
+ */
+export async function writeChanges (fastify: FastifyInstance, reply: FastifyReply, owner: Owner, body: EventChangeBodyInput, options: { validate: boolean } = { validate: true }): Promise<boolean> {
+  const changes = Array.isArray(body) ? body : [body]
+  const prefix = (index: number) => Array.isArray(body) ? `body/${index}` : 'body'
+  const seen = new Set<string>()
+  const steps = []
+  for (const [index, change] of changes.entries()) {
+    const step = await planUpsert(fastify, owner, change, prefix(index), options.validate)
+    if (seen.has(step.after._id)) throw invalid(`${prefix(index)}/_id`, 'appears twice in one request')
+    seen.add(step.after._id)
+    steps.push({ plan: step.plan, touched: [step.before, step.after] })
+  }
+  return await commit(fastify, reply, owner, steps)
+}
+
 const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // A handler returning `{ statusCode: 204 }` answers a true empty 204: no body, no content type.
   fastify.addHook('preSerialization', async (_request, reply, payload: unknown) => {
@@ -185,18 +205,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     schemaErrorFormatter: bodyErrorMessage
   }, async (request, reply) => {
-    const owner = { userId: request.userId, now: new Date() }
-    const changes = Array.isArray(request.body) ? request.body : [request.body]
-    const prefix = (index: number) => Array.isArray(request.body) ? `body/${index}` : 'body'
-    const seen = new Set<string>()
-    const steps = []
-    for (const [index, change] of changes.entries()) {
-      const step = await planUpsert(fastify, owner, change, prefix(index))
-      if (seen.has(step.after._id)) throw invalid(`${prefix(index)}/_id`, 'appears twice in one request')
-      seen.add(step.after._id)
-      steps.push({ plan: step.plan, touched: [step.before, step.after] })
-    }
-    if (!await commit(fastify, reply, owner, steps)) return reply
+    if (!await writeChanges(fastify, reply, { userId: request.userId, now: new Date() }, request.body)) return reply
     return { statusCode: 204 } as const
   })
 

@@ -1,0 +1,124 @@
+// POST /api/event as clients use it (session verified, body checked against the schema and the
+// event rules) against the same write path with no session and no validation, in the same
+// process and the same run, alternating. Both write the event and its outbox report to the same
+// database and hand the report to the same Sync service. Throughput is writes per second until
+// every report reached Sync. The ratio is what authentication and validation cost. Target: at
+// least 0.75.
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+import { stringify } from 'yaml'
+import app, { serverOptions } from '../app.js'
+import syncApp from '../sync/app.js'
+import { parseConfig } from '../lib/config.js'
+import { startMongo } from '../dev/mongo/index.js'
+import { startSessionCore } from '../dev/session-core/index.js'
+import { writeChanges } from '../routes/event/index.js'
+import type { EventChangeBodyInput } from '../schemas/event.js'
+import { compare, measure, type LoadResult } from './load.js'
+
+const mongo = await startMongo({ replicaSet: 'rs0' })
+const core = await startSessionCore({ apiKey: 'bench-session-core-api-key' })
+const withDatabase = (name: string) => {
+  const url = new URL(mongo.uri)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+const internalAuthToken = 'bench-internal-auth-token-0123456789'
+
+const sync = Fastify({ logger: { level: 'error' }, forceCloseConnections: true })
+await sync.register(fp(syncApp), {
+  config: {
+    runtime: { version: 'latest', nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
+    sync: {
+      port: 3010,
+      databaseUri: withDatabase('sync_bench'),
+      internalAuthToken,
+      callbackBaseUrl: 'http://localhost:3010',
+      postConnectRedirectUrl: 'http://localhost:9080',
+      serviceUrl: 'http://127.0.0.1:3010',
+      cloudMutationMode: 'enabled',
+      execution: 'passive'
+    }
+  },
+  worker: { autoStart: false }
+})
+await sync.listen({ port: 0, host: '127.0.0.1' })
+const syncUrl = `http://127.0.0.1:${(sync.server.address() as AddressInfo).port}`
+
+const { config } = parseConfig(stringify({
+  runtime: { nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
+  web: { url: 'http://localhost:9080' },
+  backend: { apiUrl: 'http://localhost:3000/api', originsAllowed: ['http://localhost:9080'], serviceToken: 'bench-service-token' },
+  database: { uri: withDatabase('calendar_bench') },
+  sessions: { uri: core.uri, key: 'bench-session-core-api-key' },
+  sync: { databaseUri: withDatabase('sync_bench'), internalAuthToken, callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: syncUrl }
+}), 'backend')
+
+let benchUserId = ''
+const backend = Fastify({ ...serverOptions(config), logger: { level: 'error' } })
+await backend.register(fp(app), { config })
+// The baseline: the same write, for a fixed user, with neither session nor schema nor event rules.
+await backend.register(async (instance) => {
+  instance.post('/bench/event-unchecked', async (request, reply) => {
+    await writeChanges(instance, reply, { userId: benchUserId, now: new Date() }, request.body as EventChangeBodyInput, { validate: false })
+    return await reply.code(204).send()
+  })
+})
+await backend.listen({ port: 0, host: '127.0.0.1' })
+const origin = `http://127.0.0.1:${(backend.server.address() as AddressInfo).port}`
+
+const signUp = await backend.inject({
+  method: 'POST',
+  url: '/api/auth/signup',
+  headers: { 'sx-auth-mode': 'header' },
+  payload: { formFields: [{ id: 'email', value: 'bench@example.com' }, { id: 'password', value: 'bench password 1' }, { id: 'name', value: 'Bench' }] }
+})
+const accessToken = String(signUp.headers['sx-access-token'])
+benchUserId = (JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }).sub
+
+const body = JSON.stringify({
+  title: 'Planning',
+  description: 'Quarterly planning with the whole team',
+  startDate: '2026-06-01T09:00:00+02:00',
+  endDate: '2026-06-01T10:30:00+02:00',
+  timeZone: 'Europe/Berlin',
+  priority: 'work'
+})
+const json = { 'content-type': 'application/json' }
+async function drain (): Promise<void> {
+  while (await backend.outbox.pending() > 0) await sleep(5)
+}
+
+// Each write leaves its report to be delivered to Sync in the background. A faster path leaves
+// more of that work behind, which then competes with its own requests; so each measurement
+// counts the time until its last report reached Sync, and starts with an empty outbox.
+async function drained (run: () => Promise<LoadResult>): Promise<LoadResult> {
+  await drain()
+  const started = performance.now()
+  const result = await run()
+  const answered = performance.now()
+  await drain()
+  const delivered = performance.now()
+  return { ...result, requestsPerSecond: result.requestsPerSecond * (answered - started) / (delivered - started) }
+}
+const checked = () => drained(() => measure(origin, '/api/event', { method: 'POST', body, headers: { ...json, authorization: `Bearer ${accessToken}` }, durationMs: 1500 }))
+const unchecked = () => drained(() => measure(origin, '/bench/event-unchecked', { method: 'POST', body, headers: json, durationMs: 1500 }))
+
+// Warm both paths before measuring: throughput keeps rising for the first seconds (JIT), which
+// would favour whichever path is measured later.
+for (let round = 0; round < 2; round += 1) {
+  await unchecked()
+  await checked()
+}
+
+// Many short alternating rounds and their medians: the machine is shared and noisy.
+const result = await compare(7, unchecked, checked)
+const errors = (await checked()).errors + (await unchecked()).errors
+console.log(`event-write: no session, no validation ${result.baseline.toFixed(0)} req/s, session + validation ${result.subject.toFixed(0)} req/s, ratio ${result.ratio.toFixed(2)} (target >= 0.75)${errors > 0 ? `, ${errors} failed requests` : ''}`)
+
+await backend.close()
+await sync.close()
+await core.close()
+await mongo.close()
