@@ -21,9 +21,9 @@ function encode (name: string): string {
   return encodeURIComponent(name).replace(/\./g, '%2E')
 }
 
-async function writeAtomically (path: string, data: Uint8Array | string): Promise<void> {
+async function writeAtomically (path: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
   const temporary = `${path}.tmp`
-  await writeFile(temporary, data)
+  await writeFile(temporary, data, { mode })
   await rename(temporary, path)
 }
 
@@ -168,7 +168,8 @@ export class Persistence implements StoreListener {
         await writeAtomically(join(snapshot.folder, `${snapshot.base}.bson`), snapshot.data)
         await writeAtomically(join(snapshot.folder, `${snapshot.base}.meta.json`), snapshot.meta)
       }
-      if (users !== undefined) await writeAtomically(join(this.#dir, 'users.json'), users)
+      // SCRAM keys are not passwords, but still only for the owner's eyes.
+      if (users !== undefined) await writeAtomically(join(this.#dir, 'users.json'), users, 0o600)
       this.#delay = Math.max(FLUSH_DELAY_MS, (Date.now() - started) * FLUSH_LOAD_FACTOR)
     })()
     await this.#writing

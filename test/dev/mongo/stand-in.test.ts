@@ -1,7 +1,7 @@
 // What only the stand-in has: its data directory, its start options, its CLI and its refusal to
 // run in production. Still observed through the driver and the process's output only.
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { connect } from 'node:net'
 import { join } from 'node:path'
@@ -61,6 +61,8 @@ test('a clean stop keeps every collection, document, index and user', async (t) 
     t.same((await client.db('app').listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name), ['people'])
     t.same(await client.db('other_db').collection('dotted.name').findOne({}, { projection: { _id: 0 } }), { ok: true })
   })
+  t.equal((await stat(join(dataDir, 'users.json'))).mode & 0o777, 0o600)
+  t.notMatch(await readFile(join(dataDir, 'users.json'), 'utf8'), /owner-pw|reader-pw/)
   const readerCount = await withClient(withCredentials(second.uri, 'reader', 'reader-pw', 'app'), (client) => client.db('app').collection('people').countDocuments())
   t.equal(readerCount, 2)
 })
