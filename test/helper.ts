@@ -139,6 +139,8 @@ export interface BuiltApp {
   app: FastifyInstance
   config: Config
   log: CapturedLog
+  // Every route the app registered, as Fastify saw it.
+  routes: Array<{ method: string, url: string }>
 }
 
 // `configure` adjusts the validated configuration; `extend` adds test-only routes before ready.
@@ -154,11 +156,15 @@ export async function buildApp (
   const { stream, log } = captureLog()
   const options = serverOptions(config)
   const instance = Fastify({ ...options, logger: { ...(options.logger as object), transport: undefined, stream } })
+  const routes: BuiltApp['routes'] = []
+  instance.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url })
+  })
   await instance.register(fp(app), { config })
   extend?.(instance)
   await instance.ready()
   t.teardown(() => instance.close())
-  return { app: instance, config, log }
+  return { app: instance, config, log, routes }
 }
 
 export async function listen (app: FastifyInstance): Promise<string> {

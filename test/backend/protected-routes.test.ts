@@ -1,0 +1,21 @@
+import { test } from 'tap'
+import { buildApp, startDependencies } from '../helper.js'
+
+// The specification: /api/health is the only intentionally unauthenticated route. The session
+// library's own routes under /api/auth (sign-up, sign-in, refresh, reset) authenticate themselves.
+const PUBLIC = [/^\/api\/health\/?$/, /^\/api\/auth\//, /^\*$/]
+
+test('every route other than health and the auth routes answers 401 without a session', async (t) => {
+  const deps = await startDependencies(t)
+  const { app, routes } = await buildApp(t, deps)
+  const protectedRoutes = routes.filter(({ method, url }) => method !== 'HEAD' && method !== 'OPTIONS' && !PUBLIC.some((pattern) => pattern.test(url)))
+  t.ok(protectedRoutes.length >= 6, `found the protected routes: ${protectedRoutes.map((route) => `${route.method} ${route.url}`).join(', ')}`)
+  for (const { method, url } of protectedRoutes) {
+    const path = url.replace(/:\w+/g, '0123456789abcdef01234567')
+    const payload = method === 'GET' || method === 'DELETE' ? undefined : {}
+    const anonymous = await app.inject({ method: method as 'GET', url: path, ...(payload ? { payload } : {}) })
+    t.equal(anonymous.statusCode, 401, `${method} ${url} without a session`)
+    const forged = await app.inject({ method: method as 'GET', url: path, headers: { authorization: 'Bearer forged.token.value' }, ...(payload ? { payload } : {}) })
+    t.equal(forged.statusCode, 401, `${method} ${url} with a forged bearer token`)
+  }
+})
