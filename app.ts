@@ -12,6 +12,7 @@ import securityHeadersPlugin from './plugins/security-headers.js'
 import requestLoggingPlugin from './plugins/request-logging.js'
 import usersPlugin from './plugins/users.js'
 import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/session.js'
+import type { RealtimeOptions } from './plugins/change-feed.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -21,6 +22,8 @@ if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??=
 
 export interface AppOptions {
   config: Config
+  // Stream timings (heartbeat, lifetime, poll cadence); tests shorten them.
+  realtime?: RealtimeOptions
 }
 
 // Fastify's own options for this app, shared by server.ts and the tests so both run the same thing.
@@ -69,7 +72,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
 
   await fastify.register(autoload, {
     dir: join(here, 'plugins'),
-    ignorePattern: orderedPlugins
+    ignorePattern: orderedPlugins,
+    options: { realtime: options.realtime }
   })
 
   fastify.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })

@@ -59,7 +59,11 @@ export const CursorSchema = Type.String({
 
 export const CHANGES_PAGE_DEFAULT_LIMIT = 100
 export const CHANGES_PAGE_MAX_LIMIT = 500
-export const CHANGES_BATCH_MAX_USERS = 500
+// One backend process polls every user it holds streams for in one request per tick; a process
+// holds at most about 20k sockets, so 10k users (about 2.5 MB of cursors) covers a busy one.
+export const CHANGES_BATCH_MAX_USERS = 10_000
+// Request body limit of the batched route, sized for CHANGES_BATCH_MAX_USERS cursors at their longest.
+export const CHANGES_BATCH_BODY_LIMIT = 4 * 1024 * 1024
 
 export const PageLimitSchema = Type.Integer({
   minimum: 1,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema
+  CHANGES_BATCH_BODY_LIMIT, CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/internal-request.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
@@ -19,6 +19,7 @@ const changes: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/batch', {
+    bodyLimit: CHANGES_BATCH_BODY_LIMIT,
     schema: {
       description: 'Many users\' pages in one request; each page equals the single-user answer',
       body: ChangesBatchRequestSchema,

@@ -1,0 +1,44 @@
+import { test } from 'tap'
+import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { startSyncService } from '../events/sync-service.js'
+
+test('sign-out asks the Sync service to stop the user\'s provider watches', async (t) => {
+  const deps = await startDependencies(t)
+  const sync = await startSyncService(t, deps.databaseUri(`sync_signout_${Date.now()}`))
+  const { app, log } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
+
+  const session = await signUp(app, { email: uniqueEmail('watcher'), password: 'pw-for-watcher-1' })
+  const watches = sync.db.collection('watches')
+  await watches.insertOne({
+    _id: 'channel-1' as never,
+    userId: session.userId,
+    connectionId: 'connection-1',
+    calendarId: 'primary',
+    resourceId: 'resource-1',
+    tokenDigest: '00',
+    expiresAt: new Date(Date.now() + 86_400_000)
+  })
+
+  const response = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
+  t.equal(response.statusCode, 200)
+  t.equal(await watches.countDocuments({ userId: session.userId }), 0, 'Sync stopped and removed the user\'s watch')
+  t.notOk(log.lines().some((line) => String(line.msg).startsWith('sign-out: Sync did not stop')), 'no retry was needed')
+})
+
+test('SuperTokens\' own frontend SDKs: st-auth-mode gets st-* token headers', async (t) => {
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps)
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/auth/signup',
+    headers: { 'st-auth-mode': 'header', rid: 'emailpassword' },
+    payload: { formFields: [{ id: 'email', value: uniqueEmail('sdk') }, { id: 'password', value: 'pw-for-sdk-1' }] }
+  })
+  t.equal(response.statusCode, 200)
+  t.type(response.headers['st-access-token'], 'string')
+  t.type(response.headers['st-refresh-token'], 'string')
+  t.type(response.headers['front-token'], 'string')
+  t.notOk(response.headers['sx-access-token'])
+  const profile = await app.inject({ method: 'GET', url: '/api/user/profile', headers: { authorization: `Bearer ${String(response.headers['st-access-token'])}` } })
+  t.equal(profile.statusCode, 200)
+})
