@@ -1,5 +1,6 @@
 import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../schemas/event.js'
 import { normalizeEventId, mintEventId } from './ids.js'
+import { DateTime } from 'luxon'
 import { DATE_ONLY, DATE_TIME_WITH_OFFSET, eventDateTime, isValidTimeZone } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
 
@@ -30,13 +31,16 @@ export interface EventIssue {
 function checkDatePair (change: CompleteEventChange): EventIssue | null {
   const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
   const expected = change.isAllDay ? 'a YYYY-MM-DD date for an all-day event' : 'an RFC 3339 date-time with offset for a timed event'
+  const instants: number[] = []
   for (const field of ['startDate', 'endDate'] as const) {
     if (!format.test(change[field])) return { path: `/${field}`, message: `must be ${expected}` }
-    if (!eventDateTime(change[field], change.isAllDay, change.timeZone).isValid) return { path: `/${field}`, message: 'must be a real calendar date' }
+    // Order and validity do not depend on the event's zone: a timed value carries its offset,
+    // and all-day dates compare as dates.
+    const parsed = DateTime.fromISO(change[field], { zone: 'utc' })
+    if (!parsed.isValid) return { path: `/${field}`, message: 'must be a real calendar date' }
+    instants.push(parsed.toMillis())
   }
-  const start = eventDateTime(change.startDate, change.isAllDay, change.timeZone)
-  const end = eventDateTime(change.endDate, change.isAllDay, change.timeZone)
-  if (end <= start) return { path: '/endDate', message: 'must be after startDate' }
+  if ((instants[1] as number) <= (instants[0] as number)) return { path: '/endDate', message: 'must be after startDate' }
   return null
 }
 

@@ -3,8 +3,16 @@ import { DateTime, IANAZone } from 'luxon'
 export const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
 export const DATE_TIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
 
+// Asking Intl about a zone costs tens of microseconds on every write; the answers never change.
+const zoneValidity = new Map<string, boolean>()
+
 export function isValidTimeZone (zone: string): boolean {
-  return IANAZone.isValidZone(zone)
+  let valid = zoneValidity.get(zone)
+  if (valid === undefined) {
+    valid = IANAZone.isValidZone(zone)
+    if (zoneValidity.size < 1000) zoneValidity.set(zone, valid)
+  }
+  return valid
 }
 
 /**
