@@ -19,6 +19,7 @@ import { notFoundBody } from '../lib/error-bodies.js'
 declare module 'fastify' {
   interface FastifyInstance {
     requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    requireLiveSession: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     // Called after a session is revoked by sign-out, so streams opened with it can close.
     onSessionRevoked: (listener: SessionRevokedListener) => void
     notifySessionRevoked: (revoked: { userId: string, sessionHandle: string }) => Promise<void>
@@ -265,6 +266,17 @@ async function afterSignOut (req: BaseRequest, userId: string, sessionHandle: st
   await appOf(req).notifySessionRevoked({ userId, sessionHandle })
 }
 
+// Access tokens are verified locally by default. A long-lived stream also asks the session core,
+// so a token from a session that was signed out cannot open a new one.
+function sessionVerifier (options: { checkDatabase: boolean }) {
+  const verify = verifySession({ checkDatabase: options.checkDatabase })
+  return async function requireSession (request: FastifyRequest, reply: FastifyReply) {
+    await verify(request as Parameters<typeof verify>[0], reply)
+    const verified = (request as FastifyRequest & { session?: Session.SessionContainer }).session
+    if (verified !== undefined) request.userId = verified.getUserId()
+  }
+}
+
 export function isSessionLibraryError (error: unknown): boolean {
   return supertokens.Error.isErrorFromSuperTokens(error)
 }
@@ -298,10 +310,6 @@ export default fp(async function session (fastify) {
   })
 
   fastify.decorateRequest('userId', '')
-  const verify = verifySession()
-  fastify.decorate('requireSession', async function requireSession (request: FastifyRequest, reply: FastifyReply) {
-    await verify(request as Parameters<typeof verify>[0], reply)
-    const verified = (request as FastifyRequest & { session?: Session.SessionContainer }).session
-    if (verified !== undefined) request.userId = verified.getUserId()
-  })
+  fastify.decorate('requireSession', sessionVerifier({ checkDatabase: false }))
+  fastify.decorate('requireLiveSession', sessionVerifier({ checkDatabase: true }))
 }, { name: 'session', dependencies: ['config', 'users'] })

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 
-// Every route in this folder needs a verified session (cookie, or bearer token for native
-// clients), checked before the body is parsed or validated: without one, nothing else runs.
+// The stream needs a verified session (cookie, or bearer token for native clients) that the
+// session core still knows: a stream lives for minutes, so a signed-out token must not open one.
 export default async function requireSessionForFolder (fastify: FastifyInstance) {
-  fastify.addHook('onRequest', fastify.requireSession)
+  fastify.addHook('onRequest', fastify.requireLiveSession)
 }

@@ -23,6 +23,9 @@ test('sign-out asks the Sync service to stop the user\'s provider watches', asyn
   t.equal(response.statusCode, 200)
   t.equal(await watches.countDocuments({ userId: session.userId }), 0, 'Sync stopped and removed the user\'s watch')
   t.notOk(log.lines().some((line) => String(line.msg).startsWith('sign-out: Sync did not stop')), 'no retry was needed')
+
+  const stream = await app.inject({ method: 'GET', url: '/api/events/stream', headers: session.headers })
+  t.equal(stream.statusCode, 401, 'the signed-out access token cannot open a new event stream')
 })
 
 test('SuperTokens\' own frontend SDKs: st-auth-mode gets st-* token headers', async (t) => {
