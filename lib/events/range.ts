@@ -76,10 +76,14 @@ export interface SeriesWithEdits {
  * as stored, plus every never-edited occurrence of each series, in start order.
  */
 export function assembleRange (singles: EventRecord[], series: SeriesWithEdits[], from: Date, to: Date): EventRecord[] {
-  const byId = new Map<string, { event: EventRecord, start: number }>()
+  const byId = new Map<string, { event: EventRecord, start: number, end: number }>()
   for (const event of singles) {
     if (event.status !== 'confirmed' || categoryOf(event) === 'base') continue
-    byId.set(event._id, { event, start: eventInstant(event.startDate, event.isAllDay, event.timeZone).getTime() })
+    byId.set(event._id, {
+      event,
+      start: eventInstant(event.startDate, event.isAllDay, event.timeZone).getTime(),
+      end: eventInstant(event.endDate, event.isAllDay, event.timeZone).getTime()
+    })
   }
   for (const { series: base, edits } of series) {
     const editedKeys = new Set(edits.flatMap((edit) => edit.originalStartDate === undefined
@@ -88,8 +92,11 @@ export function assembleRange (singles: EventRecord[], series: SeriesWithEdits[]
     for (const occurrence of expandSeries(compiledSeriesOf(base), from, to, EVENT_LIMITS.occurrencesPerSeries)) {
       if (editedKeys.has(occurrenceKey(occurrence.startDate, base.isAllDay, base.timeZone))) continue
       const record = occurrenceRecord(base, occurrence)
-      byId.set(record._id, { event: record, start: occurrence.start.getTime() })
+      byId.set(record._id, { event: record, start: occurrence.start.getTime(), end: occurrence.end.getTime() })
     }
   }
-  return [...byId.values()].sort((a, b) => a.start - b.start).map(({ event }) => event)
+  // Ties are broken by end, then id, so the same data always reads in the same order.
+  return [...byId.values()]
+    .sort((a, b) => a.start - b.start || a.end - b.end || (a.event._id < b.event._id ? -1 : a.event._id > b.event._id ? 1 : 0))
+    .map(({ event }) => event)
 }

@@ -249,6 +249,35 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     t.match(edited, { _id: /^[0-9a-f]{24}$/, recurrence: { eventId: seriesId }, originalStartDate: '2026-03-23T09:00:00+01:00' })
     t.equal((await who.get(`${seriesId}_20260323T080000Z`)).json().title, 'Standup (late)', 'the occurrence id finds the edit')
 
+    // A client that edits an occurrence offline sends it as an event of its own.
+    const offlineEdit = id()
+    assertEmpty204(t, await who.post({
+      ...BASE,
+      _id: `optimistic-${offlineEdit}`,
+      title: 'Standup (first)',
+      startDate: '2026-03-16T08:30:00+01:00',
+      endDate: '2026-03-16T08:45:00+01:00',
+      recurrence: { eventId: seriesId },
+      originalStartDate: '2026-03-16T09:00:00+01:00'
+    }), 'POST an occurrence edit')
+    t.same((await starts())[0], 'Standup (first)@2026-03-16T08:30:00+01:00')
+    const again = await who.post({
+      ...BASE,
+      _id: id(),
+      title: 'Standup (first, again)',
+      startDate: '2026-03-16T08:30:00+01:00',
+      endDate: '2026-03-16T08:45:00+01:00',
+      recurrence: { eventId: seriesId },
+      originalStartDate: '2026-03-16T08:00:00Z'
+    })
+    assertEmpty204(t, again, 'a second edit of the same occurrence')
+    t.equal(await events.countDocuments({ 'recurrence.eventId': seriesId, title: /^Standup \(first/ }), 1, 'it updates the stored edit')
+    t.equal((await who.get(offlineEdit)).json().title, 'Standup (first, again)')
+    const notAnOccurrence = await who.post({ ...BASE, recurrence: { eventId: seriesId }, originalStartDate: '2026-03-17T09:00:00+01:00' })
+    t.equal(notAnOccurrence.statusCode, 400)
+    t.equal(notAnOccurrence.json().message, 'body/originalStartDate must be the start of an occurrence of the series')
+    t.equal((await who.delete(seriesId, 'sometimes')).statusCode, 400, 'applyTo has three values')
+
     assertEmpty204(t, await who.delete(`${seriesId}_20260330T070000Z`, 'this'), 'delete this occurrence')
     t.notOk((await starts()).includes('Standup@2026-03-30T09:00:00+02:00'))
     t.equal((await who.get(`${seriesId}_20260330T070000Z`)).statusCode, 404)
@@ -256,13 +285,38 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
 
     assertEmpty204(t, await who.delete(`${seriesId}_20260413T070000Z`, 'thisAndFollowing'), 'delete this and following')
     t.same(await starts(), [
-      'Standup@2026-03-16T09:00:00+01:00', 'Standup (late)@2026-03-23T15:00:00+01:00', 'Lunch@2026-03-24T12:00:00+01:00',
+      'Standup (first, again)@2026-03-16T08:30:00+01:00', 'Standup (late)@2026-03-23T15:00:00+01:00', 'Lunch@2026-03-24T12:00:00+01:00',
       'Standup@2026-04-06T09:00:00+02:00'
     ])
 
     assertEmpty204(t, await who.delete(String(edited?._id), 'all'), 'delete all from an edited occurrence')
     t.same(await starts(), ['Lunch@2026-03-24T12:00:00+01:00'])
     t.equal(await events.countDocuments({ $or: [{ _id: seriesId }, { 'recurrence.eventId': seriesId }] }), 0, 'series and its edits are gone')
+  })
+
+  await t.test('all-day events and series read by range in their own zone', async (t) => {
+    const who = as(await signUp(app, { email: uniqueEmail('kim'), password: 'correct horse 5' }))
+    const holiday = id()
+    assertEmpty204(t, await who.post({ _id: holiday, title: 'Holiday', isAllDay: true, startDate: '2026-07-01', endDate: '2026-07-03', timeZone: 'Pacific/Auckland' }), 'all-day')
+    const weekly = id()
+    assertEmpty204(t, await who.post({
+      _id: weekly,
+      title: 'Bins',
+      isAllDay: true,
+      startDate: '2026-06-24',
+      endDate: '2026-06-25',
+      timeZone: 'Pacific/Auckland',
+      recurrence: { rule: ['RRULE:FREQ=WEEKLY;UNTIL=20260708'] }
+    }), 'all-day series')
+    // 1 July in Auckland starts at 30 June 12:00 UTC.
+    const read = (await who.range('2026-06-30T12:00:00Z', '2026-07-02T00:00:00Z')).json() as Array<Record<string, unknown>>
+    t.same(read.map((event) => [event.title, event.startDate, event.endDate, event._id]), [
+      ['Bins', '2026-07-01', '2026-07-02', `${weekly}_20260701`],
+      ['Holiday', '2026-07-01', '2026-07-03', holiday]
+    ])
+    t.same((await who.range('2026-06-30T00:00:00Z', '2026-06-30T11:59:59Z')).json(), [], 'before midnight in Auckland')
+    const after = (await who.range('2026-07-07T12:00:00Z', '2026-07-20T00:00:00Z')).json() as Array<Record<string, unknown>>
+    t.same(after.map((event) => event.startDate), ['2026-07-08'], 'the series ends on its UNTIL date')
   })
 
   await t.test('a user without provider credentials writes independently of Sync', async (t) => {
