@@ -25,11 +25,6 @@ export const ObjectIdString = Type.String({
   description: 'A 24-hex-character object id'
 })
 
-export const ClientEventId = Type.String({
-  pattern: '^(optimistic-)?[0-9a-f]{24}$',
-  description: 'Event id chosen by the client; a leading `optimistic-` is stripped before storing'
-})
-
 // A stored event is addressed by its 24-hex id; an occurrence of a series that was never edited
 // is addressed by `<seriesId>_<original start>` (UTC `YYYYMMDDTHHMMSSZ`, or `YYYYMMDD` all-day).
 export const EVENT_PATH_ID_PATTERN = '^[0-9a-f]{24}(_\\d{8}(T\\d{6}Z)?)?$'
@@ -167,13 +162,6 @@ export const RangeQuery = Type.Object({
   start: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, inclusive' }),
   end: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, exclusive' })
 }, { additionalProperties: false })
-
-export const EventErrorBody = Type.Object({
-  statusCode: Type.Integer(),
-  code: Type.String(),
-  error: Type.String(),
-  message: Type.String()
-})
 
 export type EventChangeInput = Static<typeof EventChange>
 export type EventChangeBodyInput = Static<typeof EventChangeBody>
