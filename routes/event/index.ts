@@ -31,8 +31,8 @@ function notFound (): EventRequestError {
   return new EventRequestError(404, 'EVENT_NOT_FOUND', 'Event not found')
 }
 
-function planned (result: TransitionResult, path: string): PersistencePlan {
-  if (!result.ok) throw invalid(path, result.reason)
+function planned (result: TransitionResult): PersistencePlan {
+  if (!result.ok) throw new EventRequestError(400, 'EVENT_CHANGE_NOT_ALLOWED', `This change is not allowed: ${result.reason}`)
   return result.plan
 }
 
@@ -94,7 +94,7 @@ async function planUpsert (fastify: FastifyInstance, owner: Owner, change: Event
       }
     }
   }
-  return { plan: planned(planTransition(before, after, owner.now), path), after, before }
+  return { plan: planned(planTransition(before, after, owner.now)), after, before }
 }
 
 /**
@@ -257,7 +257,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const issue = validateEventChange(change)
     if (issue !== null) throw invalid(`body${issue.path}`, issue.message)
     const after = toEventRecord(change, owner)
-    const plan = planned(planTransition(before, after, owner.now), 'body')
+    const plan = planned(planTransition(before, after, owner.now))
     if (!await commit(fastify, reply, owner, [{ plan, touched: [before, after] }])) return reply
     return { statusCode: 204 } as const
   })
@@ -293,7 +293,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       result = planOccurrenceDelete(occurrence.series, { stored: occurrence.edit, expanded }, applyTo, owner.now)
       touched = [occurrence.series, occurrence.edit]
     }
-    if (!await commit(fastify, reply, owner, [{ plan: planned(result, 'params/id'), touched }])) return reply
+    if (!await commit(fastify, reply, owner, [{ plan: planned(result), touched }])) return reply
     return { statusCode: 204 } as const
   })
 

@@ -178,6 +178,17 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     t.equal(updated.startDate, '2026-03-03T09:00:00+01:00')
     t.ok(Date.parse(updated.lastUpdated) > Date.parse(created.lastUpdated), 'every change updates lastUpdated')
     t.equal((await asAda.put(eventId, { ...BASE, _id: id() })).statusCode, 400, 'body id must match the path')
+    const series = id()
+    assertEmpty204(t, await asAda.post({ ...BASE, _id: series, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=2'] } }), 'a series')
+    const intoOccurrence = await asAda.put(eventId, { ...BASE, recurrence: { eventId: series }, originalStartDate: BASE.startDate })
+    t.equal(intoOccurrence.statusCode, 400)
+    t.same(intoOccurrence.json(), {
+      statusCode: 400,
+      code: 'EVENT_CHANGE_NOT_ALLOWED',
+      error: 'Bad Request',
+      message: 'This change is not allowed: a single event cannot become an occurrence of a series'
+    })
+    t.equal((await asAda.get(eventId)).json().title, 'Dentist (moved)', 'unchanged')
 
     assertEmpty204(t, await asAda.delete(eventId), 'DELETE')
     t.equal((await asAda.get(eventId)).statusCode, 404)
