@@ -215,6 +215,25 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
       t.same(theirs.headers['content-type'], nobodys.headers['content-type'])
     }
     t.same(await events.findOne({ _id: bobsId }), stored, 'bob\'s event is unchanged')
+
+    const bobsSeries = id()
+    assertEmpty204(t, await asBob.post({ ...BASE, _id: bobsSeries, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=3'] } }), 'bob creates a series')
+    const occurrence = `${bobsSeries}_20260303T080000Z`
+    t.equal((await asBob.get(occurrence)).statusCode, 200, 'bob sees his occurrence')
+    const missingOccurrence = `${id()}_20260303T080000Z`
+    for (const [name, call] of [
+      ['GET', (eventId: string) => asAda.get(eventId)],
+      ['PUT', (eventId: string) => asAda.put(eventId, { ...BASE, title: 'taken over' })],
+      ['DELETE', (eventId: string) => asAda.delete(eventId, 'thisAndFollowing')]
+    ] as const) {
+      const theirs = await call(occurrence)
+      t.equal(theirs.statusCode, 404, `${name} occurrence`)
+      t.same(theirs.json(), (await call(missingOccurrence)).json(), `${name} occurrence: same body as a missing one`)
+    }
+    const posted = await asAda.post({ ...BASE, recurrence: { eventId: bobsSeries }, originalStartDate: BASE.startDate })
+    t.equal(posted.statusCode, 400, 'an edit of another user\'s series is refused like one of a missing series')
+    t.same(posted.json(), (await asAda.post({ ...BASE, recurrence: { eventId: id() }, originalStartDate: BASE.startDate })).json())
+    t.equal(await events.countDocuments({ 'recurrence.eventId': bobsSeries }), 0, 'nothing was stored for bob\'s series')
     const adasRange = (await asAda.range('2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z')).json() as Array<{ user: string }>
     t.ok(adasRange.every((event) => event.user === ada.userId), 'range reads show only the user\'s own events')
   })
