@@ -38,7 +38,8 @@ test('each relation between fields is checked with the field named', async (t) =
     [{ recurrence: { eventId: 'b'.repeat(24) }, originalStartDate: '2026-05-04' }, '/originalStartDate', /same form/],
     [{ _id: 'b'.repeat(24), recurrence: { eventId: 'optimistic-' + 'b'.repeat(24) }, originalStartDate: '2026-05-04T10:00:00+02:00' }, '/recurrence/eventId', /another event/],
     [{ originalStartDate: '2026-05-04T10:00:00+02:00' }, '/originalStartDate', /only allowed/],
-    [{ providerEventId: 'abc' }, '/providerEventId', /calendarId/]
+    [{ providerEventId: 'abc' }, '/providerEventId', /calendarId/],
+    [{ _id: 'b'.repeat(24) + '_20260504T080000Z' }, '/_id', /24-hex/]
   ]
   for (const [change, path, message] of cases) {
     const issue = validateEventChange({ ...timed, ...change })
@@ -68,6 +69,15 @@ test('records take the owner from the session, strip the optimistic prefix and s
   t.match(minted._id, /^[0-9a-f]{24}$/)
   const occurrence = toEventRecord({ ...timed, recurrence: { eventId: 'optimistic-' + 'd'.repeat(24) }, originalStartDate: timed.startDate }, { userId: 'a'.repeat(24), now })
   t.same(occurrence.recurrence, { eventId: 'd'.repeat(24) })
+})
+
+test('a change that leaves out the defaulted fields gets the defaults', async (t) => {
+  const minimal = { startDate: '2026-05-04T10:00:00Z', endDate: '2026-05-04T11:00:00Z' }
+  t.equal(validateEventChange(minimal), null)
+  t.match(toEventRecord(minimal, { userId: 'a'.repeat(24), now: new Date() }), {
+    title: '', isAllDay: false, timeZone: 'UTC', status: 'confirmed', origin: 'compass', priority: 'unassigned'
+  })
+  t.same(validateEventChange({ startDate: '2026-05-04', endDate: '2026-05-05' }), { path: '/startDate', message: 'must be an RFC 3339 date-time with offset for a timed event' }, 'isAllDay defaults to false')
 })
 
 test('ids', async (t) => {
