@@ -3,7 +3,7 @@ import createError from '@fastify/error'
 import { MongoServerError, type ClientSession, type Collection, type Db, type MongoClient } from 'mongodb'
 import type { EventRecord } from '../lib/events/record.js'
 import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
-import type { OutboxRecord } from '../lib/events/outbox.js'
+import type { OutboxLease, OutboxRecord } from '../lib/events/outbox.js'
 import { assembleRange, storageFields, type StorageFields } from '../lib/events/range.js'
 
 declare module 'fastify' {
@@ -14,6 +14,7 @@ declare module 'fastify' {
 
 export const EVENTS_COLLECTION = 'events'
 export const OUTBOX_COLLECTION = 'eventOutbox'
+export const OUTBOX_LEASES_COLLECTION = 'eventOutboxLeases'
 
 type StoredEvent = EventRecord & StorageFields
 
@@ -38,6 +39,7 @@ function stored (event: EventRecord): StoredEvent {
 export class EventStore {
   readonly events: Collection<StoredEvent>
   readonly outbox: Collection<OutboxRecord>
+  readonly outboxLeases: Collection<OutboxLease>
   readonly #client: MongoClient
   readonly transactional: boolean
 
@@ -45,6 +47,7 @@ export class EventStore {
     this.#client = client
     this.events = db.collection<StoredEvent>(EVENTS_COLLECTION)
     this.outbox = db.collection<OutboxRecord>(OUTBOX_COLLECTION)
+    this.outboxLeases = db.collection<OutboxLease>(OUTBOX_LEASES_COLLECTION)
     this.transactional = options.transactional
   }
 

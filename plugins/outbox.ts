@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { Collection } from 'mongodb'
+import { MongoServerError, type Collection } from 'mongodb'
 import type { FastifyBaseLogger } from 'fastify'
 import { SyncRequestError, SyncUnavailableError } from '../lib/sync-client.js'
 import type { EventChangeAccepted, EventChangeReport } from '../schemas/sync/index.js'
-import { retryDelay, type OutboxRecord, type RetryPolicy } from '../lib/events/outbox.js'
+import { retryDelay, type OutboxLease, type OutboxRecord, type RetryPolicy } from '../lib/events/outbox.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,9 @@ declare module 'fastify' {
 
 export interface OutboxSenderOptions extends RetryPolicy {
   collection: Collection<OutboxRecord>
+  leases: Collection<OutboxLease>
+  /** How long a claim on a user's reports lasts without renewal (a crashed holder's claim expires). */
+  leaseMs?: number
   send: (report: EventChangeReport) => Promise<EventChangeAccepted>
   log: FastifyBaseLogger
   /** How often the sender looks for reports that are due (reports of this process are sent at once). */
@@ -26,8 +30,8 @@ const BATCH = 50
 
 /**
  * Delivers the outbox to the Sync service: one user's reports strictly in the order they were
- * written (a report waits while an older one of the same user is failing), every user
- * independently, each report until Sync has it. A report is removed only after Sync answered,
+ * written (a report waits while an older one of the same user is failing; one process at a time
+ * sends them, under a lease), every user independently, each report until Sync has it. A report is removed only after Sync answered,
  * so a restart resends at most the report that was in flight; its idempotency key makes Sync
  * apply it once.
  */
@@ -37,6 +41,8 @@ export class OutboxSender {
   readonly #random: () => number
   readonly #running = new Map<string, Promise<void>>()
   readonly #queued = new Map<string, Promise<void>>()
+  readonly #holder = randomUUID()
+  readonly #leaseMs: number
   #timer: NodeJS.Timeout | undefined
   #stopped = false
 
@@ -44,6 +50,7 @@ export class OutboxSender {
     this.#options = options
     this.#now = options.now ?? (() => new Date())
     this.#random = options.random ?? Math.random
+    this.#leaseMs = options.leaseMs ?? 30_000
   }
 
   start (): void {
@@ -112,15 +119,48 @@ export class OutboxSender {
   }
 
   async #deliver (userId: string): Promise<void> {
-    while (!this.#stopped) {
-      // Reports are read in batches in order; only the first can be waiting for a retry, since
-      // delivery stops at the first report Sync does not take.
-      const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
-      if (batch.length === 0) return
-      for (const record of batch) {
-        if (this.#stopped || record.nextAttemptAt > this.#now()) return
-        if (!await this.#send(record)) return
+    let claimedAt = await this.#claim(userId)
+    if (claimedAt === null) return
+    try {
+      while (!this.#stopped) {
+        // Reports are read in batches in order; only the first can be waiting for a retry, since
+        // delivery stops at the first report Sync does not take.
+        const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
+        if (batch.length === 0) return
+        for (const record of batch) {
+          if (this.#stopped || record.nextAttemptAt > this.#now()) return
+          if (this.#now().getTime() - claimedAt.getTime() > this.#leaseMs / 3) {
+            claimedAt = await this.#claim(userId)
+            if (claimedAt === null) return
+          }
+          if (!await this.#send(record)) return
+        }
       }
+    } finally {
+      await this.#options.leases.deleteOne({ _id: userId, holder: this.#holder })
+    }
+  }
+
+  /**
+   * Takes (or renews) this process's claim on the user's reports; null while another process
+   * holds a live claim. A claim that was not renewed in time lapses, so a crashed process does
+   * not block the user's reports for longer than the lease.
+   */
+  async #claim (userId: string): Promise<Date | null> {
+    const now = this.#now()
+    const lease = { holder: this.#holder, until: new Date(now.getTime() + this.#leaseMs) }
+    const renewed = await this.#options.leases.updateOne(
+      { _id: userId, $or: [{ holder: this.#holder }, { until: { $lte: now } }] },
+      { $set: lease }
+    )
+    if (renewed.matchedCount === 1) return now
+    try {
+      await this.#options.leases.insertOne({ _id: userId, ...lease })
+      return now
+    } catch (error) {
+      // Another process holds a live claim.
+      if (error instanceof MongoServerError && error.code === 11000) return null
+      throw error
     }
   }
 
@@ -158,6 +198,7 @@ export class OutboxSender {
 export default fp(async function outbox (fastify) {
   const sender = new OutboxSender({
     collection: fastify.eventStore.outbox,
+    leases: fastify.eventStore.outboxLeases,
     send: async (report) => await fastify.syncClient.reportEventChange(report),
     log: fastify.log.child({ component: 'event-outbox' }),
     pollIntervalMs: 2000,

@@ -19,6 +19,17 @@ export interface OutboxRecord {
   lastError: string | null
 }
 
+/**
+ * Which process delivers a user's reports right now. Several backend processes may share one
+ * database; a user's reports keep their order only if one of them sends at a time.
+ */
+export interface OutboxLease {
+  /** The user id. */
+  _id: string
+  holder: string
+  until: Date
+}
+
 export function outboxRecordsFor (userId: string, plans: PersistencePlan[], now: Date): OutboxRecord[] {
   const records: OutboxRecord[] = []
   for (const plan of plans) {

@@ -39,8 +39,10 @@ test('the sender', async (t) => {
   let now = new Date('2026-03-01T00:00:00.000Z')
   const client = new SyncClient({ baseUrl: sync.url, internalAuthToken: 'x'.repeat(32), timeoutMs: 2000 })
   t.teardown(() => client.close())
+  const leases = app.eventStore.outboxLeases
   const sender = new OutboxSender({
     collection,
+    leases,
     send: async (report) => await client.reportEventChange(report),
     log: app.log,
     pollIntervalMs: 60_000,
@@ -103,11 +105,26 @@ test('the sender', async (t) => {
     sync.behaviour = 'accept'
   })
 
+  await t.test('one process at a time sends a user\'s reports', async (t) => {
+    sync.applied.length = 0
+    await collection.insertMany(outboxRecordsFor(USER, reportPlans('j1', 'j2'), now))
+    // Another backend process is delivering this user's reports right now.
+    await leases.insertOne({ _id: USER, holder: 'another-process', until: new Date(now.getTime() + 30_000) })
+    await sender.flush(USER)
+    t.same(sync.applied, [], 'nothing is sent while the other process holds the claim')
+    t.equal(await sender.pending(USER), 2)
+    now = new Date(now.getTime() + 30_000)
+    await sender.flush(USER)
+    t.same(sync.applied.map((report) => report.eventId), ['j1', 'j2'], 'a lapsed claim is taken over')
+    t.equal(await leases.countDocuments({ _id: USER }), 0, 'the claim is given up after the run')
+  })
+
   await t.test('an unreachable Sync is retried like an answer of 5xx', async (t) => {
+    sync.applied.length = 0
     const down = new SyncClient({ baseUrl: 'http://127.0.0.1:9', internalAuthToken: 'x'.repeat(32), timeoutMs: 1000 })
     t.teardown(() => down.close())
     const unreachable = new OutboxSender({
-      collection, send: async (report) => await down.reportEventChange(report), log: app.log, pollIntervalMs: 60_000, baseDelayMs: 1000, maxDelayMs: 8000, now: () => now
+      collection, leases, send: async (report) => await down.reportEventChange(report), log: app.log, pollIntervalMs: 60_000, baseDelayMs: 1000, maxDelayMs: 8000, now: () => now
     })
     await collection.insertMany(outboxRecordsFor(USER, reportPlans('i1'), now))
     await unreachable.flush(USER)
