@@ -1,5 +1,6 @@
 import { test } from 'tap'
 import type { ChangesPage } from '../../schemas/sync/index.js'
+import { CHANGES_BATCH_MAX_USERS } from '../../schemas/sync/index.js'
 import { CHANGE_FEED_RETENTION_MS, CURSOR_MAX_AGE_MS, FEED_GAP_GRACE_MS } from '../../sync/lib/change-feed.js'
 import type { InvalidationInput } from '../../sync/lib/change-feed.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
@@ -153,8 +154,10 @@ test('the batched form answers exactly what per-user requests answer', async (t)
   t.same(single[0]?.invalidations.length, 2, 'the limit applies per user')
   t.equal(single[0]?.hasMore, true)
 
-  const tooMany = await built.signed({ method: 'POST', url: '/internal/changes/batch', body: { users: Array.from({ length: 501 }, () => ({ userId: busy, cursor: null })) } })
+  const tooMany = await built.signed({ method: 'POST', url: '/internal/changes/batch', body: { users: Array.from({ length: CHANGES_BATCH_MAX_USERS + 1 }, () => ({ userId: busy, cursor: null })) } })
   t.equal(tooMany.statusCode, 400)
+  const most = await built.signed({ method: 'POST', url: '/internal/changes/batch', body: { users: Array.from({ length: CHANGES_BATCH_MAX_USERS }, () => ({ userId: busy, cursor: null })) } })
+  t.equal(most.statusCode, 200, 'a whole process\'s users fit in one request')
   const empty = await built.signed({ method: 'POST', url: '/internal/changes/batch', body: { users: [] } })
   t.equal(empty.statusCode, 400)
 })
