@@ -45,6 +45,8 @@ export class OutboxSender {
   readonly #leaseMs: number
   #timer: NodeJS.Timeout | undefined
   #stopped = false
+  /** Bumped by every start, so a sweep still running from before a stop does not reschedule. */
+  #generation = 0
 
   constructor (options: OutboxSenderOptions) {
     this.#options = options
@@ -54,8 +56,10 @@ export class OutboxSender {
   }
 
   start (): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
     this.#stopped = false
-    this.#schedule(0)
+    this.#generation += 1
+    this.#schedule(0, this.#generation)
   }
 
   /** Delivers the user's due reports now; resolves once this user's queue was worked through. */
@@ -107,12 +111,12 @@ export class OutboxSender {
     await Promise.allSettled([...this.#running.values(), ...this.#queued.values()])
   }
 
-  #schedule (delayMs: number): void {
-    if (this.#stopped) return
+  #schedule (delayMs: number, generation: number): void {
+    if (this.#stopped || generation !== this.#generation) return
     this.#timer = setTimeout(() => {
       this.flushDue()
         .catch((error: unknown) => { this.#options.log.error({ err: error }, 'event outbox sweep failed') })
-        .finally(() => { this.#schedule(this.#options.pollIntervalMs) })
+        .finally(() => { this.#schedule(this.#options.pollIntervalMs, generation) })
     }, delayMs)
     // The sweep must never keep a process alive that is otherwise done.
     this.#timer.unref()
