@@ -62,7 +62,10 @@ export function applyUpdate (original: Doc, update: UpdateSpec, options: { filte
     result = cloneValue(original)
     if (Object.keys(modifier).length > 0) {
       try {
-        mingoUpdate(result, modifier, options.arrayFilters, options.filter, { cloneMode: 'deep', queryOptions: MINGO_OPTIONS })
+        // mingo applies the update only where the condition matches; a document being inserted is
+        // the upsert's seed, which need not match the whole filter (an `$or`, a range), so it has none.
+        const condition = options.inserting ? undefined : options.filter
+        mingoUpdate(result, modifier, options.arrayFilters, condition, { cloneMode: 'deep', queryOptions: MINGO_OPTIONS })
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
         if (message.includes("immutable field '_id'")) throw immutableId()

@@ -82,6 +82,14 @@ test('update operators, upserts and findAndModify', async (t) => {
     const replacedUpsert = await items.replaceOne({ _id: id('r1') }, { whole: true }, { upsert: true })
     t.equal(replacedUpsert.upsertedId, 'r1')
     t.same(await items.findOne({ _id: id('r1') }), { _id: 'r1', whole: true })
+    // A filter the seed cannot match as a whole ($or, a range) still gets the update applied.
+    const leased = await items.updateOne(
+      { _id: id('lease'), $or: [{ holder: null }, { until: { $lt: 5 } }] },
+      { $set: { holder: 'me', until: 10 } },
+      { upsert: true }
+    )
+    t.equal(leased.upsertedId, 'lease')
+    t.same(await items.findOne({ _id: id('lease') }), { _id: 'lease', holder: 'me', until: 10 })
   })
 
   t.test('_id is immutable and bad updates are refused without change', async (t) => {
