@@ -4,7 +4,7 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
-import { errorBody, notFoundBody, serverErrorBody } from './lib/error-bodies.js'
+import { TypedHttpError, errorBody, notFoundBody, serverErrorBody } from './lib/error-bodies.js'
 import configPlugin from './plugins/config.js'
 import mongoPlugin from './plugins/mongo.js'
 import corsPlugin from './plugins/cors.js'
@@ -46,6 +46,9 @@ export function serverOptions (config: Config): FastifyServerOptions {
 const orderedPlugins = /^(config|mongo|users|cors|session|security-headers|request-logging)\.(ts|js)$/
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
+  if (error instanceof TypedHttpError) {
+    return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))
+  }
   if (error.validation) {
     return reply.code(400).send(errorBody(400, error.message, 'FST_ERR_VALIDATION'))
   }

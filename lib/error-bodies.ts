@@ -3,8 +3,21 @@ import type { ErrorResponse } from '../schemas/errors.js'
 
 // The backend's one error body shape (schemas/errors.ts), built in one place.
 
-export function errorBody (statusCode: number, message: string, code?: string): ErrorResponse {
-  return { statusCode, ...(code !== undefined ? { code } : {}), error: STATUS_CODES[statusCode] ?? 'Error', message }
+export function errorBody (statusCode: number, message: string, code?: string, details: ErrorDetails = {}): ErrorResponse {
+  return { statusCode, ...(code !== undefined ? { code } : {}), error: STATUS_CODES[statusCode] ?? 'Error', message, ...details }
+}
+
+export interface ErrorDetails {
+  connectionId?: string
+}
+
+// A refusal the specification names (EVENT_INVALID, CONNECTION_REVOKED, MAINTENANCE, ...): its
+// message is written for clients, so it is sent as it is, even with a 5xx status.
+export class TypedHttpError extends Error {
+  override name = 'TypedHttpError'
+  constructor (readonly statusCode: number, readonly code: string, message: string, readonly details: ErrorDetails = {}) {
+    super(message)
+  }
 }
 
 export function notFoundBody (method: string, url: string): ErrorResponse {

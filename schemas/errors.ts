@@ -6,7 +6,8 @@ export const ErrorResponse = Type.Object({
   statusCode: Type.Integer({ description: 'HTTP status, repeated for clients that lose it' }),
   code: Type.Optional(Type.String({ description: 'Stable machine-readable error code' })),
   error: Type.String({ description: 'HTTP status text' }),
-  message: Type.String({ description: 'Human-readable explanation; generic for server errors' })
+  message: Type.String({ description: 'Human-readable explanation; generic for unexpected server errors' }),
+  connectionId: Type.Optional(Type.String({ description: 'The provider connection a CONNECTION_REVOKED refusal is about' }))
 }, { $id: 'ErrorResponse', description: 'Error body' })
 
 export type ErrorResponse = Static<typeof ErrorResponse>

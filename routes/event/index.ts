@@ -1,3 +1,4 @@
+import { TypedHttpError } from '../../lib/error-bodies.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifySchemaValidationError } from 'fastify'
 import { Type } from '@sinclair/typebox'
@@ -17,11 +18,7 @@ import { eventInstant } from '../../lib/events/time.js'
 import { compileSeries, hasOccurrenceAt } from '../../lib/events/recurrence.js'
 
 /** A refusal; the app's error handler answers it with the status, code and message. */
-class EventRequestError extends Error {
-  constructor (readonly statusCode: number, readonly code: string, message: string) {
-    super(message)
-  }
-}
+class EventRequestError extends TypedHttpError {}
 
 function invalid (path: string, message: string): EventRequestError {
   return new EventRequestError(400, 'EVENT_INVALID', `${path} ${message}`)
@@ -133,38 +130,27 @@ async function checkProviderSide (fastify: FastifyInstance, log: FastifyBaseLogg
   const revoked = google.find((connection) => connection.reason === 'authorizationRevoked')
   const live = google.some((connection) => connection.state !== 'actionRequired' && connection.state !== 'disconnected')
   if (revoked !== undefined && !live) {
-    throw new EventRequestError(410, 'CONNECTION_REVOKED', `The provider connection ${revoked.connectionId} was revoked; reconnect it to change this event`)
+    throw new EventRequestError(410, 'CONNECTION_REVOKED', 'The provider connection was revoked; reconnect it to change this event', { connectionId: revoked.connectionId })
   }
 }
 
-/**
- * Checks the provider side, writes own data with the reports, then hands them to the sender.
- * Answers false when it already refused with 503 MAINTENANCE: a typed refusal the client must
- * be able to read, while the app's error handler hides every 5xx behind a generic body.
- */
-async function commit (fastify: FastifyInstance, reply: FastifyReply, owner: Owner, steps: Array<{ plan: PersistencePlan, touched: Array<EventRecord | null> }>): Promise<boolean> {
+/** Checks the provider side, writes own data with the reports, then hands them to the sender. */
+async function commit (fastify: FastifyInstance, reply: FastifyReply, owner: Owner, steps: Array<{ plan: PersistencePlan, touched: Array<EventRecord | null> }>): Promise<void> {
   const touched = steps.flatMap((step) => step.touched).filter((event): event is EventRecord => event !== null)
-  try {
-    await checkProviderSide(fastify, reply.log, owner.userId, touched)
-  } catch (error) {
-    if (!(error instanceof EventRequestError) || error.code !== 'MAINTENANCE') throw error
-    await reply.code(503).send({ statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: error.message })
-    return false
-  }
+  await checkProviderSide(fastify, reply.log, owner.userId, touched)
   const plans = steps.map((step) => step.plan)
   await fastify.eventStore.apply(owner.userId, plans, outboxRecordsFor(owner.userId, plans, owner.now))
   // The write is complete once its reports are stored; delivery runs on without the client.
   fastify.outbox.kick(owner.userId)
-  return true
 }
 
 /**
  * The whole write of POST /api/event after the session and the body schema: plan every change,
- * check the provider side, write, report. Answers false when it already answered (503).
+ * check the provider side, write, report.
  * `validate: false` skips the checks beyond the schema too; only bench/event-write.ts uses it,
  * to measure what authentication and validation cost on the same path.
  */
-export async function writeChanges (fastify: FastifyInstance, reply: FastifyReply, owner: Owner, body: EventChangeBodyInput, options: { validate: boolean } = { validate: true }): Promise<boolean> {
+export async function writeChanges (fastify: FastifyInstance, reply: FastifyReply, owner: Owner, body: EventChangeBodyInput, options: { validate: boolean } = { validate: true }): Promise<void> {
   const changes = Array.isArray(body) ? body : [body]
   const prefix = (index: number) => Array.isArray(body) ? `body/${index}` : 'body'
   const seen = new Set<string>()
@@ -175,7 +161,7 @@ export async function writeChanges (fastify: FastifyInstance, reply: FastifyRepl
     seen.add(step.after._id)
     steps.push({ plan: step.plan, touched: [step.before, step.after] })
   }
-  return await commit(fastify, reply, owner, steps)
+  await commit(fastify, reply, owner, steps)
 }
 
 const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -205,7 +191,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     schemaErrorFormatter: bodyErrorMessage
   }, async (request, reply) => {
-    if (!await writeChanges(fastify, reply, { userId: request.userId, now: new Date() }, request.body)) return reply
+    await writeChanges(fastify, reply, { userId: request.userId, now: new Date() }, request.body)
     return { statusCode: 204 } as const
   })
 
@@ -258,7 +244,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (issue !== null) throw invalid(`body${issue.path}`, issue.message)
     const after = toEventRecord(change, owner)
     const plan = planned(planTransition(before, after, owner.now))
-    if (!await commit(fastify, reply, owner, [{ plan, touched: [before, after] }])) return reply
+    await commit(fastify, reply, owner, [{ plan, touched: [before, after] }])
     return { statusCode: 204 } as const
   })
 
@@ -293,7 +279,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       result = planOccurrenceDelete(occurrence.series, { stored: occurrence.edit, expanded }, applyTo, owner.now)
       touched = [occurrence.series, occurrence.edit]
     }
-    if (!await commit(fastify, reply, owner, [{ plan: planned(result), touched }])) return reply
+    await commit(fastify, reply, owner, [{ plan: planned(result), touched }])
     return { statusCode: 204 } as const
   })
 

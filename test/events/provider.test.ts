@@ -75,7 +75,7 @@ test('mutations of provider calendar events are refused before anything is writt
       ['DELETE', await asEve.delete(existing)]
     ] as const) {
       t.equal(response.statusCode, 410, name)
-      t.match(response.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone' }, name)
+      t.match(response.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', connectionId: connectionId.toHexString() }, name)
     }
     t.equal(await events.findOne({ _id: fresh }), null, 'nothing created')
     t.same(await events.findOne({ _id: existing }), storedBefore, 'nothing changed')
