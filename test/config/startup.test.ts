@@ -1,33 +1,14 @@
-import { test } from 'tap'
-import { spawn } from 'node:child_process'
-import { mkdtemp, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { test, type Test } from 'tap'
+import { startScript, writeTempFile } from '../processes.js'
 import { exampleWith } from './fixtures.js'
 
-const root = new URL('../../', import.meta.url).pathname
-
-function runServer (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stderr: string, stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts', ...args], {
-      cwd: root,
-      env: { ...process.env, CONFIG_FILE: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
-    let stderr = ''
-    let stdout = ''
-    child.stderr.on('data', (chunk) => { stderr += chunk })
-    child.stdout.on('data', (chunk) => { stdout += chunk })
-    child.on('close', (code) => resolve({ code, stderr, stdout }))
-  })
+async function runServer (t: Test, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stderr: string }> {
+  const server = startScript(t, 'server.ts', args, env)
+  const code = await server.exited
+  return { code, stderr: server.stderr() }
 }
 
-async function configFile (text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'calendar-config-'))
-  const path = join(dir, 'config.yaml')
-  await writeFile(path, text)
-  return path
-}
+const configFile = (text: string) => writeTempFile('config.yaml', text)
 
 const secret = 'super-secret-internal-token-value'
 const cases: Array<[string, Record<string, unknown>, RegExp]> = [
@@ -41,7 +22,7 @@ const cases: Array<[string, Record<string, unknown>, RegExp]> = [
 for (const [name, patch, expected] of cases) {
   test(`the backend process exits 1 ${name}`, async (t) => {
     const path = await configFile(exampleWith(patch))
-    const { code, stderr } = await runServer(['--config', path])
+    const { code, stderr } = await runServer(t, ['--config', path])
     t.equal(code, 1)
     const lines = stderr.trim().split('\n')
     t.equal(lines.length, 1, 'one line')
@@ -52,13 +33,13 @@ for (const [name, patch, expected] of cases) {
 
 test('CONFIG_FILE names the file when --config is absent', async (t) => {
   const path = await configFile(exampleWith({ 'runtime.timezone': 'America/New_York' }))
-  const { code, stderr } = await runServer([], { CONFIG_FILE: path })
+  const { code, stderr } = await runServer(t, [], { CONFIG_FILE: path })
   t.equal(code, 1)
   t.equal(stderr.trim(), 'config: runtime.timezone must be one of Etc/UTC, UTC')
 })
 
 test('a missing configuration file exits 1 with a clear line', async (t) => {
-  const { code, stderr } = await runServer(['--config', '/nonexistent/config.yaml'])
+  const { code, stderr } = await runServer(t, ['--config', '/nonexistent/config.yaml'])
   t.equal(code, 1)
   t.equal(stderr.trim(), 'config: cannot read /nonexistent/config.yaml (pass --config FILE or set CONFIG_FILE)')
 })

@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+
+const root = new URL('../', import.meta.url).pathname
+
+export interface RunningProcess {
+  child: ChildProcess
+  stdout: () => string
+  stderr: () => string
+  // Both streams, in arrival order.
+  output: () => string
+  exited: Promise<number | null>
+}
+
+// A TypeScript entry point of this repository run as its own Node process, the way a user runs it.
+// It is killed when the test ends, if it is still running.
+export function startScript (t: Test, script: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): RunningProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: root,
+    env: { ...process.env, CONFIG_FILE: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  let stderr = ''
+  let output = ''
+  child.stdout?.on('data', (chunk) => { stdout += chunk; output += chunk })
+  child.stderr?.on('data', (chunk) => { stderr += chunk; output += chunk })
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited }
+}
+
+export async function writeTempFile (name: string, text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'calendar-test-'))
+  const path = join(dir, name)
+  await writeFile(path, text)
+  return path
+}
+
+export async function waitFor (condition: () => boolean | Promise<boolean>, timeoutMs: number, stopEarly: () => boolean = () => false): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline && !stopEarly()) {
+    if (await condition()) return true
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return await condition()
+}
