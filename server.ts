@@ -24,8 +24,6 @@ const { config, warnings } = loadOrExit()
 const server = Fastify(serverOptions(config))
 for (const warning of warnings) server.log.warn(warning)
 
-await server.register(fp(app), { config })
-
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   if (err) server.log.error({ err }, 'shutting down after an error')
   else server.log.info({ signal }, 'shutting down')
@@ -33,9 +31,12 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 })
 
 try {
+  await server.register(fp(app), { config })
   // In a container HOST is 0.0.0.0 and the host publishes the port on 127.0.0.1 only.
   await server.listen({ port: config.backend.port, host: process.env.HOST ?? '127.0.0.1' })
 } catch (error) {
+  // One line for the operator (the database or the session core may be unreachable); the log has the rest.
   server.log.fatal({ err: error }, 'backend could not start')
+  process.stderr.write(`startup: ${(error as Error).message.split('\n')[0]}\n`)
   process.exit(1)
 }

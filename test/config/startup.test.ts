@@ -43,3 +43,12 @@ test('a missing configuration file exits 1 with a clear line', async (t) => {
   t.equal(code, 1)
   t.equal(stderr.trim(), 'config: cannot read /nonexistent/config.yaml (pass --config FILE or set CONFIG_FILE)')
 })
+
+test('an unreachable database stops the backend with status 1 and one line', { timeout: 30_000 }, async (t) => {
+  const path = await configFile(exampleWith({ 'database.uri': 'mongodb://127.0.0.1:9/calendar', 'sync.databaseUri': 'mongodb://127.0.0.1:9/sync' }))
+  const { code, stderr } = await runServer(t, ['--config', path])
+  t.equal(code, 1)
+  const lines = stderr.trim().split('\n')
+  t.equal(lines.length, 1, 'one line')
+  t.match(lines[0], /^startup: .*127\.0\.0\.1:9/)
+})
