@@ -1,0 +1,28 @@
+// `npm run openapi`: prints the backend's OpenAPI document, generated from the route schemas.
+// It builds the app against throwaway stand-ins, so nothing needs to be running.
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+import { stringify } from 'yaml'
+import app from '../app.js'
+import { parseConfig } from '../lib/config.js'
+import { startMongo } from './mongo/index.js'
+import { startSessionCore } from './session-core/index.js'
+
+const mongo = await startMongo()
+const core = await startSessionCore({ apiKey: 'openapi-session-core-key' })
+const { config } = parseConfig(stringify({
+  runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: 'warn' },
+  web: { url: 'http://localhost:9080' },
+  backend: { apiUrl: 'http://localhost:3000/api', originsAllowed: ['http://localhost:9080'], serviceToken: 'openapi-service-token' },
+  database: { uri: mongo.uri.replace(/\/?(\?|$)/, '/calendar$1') },
+  sessions: { uri: core.uri, key: 'openapi-session-core-key' },
+  sync: { databaseUri: mongo.uri.replace(/\/?(\?|$)/, '/sync$1'), internalAuthToken: 'openapi', callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' }
+}), 'backend')
+
+const server = Fastify({ logger: false })
+await server.register(fp(app), { config })
+await server.ready()
+process.stdout.write(JSON.stringify(server.swagger(), null, 2) + '\n')
+await server.close()
+await core.close()
+await mongo.close()
