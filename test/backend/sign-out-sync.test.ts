@@ -45,3 +45,40 @@ test('SuperTokens\' own frontend SDKs: st-auth-mode gets st-* token headers', as
   const profile = await app.inject({ method: 'GET', url: '/api/user/profile', headers: { authorization: `Bearer ${String(response.headers['st-access-token'])}` } })
   t.equal(profile.statusCode, 200)
 })
+
+test('a watch stop Sync could not take is kept and retried after a backend restart', async (t) => {
+  const deps = await startDependencies(t)
+  const sync = await startSyncService(t, deps.databaseUri(`sync_signout_retry_${Date.now()}`))
+  const apiDatabase = `calendar_signout_retry_${Date.now()}`
+  const overrides = { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken, apiDatabase }
+  const first = await buildApp(t, deps, overrides)
+
+  const session = await signUp(first.app, { email: uniqueEmail('away'), password: 'pw-for-away-1' })
+  const watches = sync.db.collection('watches')
+  await watches.insertOne({
+    _id: 'channel-away' as never,
+    userId: session.userId,
+    connectionId: 'connection-away',
+    calendarId: 'primary',
+    resourceId: 'resource-away',
+    tokenDigest: '00',
+    expiresAt: new Date(Date.now() + 86_400_000)
+  })
+
+  await sync.stop()
+  const response = await first.app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
+  t.equal(response.statusCode, 200, 'sign-out succeeds while Sync is away')
+  const pending = first.app.mongo.db.collection('pendingWatchStops')
+  t.equal(await pending.countDocuments({ _id: session.userId as never }), 1, 'the stop is kept in the backend\'s database')
+  t.ok(first.log.lines().some((line) => line.msg === 'sign-out: Sync did not stop the user\'s watches; will retry'))
+  await first.app.close()
+
+  // A new backend process on the same database, and Sync is back.
+  await sync.start()
+  const second = await buildApp(t, deps, overrides)
+  await second.app.mongo.db.collection('pendingWatchStops').updateOne({ _id: session.userId as never }, { $set: { nextAttemptAt: new Date(0) } })
+  await second.app.signOutFollowUps.sweep()
+  t.equal(await watches.countDocuments({ userId: session.userId }), 0, 'Sync stopped the watch')
+  t.equal(await second.app.mongo.db.collection('pendingWatchStops').countDocuments({}), 0, 'nothing is left to retry')
+  t.ok(second.log.lines().some((line) => line.msg === 'sign-out: Sync stopped the user\'s watches after a retry'))
+})
