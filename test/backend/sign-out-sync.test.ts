@@ -1,6 +1,21 @@
 import { test } from 'tap'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
-import { startSyncService } from '../events/sync-service.js'
+import { startSyncService, type SyncService } from '../events/sync-service.js'
+
+// A provider watch of the user, as the Sync service stores one.
+async function addWatch (sync: SyncService, userId: string, channelId: string) {
+  const watches = sync.db.collection('watches')
+  await watches.insertOne({
+    _id: channelId as never,
+    userId,
+    connectionId: `connection-of-${channelId}`,
+    calendarId: 'primary',
+    resourceId: `resource-of-${channelId}`,
+    tokenDigest: '00',
+    expiresAt: new Date(Date.now() + 86_400_000)
+  })
+  return watches
+}
 
 test('sign-out asks the Sync service to stop the user\'s provider watches', async (t) => {
   const deps = await startDependencies(t)
@@ -8,16 +23,7 @@ test('sign-out asks the Sync service to stop the user\'s provider watches', asyn
   const { app, log } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
 
   const session = await signUp(app, { email: uniqueEmail('watcher'), password: 'pw-for-watcher-1' })
-  const watches = sync.db.collection('watches')
-  await watches.insertOne({
-    _id: 'channel-1' as never,
-    userId: session.userId,
-    connectionId: 'connection-1',
-    calendarId: 'primary',
-    resourceId: 'resource-1',
-    tokenDigest: '00',
-    expiresAt: new Date(Date.now() + 86_400_000)
-  })
+  const watches = await addWatch(sync, session.userId, 'channel-1')
 
   const response = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
   t.equal(response.statusCode, 200)
@@ -54,16 +60,7 @@ test('a watch stop Sync could not take is kept and retried after a backend resta
   const first = await buildApp(t, deps, overrides)
 
   const session = await signUp(first.app, { email: uniqueEmail('away'), password: 'pw-for-away-1' })
-  const watches = sync.db.collection('watches')
-  await watches.insertOne({
-    _id: 'channel-away' as never,
-    userId: session.userId,
-    connectionId: 'connection-away',
-    calendarId: 'primary',
-    resourceId: 'resource-away',
-    tokenDigest: '00',
-    expiresAt: new Date(Date.now() + 86_400_000)
-  })
+  const watches = await addWatch(sync, session.userId, 'channel-away')
 
   await sync.stop()
   const response = await first.app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
