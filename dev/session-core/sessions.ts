@@ -118,14 +118,19 @@ export async function createSession (ctx: CoreContext, input: CreateSessionInput
   const accessToken = await signAccessToken(ctx, {
     session, refreshTokenHash1: refreshToken.hash1, parentRefreshTokenHash1: undefined, antiCsrfToken, expiry: now + ctx.accessTokenValidityMs, now
   })
-  const reply: CdiReply<'/<tenantId>/recipe/session', 'post'> = {
-    status: 'OK',
+  const reply: CdiReply<'/<tenantId>/recipe/session', 'post'> = tokensIssued(session, accessToken, refreshToken, antiCsrfToken)
+  return reply
+}
+
+// The answer of session creation and refresh alike: the session and its new tokens.
+function tokensIssued (session: SessionRecord, accessToken: CdiTokenInfo, refreshToken: CdiTokenInfo, antiCsrfToken: string | undefined) {
+  return {
+    status: 'OK' as const,
     session: sessionView(session),
     accessToken,
-    refreshToken: { token: refreshToken.token, expiry: refreshToken.expiry, createdTime: refreshToken.createdTime }
+    refreshToken: { token: refreshToken.token, expiry: refreshToken.expiry, createdTime: refreshToken.createdTime },
+    ...(antiCsrfToken !== undefined ? { antiCsrfToken } : {})
   }
-  if (antiCsrfToken !== undefined) reply.antiCsrfToken = antiCsrfToken
-  return reply
 }
 
 interface VerifiedClaims {
@@ -263,13 +268,7 @@ export async function refreshSession (ctx: CoreContext, input: RefreshInput): Pr
         expiry: now + ctx.accessTokenValidityMs,
         now
       })
-      const reply: RefreshReply = {
-        status: 'OK',
-        session: sessionView(session),
-        accessToken,
-        refreshToken: { token: child.token, expiry: child.expiry, createdTime: child.createdTime }
-      }
-      if (antiCsrfToken !== undefined) reply.antiCsrfToken = antiCsrfToken
+      const reply: RefreshReply = tokensIssued(session, accessToken, child, antiCsrfToken)
       return reply
     }
     if (contents.p !== null && contents.p === session.refreshTokenHash2) {

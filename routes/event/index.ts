@@ -104,7 +104,7 @@ async function planUpsert (fastify: FastifyInstance, owner: Owner, change: Event
  *   Sync gives when the report arrives is logged there.
  */
 async function checkProviderSide (fastify: FastifyInstance, log: FastifyBaseLogger, userId: string, touched: EventRecord[]): Promise<void> {
-  const user = fastify.hasDecorator('users') ? await fastify.users.findById(userId) : null
+  const user = await fastify.users.findById(userId)
   if (user?.google?.gRefreshToken === undefined) {
     log.info({ userId, reason: 'MissingGoogleRefreshToken', events: touched.length }, 'provider effect skipped: the user has no provider refresh token')
     return
