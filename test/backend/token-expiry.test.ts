@@ -1,21 +1,22 @@
 import { test } from 'tap'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
 
-// A session core whose access tokens live one second (a real core is configured the same way
-// with access_token_validity).
+// A session core whose access tokens live three seconds (a real core is configured the same way
+// with access_token_validity). Expiry has whole-second precision, so a fresh token stays valid for
+// more than two seconds: enough for its first use on a busy machine.
 test('an expired access token gets the try-refresh answer; a refresh brings the client back', { timeout: 60_000 }, async (t) => {
   if (process.env.SESSIONS_URI !== undefined) {
     t.comment('token lifetimes of a real core given by SESSIONS_URI are its own')
     return
   }
-  const deps = await startDependencies(t, { accessTokenValiditySec: 1 })
+  const deps = await startDependencies(t, { accessTokenValiditySec: 3 })
   const { app } = await buildApp(t, deps)
   const session = await signUp(app, { email: uniqueEmail('expiry'), password: 'pw-for-expiry-1' })
 
   const fresh = await app.inject({ method: 'GET', url: '/api/user/profile', headers: session.headers })
   t.equal(fresh.statusCode, 200)
 
-  await new Promise((resolve) => setTimeout(resolve, 2100))
+  await new Promise((resolve) => setTimeout(resolve, 3100))
   const expired = await app.inject({ method: 'GET', url: '/api/user/profile', headers: session.headers })
   t.equal(expired.statusCode, 401)
   t.same(expired.json(), { message: 'try refresh token' }, 'the library\'s try-refresh answer')

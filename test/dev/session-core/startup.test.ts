@@ -94,7 +94,9 @@ test('bad input gets a clear 400 and changes nothing', async (t) => {
 })
 
 test('an expired access token must be refreshed; the refresh token still works', async (t) => {
-  const core = await startSessionCore({ apiKey: API_KEY, accessTokenValiditySec: 1 })
+  // JWT expiry has whole-second precision, so a 3 s lifetime leaves a fresh token valid for more
+  // than 2 s (a 1 s one could expire before its first use on a busy machine).
+  const core = await startSessionCore({ apiKey: API_KEY, accessTokenValiditySec: 3 })
   t.teardown(() => core.close())
   const target = { uri: core.uri, apiKey: API_KEY }
   const created = await cdi(target, 'POST', '/public/recipe/session',
@@ -103,8 +105,8 @@ test('an expired access token must be refreshed; the refresh token still works',
   const refreshToken = (created.body['refreshToken'] as { token: string }).token
   const verifyBody = { accessToken, doAntiCsrfCheck: false, enableAntiCsrf: false, checkDatabase: false }
   t.equal((await cdi(target, 'POST', '/recipe/session/verify', verifyBody)).body['status'], 'OK', 'fresh token verifies')
-  // Waits out the one-second lifetime; nothing here measures how long anything took.
-  await new Promise((resolve) => setTimeout(resolve, 1100))
+  // Waits out the lifetime; nothing here measures how long anything took.
+  await new Promise((resolve) => setTimeout(resolve, 3100))
   const expired = await cdi(target, 'POST', '/recipe/session/verify', verifyBody)
   t.equal(expired.body['status'], 'TRY_REFRESH_TOKEN')
   const refreshed = await cdi(target, 'POST', '/recipe/session/refresh', { refreshToken, enableAntiCsrf: false, useDynamicSigningKey: true })
