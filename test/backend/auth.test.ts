@@ -232,6 +232,23 @@ test('accounts and sessions', async (t) => {
     t.match(fresh.userId, /^[0-9a-f]{24}$/)
   })
 
+  await t.test('email-verification links are not rewritten', async (t) => {
+    const session = await signUp(app, { email: uniqueEmail('verify'), password: 'pw-for-verify-1' })
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/user/email/verify/token',
+      headers: { ...session.headers, 'sx-auth-mode': 'header', rid: 'emailverification' }
+    })
+    t.equal(response.statusCode, 200)
+    t.equal(response.json().status, 'OK')
+    const logged = log.lines().filter((line) => line.msg === 'email verification link (not delivered outside production)')
+    t.equal(logged.length, 1)
+    const link = new URL(String(logged[0]?.emailVerifyLink))
+    t.not(link.pathname, '/day', 'not sent to the reset route')
+    t.equal(link.searchParams.get('auth'), null, 'no auth modal parameter added')
+    t.ok((link.searchParams.get('token') ?? '').length > 10, 'the library\'s own link, with its token')
+  })
+
   await t.test('protected routes answer 401 without a session, and to a forged token', async (t) => {
     for (const url of ['/api/user/profile']) {
       const none = await app.inject({ method: 'GET', url })
