@@ -7,13 +7,15 @@ import type { APIInterface as EmailPasswordAPI } from 'supertokens-node/recipe/e
 import Session from 'supertokens-node/recipe/session'
 import { verifySession } from 'supertokens-node/recipe/session/framework/fastify'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
+import { SMTPService as EmailPasswordSMTPService } from 'supertokens-node/recipe/emailpassword/emaildelivery'
 import EmailVerification from 'supertokens-node/recipe/emailverification'
+import { SMTPService as EmailVerificationSMTPService } from 'supertokens-node/recipe/emailverification/emaildelivery'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import ThirdParty from 'supertokens-node/recipe/thirdparty'
 import { signInProviders } from '../lib/identity-providers.js'
 import type { Config } from '../schemas/config.js'
 import { chooseCanonicalUserId, isCanonicalUserId, mintUserId, normalizeEmail } from '../lib/identity.js'
-import { rewritePasswordResetLink } from '../lib/reset-link.js'
+import { accountEmailDelivery, smtpSettings } from '../lib/email-delivery.js'
 import { notFoundBody } from '../lib/error-bodies.js'
 
 declare module 'fastify' {
@@ -64,6 +66,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
   const nodeEnv = config.runtime.nodeEnv
 
   const providers = signInProviders(config)
+  const smtp = smtpSettings(config)
 
   supertokens.init({
     framework: 'fastify',
@@ -79,16 +82,17 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       EmailPassword.init({
         signUpFeature: { formFields: [{ id: 'name', optional: true }] },
         emailDelivery: {
+          ...(smtp === undefined ? {} : { service: new EmailPasswordSMTPService({ smtpSettings: smtp }) }),
           override: (original) => ({
             ...original,
             sendEmail: async (input) => {
-              const passwordResetLink = rewritePasswordResetLink(input.passwordResetLink, config.web.url)
-              if (nodeEnv === 'production') {
-                await original.sendEmail({ ...input, passwordResetLink })
+              const decision = accountEmailDelivery('passwordReset', input.passwordResetLink, config)
+              if (decision.deliver) {
+                await original.sendEmail({ ...input, passwordResetLink: decision.link })
                 return
               }
-              // Tests read the link from the log; the local stack is offline, so it prints it too.
-              log.info({ passwordResetLink, nodeEnv }, 'password reset link (not delivered outside production)')
+              // Tests read the link from the log.
+              log.info({ passwordResetLink: decision.link, nodeEnv }, 'password reset link (not delivered in test)')
             }
           })
         },
@@ -137,14 +141,16 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       EmailVerification.init({
         mode: 'OPTIONAL',
         emailDelivery: {
+          ...(smtp === undefined ? {} : { service: new EmailVerificationSMTPService({ smtpSettings: smtp }) }),
           override: (original) => ({
             ...original,
             sendEmail: async (input) => {
-              if (nodeEnv === 'production') {
+              const decision = accountEmailDelivery('emailVerification', input.emailVerifyLink, config)
+              if (decision.deliver) {
                 await original.sendEmail(input)
                 return
               }
-              log.info({ emailVerifyLink: input.emailVerifyLink, nodeEnv }, 'email verification link (not delivered outside production)')
+              log.info({ emailVerifyLink: decision.link, nodeEnv }, 'email verification link (not delivered in test)')
             }
           })
         }

@@ -211,7 +211,7 @@ test('accounts and sessions', async (t) => {
     t.same(known.json(), unknown.json(), 'same answer for both')
     t.same(known.json(), { status: 'OK' })
 
-    const logged = log.lines().filter((line) => line.msg === 'password reset link (not delivered outside production)')
+    const logged = log.lines().filter((line) => line.msg === 'password reset link (not delivered in test)')
     t.equal(logged.length, 1, 'one link, for the existing account only')
     const link = new URL(String(logged[0]?.passwordResetLink))
     t.equal(link.origin, WEB_URL)
@@ -241,7 +241,7 @@ test('accounts and sessions', async (t) => {
     })
     t.equal(response.statusCode, 200)
     t.equal(response.json().status, 'OK')
-    const logged = log.lines().filter((line) => line.msg === 'email verification link (not delivered outside production)')
+    const logged = log.lines().filter((line) => line.msg === 'email verification link (not delivered in test)')
     t.equal(logged.length, 1)
     const link = new URL(String(logged[0]?.emailVerifyLink))
     t.not(link.pathname, '/day', 'not sent to the reset route')
