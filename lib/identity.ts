@@ -1,20 +1,13 @@
-import { ObjectId } from 'mongodb'
+import { isObjectIdString, mintObjectId } from './ids.js'
 
 // Identity rules of the specification ("Identity model", "User record"), over plain data.
-
-const OBJECT_ID = /^[0-9a-f]{24}$/
 
 export function normalizeEmail (email: string): string {
   return email.trim().toLowerCase()
 }
 
-export function isCanonicalUserId (id: string): boolean {
-  return OBJECT_ID.test(id)
-}
-
-export function mintUserId (): string {
-  return new ObjectId().toHexString()
-}
+export const isCanonicalUserId = isObjectIdString
+export const mintUserId = mintObjectId
 
 // An existing user with the same normalized email wins; then the id the session library issued
 // when it already is a canonical id (its user-id mapping); otherwise a new id.

@@ -5,7 +5,8 @@
 // read the feed for the users whose streams they hold, and no sticky sessions are needed.
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import { CHANGES_BATCH_MAX_USERS, UserIdSchema, type ChangesPage, type CursorRequest } from '../schemas/sync/index.js'
+import { isObjectIdString } from '../lib/ids.js'
+import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest } from '../schemas/sync/index.js'
 import { resyncMessages, translatePage } from '../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
 
@@ -36,8 +37,6 @@ export const defaultChangeFeedOptions: ChangeFeedOptions = {
 export interface ChangeSource {
   changesBatch: (cursors: CursorRequest[]) => Promise<ChangesPage[]>
 }
-
-const userIdPattern = new RegExp(UserIdSchema.pattern ?? '^[0-9a-f]{24}$')
 
 interface ReadResult { ok: boolean, more: boolean, error?: unknown }
 
@@ -139,7 +138,7 @@ export class ChangeFeedBridge {
   #activate (userId: string): void {
     if (this.#stopped || this.#cursors.has(userId)) return
     // Sync refuses a whole batch over one malformed id; such a user must not stall everyone else.
-    if (!userIdPattern.test(userId)) {
+    if (!isObjectIdString(userId)) {
       this.#log.error({ userId }, 'change feed cannot follow a user id that is not a canonical 24-hex id')
       return
     }

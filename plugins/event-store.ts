@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import createError from '@fastify/error'
-import { MongoServerError, type ClientSession, type Collection, type Db, type MongoClient } from 'mongodb'
+import { type ClientSession, type Collection, type Db, type MongoClient } from 'mongodb'
 import type { EventRecord } from '../lib/events/record.js'
+import { isDuplicateKeyError } from '../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
 import type { OutboxLease, OutboxRecord } from '../lib/events/outbox.js'
 import { assembleRange, storageFields, type StorageFields } from '../lib/events/range.js'
@@ -22,10 +23,6 @@ const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
-
-function isDuplicateKey (error: unknown): boolean {
-  return error instanceof MongoServerError && error.code === 11000
-}
 
 function stored (event: EventRecord): StoredEvent {
   return { ...event, ...storageFields(event) }
@@ -137,7 +134,7 @@ export class EventStore {
           try {
             await this.events.insertOne(stored(write.event), options)
           } catch (error) {
-            if (isDuplicateKey(error)) throw new EventIdTakenError(write.event._id)
+            if (isDuplicateKeyError(error)) throw new EventIdTakenError(write.event._id)
             throw error
           }
           break

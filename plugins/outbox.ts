@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { MongoServerError, type Collection } from 'mongodb'
+import type { Collection } from 'mongodb'
+import { isDuplicateKeyError } from '../lib/mongo-errors.js'
 import type { FastifyBaseLogger } from 'fastify'
 import { SyncRequestError, SyncUnavailableError } from '../lib/sync-client.js'
 import type { EventChangeAccepted, EventChangeReport } from '../schemas/sync/index.js'
@@ -163,7 +164,7 @@ export class OutboxSender {
       return now
     } catch (error) {
       // Another process holds a live claim.
-      if (error instanceof MongoServerError && error.code === 11000) return null
+      if (isDuplicateKeyError(error)) return null
       throw error
     }
   }

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { OBJECT_ID_PATTERN } from '../lib/ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
 // all-day events (end exclusive). Which of the two an event must use is checked in lib/events,
@@ -21,7 +22,7 @@ export const EVENT_LIMITS = {
 } as const
 
 export const ObjectIdString = Type.String({
-  pattern: '^[0-9a-f]{24}$',
+  pattern: OBJECT_ID_PATTERN,
   description: 'A 24-hex-character object id'
 })
 

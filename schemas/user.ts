@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { OBJECT_ID_PATTERN } from '../lib/ids.js'
 
 export const UserProfile = Type.Object({
-  id: Type.String({ pattern: '^[0-9a-f]{24}$', description: 'Canonical user id' }),
+  id: Type.String({ pattern: OBJECT_ID_PATTERN, description: 'Canonical user id' }),
   email: Type.String({ description: 'Normalized email (trimmed, lower case)' }),
   name: Type.Optional(Type.String()),
   signedUpAt: Type.String({ format: 'date-time' }),

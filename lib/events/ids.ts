@@ -1,7 +1,6 @@
-import { ObjectId } from 'bson'
+import { isObjectIdString, mintObjectId } from '../ids.js'
 
 const OPTIMISTIC_PREFIX = 'optimistic-'
-const OBJECT_ID = /^[0-9a-f]{24}$/
 const OCCURRENCE_ID = /^([0-9a-f]{24})_(\d{8}(?:T\d{6}Z)?)$/
 
 /**
@@ -10,17 +9,12 @@ const OCCURRENCE_ID = /^([0-9a-f]{24})_(\d{8}(?:T\d{6}Z)?)$/
  */
 export function normalizeEventId (id: string): string {
   const bare = id.startsWith(OPTIMISTIC_PREFIX) ? id.slice(OPTIMISTIC_PREFIX.length) : id
-  if (!OBJECT_ID.test(bare)) throw new TypeError(`not an event id: ${JSON.stringify(id)}`)
+  if (!isObjectIdString(bare)) throw new TypeError(`not an event id: ${JSON.stringify(id)}`)
   return bare
 }
 
-export function mintEventId (): string {
-  return new ObjectId().toHexString()
-}
-
-export function isObjectIdString (value: string): boolean {
-  return OBJECT_ID.test(value)
-}
+export const mintEventId = mintObjectId
+export { isObjectIdString }
 
 export type EventAddress =
   | { kind: 'stored', eventId: string }
@@ -28,7 +22,7 @@ export type EventAddress =
 
 /** Reads a path id: a stored event's id, or `<seriesId>_<occurrence key>` for an unedited occurrence. */
 export function parseEventAddress (pathId: string): EventAddress | null {
-  if (OBJECT_ID.test(pathId)) return { kind: 'stored', eventId: pathId }
+  if (isObjectIdString(pathId)) return { kind: 'stored', eventId: pathId }
   const match = OCCURRENCE_ID.exec(pathId)
   if (!match) return null
   return { kind: 'occurrence', seriesId: match[1] as string, occurrenceKey: match[2] as string }

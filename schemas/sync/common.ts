@@ -1,13 +1,14 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
+import { OBJECT_ID_PATTERN } from '../../lib/ids.js'
 
 export const UserIdSchema = Type.String({
-  pattern: '^[0-9a-f]{24}$',
+  pattern: OBJECT_ID_PATTERN,
   description: 'Canonical user id: the 24-hex-character database object id string'
 })
 
 export const ConnectionIdSchema = Type.String({
-  pattern: '^[0-9a-f]{24}$',
+  pattern: OBJECT_ID_PATTERN,
   description: 'Identifier of one provider connection (24 hex characters)'
 })
 

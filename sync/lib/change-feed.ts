@@ -4,7 +4,7 @@ import type { Collection, Db } from 'mongodb'
 import type { ChangesPage, CursorRequest, Invalidation } from '../../schemas/sync/index.js'
 import type { Clock } from './clock.js'
 import { decodeCursor, encodeCursor } from './feed-cursor.js'
-import { isDuplicateKeyError } from './mongo-errors.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 /** An invalidation as appended; the feed stamps its time. */

@@ -9,7 +9,7 @@ import type { Clock } from './clock.js'
 import { isLive } from './connections/state-machine.js'
 import type { ConnectionStore } from './connections/store.js'
 import { SyncServiceError } from './errors.js'
-import { isDuplicateKeyError } from './mongo-errors.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { SyncEngine } from './sync-engine.js'
 
 /** Idempotency keys are remembered as long as the change feed keeps entries. */

@@ -4,7 +4,7 @@
 import type { MongoClient } from 'mongodb'
 import { databaseNameOf } from '../../lib/config-rules.js'
 import type { SyncConfig } from '../../schemas/config.js'
-import { isUnauthorizedError } from './mongo-errors.js'
+import { isUnauthorizedError } from '../../lib/mongo-errors.js'
 
 /** Why the Sync service refuses to start; the message is one line and never holds a secret. */
 export class SyncStartupError extends Error {

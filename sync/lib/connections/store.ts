@@ -1,5 +1,6 @@
 import { ObjectId } from 'mongodb'
 import type { Collection, Db } from 'mongodb'
+import { objectIdFrom } from '../../../lib/ids.js'
 import type {
   ConnectionReason, ConnectionState, ConnectionSummary, ImportCounts, ImportOperation, Provider
 } from '../../../schemas/sync/index.js'
@@ -45,9 +46,7 @@ export function connectionSummary (record: ConnectionRecord): ConnectionSummary 
   }
 }
 
-function objectId (connectionId: string): ObjectId | null {
-  return ObjectId.isValid(connectionId) && /^[0-9a-f]{24}$/.test(connectionId) ? new ObjectId(connectionId) : null
-}
+const objectId = objectIdFrom
 
 // A transition is written only if the connection still has the facts it was computed from; a
 // concurrent writer makes us read again and recompute.

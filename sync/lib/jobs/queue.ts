@@ -5,7 +5,7 @@ import { ObjectId } from 'mongodb'
 import type { Collection, Db, Filter } from 'mongodb'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../clock.js'
-import { isDuplicateKeyError } from '../mongo-errors.js'
+import { isDuplicateKeyError } from '../../../lib/mongo-errors.js'
 import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from './rules.js'
 import type { JobStatus } from './rules.js'
 
