@@ -11,8 +11,17 @@ import { errorBody, SyncServiceError } from './lib/errors.js'
 import type { ProviderRegistry } from './lib/providers/port.js'
 import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
-import servicesPlugin from './plugins/services.js'
-import type { WorkerOptions } from './plugins/services.js'
+import providersPlugin from './plugins/providers.js'
+import changeFeedPlugin from './plugins/change-feed.js'
+import credentialsPlugin from './plugins/credentials.js'
+import connectionsPlugin from './plugins/connections.js'
+import calendarsPlugin from './plugins/calendars.js'
+import watchesPlugin from './plugins/watches.js'
+import jobQueuePlugin from './plugins/job-queue.js'
+import syncEnginePlugin from './plugins/sync-engine.js'
+import eventChangesPlugin from './plugins/event-changes.js'
+import jobWorkerPlugin from './plugins/job-worker.js'
+import type { WorkerOptions } from './plugins/job-worker.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -40,13 +49,20 @@ export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
 }
 
 const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance, options) => {
+  // Each part declares the parts it needs; they are registered here in that order, each with
+  // the options it takes.
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
   await fastify.register(databasePlugin)
-  await fastify.register(servicesPlugin, {
-    providers: options.providers ?? {},
-    worker: options.worker ?? {},
-    random: options.random ?? Math.random
-  })
+  await fastify.register(providersPlugin, { providers: options.providers ?? {} })
+  await fastify.register(changeFeedPlugin)
+  await fastify.register(credentialsPlugin)
+  await fastify.register(connectionsPlugin)
+  await fastify.register(calendarsPlugin)
+  await fastify.register(watchesPlugin)
+  await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
+  await fastify.register(syncEnginePlugin)
+  await fastify.register(eventChangesPlugin)
+  await fastify.register(jobWorkerPlugin, { ...options.worker })
 
   // Set before the routes are registered: a plugin context keeps the handlers it was created with.
   fastify.setNotFoundHandler((request, reply) => {

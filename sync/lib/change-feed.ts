@@ -1,10 +1,6 @@
-// The append-only change feed: per-user invalidations with a monotonic sequence, read in bounded
-// pages after an opaque cursor (see feed-cursor.ts), kept at least CHANGE_FEED_RETENTION_MS.
-import type { Collection, Db } from 'mongodb'
-import type { ChangesPage, CursorRequest, Invalidation } from '../../schemas/sync/index.js'
-import type { Clock } from './clock.js'
-import { decodeCursor, encodeCursor } from './feed-cursor.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+// Rules of the change feed over plain data: how long cursors and entries live, and which entries
+// after a cursor a page may deliver. The store (sync/stores/change-feed.ts) carries them out.
+import type { Invalidation } from '../../schemas/sync/index.js'
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 /** An invalidation as appended; the feed stamps its time. */
@@ -22,117 +18,17 @@ export const CHANGE_FEED_RETENTION_MS = CURSOR_MAX_AGE_MS + 2 * 60 * 60 * 1000
  */
 export const FEED_GAP_GRACE_MS = 10_000
 
-interface FeedEntry {
-  userId: string
-  seq: number
-  createdAt: Date
-  invalidation: Invalidation
-}
-
-interface FeedCounter {
-  _id: string
-  seq: number
-  updatedAt: Date
-}
-
-export class ChangeFeed {
-  readonly #entries: Collection<FeedEntry>
-  readonly #counters: Collection<FeedCounter>
-  readonly #clock: Clock
-
-  constructor (db: Db, clock: Clock) {
-    this.#entries = db.collection<FeedEntry>('changeFeed')
-    this.#counters = db.collection<FeedCounter>('changeFeedCounters')
-    this.#clock = clock
+/**
+ * The entries a page delivers from `found` (the stored entries after sequence `afterSeq`, in
+ * sequence order): they run until a hole younger than FEED_GAP_GRACE_MS.
+ */
+export function deliverableEntries<E extends { seq: number, createdAt: Date }> (found: E[], afterSeq: number, nowMs: number): E[] {
+  const delivered: E[] = []
+  let expected = afterSeq + 1
+  for (const entry of found) {
+    if (entry.seq !== expected && nowMs - entry.createdAt.getTime() < FEED_GAP_GRACE_MS) break
+    delivered.push(entry)
+    expected = entry.seq + 1
   }
-
-  async ensureIndexes (): Promise<void> {
-    await this.#entries.createIndex({ userId: 1, seq: 1 }, { unique: true, name: 'user_seq' })
-    await this.#entries.createIndex({ createdAt: 1 }, {
-      name: 'retention',
-      expireAfterSeconds: Math.ceil(CHANGE_FEED_RETENTION_MS / 1000)
-    })
-  }
-
-  async append (userId: string, ...items: InvalidationInput[]): Promise<void> {
-    if (items.length === 0) return
-    const now = this.#clock.now()
-    const last = await this.#allocate(userId, items.length, now)
-    const first = last - items.length + 1
-    await this.#entries.insertMany(items.map((item, index) => ({
-      userId,
-      seq: first + index,
-      createdAt: now,
-      invalidation: { ...item, at: now.toISOString() } as Invalidation
-    })))
-  }
-
-  async page (userId: string, cursor: string | null, limit: number): Promise<ChangesPage> {
-    const counter = await this.#counters.findOne({ _id: userId })
-    return await this.#pageAfter(userId, cursor, counter?.seq ?? 0, limit)
-  }
-
-  /** The same answers as page() for each user, with one counter read for all of them. */
-  async pages (requests: CursorRequest[], limit: number): Promise<ChangesPage[]> {
-    const userIds = [...new Set(requests.map((request) => request.userId))]
-    const counters = await this.#counters.find({ _id: { $in: userIds } }).toArray()
-    const heads = new Map(counters.map((counter) => [counter._id, counter.seq]))
-    return await Promise.all(requests.map((request) =>
-      this.#pageAfter(request.userId, request.cursor, heads.get(request.userId) ?? 0, limit)))
-  }
-
-  async #allocate (userId: string, count: number, now: Date): Promise<number> {
-    const update = { $inc: { seq: count }, $set: { updatedAt: now } }
-    try {
-      const counter = await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' })
-      if (counter) return counter.seq
-    } catch (error) {
-      // Two first appends for the same user may both try to insert the counter; the loser retries.
-      if (!isDuplicateKeyError(error)) throw error
-    }
-    const counter = await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' })
-    if (!counter) throw new Error('change feed counter was not written')
-    return counter.seq
-  }
-
-  async #pageAfter (userId: string, cursor: string | null, head: number, limit: number): Promise<ChangesPage> {
-    const nowMs = this.#clock.now().getTime()
-    const watermark = (resyncRequired: boolean): ChangesPage => ({
-      userId,
-      cursor: encodeCursor(userId, { seq: head, issuedAtMs: nowMs }),
-      invalidations: [],
-      hasMore: false,
-      resyncRequired
-    })
-    if (cursor === null || cursor === '') return watermark(false)
-    const position = decodeCursor(userId, cursor)
-    if (!position || position.seq > head || nowMs - position.issuedAtMs > CURSOR_MAX_AGE_MS) return watermark(true)
-    if (position.seq === head) return watermark(false)
-
-    const found = await this.#entries
-      .find({ userId, seq: { $gt: position.seq, $lte: head } })
-      .sort({ seq: 1 })
-      .limit(limit)
-      .toArray()
-
-    const delivered: FeedEntry[] = []
-    let expected = position.seq + 1
-    for (const entry of found) {
-      if (entry.seq !== expected && nowMs - entry.createdAt.getTime() < FEED_GAP_GRACE_MS) break
-      delivered.push(entry)
-      expected = entry.seq + 1
-    }
-    const lastSeq = expected - 1
-    const lastEntry = delivered.at(-1)
-    // A cursor's age must say how old the oldest entry after it may be, so a cursor that stops
-    // before the head keeps the time of the last entry it covers.
-    const issuedAtMs = lastSeq === head ? nowMs : (lastEntry?.createdAt.getTime() ?? position.issuedAtMs)
-    return {
-      userId,
-      cursor: encodeCursor(userId, { seq: lastSeq, issuedAtMs }),
-      invalidations: delivered.map((entry) => entry.invalidation),
-      hasMore: delivered.length === found.length && found.length === limit && lastSeq < head,
-      resyncRequired: false
-    }
-  }
+  return delivered
 }

@@ -2,9 +2,7 @@
 // connection (additional authenticated data), so a ciphertext copied to another row or altered in
 // any byte is refused rather than decrypted.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
-import type { Collection, Db } from 'mongodb'
 import { decodeEncryptionKey } from '../../lib/config-rules.js'
-import type { Clock } from './clock.js'
 
 /** What a provider adapter needs to act for the user; the adapter decides which fields it uses. */
 export type ProviderCredential = Record<string, string>
@@ -53,53 +51,5 @@ export function createCredentialCipher (keyBase64: string): CredentialCipher {
         throw new CredentialDecryptionError('stored credential failed authentication (tampered, moved or under another key)')
       }
     }
-  }
-}
-
-interface CredentialRow {
-  _id: string
-  userId: string
-  sealed: string
-  updatedAt: Date
-}
-
-/** Credentials per connection. Without a key configured nothing can be stored or read. */
-export class CredentialStore {
-  readonly #rows: Collection<CredentialRow>
-  readonly #cipher: CredentialCipher | null
-  readonly #clock: Clock
-
-  constructor (db: Db, clock: Clock, keyBase64: string | undefined) {
-    this.#rows = db.collection<CredentialRow>('credentials')
-    this.#cipher = keyBase64 === undefined ? null : createCredentialCipher(keyBase64)
-    this.#clock = clock
-  }
-
-  get available (): boolean {
-    return this.#cipher !== null
-  }
-
-  async save (connectionId: string, userId: string, credential: ProviderCredential): Promise<void> {
-    const sealed = this.#require().encrypt(JSON.stringify(credential), connectionId)
-    await this.#rows.updateOne(
-      { _id: connectionId },
-      { $set: { userId, sealed, updatedAt: this.#clock.now() } },
-      { upsert: true }
-    )
-  }
-
-  async load (connectionId: string): Promise<ProviderCredential | null> {
-    const row = await this.#rows.findOne({ _id: connectionId })
-    if (!row) return null
-    return JSON.parse(this.#require().decrypt(row.sealed, connectionId)) as ProviderCredential
-  }
-
-  async discard (connectionId: string): Promise<void> {
-    await this.#rows.deleteOne({ _id: connectionId })
-  }
-
-  #require (): CredentialCipher {
-    if (!this.#cipher) throw new Error('sync.credentialEncryptionKey is not configured, so provider credentials cannot be stored or read')
-    return this.#cipher
   }
 }

@@ -29,7 +29,7 @@ async function startBackend (t: Test, sync: SyncService | FakeSync, realtime: Pa
 }
 
 async function append (sync: SyncService, userId: string, ...items: InvalidationInput[]): Promise<void> {
-  await sync.running.sync.feed.append(userId, ...items)
+  await sync.running.syncFeed.append(userId, ...items)
 }
 
 async function openStream (t: Test, url: string, userId: string): Promise<RawSseReader> {

@@ -122,7 +122,7 @@ test('with Sync unreachable a stream still opens and replays the session half, w
     { type: 'calendarsChanged', reasons: ['resync'], refetchAll: true },
     { type: 'eventsChanged', reasons: ['resync'], refetchAll: true }
   ], 'once Sync is back, what the stream may have missed meanwhile is invalidated')
-  await sync.running.sync.feed.append(user.userId, { kind: 'event', eventId: 'after-recovery' })
+  await sync.running.syncFeed.append(user.userId, { kind: 'event', eventId: 'after-recovery' })
   t.same((await reader.untilMessages(4))[3], { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['after-recovery'] },
     'and the feed is followed from then on')
 })

@@ -25,7 +25,7 @@ function events (...ids: string[]): InvalidationInput[] {
 test('a null cursor answers a watermark; later invalidations come after it, in order, once', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   const userId = newUserId()
-  await built.app.sync.feed.append(userId, ...events('before'))
+  await built.app.syncFeed.append(userId, ...events('before'))
 
   const watermark = await page(built, userId, null)
   t.same(watermark.invalidations, [], 'what happened before is not replayed')
@@ -38,7 +38,7 @@ test('a null cursor answers a watermark; later invalidations come after it, in o
     { kind: 'connection', connectionId, state: 'actionRequired', reason: 'authorizationRevoked' },
     { kind: 'importProgress', connectionId, phase: 'completed', operation: 'full', counts: { calendarsDone: 1, calendarsTotal: 1, eventsImported: 4 } }
   ]
-  await built.app.sync.feed.append(userId, ...all)
+  await built.app.syncFeed.append(userId, ...all)
   const next = await page(built, userId, watermark.cursor)
   const at = built.clock.now().toISOString()
   t.same(next.invalidations, all.map((item) => ({ ...item, at })), 'every kind, ids only, in append order')
@@ -55,7 +55,7 @@ test('pages are bounded and chain without loss', async (t) => {
   const userId = newUserId()
   let cursor = (await page(built, userId, null)).cursor
   const ids = ['e1', 'e2', 'e3', 'e4', 'e5', 'e6', 'e7']
-  for (const id of ids) await built.app.sync.feed.append(userId, ...events(id))
+  for (const id of ids) await built.app.syncFeed.append(userId, ...events(id))
 
   const seen: Array<{ ids: Array<string | undefined>, hasMore: boolean }> = []
   for (let round = 0; round < 4; round++) {
@@ -79,7 +79,7 @@ test('malformed, foreign and expired cursors answer resyncRequired with a fresh 
   const built = await buildSyncApp(t, await startDatabase(t))
   const userId = newUserId()
   const start = await page(built, userId, null)
-  await built.app.sync.feed.append(userId, ...events('e1'))
+  await built.app.syncFeed.append(userId, ...events('e1'))
 
   for (const [label, cursor] of [['garbage', 'not-a-cursor'], ['another user', (await page(built, newUserId(), null)).cursor]] as const) {
     const result = await page(built, userId, cursor)
@@ -121,7 +121,7 @@ test('a sequence number taken but not yet written holds the page until it lands 
   const start = await page(built, userId, null)
   // A writer took seq 1 and has not inserted it yet; another writer appended seq 2.
   await built.app.syncDb.db.collection<{ _id: string, seq: number }>('changeFeedCounters').updateOne({ _id: userId }, { $inc: { seq: 1 } }, { upsert: true })
-  await built.app.sync.feed.append(userId, ...events('e2'))
+  await built.app.syncFeed.append(userId, ...events('e2'))
 
   const held = await page(built, userId, start.cursor)
   t.same(held.invalidations, [], 'the page stops before the hole')
@@ -137,8 +137,8 @@ test('the batched form answers exactly what per-user requests answer', async (t)
   const [busy, idle, fresh] = [newUserId(), newUserId(), newUserId()]
   const busyStart = await page(built, busy, null)
   const idleStart = await page(built, idle, null)
-  await built.app.sync.feed.append(busy, ...events('b1', 'b2', 'b3'))
-  await built.app.sync.feed.append(fresh, ...events('f1'))
+  await built.app.syncFeed.append(busy, ...events('b1', 'b2', 'b3'))
+  await built.app.syncFeed.append(fresh, ...events('f1'))
 
   const requests = [
     { userId: busy, cursor: busyStart.cursor },

@@ -27,7 +27,7 @@ test('every client method round-trips against the Sync service', async (t) => {
   t.match(begin, { intent: 'connect', connectionId: null })
   t.ok(begin.authorizationUrl.startsWith('https://accounts.example.test/authorize?'))
 
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
   const metadata = await client.metadata(userId)
   t.same(metadata.connections.map((item) => [item.connectionId, item.state]), [[connection._id.toHexString(), 'importing']])
   t.same(await client.restartSync(userId), { queued: 1 })

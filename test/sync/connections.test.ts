@@ -12,7 +12,7 @@ type Brief = string
 
 /** The feed since `cursor`, each invalidation in a short form, and the next cursor. */
 async function feedSince (built: BuiltSyncApp, userId: string, cursor: string): Promise<{ brief: Brief[], cursor: string }> {
-  const page: ChangesPage = await built.app.sync.feed.page(userId, cursor, 500)
+  const page: ChangesPage = await built.app.syncFeed.page(userId, cursor, 500)
   return { brief: page.invalidations.map(brief), cursor: page.cursor }
 }
 
@@ -30,24 +30,24 @@ async function setup (t: Test) {
   provider.calendars = [{ calendarId: 'primary', name: 'Primary' }, { calendarId: 'work', name: 'Work' }]
   const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider } })
   const userId = newUserId()
-  const start = await built.app.sync.feed.page(userId, null, 1)
+  const start = await built.app.syncFeed.page(userId, null, 1)
   return { built, provider, userId, cursor: start.cursor }
 }
 
 async function connectHealthy (built: BuiltSyncApp, userId: string): Promise<string> {
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
-  await built.app.sync.worker.tick()
-  await built.app.sync.worker.tick()
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
   return connection._id.toHexString()
 }
 
 test('connect: importing -> catchingUp when the import finishes -> healthy on the first pull, even with no changes', async (t) => {
   const { built, provider, userId, cursor } = await setup(t)
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
   const connectionId = connection._id.toHexString()
   t.equal(connection.state, 'importing')
 
-  t.equal(await built.app.sync.worker.tick(), 1, 'the import job ran')
+  t.equal(await built.app.syncJobWorker.tick(), 1, 'the import job ran')
   const afterImport = await feedSince(built, userId, cursor)
   t.same(afterImport.brief, [
     'connection connecting',
@@ -62,7 +62,7 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
   ])
   t.same(provider.calls.map((call) => call.credential), provider.calls.map(() => ({ refreshToken: 'refresh-1' })), 'the provider acts with the stored credential')
 
-  t.equal(await built.app.sync.worker.tick(), 1, 'the catch-up pull ran')
+  t.equal(await built.app.syncJobWorker.tick(), 1, 'the catch-up pull ran')
   const afterPull = await feedSince(built, userId, afterImport.cursor)
   t.same(afterPull.brief, ['calendar primary', 'calendar work', 'connection healthy'], 'bootstrap catch-up always appends, then the connection is healthy')
 
@@ -90,11 +90,11 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
 test('the pull rule: idle pulls append nothing; changes, expiry repair and a cleared streak append a calendar invalidation', async (t) => {
   const { built, provider, userId } = await setup(t)
   await connectHealthy(built, userId)
-  let { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  let { cursor } = await built.app.syncFeed.page(userId, null, 1)
   const restart = async (): Promise<Brief[]> => {
     const response = await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
     t.same(response.json(), { queued: 1 })
-    await built.app.sync.worker.tick()
+    await built.app.syncJobWorker.tick()
     const next = await feedSince(built, userId, cursor)
     cursor = next.cursor
     return next.brief
@@ -116,15 +116,15 @@ test('the pull rule: idle pulls append nothing; changes, expiry repair and a cle
 test('a revoked grant: actionRequired (authorizationRevoked), credential discarded, event reports answer 410, reconnect repairs', async (t) => {
   const { built, provider, userId } = await setup(t)
   const connectionId = await connectHealthy(built, userId)
-  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  const { cursor } = await built.app.syncFeed.page(userId, null, 1)
 
   provider.scriptPull('primary', new ProviderAuthorizationRevokedError('invalid_grant'))
   await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
-  await built.app.sync.worker.tick()
+  await built.app.syncJobWorker.tick()
   const after = await feedSince(built, userId, cursor)
   t.same(after.brief, ['connection actionRequired (authorizationRevoked)'])
-  t.equal(await built.app.sync.credentials.load(connectionId), null, 'credential discarded')
-  t.same(await built.app.sync.queue.list(), [], 'the job ends: retrying a dead grant helps nobody')
+  t.equal(await built.app.syncCredentials.load(connectionId), null, 'credential discarded')
+  t.same(await built.app.syncJobQueue.list(), [], 'the job ends: retrying a dead grant helps nobody')
 
   const report = { userId, eventId: 'event-1', operation: 'update', idempotencyKey: 'key-revoked-1' }
   const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
@@ -135,14 +135,14 @@ test('a revoked grant: actionRequired (authorizationRevoked), credential discard
   t.equal(begin.statusCode, 200)
   t.match(begin.json(), { intent: 'reconnect', connectionId })
 
-  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
-  await built.app.sync.worker.tick()
-  await built.app.sync.worker.tick()
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
+  await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
   const repaired = await feedSince(built, userId, after.cursor)
   t.same(repaired.brief.filter((line) => line.startsWith('connection') || line.includes('completed')), [
     'connection importing', 'import repair completed 2/2 6', 'connection catchingUp', 'connection healthy'
   ])
-  t.same(await built.app.sync.credentials.load(connectionId), { refreshToken: 'refresh-2' })
+  t.same(await built.app.syncCredentials.load(connectionId), { refreshToken: 'refresh-2' })
 })
 
 test('a read failure makes a healthy connection delayed with lastReadFailureAt; the retried pull recovers it', async (t) => {
@@ -150,49 +150,49 @@ test('a read failure makes a healthy connection delayed with lastReadFailureAt; 
   const connectionId = await connectHealthy(built, userId)
   provider.scriptPull('primary', new Error('503 from provider'))
   await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
-  await built.app.sync.worker.tick()
+  await built.app.syncJobWorker.tick()
   const failedAt = built.clock.now()
-  t.match(await built.app.sync.connections.get(connectionId), { state: 'delayed', reason: 'readFailure', lastReadFailureAt: failedAt })
-  t.match(await built.app.sync.queue.list(), [{ type: 'pull', status: 'queued', attempts: 1 }])
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure', lastReadFailureAt: failedAt })
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'pull', status: 'queued', attempts: 1 }])
 
   built.clock.advance(RETRY_LADDER_MS[0])
-  await built.app.sync.worker.tick()
-  t.match(await built.app.sync.connections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
+  await built.app.syncJobWorker.tick()
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
 })
 
 test('an import that keeps failing is exhausted, then cleared because the connection has lastReadFailureAt, so a reconnect can import again', async (t) => {
   const { built, provider, userId } = await setup(t)
   provider.failNext('listCalendars', ...Array.from({ length: ATTEMPT_BUDGET * (MAX_REQUEUES + 1) }, () => new Error('provider down')))
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
   const connectionId = connection._id.toHexString()
   const longest = Math.max(...RETRY_LADDER_MS)
   for (let budget = 0; budget <= MAX_REQUEUES; budget++) {
     for (let attempt = 0; attempt < ATTEMPT_BUDGET; attempt++) {
-      await built.app.sync.worker.tick()
+      await built.app.syncJobWorker.tick()
       built.clock.advance(longest * 2)
     }
     built.clock.advance(FAILED_JOB_COOLDOWN_MS)
-    await built.app.sync.sweep()
+    await built.app.syncJobWorker.sweep()
   }
-  t.match(await built.app.sync.connections.get(connectionId), { state: 'importing', reason: 'readFailure' })
-  t.match(await built.app.sync.queue.list(), [{ status: 'exhausted', requeueCount: MAX_REQUEUES }])
-  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'importing', reason: 'readFailure' })
+  t.match(await built.app.syncJobQueue.list(), [{ status: 'exhausted', requeueCount: MAX_REQUEUES }])
+  t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
 
-  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
-  t.match(await built.app.sync.queue.list(), [{ type: 'import', status: 'queued', attempts: 0, requeueCount: 0 }], 'the reconnect queued a fresh import')
-  await built.app.sync.worker.tick()
-  t.match(await built.app.sync.connections.get(connectionId), { state: 'catchingUp' })
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'import', status: 'queued', attempts: 0, requeueCount: 0 }], 'the reconnect queued a fresh import')
+  await built.app.syncJobWorker.tick()
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'catchingUp' })
 })
 
 test('the running service works its queue in the background while execution is active', async (t) => {
   const provider = new ScriptedProvider()
   const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider }, worker: { autoStart: true, pollIntervalMs: 5 } })
   const userId = newUserId()
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
-  const settled = async () => (await built.app.sync.queue.list()).length === 0 &&
-    (await built.app.sync.connections.get(connection._id.toHexString()))?.state === 'healthy'
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const settled = async () => (await built.app.syncJobQueue.list()).length === 0 &&
+    (await built.app.syncConnections.get(connection._id.toHexString()))?.state === 'healthy'
   while (!await settled()) await new Promise((resolve) => setTimeout(resolve, 5))
-  t.match(await built.app.sync.connections.get(connection._id.toHexString()), { state: 'healthy' }, 'import and catch-up ran without anyone ticking')
+  t.match(await built.app.syncConnections.get(connection._id.toHexString()), { state: 'healthy' }, 'import and catch-up ran without anyone ticking')
   t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'pullChanges'])
-  await t.rejects(built.app.sync.engine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
+  await t.rejects(built.app.syncEngine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
 })

@@ -35,7 +35,7 @@ test('a key that is not 32 bytes of base64 is refused without echoing it', async
 
 test('stored credentials are encrypted at rest, discarded on request, and the key never reaches the log', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { credentials } = built.app.sync
+  const credentials = built.app.syncCredentials
   const connectionId = 'bbbbbbbbbbbbbbbbbbbbbbbb'
   await credentials.save(connectionId, newUserId(), { refreshToken: 'very-secret-refresh-token' })
   const rows = built.app.syncDb.db.collection<{ _id: string, sealed: string }>('credentials')

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import type { Test } from 'tap'
 import type { Invalidation } from '../../schemas/sync/index.js'
 import { verifyOAuthState } from '../../sync/lib/oauth-state.js'
-import { WatchStore } from '../../sync/lib/watches.js'
+import { WatchStore } from '../../sync/stores/watches.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -15,7 +15,7 @@ async function setup (t: Test, sync: Partial<SyncConfig['sync']> = {}) {
 }
 
 async function invalidations (built: BuiltSyncApp, userId: string, cursor: string): Promise<Invalidation[]> {
-  return (await built.app.sync.feed.page(userId, cursor, 500)).invalidations
+  return (await built.app.syncFeed.page(userId, cursor, 500)).invalidations
 }
 
 function report (userId: string, overrides: Record<string, unknown> = {}) {
@@ -25,7 +25,7 @@ function report (userId: string, overrides: Record<string, unknown> = {}) {
 test('event-change report without a connection: an event invalidation, no provider write; a repeat changes nothing', async (t) => {
   const { built } = await setup(t)
   const userId = newUserId()
-  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  const { cursor } = await built.app.syncFeed.page(userId, null, 1)
   const first = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
   t.equal(first.statusCode, 202)
   t.same(first.json(), { duplicate: false, providerWriteQueued: false })
@@ -53,40 +53,40 @@ test('event-change report without a connection: an event invalidation, no provid
 test('with a live connection and active execution the provider write is queued once per key and carried out', async (t) => {
   const { built, provider } = await setup(t)
   const userId = newUserId()
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
-  await built.app.sync.worker.tick()
-  await built.app.sync.worker.tick()
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
 
   const body = report(userId, { operation: 'create', calendarId: 'primary' })
   const first = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
   t.same(first.json(), { duplicate: false, providerWriteQueued: true })
   const again = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
   t.same(again.json(), { duplicate: true, providerWriteQueued: true })
-  t.match(await built.app.sync.queue.list(), [{ type: 'providerWrite', connectionId: connection._id.toHexString(), payload: { eventId: 'event-1', operation: 'create', calendarId: 'primary' } }])
-  await built.app.sync.worker.tick()
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'providerWrite', connectionId: connection._id.toHexString(), payload: { eventId: 'event-1', operation: 'create', calendarId: 'primary' } }])
+  await built.app.syncJobWorker.tick()
   t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', calendarId: 'primary' }])
-  t.same(await built.app.sync.queue.list(), [])
+  t.same(await built.app.syncJobQueue.list(), [])
 })
 
 test('passive execution records the change but queues no provider write', async (t) => {
   const { built } = await setup(t, { execution: 'passive' })
   const userId = newUserId()
-  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
   const response = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
   t.same(response.json(), { duplicate: false, providerWriteQueued: false })
-  t.same((await built.app.sync.queue.list()).map((job) => job.type), ['import'], 'only the waiting import, no write')
+  t.same((await built.app.syncJobQueue.list()).map((job) => job.type), ['import'], 'only the waiting import, no write')
 })
 
 test('maintenance answers 503 MAINTENANCE for a user with a connection and changes nothing, so a retry applies it later', async (t) => {
   const { built } = await setup(t, { cloudMutationMode: 'maintenance' })
   const userId = newUserId()
-  await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
-  const { cursor } = await built.app.sync.feed.page(userId, null, 1)
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const { cursor } = await built.app.syncFeed.page(userId, null, 1)
   const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
   t.equal(refused.statusCode, 503)
   t.same(refused.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Cloud calendar edits are paused for maintenance; try again later' })
   t.same(await invalidations(built, userId, cursor), [], 'nothing appended')
-  t.same((await built.app.sync.queue.list()).filter((job) => job.type === 'providerWrite'), [], 'nothing queued')
+  t.same((await built.app.syncJobQueue.list()).filter((job) => job.type === 'providerWrite'), [], 'nothing queued')
 
   const loner = newUserId()
   const local = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(loner), userId: loner })
@@ -106,14 +106,14 @@ test('maintenance answers 503 MAINTENANCE for a user with a connection and chang
 test('a revoked connection refuses only when no live connection could take the change', async (t) => {
   const { built } = await setup(t)
   const userId = newUserId()
-  const revoked = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r1' }, null)
-  await built.app.sync.connections.apply(revoked._id.toHexString(), { type: 'grantRevoked' })
-  const live = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r2' }, null)
+  const revoked = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r1' }, null)
+  await built.app.syncConnections.apply(revoked._id.toHexString(), { type: 'grantRevoked' })
+  const live = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r2' }, null)
 
   const accepted = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
   t.equal(accepted.statusCode, 202)
   t.same(accepted.json(), { duplicate: false, providerWriteQueued: true })
-  t.same((await built.app.sync.queue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()])
+  t.same((await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()])
 
   const named = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0009', connectionId: revoked._id.toHexString() }), userId })
   t.equal(named.statusCode, 410, 'a change naming the revoked connection is refused')
@@ -138,7 +138,7 @@ test('begin: the authorization URL carries a signed state; refusals are typed', 
   const noConnection = await built.signed({ method: 'POST', url, body: { provider: 'google', intent: 'reconnect' }, userId })
   t.equal(noConnection.statusCode, 404)
   t.equal(noConnection.json().code, 'CONNECTION_NOT_FOUND')
-  const someoneElses = await built.app.sync.connections.create(newUserId(), 'google')
+  const someoneElses = await built.app.syncConnections.create(newUserId(), 'google')
   const foreign = await built.signed({ method: 'POST', url, body: { provider: 'google', intent: 'reconnect', connectionId: someoneElses._id.toHexString() }, userId })
   t.equal(foreign.statusCode, 404, 'another user\'s connection cannot be named')
   const unconfigured = await built.signed({ method: 'POST', url, body: { provider: 'microsoft', intent: 'connect' }, userId })
@@ -163,24 +163,24 @@ test('begin is refused when execution is passive and in maintenance', async (t) 
 test('stop watches stops every channel of the user, even without a usable connection; restart with none queues nothing', async (t) => {
   const { built, provider } = await setup(t)
   const userId = newUserId()
-  const connection = await built.app.sync.engine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
   const connectionId = connection._id.toHexString()
   const expiresAt = built.clock.now()
-  await built.app.sync.watches.add({ channelId: 'channel-1', token: 'secret-1', userId, connectionId, calendarId: 'primary', resourceId: 'res-1', expiresAt })
-  await built.app.sync.watches.add({ channelId: 'channel-2', token: 'secret-2', userId, connectionId: 'cccccccccccccccccccccccc', calendarId: 'old', resourceId: 'res-2', expiresAt })
-  const stored = (await built.app.sync.watches.listByUser(userId)).find((watch) => watch._id === 'channel-1')
+  await built.app.syncWatches.add({ channelId: 'channel-1', token: 'secret-1', userId, connectionId, calendarId: 'primary', resourceId: 'res-1', expiresAt })
+  await built.app.syncWatches.add({ channelId: 'channel-2', token: 'secret-2', userId, connectionId: 'cccccccccccccccccccccccc', calendarId: 'old', resourceId: 'res-2', expiresAt })
+  const stored = (await built.app.syncWatches.listByUser(userId)).find((watch) => watch._id === 'channel-1')
   t.notOk(JSON.stringify(stored).includes('secret-1'), 'the channel token is kept only as a digest')
   t.equal(stored && WatchStore.tokenMatches(stored, 'secret-1'), true)
   t.equal(stored && WatchStore.tokenMatches(stored, 'secret-2'), false)
   const otherUser = newUserId()
-  await built.app.sync.watches.add({ channelId: 'channel-3', token: 'secret-3', userId: otherUser, connectionId, calendarId: 'x', resourceId: 'res-3', expiresAt })
+  await built.app.syncWatches.add({ channelId: 'channel-3', token: 'secret-3', userId: otherUser, connectionId, calendarId: 'x', resourceId: 'res-3', expiresAt })
 
   const stopped = await built.signed({ method: 'POST', url: `/internal/users/${userId}/watches/stop`, body: {}, userId })
   t.equal(stopped.statusCode, 200)
   t.same(stopped.json(), { stopped: 2 })
   t.same(provider.calls.filter((call) => call.method === 'unwatch').map((call) => call.calendarId), ['channel-1'], 'stopped at the provider where a credential exists')
-  t.same(await built.app.sync.watches.listByUser(userId), [])
-  t.equal((await built.app.sync.watches.listByUser(otherUser)).length, 1, 'other users keep theirs')
+  t.same(await built.app.syncWatches.listByUser(userId), [])
+  t.equal((await built.app.syncWatches.listByUser(otherUser)).length, 1, 'other users keep theirs')
 
   const nobody = newUserId()
   t.same((await built.signed({ method: 'POST', url: `/internal/users/${nobody}/watches/stop`, body: {}, userId: nobody })).json(), { stopped: 0 })

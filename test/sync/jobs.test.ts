@@ -1,8 +1,8 @@
 import { test } from 'tap'
-import { JobWorker } from '../../sync/lib/jobs/worker.js'
-import type { JobHandler } from '../../sync/lib/jobs/worker.js'
-import type { JobRecord, JobType } from '../../sync/lib/jobs/queue.js'
-import { DEFAULT_LEASE_MS, JobQueue } from '../../sync/lib/jobs/queue.js'
+import { JobWorker } from '../../sync/services/job-worker.js'
+import type { JobHandler } from '../../sync/services/job-worker.js'
+import type { JobRecord, JobType } from '../../sync/stores/job-queue.js'
+import { DEFAULT_LEASE_MS, JobQueue } from '../../sync/stores/job-queue.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -10,18 +10,18 @@ import type { BuiltSyncApp } from './helper.js'
 function workerFor (built: BuiltSyncApp, handler: JobHandler, options: { maxConcurrency?: number, active?: () => boolean } = {}): JobWorker {
   const handlers: Record<JobType, JobHandler> = { import: handler, pull: handler, providerWrite: handler }
   return new JobWorker({
-    queue: built.app.sync.queue,
+    queue: built.app.syncJobQueue,
     handlers,
     log: built.app.log,
     maxConcurrency: options.maxConcurrency ?? 4,
     isActive: options.active ?? (() => true),
-    sweep: built.app.sync.sweep
+    sweep: async () => await built.app.syncJobWorker.sweep()
   })
 }
 
 test('one live job per coalescing key; a key is free again once its job is done', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   const first = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   const second = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   const other = await queue.enqueue({ type: 'pull', coalescingKey: 'pull:b' })
@@ -40,7 +40,7 @@ test('one live job per coalescing key; a key is free again once its job is done'
 
 test('a job enqueued again while it runs runs once more afterwards', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   let runs = 0
   const worker = workerFor(built, async () => {
@@ -56,17 +56,17 @@ test('a job enqueued again while it runs runs once more afterwards', async (t) =
 
 test('passive execution claims nothing', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t), { sync: { execution: 'passive' } })
-  await built.app.sync.queue.enqueue({ type: 'import', coalescingKey: 'import:a' })
+  await built.app.syncJobQueue.enqueue({ type: 'import', coalescingKey: 'import:a' })
   let ran = 0
-  t.equal(await built.app.sync.worker.tick(), 0, 'the service worker claims nothing')
+  t.equal(await built.app.syncJobWorker.tick(), 0, 'the service worker claims nothing')
   t.equal(await workerFor(built, async () => { ran++ }, { active: () => false }).tick(), 0)
   t.equal(ran, 0)
-  t.match(await built.app.sync.queue.list(), [{ status: 'queued', attempts: 0, leaseOwner: null }])
+  t.match(await built.app.syncJobQueue.list(), [{ status: 'queued', attempts: 0, leaseOwner: null }])
 })
 
 test('a crashed worker\'s job is picked up again when its lease expires', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   const taken = await queue.claim('worker-that-dies')
   t.match(taken, { status: 'running', attempts: 1, leaseOwner: 'worker-that-dies' })
@@ -83,7 +83,7 @@ test('a crashed worker\'s job is picked up again when its lease expires', async 
 
 test('at most maxConcurrency jobs run at once', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  for (const key of ['a', 'b', 'c', 'd', 'e']) await built.app.sync.queue.enqueue({ type: 'pull', coalescingKey: key })
+  for (const key of ['a', 'b', 'c', 'd', 'e']) await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: key })
   let active = 0
   let peak = 0
   let release: () => void = () => {}
@@ -106,7 +106,7 @@ test('at most maxConcurrency jobs run at once', async (t) => {
 
 test('failed attempts climb the retry ladder, then the job is failed', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   const worker = workerFor(built, async () => { throw new Error('provider timed out') })
   for (let attempt = 1; attempt < ATTEMPT_BUDGET; attempt++) {
@@ -126,7 +126,8 @@ const LONGEST_DELAY_MS = Math.max(...RETRY_LADDER_MS)
 
 test('the self-heal sweep: requeue after the cooldown, exhaust after three requeues, remove when the connection has lastReadFailureAt', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue, connections } = built.app.sync
+  const queue = built.app.syncJobQueue
+  const connections = built.app.syncConnections
   const connection = await connections.create(newUserId(), 'google')
   const connectionId = connection._id.toHexString()
   await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })
@@ -144,22 +145,22 @@ test('the self-heal sweep: requeue after the cooldown, exhaust after three reque
     const [failed] = await queue.list()
     t.equal(failed?.status, 'failed')
     built.clock.advance(-LONGEST_DELAY_MS * 2)
-    t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'nothing while cooling down')
+    t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'nothing while cooling down')
     built.clock.advance(FAILED_JOB_COOLDOWN_MS)
-    t.same(await built.app.sync.sweep(), { requeued: 1, exhausted: 0, removed: 0 })
+    t.same(await built.app.syncJobWorker.sweep(), { requeued: 1, exhausted: 0, removed: 0 })
     t.match(await queue.list(), [{ status: 'queued', attempts: 0, requeueCount: requeue }], 'fresh attempt budget')
   }
   t.equal(built.logs.filter((line) => line.msg === 'failed job requeued by the self-heal sweep with a fresh attempt budget').length, MAX_REQUEUES)
 
   await failWholeBudget()
-  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 1, removed: 0 })
+  t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 1, removed: 0 })
   t.match(await queue.list(), [{ status: 'exhausted', requeueCount: MAX_REQUEUES }])
   t.match(built.logs.find((line) => line.msg === 'job exhausted after the maximum requeues; it needs an operator'), { level: 50, coalescingKey: `pull:${connectionId}` })
   t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, true, 'the exhausted job blocks its key')
 
-  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'kept for an operator while the connection has no read failure')
+  t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'kept for an operator while the connection has no read failure')
   await built.app.syncDb.db.collection('connections').updateOne({ _id: connection._id }, { $set: { lastReadFailureAt: built.clock.now() } })
-  t.same(await built.app.sync.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
+  t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
   t.same(await queue.list(), [])
   t.ok(built.logs.some((line) => line.msg === 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again'))
   t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, false, 'the key no longer blocks')
@@ -167,7 +168,7 @@ test('the self-heal sweep: requeue after the cooldown, exhaust after three reque
 
 test('coalescing keeps the newest payload: a write queued as create and then delete is written as delete', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e1', payload: { eventId: 'e1', operation: 'create' } })
   await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e1', payload: { eventId: 'e1', operation: 'delete' } })
   t.match(await queue.list(), [{ payload: { eventId: 'e1', operation: 'delete' } }])
@@ -175,7 +176,7 @@ test('coalescing keeps the newest payload: a write queued as create and then del
 
 test('a worker that is alive renews its lease; a renewal after a takeover is refused', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'import', coalescingKey: 'import:a' })
   const job = await queue.claim('worker-a') as JobRecord
   built.clock.advance(DEFAULT_LEASE_MS - 1)
@@ -189,7 +190,7 @@ test('a worker that is alive renews its lease; a renewal after a takeover is ref
 
 test('a worker whose queue fails to record an outcome logs it and keeps running', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
-  const { queue } = built.app.sync
+  const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   class BrokenQueue extends JobQueue {
     override async complete (): Promise<boolean> { throw new Error('database went away') }
@@ -201,7 +202,7 @@ test('a worker whose queue fails to record an outcome logs it and keeps running'
     log: built.app.log,
     maxConcurrency: 1,
     isActive: () => true,
-    sweep: built.app.sync.sweep
+    sweep: async () => await built.app.syncJobWorker.sweep()
   })
   t.equal(await worker.tick(), 1, 'the tick resolves')
   t.match(built.logs.find((line) => line.msg === 'job outcome could not be recorded'), { level: 50, type: 'pull' })

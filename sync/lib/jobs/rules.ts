@@ -1,5 +1,8 @@
 // Retry and self-heal rules of the job queue, as pure functions over plain data.
 
+// The specification's per-attempt retry ladder, kept as a ladder rather than lib/backoff.ts: its
+// rungs grow by 4, 5 and 3 (no doubling fits them), and each delay stays within 20 % of its rung,
+// so a provider always gets minutes to recover, where full jitter may retry at once.
 /** Delay before the next attempt after attempt n (1-based) failed; the length is the attempt budget minus one. */
 export const RETRY_LADDER_MS = [30_000, 2 * 60_000, 10 * 60_000, 30 * 60_000] as const
 /** Attempts a job gets per budget: the first try plus one per ladder step. */

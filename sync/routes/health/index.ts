@@ -16,7 +16,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (_request, reply) => {
     const timestamp = fastify.syncClock.now().toISOString()
     try {
-      await fastify.syncDb.db.command({ ping: 1 })
+      await fastify.syncDb.ping()
       return { status: 'ok' as const, timestamp }
     } catch {
       return reply.code(503).send({ status: 'error' as const, timestamp })

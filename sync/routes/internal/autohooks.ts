@@ -4,7 +4,21 @@ import type { FastifyInstance } from 'fastify'
 import { verifyInternalRequest } from '../../../lib/internal-auth.js'
 import { errorBody } from '../../lib/errors.js'
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body bytes as received; the signature covers them. */
+    syncRawBody: Buffer | null
+    syncBodyUnparsable: boolean
+    /** The user the verified signature acts for, or null for requests acting for nobody. */
+    syncActingUser: string | null
+  }
+}
+
 export default async function internalAuth (fastify: FastifyInstance): Promise<void> {
+  fastify.decorateRequest('syncRawBody', null)
+  fastify.decorateRequest('syncBodyUnparsable', false)
+  fastify.decorateRequest('syncActingUser', null)
+
   // The signature is checked before the body is trusted, so a body that is not JSON is kept aside
   // and refused only after the caller proved it holds the secret.
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
@@ -23,7 +37,7 @@ export default async function internalAuth (fastify: FastifyInstance): Promise<v
       secret: fastify.syncConfig.sync.internalAuthToken,
       method: request.method,
       path: request.url,
-      body: request.syncRawBody,
+      body: request.syncRawBody ?? undefined,
       headers: request.headers
     }, fastify.syncClock.now().getTime())
     if (!result.ok) {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   CHANGES_BATCH_BODY_LIMIT, CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema
 } from '../../../../schemas/sync/index.js'
-import { requireActingUser } from '../../../lib/internal-request.js'
+import { requireActingUser } from '../../../lib/acting-user.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
 
 const changes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -14,8 +14,8 @@ const changes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { userId, cursor, limit } = request.query
-    requireActingUser(request, userId)
-    return await fastify.sync.feed.page(userId, cursor ?? null, limit ?? CHANGES_PAGE_DEFAULT_LIMIT)
+    requireActingUser(request.syncActingUser, userId)
+    return await fastify.syncFeed.page(userId, cursor ?? null, limit ?? CHANGES_PAGE_DEFAULT_LIMIT)
   })
 
   fastify.post('/batch', {
@@ -27,7 +27,7 @@ const changes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { users, limit } = request.body
-    return { pages: await fastify.sync.feed.pages(users, limit ?? CHANGES_PAGE_DEFAULT_LIMIT) }
+    return { pages: await fastify.syncFeed.pages(users, limit ?? CHANGES_PAGE_DEFAULT_LIMIT) }
   })
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { EventChangeAcceptedSchema, EventChangeReportSchema } from '../../../../schemas/sync/index.js'
-import { requireActingUser } from '../../../lib/internal-request.js'
+import { requireActingUser } from '../../../lib/acting-user.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
 
 const eventChanges: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -13,10 +13,8 @@ const eventChanges: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: EventChangeAcceptedSchema, ...errorResponses }
     }
   }, async (request, reply) => {
-    requireActingUser(request, request.body.userId)
-    const { cloudMutationMode, execution } = fastify.syncConfig.sync
-    const accepted = await fastify.sync.eventChanges.apply(request.body, { cloudMutationMode, execution })
-    return reply.code(202).send(accepted)
+    requireActingUser(request.syncActingUser, request.body.userId)
+    return reply.code(202).send(await fastify.syncEventChanges.apply(request.body))
   })
 }
 

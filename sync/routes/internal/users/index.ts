@@ -3,15 +3,13 @@ import {
   BeginConnectionRequestSchema, BeginConnectionResponseSchema, RestartSyncResponseSchema, StopWatchesResponseSchema,
   SyncMetadataSchema, UserParamsSchema
 } from '../../../../schemas/sync/index.js'
-import { connectionSummary } from '../../../lib/connections/store.js'
-import { SyncServiceError } from '../../../lib/errors.js'
-import { requireActingUser } from '../../../lib/internal-request.js'
-import { newCorrelationId, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, signOAuthState } from '../../../lib/oauth-state.js'
+import { requireActingUser } from '../../../lib/acting-user.js'
+import { connectionSummary } from '../../../lib/connections/record.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
 
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('preHandler', async (request) => {
-    requireActingUser(request, (request.params as { userId: string }).userId)
+    requireActingUser(request.syncActingUser, (request.params as { userId: string }).userId)
   })
 
   fastify.get('/:userId/metadata', {
@@ -22,7 +20,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { cloudMutationMode, execution } = fastify.syncConfig.sync
-    const connections = await fastify.sync.connections.listByUser(request.params.userId)
+    const connections = await fastify.syncConnections.listByUser(request.params.userId)
     return { userId: request.params.userId, cloudMutationMode, execution, connections: connections.map(connectionSummary) }
   })
 
@@ -34,49 +32,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       body: BeginConnectionRequestSchema,
       response: { 200: BeginConnectionResponseSchema, ...errorResponses }
     }
-  }, async (request) => {
-    const { userId } = request.params
-    const { provider, intent } = request.body
-    const settings = fastify.syncConfig.sync
-    if (settings.cloudMutationMode === 'maintenance') {
-      throw new SyncServiceError('MAINTENANCE', 'Connecting calendars is paused for maintenance; try again later')
-    }
-    if (settings.execution !== 'active') {
-      throw new SyncServiceError('EXECUTION_PASSIVE', 'This Sync service runs passively (sync.execution) and cannot connect providers')
-    }
-    const adapter = fastify.sync.providers[provider]
-    if (!adapter || !fastify.sync.credentials.available) {
-      throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', `Provider ${provider} is not configured on this Sync service`)
-    }
-
-    let connectionId = request.body.connectionId ?? null
-    if (connectionId !== null) {
-      const named = await fastify.sync.connections.get(connectionId)
-      if (!named || named.userId !== userId || named.provider !== provider) {
-        throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no such connection of this provider')
-      }
-    } else if (intent === 'reconnect') {
-      const newest = (await fastify.sync.connections.listByUser(userId)).filter((connection) => connection.provider === provider).at(-1)
-      if (!newest) throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no connection of this provider to reconnect')
-      connectionId = newest._id.toHexString()
-    }
-
-    const correlationId = request.body.correlationId ?? newCorrelationId()
-    const state = signOAuthState({
-      userId,
-      provider,
-      connectionId,
-      correlationId,
-      expiresAtMs: fastify.syncClock.now().getTime() + OAUTH_STATE_LIFETIME_MS
-    }, settings.internalAuthToken)
-    return {
-      authorizationUrl: adapter.authorizationUrl({ state, redirectUri: oauthRedirectUri(settings.callbackBaseUrl, provider) }),
-      correlationId,
-      // The callback recovers the intent from whether the signed state names a connection.
-      intent: connectionId === null ? 'connect' as const : 'reconnect' as const,
-      connectionId
-    }
-  })
+  }, async (request) => await fastify.syncEngine.begin(request.params.userId, request.body))
 
   fastify.post('/:userId/watches/stop', {
     schema: {
@@ -84,7 +40,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       params: UserParamsSchema,
       response: { 200: StopWatchesResponseSchema, ...errorResponses }
     }
-  }, async (request) => ({ stopped: await fastify.sync.engine.stopWatches(request.params.userId) }))
+  }, async (request) => ({ stopped: await fastify.syncEngine.stopWatches(request.params.userId) }))
 
   fastify.post('/:userId/sync/restart', {
     schema: {
@@ -92,7 +48,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       params: UserParamsSchema,
       response: { 202: RestartSyncResponseSchema, ...errorResponses }
     }
-  }, async (request, reply) => reply.code(202).send({ queued: await fastify.sync.engine.restart(request.params.userId) }))
+  }, async (request, reply) => reply.code(202).send({ queued: await fastify.syncEngine.restart(request.params.userId) }))
 }
 
 export default users

@@ -1,21 +1,29 @@
-// What the jobs do: import a connection, pull its calendars, write an own-data change to the
-// provider. Each drives the connection state machine and appends the invalidations the backend
-// turns into stream messages.
+// The use cases of provider connections: connect (begin, then authorize from the OAuth callback),
+// restart, provider writes, stopping watches at logout, and the jobs that import a connection,
+// pull its calendars and write an own-data change to the provider. Each drives the connection
+// state machine and appends the invalidations the backend turns into stream messages.
 import type { FastifyBaseLogger } from 'fastify'
-import type { EventOperation, ImportOperation, Provider } from '../../schemas/sync/index.js'
-import type { CalendarStore } from './calendars.js'
-import type { ChangeFeed } from './change-feed.js'
-import type { Clock } from './clock.js'
-import type { ConnectionRecord, ConnectionStore } from './connections/store.js'
-import { isLive } from './connections/state-machine.js'
-import type { CredentialStore, ProviderCredential } from './credentials.js'
-import type { JobQueue, JobRecord, JobType } from './jobs/queue.js'
-import type { JobHandler } from './jobs/worker.js'
-import { appendsCalendarInvalidation } from './pull-rule.js'
-import type { PullOutcome } from './pull-rule.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from './providers/port.js'
-import type { ProviderContext, ProviderPort, ProviderRegistry } from './providers/port.js'
-import type { WatchStore } from './watches.js'
+import type { SyncConfig } from '../../schemas/config.js'
+import type {
+  BeginConnectionRequest, BeginConnectionResponse, EventOperation, ImportOperation, Provider
+} from '../../schemas/sync/index.js'
+import type { Clock } from '../lib/clock.js'
+import type { ConnectionRecord } from '../lib/connections/record.js'
+import { isLive } from '../lib/connections/state-machine.js'
+import type { ProviderCredential } from '../lib/credentials.js'
+import { SyncServiceError } from '../lib/errors.js'
+import { newCorrelationId, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, signOAuthState } from '../lib/oauth-state.js'
+import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
+import type { PullOutcome } from '../lib/pull-rule.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../lib/providers/port.js'
+import type { ProviderContext, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
+import type { CalendarStore } from '../stores/calendars.js'
+import type { ChangeFeed } from '../stores/change-feed.js'
+import type { ConnectionStore } from '../stores/connections.js'
+import type { CredentialStore } from '../stores/credentials.js'
+import type { JobQueue, JobRecord, JobType } from '../stores/job-queue.js'
+import type { WatchStore } from '../stores/watches.js'
+import type { JobHandler } from './job-worker.js'
 
 export interface SyncEngineParts {
   connections: ConnectionStore
@@ -25,6 +33,8 @@ export interface SyncEngineParts {
   queue: JobQueue
   watches: WatchStore
   providers: ProviderRegistry
+  /** Read on every call, as the configuration holds them. */
+  settings: Pick<SyncConfig['sync'], 'cloudMutationMode' | 'execution' | 'internalAuthToken' | 'callbackBaseUrl'>
   clock: Clock
   log: FastifyBaseLogger
 }
@@ -50,6 +60,53 @@ export class SyncEngine {
       import: (job) => this.#guard(job, (connection, context, provider) => this.#import(job, connection, context, provider)),
       pull: (job) => this.#guard(job, (connection, context, provider) => this.#pull(connection, context, provider)),
       providerWrite: (job) => this.#guard(job, (connection, context, provider) => this.#write(job, connection, context, provider))
+    }
+  }
+
+  /**
+   * Starts a provider authorization and returns the URL to send the browser to. A reconnect names
+   * its connection, or repairs the user's newest connection of the provider.
+   */
+  async begin (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
+    const { settings, providers, credentials, connections, clock } = this.#parts
+    const { provider, intent } = request
+    if (settings.cloudMutationMode === 'maintenance') {
+      throw new SyncServiceError('MAINTENANCE', 'Connecting calendars is paused for maintenance; try again later')
+    }
+    if (settings.execution !== 'active') {
+      throw new SyncServiceError('EXECUTION_PASSIVE', 'This Sync service runs passively (sync.execution) and cannot connect providers')
+    }
+    const adapter = providers[provider]
+    if (!adapter || !credentials.available) {
+      throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', `Provider ${provider} is not configured on this Sync service`)
+    }
+
+    let connectionId = request.connectionId ?? null
+    if (connectionId !== null) {
+      const named = await connections.get(connectionId)
+      if (!named || named.userId !== userId || named.provider !== provider) {
+        throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no such connection of this provider')
+      }
+    } else if (intent === 'reconnect') {
+      const newest = (await connections.listByUser(userId)).filter((connection) => connection.provider === provider).at(-1)
+      if (!newest) throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no connection of this provider to reconnect')
+      connectionId = newest._id.toHexString()
+    }
+
+    const correlationId = request.correlationId ?? newCorrelationId()
+    const state = signOAuthState({
+      userId,
+      provider,
+      connectionId,
+      correlationId,
+      expiresAtMs: clock.now().getTime() + OAUTH_STATE_LIFETIME_MS
+    }, settings.internalAuthToken)
+    return {
+      authorizationUrl: adapter.authorizationUrl({ state, redirectUri: oauthRedirectUri(settings.callbackBaseUrl, provider) }),
+      correlationId,
+      // The callback recovers the intent from whether the signed state names a connection.
+      intent: connectionId === null ? 'connect' : 'reconnect',
+      connectionId
     }
   }
 

@@ -4,10 +4,10 @@
 import { ObjectId } from 'mongodb'
 import type { Collection, Db, Filter } from 'mongodb'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Clock } from '../clock.js'
-import { isDuplicateKeyError } from '../../../lib/mongo-errors.js'
-import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from './rules.js'
-import type { JobStatus } from './rules.js'
+import type { Clock } from '../lib/clock.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from '../lib/jobs/rules.js'
+import type { JobStatus } from '../lib/jobs/rules.js'
 
 export type JobType = 'import' | 'pull' | 'providerWrite'
 

@@ -1,7 +1,8 @@
-// Runs due jobs in at most `maxConcurrency` slots. Claims nothing while execution is passive.
+// Runs due jobs in at most `maxConcurrency` slots, and the self-heal sweep. Claims nothing while
+// execution is passive.
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import type { JobQueue, JobRecord, JobType } from './queue.js'
+import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -12,8 +13,8 @@ export interface JobWorkerOptions {
   maxConcurrency: number
   /** Read on every claim, so a configuration of `passive` claims nothing. */
   isActive: () => boolean
-  /** Runs the self-heal sweep; called by the background loop. */
-  sweep: () => Promise<unknown>
+  /** One pass of the self-heal sweep; the background loop runs it every sweep interval. */
+  sweep: () => Promise<SweepReport>
 }
 
 export class JobWorker {
@@ -39,13 +40,18 @@ export class JobWorker {
     return started.length
   }
 
+  /** One pass of the failed-job self-heal sweep. */
+  async sweep (): Promise<SweepReport> {
+    return await this.#options.sweep()
+  }
+
   /** Background loop for the running service; tests drive tick() instead. */
   start (pollIntervalMs: number, sweepIntervalMs: number): void {
     this.#stopped = false
     const poll = setInterval(() => { this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed')) }, pollIntervalMs)
     const sweep = setInterval(() => {
       if (!this.#options.isActive()) return
-      this.#options.sweep().catch((error: unknown) => this.#options.log.error({ err: error }, 'self-heal sweep failed'))
+      this.sweep().catch((error: unknown) => this.#options.log.error({ err: error }, 'self-heal sweep failed'))
     }, sweepIntervalMs)
     poll.unref()
     sweep.unref()

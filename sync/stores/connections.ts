@@ -1,52 +1,15 @@
+// Provider connections of users. Every change of state goes through the state machine
+// (sync/lib/connections/state-machine.ts) and appends its `connection` invalidation.
 import { ObjectId } from 'mongodb'
 import type { Collection, Db } from 'mongodb'
-import { objectIdFrom } from '../../../lib/ids.js'
-import type {
-  ConnectionReason, ConnectionState, ConnectionSummary, ImportCounts, ImportOperation, Provider
-} from '../../../schemas/sync/index.js'
-import type { ChangeFeed } from '../change-feed.js'
-import type { Clock } from '../clock.js'
-import type { CredentialStore } from '../credentials.js'
-import { transition } from './state-machine.js'
-import type { ConnectionEvent } from './state-machine.js'
-
-export interface StoredImportProgress {
-  phase: 'progress' | 'completed'
-  operation: ImportOperation
-  counts: ImportCounts
-  updatedAt: Date
-}
-
-export interface ConnectionRecord {
-  _id: ObjectId
-  userId: string
-  provider: Provider
-  state: ConnectionState
-  reason: ConnectionReason | null
-  lastReadFailureAt: Date | null
-  lastSyncedAt: Date | null
-  lastHealthyAt: Date | null
-  importProgress: StoredImportProgress | null
-  createdAt: Date
-  updatedAt: Date
-}
-
-export function connectionSummary (record: ConnectionRecord): ConnectionSummary {
-  const iso = (date: Date | null) => date?.toISOString() ?? null
-  return {
-    connectionId: record._id.toHexString(),
-    provider: record.provider,
-    state: record.state,
-    reason: record.reason,
-    lastReadFailureAt: iso(record.lastReadFailureAt),
-    lastSyncedAt: iso(record.lastSyncedAt),
-    lastHealthyAt: iso(record.lastHealthyAt),
-    importProgress: record.importProgress && { ...record.importProgress, updatedAt: record.importProgress.updatedAt.toISOString() },
-    createdAt: record.createdAt.toISOString()
-  }
-}
-
-const objectId = objectIdFrom
+import { objectIdFrom } from '../../lib/ids.js'
+import type { Provider } from '../../schemas/sync/index.js'
+import type { ConnectionRecord, StoredImportProgress } from '../lib/connections/record.js'
+import { transition } from '../lib/connections/state-machine.js'
+import type { ConnectionEvent } from '../lib/connections/state-machine.js'
+import type { Clock } from '../lib/clock.js'
+import type { ChangeFeed } from './change-feed.js'
+import type { CredentialStore } from './credentials.js'
 
 // A transition is written only if the connection still has the facts it was computed from; a
 // concurrent writer makes us read again and recompute.
@@ -91,7 +54,7 @@ export class ConnectionStore {
   }
 
   async get (connectionId: string): Promise<ConnectionRecord | null> {
-    const id = objectId(connectionId)
+    const id = objectIdFrom(connectionId)
     return id ? await this.#rows.findOne({ _id: id }) : null
   }
 
@@ -104,7 +67,7 @@ export class ConnectionStore {
    * connection does not exist. Every change of state or reason appends a `connection` invalidation.
    */
   async apply (connectionId: string, event: ConnectionEvent): Promise<ConnectionRecord | null> {
-    const id = objectId(connectionId)
+    const id = objectIdFrom(connectionId)
     if (!id) return null
     for (let attempt = 0; attempt < MAX_TRANSITION_ATTEMPTS; attempt++) {
       const current = await this.#rows.findOne({ _id: id })

@@ -1,0 +1,41 @@
+// A provider connection as the Sync service stores it, and the summary the backend reads of it.
+import type { ObjectId } from 'bson'
+import type {
+  ConnectionReason, ConnectionState, ConnectionSummary, ImportCounts, ImportOperation, Provider
+} from '../../../schemas/sync/index.js'
+
+export interface StoredImportProgress {
+  phase: 'progress' | 'completed'
+  operation: ImportOperation
+  counts: ImportCounts
+  updatedAt: Date
+}
+
+export interface ConnectionRecord {
+  _id: ObjectId
+  userId: string
+  provider: Provider
+  state: ConnectionState
+  reason: ConnectionReason | null
+  lastReadFailureAt: Date | null
+  lastSyncedAt: Date | null
+  lastHealthyAt: Date | null
+  importProgress: StoredImportProgress | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export function connectionSummary (record: ConnectionRecord): ConnectionSummary {
+  const iso = (date: Date | null) => date?.toISOString() ?? null
+  return {
+    connectionId: record._id.toHexString(),
+    provider: record.provider,
+    state: record.state,
+    reason: record.reason,
+    lastReadFailureAt: iso(record.lastReadFailureAt),
+    lastSyncedAt: iso(record.lastSyncedAt),
+    lastHealthyAt: iso(record.lastHealthyAt),
+    importProgress: record.importProgress && { ...record.importProgress, updatedAt: record.importProgress.updatedAt.toISOString() },
+    createdAt: record.createdAt.toISOString()
+  }
+}

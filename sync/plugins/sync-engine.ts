@@ -1,0 +1,26 @@
+import fp from 'fastify-plugin'
+import { SyncEngine } from '../services/sync-engine.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    syncEngine: SyncEngine
+  }
+}
+
+export default fp(async function syncEngine (fastify) {
+  fastify.decorate('syncEngine', new SyncEngine({
+    connections: fastify.syncConnections,
+    calendars: fastify.syncCalendars,
+    credentials: fastify.syncCredentials,
+    feed: fastify.syncFeed,
+    queue: fastify.syncJobQueue,
+    watches: fastify.syncWatches,
+    providers: fastify.syncProviders,
+    settings: fastify.syncConfig.sync,
+    clock: fastify.syncClock,
+    log: fastify.log.child({ component: 'sync' })
+  }))
+}, {
+  name: 'sync-engine',
+  dependencies: ['sync-config', 'sync-providers', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars', 'sync-watches', 'sync-job-queue']
+})

@@ -1,0 +1,49 @@
+// The answer given to each idempotency key of the backend's event-change reports, so a repeated
+// report is answered as the first one was and changes nothing.
+import type { Collection, Db } from 'mongodb'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import type { Outcome } from '../lib/event-changes.js'
+
+/** Idempotency keys are remembered as long as the change feed keeps entries. */
+const REPORT_RETENTION_SECONDS = 8 * 24 * 60 * 60
+
+export interface ReportRow {
+  userId: string
+  idempotencyKey: string
+  fingerprint: string
+  outcome: Outcome
+  createdAt: Date
+}
+
+export class EventChangeReportStore {
+  readonly #rows: Collection<ReportRow>
+
+  constructor (db: Db) {
+    this.#rows = db.collection<ReportRow>('eventChangeReports')
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#rows.createIndex({ userId: 1, idempotencyKey: 1 }, { unique: true, name: 'user_key' })
+    await this.#rows.createIndex({ createdAt: 1 }, { name: 'retention', expireAfterSeconds: REPORT_RETENTION_SECONDS })
+  }
+
+  async find (userId: string, idempotencyKey: string): Promise<ReportRow | null> {
+    return await this.#rows.findOne({ userId, idempotencyKey })
+  }
+
+  /**
+   * Records the answer to a key. Returns null when it was recorded, or the row of a concurrent
+   * report with the same key that was recorded first.
+   */
+  async record (row: ReportRow): Promise<ReportRow | null> {
+    try {
+      await this.#rows.insertOne(row)
+      return null
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error
+      const winner = await this.find(row.userId, row.idempotencyKey)
+      if (winner) return winner
+      throw error
+    }
+  }
+}
