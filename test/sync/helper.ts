@@ -7,6 +7,7 @@ import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import { startMongo } from '../../dev/mongo/index.js'
 import type { MongoUser } from '../../dev/mongo/index.js'
+import { mintObjectId } from '../../lib/ids.js'
 import { signInternalRequest } from '../../lib/internal-auth.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import app from '../../sync/app.js'
@@ -109,7 +110,7 @@ export async function buildSyncApp (t: Test, serverUri: string, options: BuildOp
 }
 
 export function newUserId (): string {
-  return randomBytes(12).toString('hex')
+  return mintObjectId()
 }
 
 export { freePort } from '../ports.js'
