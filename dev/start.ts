@@ -1,17 +1,22 @@
 // `npm start`. With a configuration file (--config FILE, CONFIG_FILE or ./config.yaml) it runs the
 // backend alone against the services named there. Without one it runs the whole system on this
 // machine: the MongoDB and session-core stand-ins (data under .data/), the Sync service and the
-// backend, with a generated development configuration; Ctrl-C stops everything.
-// DEV_DATA_DIR and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND}_PORT move it when the defaults are taken.
-import { spawn, type ChildProcess } from 'node:child_process'
+// backend, with a generated development configuration, and a mail catcher that receives the account
+// emails. The Sync service and the backend are supervised: one that dies is restarted with backoff,
+// as a container runtime would, and the rest keeps running. Ctrl-C (or SIGTERM) stops everything,
+// the last started first. DEV_DATA_DIR and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP}_PORT
+// move it when the defaults are taken.
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
+import { startMailCatcher } from './mail/index.js'
 import { startMongo } from './mongo/index.js'
 import { startSessionCore } from './session-core/index.js'
+import { supervise, type Supervisor } from './supervisor.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
@@ -35,6 +40,8 @@ const PORTS = {
   sessionCore: Number(process.env.DEV_SESSION_CORE_PORT ?? 3567),
   sync: Number(process.env.DEV_SYNC_PORT ?? 3010),
   backend: Number(process.env.DEV_BACKEND_PORT ?? 3000),
+  mail: Number(process.env.DEV_MAIL_PORT ?? 8025),
+  mailSmtp: Number(process.env.DEV_MAIL_SMTP_PORT ?? 1025),
   web: 9080
 }
 
@@ -62,7 +69,7 @@ function mongoUri (user: string, password: string, database: string, authSource:
   return `mongodb://${user}:${encodeURIComponent(password)}@127.0.0.1:${PORTS.mongo}/${database}?authSource=${authSource}&replicaSet=rs0`
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string) {
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number) {
   const webUrl = `http://localhost:${PORTS.web}`
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
@@ -74,7 +81,21 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string) {
       serviceToken: secrets.serviceToken
     },
     database: { uri: mongoUri('calendar', secrets.apiPassword, 'calendar', 'calendar') },
-    sessions: { uri: sessionsUri, key: secrets.sessionsKey },
+    sessions: {
+      uri: sessionsUri,
+      key: secrets.sessionsKey,
+      // The mail catcher accepts any login. A password is given all the same: nodemailer refuses
+      // to log in with an empty one to a server that offers AUTH.
+      smtp: {
+        host: '127.0.0.1',
+        port: mailSmtpPort,
+        secure: false,
+        user: 'calendar',
+        password: 'local-mail-catcher',
+        fromName: 'Calendar (local)',
+        fromEmail: 'calendar@localhost'
+      }
+    },
     sync: {
       port: PORTS.sync,
       databaseUri: mongoUri('sync', secrets.syncPassword, 'sync', 'sync'),
@@ -89,22 +110,18 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string) {
   }
 }
 
-function run (name: string, script: string, configPath: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, '--config', configPath], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, CONFIG_FILE: '' }
+function superviseService (name: string, script: string, configPath: string): Supervisor {
+  return supervise({
+    name,
+    start: () => spawn(process.execPath, ['--import', 'tsx', script, '--config', configPath], {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, CONFIG_FILE: '' }
+    })
   })
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      process.stderr.write(`local stack: ${name} stopped (${signal ?? `exit ${code}`}); stopping everything\n`)
-      stop(1).catch(() => {})
-    }
-  })
-  return child
 }
 
-async function waitForHealth (url: string, timeoutMs: number): Promise<void> {
+async function waitForHealth (name: string, url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     try {
@@ -115,13 +132,34 @@ async function waitForHealth (url: string, timeoutMs: number): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
-  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`)
+  throw new Error(`the ${name} did not answer 200 at ${url} within ${timeoutMs / 1000} s`)
 }
 
-let stopping = false
-let stop: (code: number) => Promise<void> = async (code) => { process.exit(code) }
+// What runs, in start order; stopping takes them down from the last one.
+const running: Array<{ name: string, stop: () => Promise<void>, stopRestarting?: () => void }> = []
+let stopping: Promise<void> | undefined
+
+function stopEverything (code: number): Promise<void> {
+  // Ctrl-C in a terminal reaches the children too: none of them may be restarted while the others
+  // are still being stopped.
+  for (const part of running) part.stopRestarting?.()
+  stopping ??= (async () => {
+    for (let part = running.pop(); part !== undefined; part = running.pop()) {
+      try {
+        await part.stop()
+      } catch (err) {
+        process.stderr.write(`local stack: stopping ${part.name} failed: ${err instanceof Error ? err.message : String(err)}\n`)
+      }
+    }
+    process.exit(code)
+  })()
+  return stopping
+}
 
 async function startLocalStack (): Promise<void> {
+  process.on('SIGINT', () => { stopEverything(0).catch(() => {}) })
+  process.on('SIGTERM', () => { stopEverything(0).catch(() => {}) })
+
   const dataDir = resolve(root, process.env.DEV_DATA_DIR ?? '.data')
   await mkdir(join(dataDir, 'mongo'), { recursive: true })
   const secrets = await devSecrets(dataDir)
@@ -138,45 +176,38 @@ async function startLocalStack (): Promise<void> {
       { user: 'sessions', password: secrets.sessionsPassword, db: 'sessions', roles: [{ role: 'readWrite', db: 'sessions' }] }
     ]
   })
+  running.push({ name: 'MongoDB stand-in', stop: mongo.close })
   const sessionCore = await startSessionCore({
     port: PORTS.sessionCore,
     apiKey: secrets.sessionsKey,
     mongoUri: mongoUri('sessions', secrets.sessionsPassword, 'sessions', 'sessions')
   })
+  running.push({ name: 'session core', stop: sessionCore.close })
+  const mail = await startMailCatcher({ smtpPort: PORTS.mailSmtp, httpPort: PORTS.mail })
+  running.push({ name: 'mail catcher', stop: mail.close })
 
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri)), { mode: 0o600 })
+  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort)), { mode: 0o600 })
 
-  const children = [run('Sync service', 'sync/server.ts', configPath)]
-  await waitForHealth(`http://127.0.0.1:${PORTS.sync}/health/live`, 30_000)
-  children.push(run('backend', 'server.ts', configPath))
+  const sync = superviseService('Sync service', 'sync/server.ts', configPath)
+  running.push(sync)
+  await waitForHealth(sync.name, `http://127.0.0.1:${PORTS.sync}/health/live`, 30_000)
+  const backend = superviseService('backend', 'server.ts', configPath)
+  running.push(backend)
+  await waitForHealth(backend.name, `http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
 
-  stop = async (code: number) => {
-    if (stopping) return
-    stopping = true
-    await Promise.all(children.map((child) => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve()
-      child.once('exit', () => resolve())
-      child.kill('SIGTERM')
-    })))
-    await sessionCore.close()
-    await mongo.close()
-    process.exit(code)
-  }
-  process.on('SIGINT', () => { stop(0).catch(() => {}) })
-  process.on('SIGTERM', () => { stop(0).catch(() => {}) })
-
-  await waitForHealth(`http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
+  const pid = (service: Supervisor) => `pid ${service.pid ?? 'restarting'}`
   process.stdout.write([
     '',
     'Local stack is up:',
-    `  backend API     http://localhost:${PORTS.backend}/api   (health: /api/health)`,
+    `  backend API     http://localhost:${PORTS.backend}/api   (health: /api/health; ${pid(backend)})`,
     `  event stream    http://localhost:${PORTS.backend}/api/events/stream`,
-    `  Sync service    http://127.0.0.1:${PORTS.sync}`,
+    `  Sync service    http://127.0.0.1:${PORTS.sync}   (${pid(sync)})`,
+    `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort})`,
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,
     `  configuration   ${configPath}`,
-    'Press Ctrl-C to stop.',
+    'The Sync service and the backend are restarted if they stop. Press Ctrl-C to stop everything.',
     ''
   ].join('\n'))
 }
@@ -184,5 +215,10 @@ async function startLocalStack (): Promise<void> {
 if (configGiven) {
   await import('../server.js')
 } else {
-  await startLocalStack()
+  try {
+    await startLocalStack()
+  } catch (err) {
+    process.stderr.write(`local stack: ${err instanceof Error ? err.message : String(err)}; stopping everything\n`)
+    await stopEverything(1)
+  }
 }

@@ -49,6 +49,8 @@ export interface Supervisor {
   readonly pid: number | undefined
   /** Restarts since the last stable period (0 while the first instance runs). */
   readonly attempt: number
+  /** From now on an exit is final, and a pending restart is cancelled; the running instance is left alone. */
+  stopRestarting (): void
   /** Stops supervising and ends the running instance; resolves once it has exited. */
   stop (): Promise<void>
 }
@@ -78,6 +80,7 @@ export function supervise (options: SupervisorOptions): Supervisor {
   let exited: Promise<void> = Promise.resolve()
   let restartTimer: unknown
   let attempt = 0
+  let restarting = true
   let stopping: Promise<void> | undefined
 
   function launch (restart: boolean): void {
@@ -98,7 +101,7 @@ export function supervise (options: SupervisorOptions): Supervisor {
         ended = true
         if (child === instance) child = undefined
         resolve()
-        if (stopping === undefined) scheduleRestart(reason, clock.now() - startedAt)
+        if (restarting) scheduleRestart(reason, clock.now() - startedAt)
       }
       instance.once('exit', (code, signal) => { end(describeExit(instance, code, signal)) })
       // A child that could not be started at all reports an error and never an exit; other
@@ -119,16 +122,21 @@ export function supervise (options: SupervisorOptions): Supervisor {
     restartTimer = clock.setTimeout(() => { launch(true) }, delay)
   }
 
+  function stopRestarting (): void {
+    restarting = false
+    if (restartTimer !== undefined) {
+      clock.clearTimeout(restartTimer)
+      restartTimer = undefined
+    }
+  }
+
   function stop (): Promise<void> {
     stopping ??= terminate()
     return stopping
   }
 
   async function terminate (): Promise<void> {
-    if (restartTimer !== undefined) {
-      clock.clearTimeout(restartTimer)
-      restartTimer = undefined
-    }
+    stopRestarting()
     const running = child
     if (running === undefined) return
     const done = exited
@@ -146,6 +154,7 @@ export function supervise (options: SupervisorOptions): Supervisor {
     name: options.name,
     get pid () { return child?.pid },
     get attempt () { return attempt },
+    stopRestarting,
     stop
   }
 }

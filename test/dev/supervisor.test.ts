@@ -199,3 +199,22 @@ test('a child that cannot be started is retried like one that died', async (t) =
   t.equal(supervisor.pid, 300)
   await supervisor.stop()
 })
+
+test('after stopRestarting() an exit is final and a pending restart is cancelled', async (t) => {
+  const { clock, children, lines, supervisor, latest } = harness()
+  latest().exit(1)
+  supervisor.stopRestarting()
+  t.equal(clock.pending, 0, 'the pending restart is gone')
+  clock.advance(60_000)
+  t.equal(children.length, 1)
+
+  const second = harness()
+  second.supervisor.stopRestarting()
+  second.latest().exit(0, null)
+  t.equal(second.clock.pending, 0)
+  t.equal(second.children.length, 1, 'a child that ends on its own (Ctrl-C in a terminal) is not started again')
+  t.same(second.lines, [])
+  t.equal(lines.length, 1)
+  await supervisor.stop()
+  await second.supervisor.stop()
+})
