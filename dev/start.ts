@@ -3,8 +3,9 @@
 // machine: the MongoDB and session-core stand-ins (data under .data/), the Sync service and the
 // backend, with a generated development configuration, and a mail catcher that receives the account
 // emails. The Sync service and the backend are supervised: one that dies is restarted with backoff,
-// as a container runtime would, and the rest keeps running. Ctrl-C (or SIGTERM) stops everything,
-// the last started first. DEV_DATA_DIR and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP}_PORT
+// as a container runtime would, and the rest keeps running (a service that never becomes healthy
+// at start still ends the stack with status 1). Ctrl-C (or SIGTERM) stops everything, the last
+// started first. DEV_DATA_DIR and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP}_PORT
 // move it when the defaults are taken.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
