@@ -5,14 +5,16 @@ import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
 import { TypedHttpError, errorBody, notFoundBody, serverErrorBody } from './lib/error-bodies.js'
-import configPlugin from './plugins/config.js'
-import mongoPlugin from './plugins/mongo.js'
-import corsPlugin from './plugins/cors.js'
-import securityHeadersPlugin from './plugins/security-headers.js'
-import requestLoggingPlugin from './plugins/request-logging.js'
-import usersPlugin from './plugins/users.js'
-import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/session.js'
-import type { RealtimeOptions } from './plugins/change-feed.js'
+import { isDatabaseUnavailableError } from './lib/mongo-errors.js'
+import configPlugin from './plugins/external/config.js'
+import mongoPlugin from './plugins/external/mongo.js'
+import corsPlugin from './plugins/external/cors.js'
+import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
+import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/external/session.js'
+import securityHeadersPlugin from './plugins/external/security-headers.js'
+import requestLoggingPlugin from './plugins/external/request-logging.js'
+import openapiPlugin from './plugins/external/openapi.js'
+import type { RealtimeOptions } from './plugins/app/change-feed.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -35,19 +37,26 @@ export function serverOptions (config: Config): FastifyServerOptions {
     // The backend sits behind the self-host proxy, which sets X-Forwarded-*.
     trustProxy: true,
     bodyLimit: 1024 * 1024,
-    requestTimeout: 0,
+    // Time to receive a whole request (headers and body), not to answer it: an event stream is a
+    // long answer to a short request, so a finite limit only cuts off clients that send too slowly.
+    requestTimeout: REQUEST_RECEIVE_DEADLINE_MS,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
   }
 }
 
-// Plugins whose place in the request order is fixed by the specification; app() registers them
-// itself, in that order. Every other file in plugins/ is a decorator and is autoloaded.
-const orderedPlugins = /^(config|mongo|users|cors|session|security-headers|request-logging)\.(ts|js)$/
+export const REQUEST_RECEIVE_DEADLINE_MS = 30_000
+/** What a client is told to wait before retrying while the database is unavailable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
   if (error instanceof TypedHttpError) {
     return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))
+  }
+  if (isDatabaseUnavailableError(error)) {
+    request.log.error({ err: error }, 'database unavailable')
+    return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+      .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DATABASE_UNAVAILABLE'))
   }
   if (error.validation) {
     return reply.code(400).send(errorBody(400, error.message, 'FST_ERR_VALIDATION'))
@@ -63,21 +72,20 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: Fastify
 const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {
   await fastify.register(configPlugin, { config: options.config })
   await fastify.register(mongoPlugin)
-  await fastify.register(usersPlugin)
+  // The app's own decorators (plugins/app): they add no request hooks, so their order is only
+  // that of their declared dependencies.
+  await fastify.register(autoload, { dir: join(here, 'plugins', 'app'), options: { realtime: options.realtime } })
 
-  // Request order (specification, "What the service does", item 5): CORS and session handling,
-  // then security headers, request logging and JSON body parsing (Fastify parses bodies after
-  // every onRequest hook above), then the routes, then the error handler.
+  // The request order (specification, "What the service does", item 5), in one place: CORS and
+  // session handling (the credential routes' rate limits sit with it), then security headers,
+  // request logging and JSON body parsing (Fastify parses bodies after every onRequest hook
+  // above), then the routes, then the error handler with the session library's handler.
   await fastify.register(corsPlugin)
+  await fastify.register(authRateLimitPlugin)
   await fastify.register(sessionPlugin)
   await fastify.register(securityHeadersPlugin)
   await fastify.register(requestLoggingPlugin)
-
-  await fastify.register(autoload, {
-    dir: join(here, 'plugins'),
-    ignorePattern: orderedPlugins,
-    options: { realtime: options.realtime }
-  })
+  await fastify.register(openapiPlugin)
 
   fastify.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
   // The session library's error handler comes after the routes: its errors (unauthorised,

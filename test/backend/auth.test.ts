@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import { waitFor } from '../processes.js'
 import { ObjectId } from 'mongodb'
 import supertokens from 'supertokens-node'
 import Session from 'supertokens-node/recipe/session'
@@ -198,7 +199,8 @@ test('accounts and sessions', async (t) => {
     const handles = await Session.getAllSessionHandlesForUser(session.userId)
     t.same(handles, [], 'no session is left for the user')
     // No Sync service runs in this file: sign-out still succeeded, and the watch stop is retried.
-    t.ok(log.lines().some((line) => line.msg === 'sign-out: Sync did not stop the user\'s watches; will retry'))
+    t.ok(await waitFor(() => log.lines().some((line) => line.msg === 'sign-out: Sync did not stop the user\'s watches; will retry'), 5000))
+    t.equal(await app.outbox.pending(session.userId, 'watchStop'), 1, 'the stop waits in the outbox')
   })
 
   await t.test('forgot password answers the same whether or not the account exists; the reset link is rewritten', async (t) => {

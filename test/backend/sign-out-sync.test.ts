@@ -1,6 +1,8 @@
 import { test } from 'tap'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { startSyncService, type SyncService } from '../events/sync-service.js'
+import { waitFor } from '../processes.js'
 
 // A provider watch of the user, as the Sync service stores one.
 async function addWatch (sync: SyncService, userId: string, channelId: string) {
@@ -27,7 +29,8 @@ test('sign-out asks the Sync service to stop the user\'s provider watches', asyn
 
   const response = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
   t.equal(response.statusCode, 200)
-  t.equal(await watches.countDocuments({ userId: session.userId }), 0, 'Sync stopped and removed the user\'s watch')
+  t.ok(await waitFor(async () => await watches.countDocuments({ userId: session.userId }) === 0, 5000), 'Sync stopped and removed the user\'s watch')
+  t.equal(await app.outbox.pending(session.userId), 0, 'nothing waits in the outbox')
   t.notOk(log.lines().some((line) => String(line.msg).startsWith('sign-out: Sync did not stop')), 'no retry was needed')
 
   const stream = await app.inject({ method: 'GET', url: '/api/events/stream', headers: session.headers })
@@ -65,17 +68,33 @@ test('a watch stop Sync could not take is kept and retried after a backend resta
   await sync.stop()
   const response = await first.app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
   t.equal(response.statusCode, 200, 'sign-out succeeds while Sync is away')
-  const pending = first.app.mongo.db.collection('pendingWatchStops')
-  t.equal(await pending.countDocuments({ _id: session.userId as never }), 1, 'the stop is kept in the backend\'s database')
-  t.ok(first.log.lines().some((line) => line.msg === 'sign-out: Sync did not stop the user\'s watches; will retry'))
+  t.ok(await waitFor(() => first.log.lines().some((line) => line.msg === 'sign-out: Sync did not stop the user\'s watches; will retry'), 5000), 'the failed attempt is logged')
+  t.equal(await first.app.outbox.pending(session.userId, 'watchStop'), 1, 'the stop is kept in the backend\'s database')
   await first.app.close()
 
   // A new backend process on the same database, and Sync is back.
   await sync.start()
   const second = await buildApp(t, deps, overrides)
-  await second.app.mongo.db.collection('pendingWatchStops').updateOne({ _id: session.userId as never }, { $set: { nextAttemptAt: new Date(0) } })
-  await second.app.signOutFollowUps.sweep()
+  await second.app.mongo.db.collection('syncOutbox').updateMany({ user: session.userId }, { $set: { nextAttemptAt: new Date(0) } })
+  await second.app.outbox.flushDue()
   t.equal(await watches.countDocuments({ userId: session.userId }), 0, 'Sync stopped the watch')
-  t.equal(await second.app.mongo.db.collection('pendingWatchStops').countDocuments({}), 0, 'nothing is left to retry')
+  t.equal(await second.app.outbox.pending(), 0, 'nothing is left to retry')
   t.ok(second.log.lines().some((line) => line.msg === 'sign-out: Sync stopped the user\'s watches after a retry'))
+})
+
+test('sign-out answers at once while the Sync service hangs', async (t) => {
+  // A Sync that takes connections and never answers: the HTTP client would wait for its timeout.
+  const sockets: Socket[] = []
+  const hung = createServer((socket) => { sockets.push(socket) })
+  await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); hung.close() })
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps, { syncUrl: `http://127.0.0.1:${(hung.address() as AddressInfo).port}` })
+
+  const session = await signUp(app, { email: uniqueEmail('hung'), password: 'pw-for-hung-1' })
+  const started = Date.now()
+  const response = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...session.headers, 'sx-auth-mode': 'header' } })
+  t.equal(response.statusCode, 200)
+  t.ok(Date.now() - started < 2000, `answered in ${Date.now() - started} ms, not after the Sync client's timeout`)
+  t.equal(await app.outbox.pending(session.userId, 'watchStop'), 1, 'the stop waits in the outbox')
 })

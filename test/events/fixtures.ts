@@ -2,14 +2,14 @@
 // outbox plugins in a Fastify instance, on the dev/mongo stand-in (or MONGODB_URI), talking to a
 // recording Sync endpoint through the real SyncClient.
 import { randomBytes } from 'node:crypto'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
-import { MongoClient } from 'mongodb'
+import { connectMongo } from '../../plugins/external/mongo.js'
 import type { Test } from 'tap'
 import { startMongo } from '../../dev/mongo/index.js'
 import { SyncClient } from '../../lib/sync-client.js'
-import eventStorePlugin from '../../plugins/event-store.js'
-import outboxPlugin from '../../plugins/outbox.js'
+import eventStorePlugin from '../../plugins/app/event-store.js'
+import outboxPlugin from '../../plugins/app/outbox.js'
 import { SYNC_PATHS, type EventChangeReport } from '../../schemas/sync/index.js'
 import { captureLog, type CapturedLog } from '../helper.js'
 
@@ -47,16 +47,17 @@ export interface RecordingSync {
   applied: EventChangeReport[]
   /** Every delivery attempt, duplicates included. */
   attempts: EventChangeReport[]
+  /** Every delivery of any kind, in arrival order: `eventChange:<eventId>`, `watchStop`, `restartSync`. */
+  deliveries: Array<{ userId: string, what: string }>
   behaviour: SyncBehaviour
   close: () => Promise<void>
 }
 
 export async function startRecordingSync (t: Test): Promise<RecordingSync> {
   const server = Fastify()
-  const state: RecordingSync = { url: '', applied: [], attempts: [], behaviour: 'accept', close: async () => { await server.close() } }
-  server.post(SYNC_PATHS.eventChanges, async (request, reply) => {
-    const report = request.body as EventChangeReport
-    state.attempts.push(report)
+  const state: RecordingSync = { url: '', applied: [], attempts: [], deliveries: [], behaviour: 'accept', close: async () => { await server.close() } }
+  /** The refusal the current behaviour answers with, or null when the call is taken. */
+  async function refusal (reply: FastifyReply): Promise<FastifyReply | null> {
     switch (state.behaviour) {
       case 'unavailable':
         return await reply.code(502).send({ statusCode: 502, code: 'INTERNAL', error: 'Bad Gateway', message: 'down' })
@@ -64,12 +65,33 @@ export async function startRecordingSync (t: Test): Promise<RecordingSync> {
         return await reply.code(503).send({ statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'maintenance' })
       case 'revoked':
         return await reply.code(410).send({ statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', message: 'revoked' })
-      case 'accept': {
-        const duplicate = state.applied.some((applied) => applied.idempotencyKey === report.idempotencyKey)
-        if (!duplicate) state.applied.push(report)
-        return { duplicate, providerWriteQueued: report.calendarId !== undefined }
-      }
+      case 'accept':
+        return null
     }
+  }
+  server.post(SYNC_PATHS.eventChanges, async (request, reply) => {
+    const report = request.body as EventChangeReport
+    state.attempts.push(report)
+    const refused = await refusal(reply)
+    if (refused !== null) return refused
+    const duplicate = state.applied.some((applied) => applied.idempotencyKey === report.idempotencyKey)
+    if (!duplicate) {
+      state.applied.push(report)
+      state.deliveries.push({ userId: report.userId, what: `eventChange:${report.eventId}` })
+    }
+    return { duplicate, providerWriteQueued: report.calendarId !== undefined }
+  })
+  server.post<{ Params: { userId: string } }>(SYNC_PATHS.stopWatches(':userId'), async (request, reply) => {
+    const refused = await refusal(reply)
+    if (refused !== null) return refused
+    state.deliveries.push({ userId: request.params.userId, what: 'watchStop' })
+    return { stopped: 1 }
+  })
+  server.post<{ Params: { userId: string } }>(SYNC_PATHS.restartSync(':userId'), async (request, reply) => {
+    const refused = await refusal(reply)
+    if (refused !== null) return refused
+    state.deliveries.push({ userId: request.params.userId, what: 'restartSync' })
+    return { queued: 1 }
   })
   await server.listen({ port: 0, host: '127.0.0.1' })
   const address = server.server.address()
@@ -89,18 +111,17 @@ export async function buildEventsInstance (t: Test, options: { mongoUri: string,
   const { stream, log } = captureLog()
   const app = Fastify({ logger: { level: 'debug', stream } })
   await app.register(fp(async (fastify) => {
-    const client = new MongoClient(options.mongoUri, { serverSelectionTimeoutMS: 5000 })
-    await client.connect()
-    fastify.decorate('mongo', { client, db: client.db() })
-    fastify.addHook('onClose', async () => { await client.close() })
+    const handle = await connectMongo(options.mongoUri)
+    fastify.decorate('mongo', handle)
+    fastify.addHook('onClose', async () => { await handle.client.close() })
   }, { name: 'mongo' }))
   await app.register(fp(async (fastify) => {
     const client = new SyncClient({ baseUrl: options.syncUrl, internalAuthToken: randomBytes(16).toString('hex'), timeoutMs: 2000 })
     fastify.decorate('syncClient', client)
     fastify.addHook('onClose', async () => { await client.close() })
   }, { name: 'sync-client' }))
-  await app.register(eventStorePlugin)
   await app.register(outboxPlugin)
+  await app.register(eventStorePlugin)
   if (options.start !== false) await app.ready()
   t.teardown(() => app.close())
   return { app, log }

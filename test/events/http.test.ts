@@ -363,7 +363,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     t.equal((await asDan.get(eventId)).json().title, 'changed')
     t.ok(log.lines().some((line) => line.reason === 'MissingGoogleRefreshToken' && line.userId === dan.userId && line.level === 30), 'an info line says the provider effect was skipped')
     t.equal(await app.outbox.pending(dan.userId), 4, 'the reports wait in the outbox')
-    await waitFor(async () => (await app.eventStore.outbox.countDocuments({ user: dan.userId, attempts: { $gt: 0 } })) === 1, 'a failed first attempt')
+    await waitFor(async () => (await app.mongo.db.collection('syncOutbox').countDocuments({ user: dan.userId, attempts: { $gt: 0 } })) === 1, 'a failed first attempt')
 
     await sync.start()
     await waitFor(async () => await app.outbox.pending(dan.userId) === 0, 'the outbox to drain')

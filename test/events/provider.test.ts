@@ -21,7 +21,7 @@ test('mutations of provider calendar events are refused before anything is writt
   const sync = await startSyncService(t, deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`))
   const { app, log } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
   const events = app.mongo.db.collection<{ _id: string, title: string }>('events')
-  const outbox = app.eventStore.outbox
+  const outbox = app.mongo.db.collection('syncOutbox')
 
   async function userWithProvider (label: string) {
     const signedIn = await signUp(app, { email: uniqueEmail(label), password: 'correct horse 9' })

@@ -1,10 +1,12 @@
 import { test } from 'tap'
-import { EventStore, EventIdTakenError, EventChangedMeanwhileError } from '../../plugins/event-store.js'
+import { EventIdTakenError, EventChangedMeanwhileError } from '../../plugins/app/event-store.js'
+import { connectMongo } from '../../plugins/external/mongo.js'
 import { planTransition, type PersistencePlan } from '../../lib/events/transition.js'
-import { outboxRecordsFor } from '../../lib/events/outbox.js'
+import { eventChangeEntries } from '../../lib/events/outbox.js'
 import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
 import { occurrenceAt } from '../../lib/events/range.js'
 import type { EventRecord } from '../../lib/events/record.js'
+import { Outbox } from '../../plugins/app/outbox.js'
 import { buildEventsInstance, databaseName, startMongoServer, startRecordingSync } from './fixtures.js'
 import { instance, series, standalone, USER } from '../lib/events/fixtures.js'
 
@@ -26,7 +28,8 @@ for (const replicaSet of [true, false]) {
     await app.ready()
     await app.outbox.stop()
     const store = app.eventStore
-    t.equal(store.transactional, replicaSet, 'transactions exactly when the deployment has them')
+    const { collection: outboxRecords } = Outbox.collections(app.mongo.db)
+    t.equal(app.mongo.transactional, replicaSet, 'transactions exactly when the deployment has them')
 
     const indexes = (await store.events.indexes()).map((index) => index.name).sort()
     t.same(indexes, ['_id_', 'user_series_end', 'user_series_occurrence', 'user_start'])
@@ -35,17 +38,16 @@ for (const replicaSet of [true, false]) {
       const single = standalone({ startDate: '2026-03-03T10:00:00Z', endDate: '2026-03-03T11:00:00Z' })
       const base = series({ _id: 'a'.repeat(24), recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=4'] } })
       const plans = [plan(null, single), plan(null, base)]
-      const reports = outboxRecordsFor(USER, plans, NOW)
-      await store.apply(USER, plans, reports)
+      await store.apply(USER, plans, eventChangeEntries(plans), NOW)
 
       t.same(await store.findById(USER, single._id), single, 'read back without storage fields')
       t.equal(await store.findById(OTHER_USER, single._id), null, 'another user does not see it')
       const raw = await store.events.findOne({ _id: base._id })
       t.same(raw?.startsAt, new Date('2026-03-02T08:00:00Z'))
       t.same(raw?.seriesEndsAt, new Date('2026-03-23T09:00:00Z'))
-      const outbox = await store.outbox.find({ user: USER }).sort({ seq: 1 }).toArray()
-      t.same(outbox.map((record) => [record.report.eventId, record.report.operation, record.seq]), [[single._id, 'create', 0], [base._id, 'create', 1]])
-      t.not(outbox[0]?.report.idempotencyKey, outbox[1]?.report.idempotencyKey)
+      const outbox = await outboxRecords.find({ user: USER }).sort({ seq: 1 }).toArray()
+      t.same(outbox.map((record) => record.entry.kind === 'eventChange' && [record.entry.report.eventId, record.entry.report.operation, record.seq]), [[single._id, 'create', 0], [base._id, 'create', 1]])
+      t.not(outbox[0]?.idempotencyKey, outbox[1]?.idempotencyKey)
     })
 
     await t.test('range reads expand the series and leave out cancelled occurrences', async (t) => {
@@ -53,7 +55,7 @@ for (const replicaSet of [true, false]) {
       const second = occurrenceAt(base, '20260309T080000Z') as EventRecord
       const cancel = planOccurrenceDelete(base, { stored: null, expanded: { ...second, _id: 'c'.repeat(24) } }, 'this', NOW)
       if (!cancel.ok) throw new Error(cancel.reason)
-      await store.apply(USER, [cancel.plan], [])
+      await store.apply(USER, [cancel.plan], [], NOW)
       const range = await store.findRange(USER, new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z'))
       t.same(range.map((event) => event.startDate), [
         '2026-03-02T09:00:00+01:00', '2026-03-03T10:00:00Z', '2026-03-16T09:00:00+01:00', '2026-03-23T09:00:00+01:00'
@@ -72,11 +74,11 @@ for (const replicaSet of [true, false]) {
         startDate: '2026-03-24T09:00:00+01:00',
         endDate: '2026-03-24T10:00:00+01:00'
       })
-      await store.apply(USER, [plan(null, moved)], [])
+      await store.apply(USER, [plan(null, moved)], [], NOW)
       const third = occurrenceAt(base, '20260316T080000Z') as EventRecord
       const cut = planOccurrenceDelete(base, { stored: null, expanded: third }, 'thisAndFollowing', NOW)
       if (!cut.ok) throw new Error(cut.reason)
-      await store.apply(USER, [cut.plan], [])
+      await store.apply(USER, [cut.plan], [], NOW)
       t.equal(await store.findById(USER, moved._id), null, 'the later edit is gone')
       t.equal((await store.findOccurrenceEdit(USER, base._id, new Date('2026-03-09T08:00:00Z')))?.status, 'cancelled', 'the earlier one stays')
       const range = await store.findRange(USER, new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z'))
@@ -85,24 +87,23 @@ for (const replicaSet of [true, false]) {
 
     await t.test('a failing write', async (t) => {
       const taken = standalone()
-      await store.apply(USER, [plan(null, taken)], [])
+      await store.apply(USER, [plan(null, taken)], [], NOW)
       const fresh = standalone({ user: OTHER_USER })
       const plans = [plan(null, fresh), plan(null, { ...taken, user: OTHER_USER })]
-      const reports = outboxRecordsFor(OTHER_USER, plans, NOW)
-      const error = await store.apply(OTHER_USER, plans, reports).catch((error: unknown) => error)
+      const error = await store.apply(OTHER_USER, plans, eventChangeEntries(plans), NOW).catch((error: unknown) => error)
       t.ok(error instanceof EventIdTakenError, 'an id in use is refused')
       t.equal((error as Error & { statusCode: number }).statusCode, 409)
       if (replicaSet) {
         t.equal(await store.findById(OTHER_USER, fresh._id), null, 'nothing of the transaction is kept')
-        t.equal(await store.outbox.countDocuments({ user: OTHER_USER }), 0, 'and no report')
+        t.equal(await outboxRecords.countDocuments({ user: OTHER_USER }), 0, 'and no report')
       } else {
         t.ok(await store.findById(OTHER_USER, fresh._id), 'without transactions the writes before the failure stay')
-        t.equal(await store.outbox.countDocuments({ user: OTHER_USER }), 0, 'but their reports are not written')
+        t.equal(await outboxRecords.countDocuments({ user: OTHER_USER }), 0, 'but their reports are not written')
       }
       t.same(await store.findById(USER, taken._id), taken, 'the owner\'s event is untouched')
 
       const gone = standalone()
-      const replaced = await store.apply(USER, [plan(gone, { ...gone, title: 'x' })], []).catch((error: unknown) => error)
+      const replaced = await store.apply(USER, [plan(gone, { ...gone, title: 'x' })], [], NOW).catch((error: unknown) => error)
       t.ok(replaced instanceof EventChangedMeanwhileError, 'replacing a vanished event is a conflict')
     })
   })
@@ -110,10 +111,13 @@ for (const replicaSet of [true, false]) {
 
 test('opening on a server without transactions does not claim them', async (t) => {
   const mongo = await startMongoServer(t, { replicaSet: false })
-  const { MongoClient } = await import('mongodb')
-  const client = new MongoClient(mongo.uri(databaseName()))
-  await client.connect()
-  t.teardown(() => client.close())
-  const store = await EventStore.open(client, client.db())
-  t.equal(store.transactional, false)
+  const handle = await connectMongo(mongo.uri(databaseName()))
+  t.teardown(() => handle.client.close())
+  t.equal(handle.transactional, false)
+  let ran = false
+  await handle.withTransaction(async (session) => {
+    ran = true
+    t.equal(session, undefined, 'the work runs without a transaction')
+  })
+  t.ok(ran)
 })

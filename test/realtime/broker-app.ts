@@ -4,8 +4,8 @@ import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
-import sseBroker, { type SseBrokerOptions } from '../../plugins/sse-broker.js'
-import changeFeed, { type ChangeFeedOptions } from '../../plugins/change-feed.js'
+import sseBroker, { type SseBrokerOptions } from '../../plugins/app/sse-broker.js'
+import changeFeed, { type ChangeFeedOptions } from '../../plugins/app/change-feed.js'
 import { SyncClient } from '../../lib/sync-client.js'
 
 export interface LogLine { level: number, msg: string, [key: string]: unknown }

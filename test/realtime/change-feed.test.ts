@@ -1,7 +1,7 @@
 import tap, { test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import { backoffDelay, type ChangeFeedOptions } from '../../plugins/change-feed.js'
+import type { ChangeFeedOptions } from '../../plugins/app/change-feed.js'
 import { serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
 import type { InvalidationInput } from '../../sync/lib/change-feed.js'
 import { startBrokerApp } from './broker-app.js'
@@ -37,14 +37,6 @@ async function openStream (t: Test, url: string, userId: string): Promise<RawSse
   t.teardown(() => reader.close())
   return reader
 }
-
-test('backoff doubles per failure up to the maximum, with half of it jittered', async (t) => {
-  const options = { backoffBaseMs: 1000, backoffMaxMs: 30_000 }
-  t.equal(backoffDelay(1, options, () => 0), 500)
-  t.equal(backoffDelay(1, options, () => 0.999999), 1000)
-  t.equal(backoffDelay(3, options, () => 0), 2000)
-  t.equal(backoffDelay(10, options, () => 0.5), 22_500, 'capped at the maximum')
-})
 
 test('polling starts with the first stream of a user and stops after the last one closes', async (t) => {
   const sync = await startSync(t)

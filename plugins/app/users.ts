@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { ObjectId, type Collection } from 'mongodb'
-import { normalizeEmail, userUpsertFor, type AuthenticationFacts } from '../lib/identity.js'
+import { normalizeEmail, userUpsertFor, type AuthenticationFacts } from '../../lib/identity.js'
 
 export interface UserDocument {
   _id: ObjectId

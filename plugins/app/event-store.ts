@@ -1,11 +1,13 @@
 import fp from 'fastify-plugin'
 import createError from '@fastify/error'
-import { type ClientSession, type Collection, type Db, type MongoClient } from 'mongodb'
-import type { EventRecord } from '../lib/events/record.js'
-import { isDuplicateKeyError } from '../lib/mongo-errors.js'
-import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
-import type { OutboxLease, OutboxRecord } from '../lib/events/outbox.js'
-import { assembleRange, storageFields, type StorageFields } from '../lib/events/range.js'
+import type { ClientSession, Collection } from 'mongodb'
+import type { EventRecord } from '../../lib/events/record.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
+import type { NewOutboxEntry } from '../../lib/outbox.js'
+import type { MongoHandle } from '../external/mongo.js'
+import type { Outbox } from './outbox.js'
+import { assembleRange, storageFields, type StorageFields } from '../../lib/events/range.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,8 +16,6 @@ declare module 'fastify' {
 }
 
 export const EVENTS_COLLECTION = 'events'
-export const OUTBOX_COLLECTION = 'eventOutbox'
-export const OUTBOX_LEASES_COLLECTION = 'eventOutboxLeases'
 
 type StoredEvent = EventRecord & StorageFields
 
@@ -29,32 +29,19 @@ function stored (event: EventRecord): StoredEvent {
 }
 
 /**
- * The events of the backend's own database and the outbox of change reports. Plans come from
- * lib/events; this class only carries them out. Every query names the owner, so another user's
- * event is indistinguishable from a missing one.
+ * The events of the backend's own database. Plans come from lib/events; this class only carries
+ * them out, together with the outbox entries they owe the Sync service. Every query names the
+ * owner, so another user's event is indistinguishable from a missing one.
  */
 export class EventStore {
   readonly events: Collection<StoredEvent>
-  readonly outbox: Collection<OutboxRecord>
-  readonly outboxLeases: Collection<OutboxLease>
-  readonly #client: MongoClient
-  readonly transactional: boolean
+  readonly #mongo: Pick<MongoHandle, 'withTransaction'>
+  readonly #outbox: Pick<Outbox, 'add'>
 
-  constructor (client: MongoClient, db: Db, options: { transactional: boolean }) {
-    this.#client = client
-    this.events = db.collection<StoredEvent>(EVENTS_COLLECTION)
-    this.outbox = db.collection<OutboxRecord>(OUTBOX_COLLECTION)
-    this.outboxLeases = db.collection<OutboxLease>(OUTBOX_LEASES_COLLECTION)
-    this.transactional = options.transactional
-  }
-
-  /** Transactions need a replica set (or sharded cluster); a single server has none. */
-  static async open (client: MongoClient, db: Db): Promise<EventStore> {
-    const hello = await db.admin().command({ hello: 1 })
-    const transactional = typeof hello.setName === 'string' || hello.msg === 'isdbgrid'
-    const store = new EventStore(client, db, { transactional })
-    await store.ensureIndexes()
-    return store
+  constructor (mongo: Pick<MongoHandle, 'db' | 'withTransaction'>, outbox: Pick<Outbox, 'add'>) {
+    this.events = mongo.db.collection<StoredEvent>(EVENTS_COLLECTION)
+    this.#mongo = mongo
+    this.#outbox = outbox
   }
 
   async ensureIndexes (): Promise<void> {
@@ -62,11 +49,6 @@ export class EventStore {
       { key: { user: 1, startsAt: 1 }, name: 'user_start' },
       { key: { user: 1, 'recurrence.eventId': 1, originalStartsAt: 1 }, name: 'user_series_occurrence' },
       { key: { user: 1, seriesEndsAt: 1 }, name: 'user_series_end' }
-    ])
-    await this.outbox.createIndexes([
-      { key: { user: 1, createdAt: 1, seq: 1 }, name: 'user_order' },
-      { key: { nextAttemptAt: 1 }, name: 'due' },
-      { key: { 'report.idempotencyKey': 1 }, name: 'idempotency_key_unique', unique: true }
     ])
   }
 
@@ -107,26 +89,20 @@ export class EventStore {
   }
 
   /**
-   * Carries out the plans of one request and stores their reports in the outbox: all in one
+   * Carries out the plans of one request and stores the outbox entries they owe Sync: all in one
    * transaction when the deployment has them; otherwise in order, own data first, so a crash
    * can lose a report but never report a change that was not made.
    */
-  async apply (userId: string, plans: PersistencePlan[], reports: OutboxRecord[]): Promise<void> {
+  async apply (userId: string, plans: PersistencePlan[], entries: NewOutboxEntry[], now: Date): Promise<void> {
     const writes = plans.flatMap((plan) => plan.writes)
-    if (writes.length === 0 && reports.length === 0) return
-    if (!this.transactional) {
-      await this.#write(userId, writes, reports)
-      return
-    }
-    const session = this.#client.startSession()
-    try {
-      await session.withTransaction(async () => { await this.#write(userId, writes, reports, session) })
-    } finally {
-      await session.endSession()
-    }
+    if (writes.length === 0 && entries.length === 0) return
+    await this.#mongo.withTransaction(async (session) => {
+      await this.#write(userId, writes, session)
+      await this.#outbox.add(userId, entries, { now, ...(session === undefined ? {} : { session }) })
+    })
   }
 
-  async #write (userId: string, writes: OwnWrite[], reports: OutboxRecord[], session?: ClientSession): Promise<void> {
+  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined): Promise<void> {
     const options = session === undefined ? {} : { session }
     for (const write of writes) {
       switch (write.kind) {
@@ -155,12 +131,11 @@ export class EventStore {
           break
       }
     }
-    if (reports.length > 0) await this.outbox.insertMany(reports, options)
   }
 }
 
 export default fp(async function eventStore (fastify) {
-  const store = await EventStore.open(fastify.mongo.client, fastify.mongo.db)
-  fastify.log.info({ transactional: store.transactional }, 'event store ready')
+  const store = new EventStore(fastify.mongo, fastify.outbox)
+  await store.ensureIndexes()
   fastify.decorate('eventStore', store)
-}, { name: 'event-store', dependencies: ['mongo'] })
+}, { name: 'event-store', dependencies: ['mongo', 'outbox'] })

@@ -5,9 +5,10 @@
 // read the feed for the users whose streams they hold, and no sticky sessions are needed.
 import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import { isObjectIdString } from '../lib/ids.js'
-import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest } from '../schemas/sync/index.js'
-import { resyncMessages, translatePage } from '../lib/change-translation.js'
+import { isObjectIdString } from '../../lib/ids.js'
+import { backoffDelay } from '../../lib/backoff.js'
+import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest } from '../../schemas/sync/index.js'
+import { resyncMessages, translatePage } from '../../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
 
 export interface ChangeFeedOptions {
@@ -15,7 +16,7 @@ export interface ChangeFeedOptions {
   pollIntervalMs: number
   /** New users are gathered this long so a burst of connects costs one request. */
   joinDelayMs: number
-  /** First retry delay after a failed read; doubles per consecutive failure, with jitter. */
+  /** Ceiling of the first retry delay after a failed read; doubles per consecutive failure (full jitter, lib/backoff.ts). */
   backoffBaseMs: number
   backoffMaxMs: number
   /** Users per batched request; the Sync contract's maximum unless lowered. */
@@ -47,12 +48,6 @@ export interface ChangeFeedStats {
   requests: number
   failedRequests: number
   consecutiveFailures: number
-}
-
-/** Equal jitter: half the exponential delay fixed, half random, so retries of many processes spread out. */
-export function backoffDelay (failures: number, options: Pick<ChangeFeedOptions, 'backoffBaseMs' | 'backoffMaxMs'>, random = Math.random): number {
-  const exponential = Math.min(options.backoffMaxMs, options.backoffBaseMs * 2 ** Math.max(0, failures - 1))
-  return Math.round(exponential / 2 + random() * exponential / 2)
 }
 
 export class ChangeFeedBridge {
@@ -201,7 +196,7 @@ export class ChangeFeedBridge {
       const users = [...this.#cursors].filter(([userId]) => !this.#inFlight.has(userId))
       const result = await this.#read(users)
       if (!result.ok) {
-        next = backoffDelay(this.stats.consecutiveFailures, this.options)
+        next = backoffDelay(this.stats.consecutiveFailures - 1, { baseMs: this.options.backoffBaseMs, capMs: this.options.backoffMaxMs })
         this.#log.error({ err: result.error, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: next }, 'change feed poll failed; retrying with backoff')
       } else if (result.more) {
         next = 0

@@ -1,9 +1,9 @@
+import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import supertokens from 'supertokens-node'
 import { plugin as supertokensPlugin, errorHandler as supertokensErrorHandler } from 'supertokens-node/framework/fastify'
-import type { APIInterface as EmailPasswordAPI } from 'supertokens-node/recipe/emailpassword/types'
 import Session from 'supertokens-node/recipe/session'
 import { verifySession } from 'supertokens-node/recipe/session/framework/fastify'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
@@ -12,27 +12,23 @@ import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { SMTPService as EmailVerificationSMTPService } from 'supertokens-node/recipe/emailverification/emaildelivery'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import ThirdParty from 'supertokens-node/recipe/thirdparty'
-import { signInProviders } from '../lib/identity-providers.js'
-import type { Config } from '../schemas/config.js'
-import { chooseCanonicalUserId, isCanonicalUserId, mintUserId, normalizeEmail } from '../lib/identity.js'
-import { accountEmailDelivery, smtpSettings } from '../lib/email-delivery.js'
-import { notFoundBody } from '../lib/error-bodies.js'
+import { signInProviders } from '../../lib/identity-providers.js'
+import type { Config } from '../../schemas/config.js'
+import { mintUserId, normalizeEmail } from '../../lib/identity.js'
+import type { LibraryRequest } from '../app/identity.js'
+import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
+import { notFoundBody } from '../../lib/error-bodies.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     requireLiveSession: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-    // Called after a session is revoked by sign-out, so streams opened with it can close.
-    onSessionRevoked: (listener: SessionRevokedListener) => void
-    notifySessionRevoked: (revoked: { userId: string, sessionHandle: string }) => Promise<void>
   }
   interface FastifyRequest {
     // The canonical 24-hex user id of the verified session.
     userId: string
   }
 }
-
-export type SessionRevokedListener = (revoked: { userId: string, sessionHandle: string }) => void | Promise<void>
 
 // The part of the session library's request wrapper this plugin reads.
 interface BaseRequest {
@@ -55,6 +51,29 @@ function formValue (formFields: Array<{ id: string, value: unknown }>, id: strin
 
 function appOf (req: BaseRequest): FastifyInstance {
   return (req.original as FastifyRequest).server
+}
+
+function libraryRequest (input: { options: { req: LibraryRequest['req'], res: LibraryRequest['res'] }, tenantId: string, userContext: LibraryRequest['userContext'] }): LibraryRequest {
+  return { req: input.options.req, res: input.options.res, tenantId: input.tenantId, userContext: input.userContext }
+}
+
+// The requests (by their user context) during which the library checked a password.
+const passwordChecked = new WeakSet<object>()
+
+/**
+ * An account nobody can sign in to, whose only use is to have a password checked: a sign-in for
+ * an unknown email checks its password against this account, which costs the session core what a
+ * wrong password for a real account costs.
+ */
+const signInDecoy = {
+  email: 'sign-in-decoy@calendar.invalid',
+  ready: undefined as Promise<void> | undefined,
+  async check (tenantId: string, password: string, userContext: Record<string, unknown>): Promise<void> {
+    this.ready ??= EmailPassword.signUp(tenantId, this.email, randomBytes(32).toString('base64url'))
+      .then(() => {}, (error: unknown) => { this.ready = undefined; throw error })
+    await this.ready
+    await EmailPassword.verifyCredentials(tenantId, this.email, password, userContext)
+  }
 }
 
 // The session library keeps one configuration per process; the per-app state it needs (the
@@ -104,27 +123,46 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
             signUp: async (input) => {
               const email = normalizeEmail(input.email)
               const result = await original.signUp({ ...input, email })
-              if (result.status !== 'OK') return result
+              const request = supertokens.getRequestFromUserContext(input.userContext)
+              // Without a request this is the service's own sign-up (the sign-in decoy): no user record.
+              if (result.status !== 'OK' || request === undefined) return result
+              const { identity } = appOf(request)
               // A user record that already owns this email keeps its id; otherwise a new one.
-              return await withCanonicalMapping(result, async () => {
-                const request = supertokens.getRequestFromUserContext(input.userContext)
-                return (request ? await appOf(request).users.findIdByEmail(email) : undefined) ?? mintUserId()
-              })
+              return await identity.withCanonicalMapping(result, async () => await identity.idForNewPasswordLogin(email))
             },
-            signIn: async (input) => await original.signIn({ ...input, email: normalizeEmail(input.email) })
+            signIn: async (input) => {
+              passwordChecked.add(input.userContext)
+              return await original.signIn({ ...input, email: normalizeEmail(input.email) })
+            },
+            verifyCredentials: async (input) => {
+              passwordChecked.add(input.userContext)
+              return await original.verifyCredentials({ ...input, email: normalizeEmail(input.email) })
+            }
           }),
           apis: (original) => ({
             ...original,
             signUpPOST: original.signUpPOST && (async (input) => {
               const result = await original.signUpPOST!(input)
               if (result.status !== 'OK') return result
-              const session = await adoptCanonicalIdentity(input, result.session, formValue(input.formFields, 'name'))
+              const session = await appOf(input.options.req).identity.adopt(libraryRequest(input), result.session, {
+                email: formValue(input.formFields, 'email') ?? '',
+                name: formValue(input.formFields, 'name')
+              })
               return { ...result, session }
             }),
             signInPOST: original.signInPOST && (async (input) => {
               const result = await original.signInPOST!(input)
+              if (result.status === 'WRONG_CREDENTIALS_ERROR' && !passwordChecked.has(input.userContext)) {
+                // The library answers at once for an email without an account, but only after a
+                // password check for one with an account: check the password against the decoy
+                // account, so the answer's timing does not tell which emails have accounts.
+                await signInDecoy.check(input.tenantId, formValue(input.formFields, 'password') ?? '', input.userContext)
+              }
               if (result.status !== 'OK') return result
-              const session = await adoptCanonicalIdentity(input, result.session, undefined)
+              const session = await appOf(input.options.req).identity.adopt(libraryRequest(input), result.session, {
+                email: formValue(input.formFields, 'email') ?? '',
+                name: undefined
+              })
               return { ...result, session }
             }),
             generatePasswordResetTokenPOST: original.generatePasswordResetTokenPOST && (async (input) => {
@@ -167,7 +205,9 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                 // same person follows the identity rules of provider sign-in.
                 signInUp: async (input) => {
                   const result = await original.signInUp(input)
-                  return result.status === 'OK' ? await withCanonicalMapping(result, async () => mintUserId()) : result
+                  const request = supertokens.getRequestFromUserContext(input.userContext)
+                  if (result.status !== 'OK' || request === undefined) return result
+                  return await appOf(request).identity.withCanonicalMapping(result, async () => mintUserId())
                 }
               })
             }
@@ -194,7 +234,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
               const session = input.session
               const result = await original.signOutPOST!(input)
               if (session !== undefined) {
-                await afterSignOut(input.options.req, session.getUserId(), session.getHandle())
+                await appOf(input.options.req).signOut.afterSignOut({ userId: session.getUserId(), sessionHandle: session.getHandle() })
               }
               return result
             })
@@ -203,73 +243,6 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       })
     ]
   })
-}
-
-interface NewLoginResult {
-  user: { id: string, loginMethods: Array<{ recipeUserId: ReturnType<typeof supertokens.convertToRecipeUserId> }> }
-  recipeUserId: ReturnType<typeof supertokens.convertToRecipeUserId>
-}
-
-// Maps a login that is new to the session library onto a canonical ObjectId user id, so its
-// sessions carry that id from their first token. An existing mapping is kept.
-async function withCanonicalMapping<T extends NewLoginResult> (result: T, chooseExternalUserId: () => Promise<string>): Promise<T> {
-  if (result.user.loginMethods.length !== 1) return result
-  const existing = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
-  let externalUserId: string
-  if (existing.status === 'OK') {
-    externalUserId = existing.externalUserId
-  } else if (isCanonicalUserId(result.user.id)) {
-    return result
-  } else {
-    externalUserId = await chooseExternalUserId()
-    await supertokens.createUserIdMapping({ superTokensUserId: result.user.id, externalUserId })
-  }
-  const recipeUserId = supertokens.convertToRecipeUserId(externalUserId)
-  const loginMethod = result.user.loginMethods[0]
-  if (loginMethod) loginMethod.recipeUserId = recipeUserId
-  result.user.id = externalUserId
-  return { ...result, recipeUserId }
-}
-
-type SignInUpInput = Pick<Parameters<NonNullable<EmailPasswordAPI['signUpPOST']>>[0], 'formFields' | 'options' | 'tenantId' | 'userContext'>
-
-// Upserts the user record and makes sure the session names the canonical user: an existing user
-// with the same normalized email wins over the id the library issued.
-async function adoptCanonicalIdentity (
-  input: SignInUpInput,
-  session: Session.SessionContainer,
-  name: string | undefined
-): Promise<Session.SessionContainer> {
-  const app = appOf(input.options.req)
-  const email = normalizeEmail(formValue(input.formFields, 'email') ?? '')
-  const sessionUserId = session.getUserId()
-  const canonicalUserId = chooseCanonicalUserId({
-    existingUserIdForEmail: await app.users.findIdByEmail(email),
-    sessionUserId
-  })
-  await app.users.recordAuthentication(canonicalUserId, { email, name, now: new Date() })
-  if (canonicalUserId === sessionUserId) return session
-
-  // The session library must know the canonical id before it can issue a session for it: when no
-  // login is mapped to it yet, this login's mapping moves to it.
-  const canonicalMapping = await supertokens.getUserIdMapping({ userId: canonicalUserId, userIdType: 'EXTERNAL' })
-  if (canonicalMapping.status !== 'OK') {
-    const ownMapping = await supertokens.getUserIdMapping({ userId: sessionUserId, userIdType: 'ANY' })
-    const superTokensUserId = ownMapping.status === 'OK' ? ownMapping.superTokensUserId : sessionUserId
-    if (ownMapping.status === 'OK') await supertokens.deleteUserIdMapping({ userId: superTokensUserId, userIdType: 'SUPERTOKENS', force: true })
-    await supertokens.createUserIdMapping({ superTokensUserId, externalUserId: canonicalUserId, force: true })
-  }
-
-  // Revoke first: creating the new session then writes its tokens over the old ones.
-  await Session.revokeSession(session.getHandle())
-  app.log.info({ sessionHandle: session.getHandle() }, 'session remapped to the canonical user id')
-  return await Session.createNewSession(
-    input.options.req, input.options.res, input.tenantId, supertokens.convertToRecipeUserId(canonicalUserId), {}, {}, input.userContext
-  )
-}
-
-async function afterSignOut (req: BaseRequest, userId: string, sessionHandle: string) {
-  await appOf(req).notifySessionRevoked({ userId, sessionHandle })
 }
 
 // Access tokens are verified locally by default. A long-lived stream also asks the session core,
@@ -302,20 +275,7 @@ export default fp(async function session (fastify) {
     auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
   }, { prefix: AUTH_BASE_PATH })
 
-  const listeners: SessionRevokedListener[] = []
-  fastify.decorate('onSessionRevoked', (listener: SessionRevokedListener) => { listeners.push(listener) })
-  fastify.decorate('notifySessionRevoked', async (revoked: { userId: string, sessionHandle: string }) => {
-    for (const listener of listeners) {
-      try {
-        await listener(revoked)
-      } catch (error) {
-        // Sign-out has already revoked the session; a follow-up failing must not undo the answer.
-        fastify.log.error({ err: error }, 'sign-out follow-up failed')
-      }
-    }
-  })
-
   fastify.decorateRequest('userId', '')
   fastify.decorate('requireSession', sessionVerifier({ checkDatabase: false }))
   fastify.decorate('requireLiveSession', sessionVerifier({ checkDatabase: true }))
-}, { name: 'session', dependencies: ['config', 'users'] })
+}, { name: 'session', dependencies: ['config', 'identity', 'sign-out'] })

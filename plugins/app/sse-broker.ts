@@ -9,7 +9,7 @@ import {
   type ServerMessage,
   type SyncStatusChangedMessage,
   type UserMetadataChangedMessage
-} from '../schemas/server-message.js'
+} from '../../schemas/server-message.js'
 
 export interface SseBrokerOptions {
   /** Comment heartbeats keep proxies from closing an idle stream; 15 s stays below the 30 s idle

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { Config } from '../schemas/config.js'
+import type { Config } from '../../schemas/config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { SyncClient } from '../lib/sync-client.js'
+import { SyncClient } from '../../lib/sync-client.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,0 +1,288 @@
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import type { ClientSession, Collection, Db } from 'mongodb'
+import type { FastifyBaseLogger } from 'fastify'
+import { SyncRequestError, SyncUnavailableError, type SyncClient } from '../../lib/sync-client.js'
+import { backoffDelay, type BackoffPolicy } from '../../lib/backoff.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxLease, type OutboxRecord } from '../../lib/outbox.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    outbox: Outbox
+  }
+}
+
+export const OUTBOX_COLLECTION = 'syncOutbox'
+export const OUTBOX_LEASES_COLLECTION = 'syncOutboxLeases'
+
+export type DeliverEntry = (userId: string, entry: OutboxEntry) => Promise<void>
+
+export interface OutboxOptions {
+  collection: Collection<OutboxRecord>
+  leases: Collection<OutboxLease>
+  deliver: DeliverEntry
+  log: FastifyBaseLogger
+  /** How often the sender looks for entries that are due (entries of this process are sent at once). */
+  pollIntervalMs: number
+  backoff: BackoffPolicy
+  /** How long a claim on a user's entries lasts without renewal (a crashed holder's claim expires). */
+  leaseMs?: number
+  now?: () => Date
+  random?: () => number
+}
+
+// Operators read these lines; each kind says what it means for the user.
+const MESSAGES: Record<OutboxEntryKind, { delivered: string, retry: string, refused: string }> = {
+  eventChange: {
+    delivered: 'event change reported to Sync',
+    retry: 'Sync did not take an event change report; will retry',
+    refused: 'Sync refused an event change report; dropped'
+  },
+  watchStop: {
+    delivered: 'sign-out: Sync stopped the user\'s watches',
+    retry: 'sign-out: Sync did not stop the user\'s watches; will retry',
+    refused: 'sign-out: Sync refused to stop the user\'s watches; dropped'
+  },
+  restartSync: {
+    delivered: 'Sync restarted the user\'s sync',
+    retry: 'Sync did not take a sync restart; will retry',
+    refused: 'Sync refused a sync restart; dropped'
+  }
+}
+
+function logFields (userId: string, entry: OutboxEntry): Record<string, unknown> {
+  return entry.kind === 'eventChange' ? { userId, kind: entry.kind, eventId: entry.report.eventId } : { userId, kind: entry.kind }
+}
+
+const ORDER = { createdAt: 1, seq: 1, _id: 1 } as const
+const BATCH = 50
+
+/**
+ * Stores what the backend must tell the Sync service and delivers it: one user's entries strictly
+ * in the order they were written (an entry waits while an older one of the same user is failing;
+ * one process at a time sends them, under a lease), every user independently, each entry until
+ * Sync has it. An entry is removed only after Sync answered, so a restart resends at most the
+ * entry that was in flight; its idempotency key makes Sync apply it once.
+ */
+export class Outbox {
+  readonly #options: OutboxOptions
+  readonly #now: () => Date
+  readonly #random: () => number
+  readonly #running = new Map<string, Promise<void>>()
+  readonly #queued = new Map<string, Promise<void>>()
+  readonly #holder = randomUUID()
+  readonly #leaseMs: number
+  #timer: NodeJS.Timeout | undefined
+  #stopped = false
+  /** Bumped by every start, so a sweep still running from before a stop does not reschedule. */
+  #generation = 0
+
+  constructor (options: OutboxOptions) {
+    this.#options = options
+    this.#now = options.now ?? (() => new Date())
+    this.#random = options.random ?? Math.random
+    this.#leaseMs = options.leaseMs ?? 30_000
+  }
+
+  static collections (db: Db): Pick<OutboxOptions, 'collection' | 'leases'> {
+    return { collection: db.collection<OutboxRecord>(OUTBOX_COLLECTION), leases: db.collection<OutboxLease>(OUTBOX_LEASES_COLLECTION) }
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#options.collection.createIndexes([
+      { key: { user: 1, createdAt: 1, seq: 1 }, name: 'user_order' },
+      { key: { nextAttemptAt: 1 }, name: 'due' },
+      { key: { idempotencyKey: 1 }, name: 'idempotency_key_unique', unique: true }
+    ])
+  }
+
+  /**
+   * Stores entries for the user. Inside a transaction (`session`) they exist exactly when the
+   * change they report does. Call `kick` once the write is complete to send them.
+   */
+  async add (userId: string, entries: NewOutboxEntry[], options: { session?: ClientSession, now?: Date } = {}): Promise<void> {
+    if (entries.length === 0) return
+    const records = outboxRecords(userId, entries, options.now ?? this.#now())
+    await this.#options.collection.insertMany(records, options.session === undefined ? {} : { session: options.session })
+  }
+
+  start (): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#stopped = false
+    this.#generation += 1
+    this.#schedule(0, this.#generation)
+  }
+
+  /** Delivers the user's due entries now; resolves once this user's queue was worked through. */
+  async flush (userId: string): Promise<void> {
+    // One run per user at a time keeps the order. A run in progress may have read the queue
+    // before the caller's entry was written, so callers wait for one more run after it; all
+    // callers arriving meanwhile share that run.
+    const queued = this.#queued.get(userId)
+    if (queued !== undefined) return await queued
+    const running = this.#running.get(userId)
+    if (running !== undefined) {
+      const next = running.catch(() => {}).then(async () => {
+        this.#queued.delete(userId)
+        await this.flush(userId)
+      })
+      this.#queued.set(userId, next)
+      return await next
+    }
+    const run = this.#deliverAll(userId).finally(() => { this.#running.delete(userId) })
+    this.#running.set(userId, run)
+    return await run
+  }
+
+  /** Starts delivery of the user's entries without waiting for it. */
+  kick (userId: string): void {
+    if (this.#stopped) return
+    this.flush(userId).catch((error: unknown) => {
+      this.#options.log.error({ err: error, userId }, 'outbox delivery failed')
+    })
+  }
+
+  /** Delivers every user's due entries (what the timer does). */
+  async flushDue (): Promise<void> {
+    const users = await this.#options.collection.distinct('user', { nextAttemptAt: { $lte: this.#now() } })
+    for (const userId of users) {
+      if (this.#stopped) return
+      await this.flush(userId)
+    }
+  }
+
+  async pending (userId?: string, kind?: OutboxEntryKind): Promise<number> {
+    return await this.#options.collection.countDocuments({
+      ...(userId === undefined ? {} : { user: userId }),
+      ...(kind === undefined ? {} : { 'entry.kind': kind })
+    })
+  }
+
+  async stop (): Promise<void> {
+    this.#stopped = true
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+    await Promise.allSettled([...this.#running.values(), ...this.#queued.values()])
+  }
+
+  #schedule (delayMs: number, generation: number): void {
+    if (this.#stopped || generation !== this.#generation) return
+    this.#timer = setTimeout(() => {
+      this.flushDue()
+        .catch((error: unknown) => { this.#options.log.error({ err: error }, 'outbox sweep failed') })
+        .finally(() => { this.#schedule(this.#options.pollIntervalMs, generation) })
+    }, delayMs)
+    // The sweep must never keep a process alive that is otherwise done.
+    this.#timer.unref()
+  }
+
+  async #deliverAll (userId: string): Promise<void> {
+    let claimedAt = await this.#claim(userId)
+    if (claimedAt === null) return
+    try {
+      while (!this.#stopped) {
+        // Entries are read in batches in order; only the first can be waiting for a retry, since
+        // delivery stops at the first entry Sync does not take.
+        const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
+        if (batch.length === 0) return
+        for (const record of batch) {
+          if (this.#stopped || record.nextAttemptAt > this.#now()) return
+          if (this.#now().getTime() - claimedAt.getTime() > this.#leaseMs / 3) {
+            claimedAt = await this.#claim(userId)
+            if (claimedAt === null) return
+          }
+          if (!await this.#send(record)) return
+        }
+      }
+    } finally {
+      await this.#options.leases.deleteOne({ _id: userId, holder: this.#holder })
+    }
+  }
+
+  /**
+   * Takes (or renews) this process's claim on the user's entries; null while another process
+   * holds a live claim. A claim that was not renewed in time lapses, so a crashed process does
+   * not block the user's entries for longer than the lease.
+   */
+  async #claim (userId: string): Promise<Date | null> {
+    const now = this.#now()
+    const lease = { holder: this.#holder, until: new Date(now.getTime() + this.#leaseMs) }
+    const renewed = await this.#options.leases.updateOne(
+      { _id: userId, $or: [{ holder: this.#holder }, { until: { $lte: now } }] },
+      { $set: lease }
+    )
+    if (renewed.matchedCount === 1) return now
+    try {
+      await this.#options.leases.insertOne({ _id: userId, ...lease })
+      return now
+    } catch (error) {
+      // Another process holds a live claim.
+      if (isDuplicateKeyError(error)) return null
+      throw error
+    }
+  }
+
+  /** Sends one entry; false when Sync did not take it and it waits for its retry. */
+  async #send (record: OutboxRecord): Promise<boolean> {
+    const { collection, log } = this.#options
+    const messages = MESSAGES[record.entry.kind]
+    const fields = logFields(record.user, record.entry)
+    try {
+      await this.#options.deliver(record.user, record.entry)
+      await collection.deleteOne({ _id: record._id })
+      // A delivery after failures is news to an operator who saw the warnings; a first one is not.
+      if (record.attempts > 0) log.info({ ...fields, attempts: record.attempts }, `${messages.delivered} after a retry`)
+      else log.debug(fields, messages.delivered)
+      return true
+    } catch (error) {
+      if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && error.code === 'MAINTENANCE')) {
+        const delay = backoffDelay(record.attempts, this.#options.backoff, this.#random)
+        await collection.updateOne({ _id: record._id }, {
+          $inc: { attempts: 1 },
+          $set: { nextAttemptAt: new Date(this.#now().getTime() + delay), lastError: error.message }
+        })
+        log.warn({ ...fields, attempts: record.attempts + 1, retryInMs: delay, reason: error.message }, messages.retry)
+        return false
+      }
+      if (error instanceof SyncRequestError) {
+        // Sync answered and refused this entry for good (revoked connection, invalid report):
+        // retrying cannot change the answer, and holding it would block the user's later entries.
+        await collection.deleteOne({ _id: record._id })
+        log.warn({ ...fields, statusCode: error.statusCode, code: error.code }, messages.refused)
+        return true
+      }
+      throw error
+    }
+  }
+}
+
+/** How each kind of entry reaches the Sync service. */
+export function deliverThrough (client: SyncClient): DeliverEntry {
+  return async (userId, entry) => {
+    switch (entry.kind) {
+      case 'eventChange':
+        await client.reportEventChange(entry.report)
+        return
+      case 'watchStop':
+        await client.stopWatches(userId)
+        return
+      case 'restartSync':
+        await client.restartSync(userId)
+    }
+  }
+}
+
+export default fp(async function outbox (fastify) {
+  const outbox = new Outbox({
+    ...Outbox.collections(fastify.mongo.db),
+    deliver: deliverThrough(fastify.syncClient),
+    log: fastify.log.child({ component: 'sync-outbox' }),
+    pollIntervalMs: 2000,
+    backoff: { baseMs: 500, capMs: 60_000 }
+  })
+  await outbox.ensureIndexes()
+  fastify.decorate('outbox', outbox)
+  fastify.addHook('onReady', async () => { outbox.start() })
+  fastify.addHook('onClose', async () => { await outbox.stop() })
+}, { name: 'outbox', dependencies: ['mongo', 'sync-client'] })
