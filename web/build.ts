@@ -1,0 +1,104 @@
+// Builds the web client with Vite. The API URL, the Google client id, the analytics key and host
+// and the places key are fixed into the bundle here (specification: the web image is rebuilt
+// when they change). `npm run build:web` writes web/dist from a configuration file
+// (--config FILE, CONFIG_FILE or ./config.yaml) or from WEB_* environment variables.
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parse } from 'yaml'
+
+export const webDir = dirname(fileURLToPath(import.meta.url))
+
+export interface WebValues {
+  /** backend.apiUrl, ending in /api. */
+  apiUrl: string
+  googleClientId?: string | null
+  analyticsKey?: string | null
+  analyticsHost?: string | null
+  placesApiKey?: string | null
+}
+
+/** What the bundle sees as `__CALENDAR_WEB_CONFIG__` (web/src/config.ts). */
+export function bundleValues (values: WebValues) {
+  const present = (value: string | null | undefined) => value === undefined || value === null || value === '' ? null : value
+  const apiUrl = new URL(values.apiUrl)
+  return {
+    apiUrl: apiUrl.toString().replace(/\/+$/, ''),
+    googleClientId: present(values.googleClientId),
+    analyticsKey: present(values.analyticsKey),
+    analyticsHost: present(values.analyticsHost),
+    placesApiKey: present(values.placesApiKey)
+  }
+}
+
+// Minified output carries this first line so the repository's lint run skips it.
+const BANNER = '/* eslint-disable */'
+
+export async function buildWeb (options: { outDir: string, values: WebValues }): Promise<void> {
+  const { build } = await import('vite')
+  await build({
+    root: webDir,
+    configFile: false,
+    envDir: false,
+    logLevel: 'warn',
+    clearScreen: false,
+    publicDir: false,
+    define: { __CALENDAR_WEB_CONFIG__: JSON.stringify(bundleValues(options.values)) },
+    resolve: { alias: [{ find: /^rrule$/, replacement: join(webDir, 'src/rrule.ts') }] },
+    oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+    build: {
+      outDir: resolve(options.outDir),
+      emptyOutDir: true,
+      target: 'es2022',
+      sourcemap: false,
+      reportCompressedSize: false,
+      rolldownOptions: { output: { postBanner: BANNER } }
+    }
+  })
+}
+
+/** The values from the service's configuration file (only the keys the web bundle takes). */
+export async function valuesFromConfigFile (path: string): Promise<WebValues> {
+  const document = parse(await readFile(path, 'utf8')) as Record<string, Record<string, unknown> | undefined>
+  const text = (value: unknown) => typeof value === 'string' ? value : null
+  const apiUrl = text(document.backend?.apiUrl)
+  if (apiUrl === null) throw new Error(`${path}: backend.apiUrl is required to build the web client`)
+  return {
+    apiUrl,
+    googleClientId: text(document.extprovider?.clientId),
+    analyticsKey: text(document.analytics?.key),
+    analyticsHost: text(document.analytics?.host),
+    placesApiKey: text(document.maps?.placesApiKey)
+  }
+}
+
+export function valuesFromEnvironment (env: NodeJS.ProcessEnv = process.env): WebValues {
+  return {
+    apiUrl: env.WEB_API_URL ?? 'http://localhost:3000/api',
+    googleClientId: env.WEB_GOOGLE_CLIENT_ID ?? null,
+    analyticsKey: env.WEB_ANALYTICS_KEY ?? null,
+    analyticsHost: env.WEB_ANALYTICS_HOST ?? null,
+    placesApiKey: env.WEB_PLACES_API_KEY ?? null
+  }
+}
+
+function configPath (args: string[]): string | null {
+  const index = args.findIndex((arg) => arg === '--config' || arg.startsWith('--config='))
+  if (index >= 0) {
+    const arg = args[index] as string
+    return arg.includes('=') ? arg.slice('--config='.length) : (args[index + 1] ?? null)
+  }
+  if (process.env.CONFIG_FILE !== undefined && process.env.CONFIG_FILE !== '') return process.env.CONFIG_FILE
+  return existsSync('config.yaml') ? 'config.yaml' : null
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2)
+  const outIndex = args.indexOf('--out')
+  const outDir = outIndex >= 0 ? resolve(args[outIndex + 1] ?? '') : join(webDir, 'dist')
+  const file = configPath(args)
+  const values = file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
+  await buildWeb({ outDir, values })
+  process.stdout.write(`web client built into ${outDir} (API ${bundleValues(values).apiUrl})\n`)
+}

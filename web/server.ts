@@ -1,0 +1,198 @@
+// Serves the web client: the built files, and index.html for every other path so the client's
+// routes (/day, /week, /auth/extprovider/callback) load on a reload or from a link. The bundle is
+// built on demand for the given values (kept in a cache keyed by them and by the sources), or a
+// prebuilt directory (web/dist from `npm run build:web`) is served as it is.
+import { createHash } from 'node:crypto'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { existsSync } from 'node:fs'
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { extname, join, relative, resolve, sep } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { fileURLToPath } from 'node:url'
+import { buildWeb, bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
+
+export interface WebServerOptions extends WebValues {
+  port: number
+  /** Default 127.0.0.1. */
+  host?: string
+  /** Serve this prebuilt directory instead of building. */
+  distDir?: string
+  /** Where on-demand builds are kept (default: node_modules/.cache/calendar-web). */
+  cacheDir?: string
+}
+
+export interface WebServer {
+  url: string
+  /** The directory being served. */
+  distDir: string
+  close: () => Promise<void>
+}
+
+const repositoryRoot = resolve(webDir, '..')
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.txt': 'text/plain; charset=utf-8',
+  '.woff2': 'font/woff2'
+}
+
+async function filesUnder (dir: string): Promise<string[]> {
+  const found: string[] = []
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) found.push(...await filesUnder(path))
+    else found.push(path)
+  }
+  return found
+}
+
+/** Changes whenever a source of the bundle changes, so a stale cached build is never served. */
+async function sourceFingerprint (): Promise<string> {
+  const hash = createHash('sha256')
+  const sources = [
+    ...await filesUnder(join(webDir, 'src')),
+    join(webDir, 'index.html'),
+    join(webDir, 'build.ts'),
+    ...(await filesUnder(join(repositoryRoot, 'lib', 'events'))),
+    join(repositoryRoot, 'package-lock.json')
+  ]
+  for (const file of sources.sort()) {
+    const info = await stat(file)
+    hash.update(`${relative(repositoryRoot, file)}:${info.size}:${info.mtimeMs}\n`)
+  }
+  return hash.digest('hex')
+}
+
+/** The directory holding a build for these values, building it first when there is none. */
+export async function ensureBuild (values: WebValues, cacheDir: string = join(repositoryRoot, 'node_modules', '.cache', 'calendar-web')): Promise<string> {
+  const key = createHash('sha256').update(JSON.stringify(bundleValues(values))).update(await sourceFingerprint()).digest('hex').slice(0, 16)
+  const target = join(cacheDir, key)
+  if (existsSync(join(target, 'index.html'))) return target
+  await mkdir(cacheDir, { recursive: true })
+  const staging = `${target}.${process.pid}.${Date.now()}`
+  await buildWeb({ outDir: staging, values })
+  try {
+    await rename(staging, target)
+  } catch {
+    // Another process finished the same build first; its copy is as good as this one.
+    await rm(staging, { recursive: true, force: true })
+  }
+  return target
+}
+
+interface Asset {
+  body: Buffer
+  gzip: Buffer | null
+  type: string
+  immutable: boolean
+}
+
+async function loadAssets (dir: string): Promise<Map<string, Asset>> {
+  const assets = new Map<string, Asset>()
+  for (const file of await filesUnder(dir)) {
+    const body = await readFile(file)
+    const type = TYPES[extname(file)] ?? 'application/octet-stream'
+    const compressible = /^(text\/|application\/json|image\/svg)/.test(type) && body.length > 512
+    const path = '/' + relative(dir, file).split(sep).join('/')
+    // Vite names every asset by its content hash: they never change under the same name.
+    assets.set(path, { body, gzip: compressible ? gzipSync(body, { level: 9 }) : null, type, immutable: path.startsWith('/assets/') })
+  }
+  return assets
+}
+
+function securityHeaders (values: ReturnType<typeof bundleValues>): Record<string, string> {
+  const connect = ["'self'", new URL(values.apiUrl).origin]
+  if (values.analyticsHost !== null) connect.push(new URL(values.analyticsHost).origin)
+  if (values.placesApiKey !== null) connect.push('https://places.googleapis.com')
+  return {
+    'content-security-policy': [
+      "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+      `connect-src ${connect.join(' ')}`, "object-src 'none'", "base-uri 'self'", "form-action 'self'", "frame-ancestors 'none'"
+    ].join('; '),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'strict-origin-when-cross-origin',
+    'x-frame-options': 'DENY'
+  }
+}
+
+export async function startWebServer (options: WebServerOptions): Promise<WebServer> {
+  const distDir = options.distDir !== undefined ? resolve(options.distDir) : await ensureBuild(options, options.cacheDir)
+  if (!existsSync(join(distDir, 'index.html'))) throw new Error(`${distDir} has no index.html: build the web client first (npm run build:web)`)
+  const assets = await loadAssets(distDir)
+  const index = assets.get('/index.html') as Asset
+  const headers = securityHeaders(bundleValues(options))
+
+  function send (request: IncomingMessage, response: ServerResponse, asset: Asset): void {
+    const gzip = asset.gzip !== null && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))
+    const body = gzip ? asset.gzip as Buffer : asset.body
+    response.writeHead(200, {
+      ...headers,
+      'content-type': asset.type,
+      'content-length': body.length,
+      'cache-control': asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+      vary: 'accept-encoding',
+      ...(gzip ? { 'content-encoding': 'gzip' } : {})
+    })
+    response.end(request.method === 'HEAD' ? undefined : body)
+  }
+
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { allow: 'GET, HEAD', ...headers }).end()
+      return
+    }
+    let path: string
+    try {
+      path = decodeURIComponent(new URL(request.url ?? '/', 'http://localhost').pathname)
+    } catch {
+      response.writeHead(400, headers).end()
+      return
+    }
+    const asset = assets.get(path)
+    if (asset !== undefined && path !== '/index.html') return send(request, response, asset)
+    // A missing file with an extension is a real 404; anything else is a client route.
+    if (extname(path) !== '' && path !== '/index.html') {
+      response.writeHead(404, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end('Not found')
+      return
+    }
+    send(request, response, index)
+  })
+
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host ?? '127.0.0.1', () => resolveListen())
+  })
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('the web server has no TCP address')
+  const host = options.host === undefined || options.host === '0.0.0.0' ? '127.0.0.1' : options.host
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`,
+    distDir,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolveClose) => server.close(() => resolveClose()))
+    }
+  }
+}
+
+// `npx tsx web/server.ts [--dist DIR]`: serve on WEB_PORT (default 9080) with the WEB_* values.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2)
+  const distIndex = args.indexOf('--dist')
+  const server = await startWebServer({
+    ...valuesFromEnvironment(),
+    port: Number(process.env.WEB_PORT ?? 9080),
+    ...(process.env.HOST !== undefined ? { host: process.env.HOST } : {}),
+    ...(distIndex >= 0 ? { distDir: args[distIndex + 1] as string } : {})
+  })
+  process.stdout.write(`web client on ${server.url}\n`)
+  const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)) }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+}

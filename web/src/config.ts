@@ -1,0 +1,18 @@
+// Values fixed into the bundle when it is built (web/build.ts); the web image is rebuilt when
+// any of them changes (specification, "Deployment configuration keys").
+export interface WebBuildConfig {
+  /** backend.apiUrl: the public API URL, ending in /api. */
+  apiUrl: string
+  /** extprovider.clientId: Google sign-in and calendar connect are offered only with it. */
+  googleClientId: string | null
+  analyticsKey: string | null
+  analyticsHost: string | null
+  /** maps.placesApiKey: location autocomplete; without it the location input is plain. */
+  placesApiKey: string | null
+}
+
+declare const __CALENDAR_WEB_CONFIG__: WebBuildConfig
+
+export const buildConfig: WebBuildConfig = __CALENDAR_WEB_CONFIG__
+
+export const apiUrl = buildConfig.apiUrl.replace(/\/+$/, '')

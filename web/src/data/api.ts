@@ -1,0 +1,34 @@
+// Requests to the backend. The session SDK wraps `fetch` for the API's origin: it sends the
+// session cookies, the anti-CSRF `rid` header, and refreshes an expired access token once before
+// retrying, so nothing here deals with tokens.
+import { apiUrl } from '../config.js'
+
+export class ApiError extends Error {
+  constructor (readonly status: number, readonly code: string | undefined, message: string, readonly body: unknown = null) {
+    super(message)
+  }
+}
+
+export async function api<T = void> (path: string, init: { method?: string, body?: unknown, query?: Record<string, string> } = {}): Promise<T> {
+  const url = new URL(apiUrl + path)
+  for (const [name, value] of Object.entries(init.query ?? {})) url.searchParams.set(name, value)
+  const response = await fetch(url, {
+    method: init.method ?? 'GET',
+    credentials: 'include',
+    headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+  })
+  if (response.status === 204) return undefined as T
+  const text = await response.text()
+  let body: unknown = null
+  try {
+    body = text === '' ? null : JSON.parse(text)
+  } catch {
+    body = text
+  }
+  if (!response.ok) {
+    const fields = (body ?? {}) as { code?: string, message?: string }
+    throw new ApiError(response.status, fields.code, fields.message ?? `${response.status} ${response.statusText}`, body)
+  }
+  return body as T
+}

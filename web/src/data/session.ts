@@ -1,0 +1,167 @@
+// Sessions through the SuperTokens web SDK in cookie mode: the SDK keeps the session cookies,
+// refreshes an expired access token before retrying a request, and says whether a session exists.
+// The backend serves the library's routes under /api/auth on the API's origin.
+import SuperTokens from 'supertokens-web-js'
+import Session from 'supertokens-web-js/recipe/session'
+import EmailPassword from 'supertokens-web-js/recipe/emailpassword'
+import { apiUrl } from '../config.js'
+import { api } from './api.js'
+import { createStore } from './store.js'
+import { loadAuthState, markAuthenticated, needsEmailBackfill } from '../lib/auth-state.js'
+import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
+
+export type SessionState =
+  | { status: 'unknown' }
+  | { status: 'signedOut' }
+  | { status: 'signedIn', userId: string, email: string | null }
+
+export const session = createStore<SessionState>({ status: 'unknown' })
+
+export interface Profile { id: string, email: string, name?: string, providerConnected: boolean }
+
+let initialised = false
+
+export function initSession (): void {
+  if (initialised) return
+  initialised = true
+  const api = new URL(apiUrl)
+  SuperTokens.init({
+    appInfo: { appName: 'Calendar', apiDomain: api.origin, apiBasePath: `${api.pathname}/auth` },
+    recipeList: [
+      Session.init({
+        tokenTransferMethod: 'cookie',
+        onHandleEvent: (event) => {
+          if (event.action === 'UNAUTHORISED' || event.action === 'SIGN_OUT') session.set({ status: 'signedOut' })
+        }
+      }),
+      EmailPassword.init()
+    ]
+  })
+}
+
+function storage (): Storage | null {
+  try {
+    return window.localStorage
+  } catch {
+    return null
+  }
+}
+
+/** On load: whether a session exists, and the email backfill for a returning user. */
+export async function restoreSession (): Promise<void> {
+  const store = storage()
+  const state = store === null ? { hasAuthenticated: true } : loadAuthState(store)
+  // A browser that never signed in has no session to look for: no request, no refresh attempt.
+  if (!state.hasAuthenticated || !await Session.doesSessionExist()) {
+    session.set({ status: 'signedOut' })
+    return
+  }
+  const userId = await Session.getUserId()
+  session.set({ status: 'signedIn', userId, email: state.lastKnownEmail ?? null })
+  if (store !== null && needsEmailBackfill(state)) {
+    try {
+      const profile = await api<Profile>('/user/profile')
+      markAuthenticated(store, profile.email)
+      session.set({ status: 'signedIn', userId, email: profile.email })
+    } catch {
+      markAuthenticated(store)
+    }
+  }
+}
+
+async function afterSignIn (email: string): Promise<void> {
+  const store = storage()
+  if (store !== null) markAuthenticated(store, email)
+  session.set({ status: 'signedIn', userId: await Session.getUserId(), email })
+}
+
+export type FormResult = { ok: true } | { ok: false, message: string, fields?: Record<string, string> }
+
+function fieldErrors (formFields: Array<{ id: string, error: string }>): FormResult {
+  const fields = Object.fromEntries(formFields.map((field) => [field.id, field.error]))
+  return { ok: false, message: formFields.map((field) => field.error).join('. '), fields }
+}
+
+function failure (error: unknown): FormResult {
+  const message = error instanceof Error && error.message !== '' ? error.message : 'Something went wrong. Please try again.'
+  return { ok: false, message }
+}
+
+export async function signUp (input: { name: string, email: string, password: string }): Promise<FormResult> {
+  try {
+    const result = await EmailPassword.signUp({
+      formFields: [{ id: 'name', value: input.name }, { id: 'email', value: input.email }, { id: 'password', value: input.password }]
+    })
+    if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
+    if (result.status !== 'OK') return { ok: false, message: 'Sign-up is not allowed for this account.' }
+    await afterSignIn(input.email)
+    return { ok: true }
+  } catch (error) {
+    return failure(error)
+  }
+}
+
+export async function signIn (input: { email: string, password: string }): Promise<FormResult> {
+  try {
+    const result = await EmailPassword.signIn({ formFields: [{ id: 'email', value: input.email }, { id: 'password', value: input.password }] })
+    if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
+    if (result.status === 'WRONG_CREDENTIALS_ERROR') return { ok: false, message: 'The email or the password is not right.' }
+    if (result.status !== 'OK') return { ok: false, message: 'Sign-in is not allowed for this account.' }
+    await afterSignIn(input.email)
+    return { ok: true }
+  } catch (error) {
+    return failure(error)
+  }
+}
+
+/** The answer is the same whether or not the account exists; only a malformed email is refused. */
+export async function sendPasswordReset (email: string): Promise<FormResult> {
+  try {
+    const result = await EmailPassword.sendPasswordResetEmail({ formFields: [{ id: 'email', value: email }] })
+    if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
+    return { ok: true }
+  } catch (error) {
+    return failure(error)
+  }
+}
+
+/**
+ * The SDK reads the reset token from the address bar, which no longer has it (the entry-point
+ * handling took it out), so the captured token goes back there for the call and leaves after.
+ */
+export async function submitNewPassword (password: string, token: string): Promise<FormResult> {
+  history.replaceState(history.state, '', withResetToken(location.href, token))
+  try {
+    const result = await EmailPassword.submitNewPassword({ formFields: [{ id: 'password', value: password }] })
+    if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
+    if (result.status === 'RESET_PASSWORD_INVALID_TOKEN_ERROR') return { ok: false, message: 'This reset link has expired or was already used. Ask for a new one.' }
+    return { ok: true }
+  } catch (error) {
+    return failure(error)
+  } finally {
+    history.replaceState(history.state, '', withoutResetToken(location.href))
+  }
+}
+
+export async function signOut (): Promise<void> {
+  await Session.signOut()
+  session.set({ status: 'signedOut' })
+}
+
+/** After a provider sign-in created the session on the backend. */
+export async function adoptSession (): Promise<void> {
+  const userId = await Session.getUserId()
+  session.set({ status: 'signedIn', userId, email: null })
+  const store = storage()
+  try {
+    const profile = await api<Profile>('/user/profile')
+    if (store !== null) markAuthenticated(store, profile.email)
+    session.set({ status: 'signedIn', userId, email: profile.email })
+  } catch {
+    if (store !== null) markAuthenticated(store)
+  }
+}
+
+export async function attemptRefresh (): Promise<boolean> {
+  return await Session.attemptRefreshingSession()
+}

@@ -1,0 +1,128 @@
+// The one stream of this tab, the sync/import status it feeds, and the refresh shared by the
+// manual button and focus refresh.
+import { apiUrl } from '../config.js'
+import { api, ApiError } from './api.js'
+import { attemptRefresh, session } from './session.js'
+import { createStore } from './store.js'
+import { invalidateEvents, notify, queryClient } from './calendar.js'
+import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, type Refetch, type SyncView } from '../lib/stream-reactions.js'
+import { createCoalescer } from '../lib/coalesce.js'
+import { createFocusRefresh, createRefreshCoordinator, type RefreshOptions } from '../lib/focus-refresh.js'
+import { savePendingConnect } from '../lib/oauth.js'
+import type { ServerMessage } from '../../../schemas/server-message.js'
+import type { CalendarEvent } from '../lib/events.js'
+
+export type StreamStatus = 'off' | 'connecting' | 'open' | 'retrying'
+
+export const syncView = createStore<SyncView>(EMPTY_SYNC_VIEW)
+export const streamStatus = createStore<StreamStatus>('off')
+
+function mergeRefetch (a: Refetch, b: Refetch): Refetch {
+  if (a === null) return b
+  if (b === null) return a
+  if (a.all || b.all) return { all: true }
+  return { all: false, eventIds: [...new Set([...a.eventIds, ...b.eventIds])] }
+}
+
+const wakeUps = createCoalescer<Refetch>({
+  timers: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as number) },
+  merge: mergeRefetch,
+  run: (refetch) => {
+    const cached = queryClient.getQueryCache().findAll({ queryKey: ['events', 'account'] }).map((query) => ({
+      key: query.queryKey,
+      eventIds: ((query.state.data ?? []) as CalendarEvent[]).map((event) => event._id)
+    }))
+    for (const key of queriesToRefetch(refetch, cached)) invalidateEvents(key).catch(() => {})
+  }
+})
+
+let source: EventSource | null = null
+let retryTimer: ReturnType<typeof setTimeout> | undefined
+
+function handle (message: ServerMessage): void {
+  const reaction = reactTo(syncView.get(), message)
+  syncView.set(reaction.sync)
+  if (reaction.refetch !== null) wakeUps.push(reaction.refetch)
+}
+
+/** Opens this tab's stream (once); the browser reconnects on its own after drops (retry: 5000). */
+export function openStream (): void {
+  if (source !== null) return
+  clearTimeout(retryTimer)
+  const stream = new EventSource(`${apiUrl}/events/stream`, { withCredentials: true })
+  source = stream
+  streamStatus.set('connecting')
+  stream.onopen = () => { streamStatus.set('open') }
+  stream.onmessage = (event: MessageEvent<string>) => {
+    try {
+      handle(JSON.parse(event.data) as ServerMessage)
+    } catch {
+      // A frame this client cannot read is skipped; the next refetch catches up.
+    }
+  }
+  stream.onerror = () => {
+    if (stream.readyState !== EventSource.CLOSED) {
+      streamStatus.set('retrying')
+      return
+    }
+    // Closed for good: most often a 401 once the access token expired. Refresh, then reopen.
+    source = null
+    streamStatus.set('retrying')
+    attemptRefresh().then((alive) => {
+      if (!alive) {
+        session.set({ status: 'signedOut' })
+        return
+      }
+      retryTimer = setTimeout(openStream, 1000)
+    }).catch(() => { retryTimer = setTimeout(openStream, 5000) })
+  }
+}
+
+export function closeStream (): void {
+  clearTimeout(retryTimer)
+  source?.close()
+  source = null
+  wakeUps.cancel()
+  streamStatus.set('off')
+  syncView.set(EMPTY_SYNC_VIEW)
+}
+
+/**
+ * The refresh behind the manual button and focus refresh: ask the service to pull the user's
+ * connections now, then read the events again. The endpoint is `POST /api/connections/refresh`.
+ */
+async function refreshConnections (options: RefreshOptions): Promise<void> {
+  try {
+    if (primaryConnection(syncView.get()) !== null) await api('/connections/refresh', { method: 'POST', body: {} })
+  } catch (error) {
+    if (!options.silent && !(error instanceof ApiError && error.status === 404)) {
+      notify(`Refresh failed: ${error instanceof Error ? error.message : String(error)}`, 'error')
+    }
+  } finally {
+    await invalidateEvents()
+  }
+}
+
+export const refreshCoordinator = createRefreshCoordinator(refreshConnections)
+
+export const focusRefresh = createFocusRefresh({ coordinator: refreshCoordinator, clock: { now: () => Date.now() } })
+
+export function wireFocusRefresh (): () => void {
+  const onVisibility = () => focusRefresh.visibility(document.visibilityState === 'hidden' ? 'hidden' : 'visible')
+  document.addEventListener('visibilitychange', onVisibility)
+  const unsubscribe = syncView.subscribe((view) => focusRefresh.connectionStatus(primaryConnection(view)?.status ?? null))
+  return () => {
+    document.removeEventListener('visibilitychange', onVisibility)
+    unsubscribe()
+  }
+}
+
+/** Reconnect (revoked grant): the Sync service starts the authorization; the browser follows. */
+export async function startReconnect (connectionId: string): Promise<void> {
+  const answer = await api<{ authorizationUrl: string }>('/auth/connections/begin', {
+    method: 'POST',
+    body: { provider: 'google', intent: 'reconnect', connectionId }
+  })
+  savePendingConnect(sessionStorage, 'reconnect', Date.now())
+  location.assign(answer.authorizationUrl)
+}

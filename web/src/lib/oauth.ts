@@ -1,0 +1,179 @@
+// The pure parts of provider sign-in and calendar connect (specification, "Provider sign-in and
+// sign-up", "Provider connect from an authenticated session", "Web entry points", "Outbound
+// analytics events"): the intent kept in session storage under the CSRF `state`, the same-origin
+// return path, the parsing of what comes back to the callback route, and the oauth_return event.
+import { readJson, type KeyValueStore } from './storage.js'
+import { CALLBACK_PATH } from './auth-params.js'
+
+export type IntentKind = 'signin' | 'connect'
+export type ConnectIntent = 'connect' | 'reconnect'
+
+export interface OAuthIntent {
+  kind: IntentKind
+  provider: 'google'
+  /** Same-origin path to return to once the intent is finished. */
+  returnPath: string
+  createdAt: number
+  /** For a connect round trip started through the Sync service: connect or reconnect. */
+  connectIntent?: ConnectIntent
+  connectionId?: string
+}
+
+export const INTENT_PREFIX = 'oauthIntent:'
+/** A round trip through the provider takes seconds; an older intent is a stale tab's. */
+export const INTENT_TTL_MS = 10 * 60_000
+export const FALLBACK_RETURN_PATH = '/day'
+
+const STATE_PATTERN = /^[A-Za-z0-9_-]{16,128}$/
+
+/** A fresh CSRF state: 32 random bytes, base64url. */
+export function newState (random: (bytes: Uint8Array) => Uint8Array = (bytes) => globalThis.crypto.getRandomValues(bytes)): string {
+  const bytes = random(new Uint8Array(32))
+  let text = ''
+  for (const byte of bytes) text += String.fromCharCode(byte)
+  return btoa(text).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
+}
+
+export function saveIntent (store: KeyValueStore, state: string, intent: OAuthIntent): void {
+  store.setItem(INTENT_PREFIX + state, JSON.stringify(intent))
+}
+
+/**
+ * The intent saved under `state`, removed from the store whatever the outcome (a state is good
+ * for one return). Null when the state is malformed, unknown, expired or not an intent.
+ */
+export function takeIntent (store: KeyValueStore, state: string | null, now: number): OAuthIntent | null {
+  if (state === null || !STATE_PATTERN.test(state)) return null
+  const key = INTENT_PREFIX + state
+  const intent = readJson<OAuthIntent>(store, key)
+  store.removeItem(key)
+  if (intent === null || typeof intent !== 'object') return null
+  if (intent.kind !== 'signin' && intent.kind !== 'connect') return null
+  if (typeof intent.createdAt !== 'number' || now - intent.createdAt > INTENT_TTL_MS || intent.createdAt > now + 60_000) return null
+  return intent
+}
+
+/**
+ * A return path that stays on this origin: a path starting with one `/`, no scheme, no
+ * protocol-relative `//` or `/\`, no control characters, and not the callback route itself.
+ * Anything else falls back to `/day`.
+ */
+export function safeReturnPath (candidate: unknown, origin: string): string {
+  if (typeof candidate !== 'string' || candidate === '' || candidate.length > 2048) return FALLBACK_RETURN_PATH
+  if (!candidate.startsWith('/') || candidate.startsWith('//') || candidate.startsWith('/\\')) return FALLBACK_RETURN_PATH
+  // Browsers drop tabs and newlines inside URLs, which turns `/\t/evil` into `//evil`.
+  if (/[\u0000-\u001f\u007f\\]/.test(candidate)) return FALLBACK_RETURN_PATH
+  let url: URL
+  try {
+    url = new URL(candidate, origin)
+  } catch {
+    return FALLBACK_RETURN_PATH
+  }
+  if (url.origin !== new URL(origin).origin) return FALLBACK_RETURN_PATH
+  if (url.pathname === CALLBACK_PATH) return FALLBACK_RETURN_PATH
+  return `${url.pathname}${url.search}${url.hash}`
+}
+
+export type CallbackParams =
+  | { kind: 'code', code: string, state: string | null, scope: string | null }
+  | { kind: 'providerError', error: string, state: string | null }
+  | { kind: 'invalid' }
+
+/** What the provider sent back to `/auth/extprovider/callback`. */
+export function parseCallback (search: string): CallbackParams {
+  const params = new URLSearchParams(search)
+  const state = params.get('state')
+  const error = params.get('error')
+  if (error !== null) return { kind: 'providerError', error, state }
+  const code = params.get('code')
+  if (code === null || code === '') return { kind: 'invalid' }
+  return { kind: 'code', code, state, scope: params.get('scope') }
+}
+
+/** Outcome of a connect round trip that went through the Sync service (`status` and `cid`). */
+export interface ConnectRedirect {
+  status: string
+  correlationId: string
+  provider: string
+}
+
+const STATUS_PATTERN = /^[a-z][a-z_]{1,39}$/
+const CID_PATTERN = /^[A-Za-z0-9_-]{4,64}$/
+
+/**
+ * The redirect the Sync service sends the browser to after a connect (`sync.postConnectRedirectUrl`),
+ * carrying the outcome `status` and the correlation id `cid`. Null when the URL is not one.
+ */
+export function parseConnectRedirect (search: string): ConnectRedirect | null {
+  const params = new URLSearchParams(search)
+  const status = params.get('status')
+  const cid = params.get('cid')
+  if (status === null || cid === null || !STATUS_PATTERN.test(status) || !CID_PATTERN.test(cid)) return null
+  const provider = params.get('provider')
+  return { status, correlationId: cid, provider: provider !== null && /^[a-z]{2,20}$/.test(provider) ? provider : 'google' }
+}
+
+/** The URL without the redirect's parameters, once they are handled. */
+export function withoutConnectRedirect (href: string): string {
+  const url = new URL(href)
+  for (const name of ['status', 'cid', 'provider']) url.searchParams.delete(name)
+  return `${url.pathname}${url.search}${url.hash}`
+}
+
+export interface AnalyticsEvent {
+  event: string
+  properties: Record<string, string>
+}
+
+/** Emitted for every parsed connect redirect, `connected` included. */
+export function oauthReturnEvent (redirect: ConnectRedirect, intent: ConnectIntent): AnalyticsEvent {
+  return {
+    event: 'oauth_return',
+    properties: { provider: redirect.provider, status: redirect.status, intent, correlationId: redirect.correlationId }
+  }
+}
+
+export const PENDING_CONNECT_KEY = 'pendingConnect'
+
+/** Before leaving for a Sync-started authorization: which kind of connect, so the return can say. */
+export function savePendingConnect (store: KeyValueStore, intent: ConnectIntent, now: number): void {
+  store.setItem(PENDING_CONNECT_KEY, JSON.stringify({ intent, at: now }))
+}
+
+export function takePendingConnect (store: KeyValueStore, now: number): ConnectIntent {
+  const pending = readJson<{ intent?: unknown, at?: unknown }>(store, PENDING_CONNECT_KEY)
+  store.removeItem(PENDING_CONNECT_KEY)
+  if (pending === null || typeof pending.at !== 'number' || now - pending.at > INTENT_TTL_MS) return 'connect'
+  return pending.intent === 'reconnect' ? 'reconnect' : 'connect'
+}
+
+export const GOOGLE_AUTHORIZATION_ENDPOINT = 'https://accounts.google.com/o/oauth2/v2/auth'
+export const GOOGLE_SIGN_IN_SCOPES = ['openid', 'email', 'profile']
+export const GOOGLE_CALENDAR_SCOPES = [...GOOGLE_SIGN_IN_SCOPES, 'https://www.googleapis.com/auth/calendar']
+
+/** The authorization-code request with offline access (a refresh token on first consent). */
+export function googleAuthorizationUrl (options: { clientId: string, redirectUri: string, state: string, scopes: string[], loginHint?: string }): string {
+  const url = new URL(GOOGLE_AUTHORIZATION_ENDPOINT)
+  url.searchParams.set('client_id', options.clientId)
+  url.searchParams.set('redirect_uri', options.redirectUri)
+  url.searchParams.set('response_type', 'code')
+  url.searchParams.set('scope', options.scopes.join(' '))
+  url.searchParams.set('state', options.state)
+  url.searchParams.set('access_type', 'offline')
+  url.searchParams.set('include_granted_scopes', 'true')
+  url.searchParams.set('prompt', 'consent')
+  if (options.loginHint !== undefined) url.searchParams.set('login_hint', options.loginHint)
+  return url.toString()
+}
+
+/** Whether the scopes the provider granted include every scope asked for. */
+export function scopesComplete (granted: string | null, wanted: string[]): boolean {
+  if (granted === null) return false
+  const have = new Set(granted.split(/[ ,]+/).filter(Boolean))
+  // Google answers the short OpenID names with their URL forms.
+  const aliases: Record<string, string> = {
+    email: 'https://www.googleapis.com/auth/userinfo.email',
+    profile: 'https://www.googleapis.com/auth/userinfo.profile'
+  }
+  return wanted.every((scope) => have.has(scope) || (aliases[scope] !== undefined && have.has(aliases[scope])))
+}

@@ -1,0 +1,170 @@
+// What the client does with each stream message (specification, "Client reactions", "Revocation
+// messages"): eventsChanged refetches the matching event queries; syncStatusChanged,
+// importCompleted and userMetadataChanged update the sync/import status and the user metadata.
+// A pure reducer: the state in, the new state and the queries to refetch out.
+import type { ServerMessage, SyncStatusChangedMessage } from '../../../schemas/server-message.js'
+import type { ClientConnectionStatus } from './focus-refresh.js'
+
+export const CONNECTION_REVOKED = 'CONNECTION_REVOKED'
+/** The legacy alias of CONNECTION_REVOKED, sent for one release: the same condition. */
+export const LEGACY_CONNECTION_REVOKED = 'GOOGLE_REVOKED'
+
+export interface ImportProgress {
+  operation: string
+  calendarsDone: number
+  calendarsTotal: number
+  eventsImported: number
+}
+
+export interface ConnectionView {
+  connectionId: string
+  provider: string
+  status: ClientConnectionStatus
+  /** The attention code, when status is ATTENTION or RECONNECT_REQUIRED. */
+  code?: string
+  revoked: boolean
+  importProgress?: ImportProgress
+  lastImport?: { operation: string, eventsImported: number }
+}
+
+export interface SyncView {
+  connections: Record<string, ConnectionView>
+  /** The session library's user metadata (sync flags such as RESTART). */
+  metadata: Record<string, unknown> | null
+}
+
+export const EMPTY_SYNC_VIEW: SyncView = { connections: {}, metadata: null }
+
+export type Refetch = { all: true } | { all: false, eventIds: string[] } | null
+
+export interface Reaction {
+  sync: SyncView
+  refetch: Refetch
+}
+
+export function isRevokedCode (code: string | undefined): boolean {
+  return code === CONNECTION_REVOKED || code === LEGACY_CONNECTION_REVOKED
+}
+
+interface SummaryLike {
+  connectionId: string
+  provider: string
+  state: string
+  reason: string | null
+  importProgress?: { phase: string, operation: string, counts: { calendarsDone: number, calendarsTotal: number, eventsImported: number } } | null
+}
+
+/** The client status of a connection as the Sync service summarises it in the metadata. */
+export function statusFromSummary (summary: SummaryLike): ConnectionView {
+  const revoked = summary.reason === 'authorizationRevoked'
+  const view: ConnectionView = { connectionId: summary.connectionId, provider: summary.provider, status: 'HEALTHY', revoked }
+  switch (summary.state) {
+    case 'healthy': view.status = 'HEALTHY'; break
+    case 'delayed': view.status = 'ATTENTION'; view.code = 'DELAYED'; break
+    case 'actionRequired':
+      view.status = revoked ? 'RECONNECT_REQUIRED' : 'ATTENTION'
+      view.code = revoked ? CONNECTION_REVOKED : 'ACTION_REQUIRED'
+      break
+    case 'importing': view.status = 'IMPORTING'; break
+    case 'connecting':
+    case 'catchingUp': view.status = 'SYNCING'; break
+    default: view.status = 'DISCONNECTED'
+  }
+  const progress = summary.importProgress
+  if (progress != null && progress.phase === 'progress') {
+    view.importProgress = { operation: progress.operation, ...progress.counts }
+  }
+  return view
+}
+
+function applySyncStatus (sync: SyncView, message: SyncStatusChangedMessage): SyncView {
+  const previous = sync.connections[message.connectionId]
+  const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: message.provider ?? 'google', status: 'HEALTHY', revoked: false }
+  let next: ConnectionView
+  if (message.status === 'attention') {
+    const revoked = isRevokedCode(message.code) || message.aliasOf === CONNECTION_REVOKED
+    // The alias repeats a condition already applied; applying it again changes nothing.
+    next = {
+      ...base,
+      status: revoked || !message.retryable ? 'RECONNECT_REQUIRED' : 'ATTENTION',
+      code: revoked ? CONNECTION_REVOKED : message.code,
+      revoked: base.revoked || revoked
+    }
+    delete next.importProgress
+  } else if (message.status === 'syncing') {
+    next = { ...base, status: message.import !== undefined && message.import.operation === 'full' ? 'IMPORTING' : 'SYNCING', revoked: false }
+    delete next.code
+    if (message.import !== undefined) next.importProgress = { operation: message.import.operation, ...message.import.counts }
+  } else {
+    next = { ...base, status: 'HEALTHY', revoked: false }
+    delete next.code
+    delete next.importProgress
+  }
+  if (message.provider !== undefined) next.provider = message.provider
+  return { ...sync, connections: { ...sync.connections, [message.connectionId]: next } }
+}
+
+export function reactTo (sync: SyncView, message: ServerMessage): Reaction {
+  switch (message.type) {
+    case 'eventsChanged':
+      return { sync, refetch: message.refetchAll || message.eventIds === undefined ? { all: true } : { all: false, eventIds: message.eventIds } }
+    case 'calendarsChanged':
+      // The calendar list is not shown yet; the eventsChanged that accompanies it refetches events.
+      return { sync, refetch: null }
+    case 'syncStatusChanged':
+      return { sync: applySyncStatus(sync, message), refetch: null }
+    case 'importCompleted': {
+      const previous = sync.connections[message.connectionId]
+      const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: 'google', status: 'HEALTHY', revoked: false }
+      const next: ConnectionView = { ...base, status: 'HEALTHY', revoked: false, lastImport: { operation: message.operation, eventsImported: message.counts.eventsImported } }
+      delete next.importProgress
+      delete next.code
+      return { sync: { ...sync, connections: { ...sync.connections, [message.connectionId]: next } }, refetch: { all: true } }
+    }
+    case 'userMetadataChanged': {
+      const connections: Record<string, ConnectionView> = {}
+      if (message.sync !== null) {
+        for (const summary of message.sync.connections) connections[summary.connectionId] = statusFromSummary(summary)
+      }
+      // Sync could not be read at this moment: keep what is known rather than show nothing.
+      return {
+        sync: { connections: message.sync === null ? sync.connections : connections, metadata: message.session.metadata ?? sync.metadata },
+        refetch: null
+      }
+    }
+  }
+}
+
+/** The connection the status indicator, the reconnect banner and focus refresh speak of. */
+export function primaryConnection (sync: SyncView): ConnectionView | null {
+  const all = Object.values(sync.connections).filter((connection) => connection.status !== 'DISCONNECTED')
+  const order: ClientConnectionStatus[] = ['RECONNECT_REQUIRED', 'ATTENTION', 'IMPORTING', 'SYNCING', 'HEALTHY']
+  all.sort((a, b) => order.indexOf(a.status) - order.indexOf(b.status))
+  return all[0] ?? null
+}
+
+/**
+ * Which cached event queries a refetch touches: every one for `all`, otherwise those holding one
+ * of the ids (an occurrence `<seriesId>_<key>` belongs to its series). An id no cached query
+ * holds may be a new event anywhere, so then every query is touched too.
+ */
+export function queriesToRefetch<K> (refetch: Refetch, cached: Array<{ key: K, eventIds: string[] }>): K[] {
+  if (refetch === null) return []
+  if (refetch.all) return cached.map((query) => query.key)
+  const wanted = new Set(refetch.eventIds)
+  const seen = new Set<string>()
+  const touched: K[] = []
+  for (const query of cached) {
+    let hit = false
+    for (const id of query.eventIds) {
+      const owner = id.includes('_') ? id.slice(0, id.indexOf('_')) : id
+      if (wanted.has(id) || wanted.has(owner)) {
+        hit = true
+        seen.add(wanted.has(id) ? id : owner)
+      }
+    }
+    if (hit) touched.push(query.key)
+  }
+  if ([...wanted].some((id) => !seen.has(id))) return cached.map((query) => query.key)
+  return touched
+}

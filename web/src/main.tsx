@@ -1,0 +1,78 @@
+// Start-up order matters: the route is made canonical first (keeping the query, so `verify`
+// survives), then the `auth` entry point is read (reset token captured) and removed from the URL,
+// then a connect redirect is reported, and only then does anything render or ask the backend.
+import { render } from 'preact'
+import { useEffect, useState } from 'preact/hooks'
+import './ui/styles.css'
+import { CalendarApp, Notices } from './ui/App.js'
+import { initSession, restoreSession, session } from './data/session.js'
+import { carryLocalEvents, notify } from './data/calendar.js'
+import { closeStream, openStream, wireFocusRefresh } from './data/sync.js'
+import { finishCallback, handleConnectRedirect } from './data/provider.js'
+import { readAuthEntry, routeOf, type Route } from './lib/auth-params.js'
+
+initSession()
+
+const initialRoute = routeOf(location.href)
+if (initialRoute.redirect !== null) history.replaceState(history.state, '', initialRoute.redirect)
+const entry = readAuthEntry(location.href)
+if (entry.dialog !== null) history.replaceState(history.state, '', entry.cleaned)
+const connectMessage = initialRoute.route === 'callback' ? null : handleConnectRedirect()
+
+session.subscribe((state) => {
+  if (state.status === 'signedIn') {
+    openStream()
+    carryLocalEvents().catch(() => {})
+  } else if (state.status === 'signedOut') {
+    closeStream()
+  }
+})
+wireFocusRefresh()
+
+function Callback (props: { onDone: (path: string) => void }) {
+  const [message, setMessage] = useState('Finishing sign-in…')
+  useEffect(() => {
+    finishCallback().then((outcome) => {
+      if (!outcome.ok || outcome.message !== undefined) setMessage(outcome.message ?? '')
+      if (outcome.message !== undefined) notify(outcome.message, outcome.ok ? 'info' : 'error')
+      props.onDone(outcome.returnPath)
+    }).catch(() => props.onDone('/day'))
+  }, [])
+  return (
+    <main class='callback'>
+      <h1>Calendar</h1>
+      <p role='status'>{message}</p>
+    </main>
+  )
+}
+
+function Root () {
+  const [route, setRoute] = useState<Route>(initialRoute.route)
+  const navigate = (path: string, replace = false) => {
+    if (replace) history.replaceState(history.state, '', path)
+    else history.pushState(null, '', path)
+    setRoute(routeOf(location.href).route)
+  }
+  useEffect(() => {
+    const onPop = () => setRoute(routeOf(location.href).route)
+    window.addEventListener('popstate', onPop)
+    if (connectMessage !== null) notify(connectMessage)
+    if (route !== 'callback') restoreSession().catch(() => session.set({ status: 'signedOut' }))
+    return () => window.removeEventListener('popstate', onPop)
+  }, [])
+  if (route === 'callback') {
+    return (
+      <>
+        <Callback onDone={(path) => {
+          navigate(path, true)
+          restoreSession().catch(() => session.set({ status: 'signedOut' }))
+        }}
+        />
+        <Notices />
+      </>
+    )
+  }
+  return <CalendarApp view={route === 'week' ? 'week' : 'day'} authDialog={entry.dialog} resetToken={entry.resetToken} onNavigate={(path) => navigate(path)} />
+}
+
+render(<Root />, document.getElementById('app') as HTMLElement)
