@@ -1,0 +1,101 @@
+// The few HTML pages a person sees: the consent page of the authorization endpoint, the error page
+// Google shows instead of redirecting, and the control surface's list of accounts.
+import type { AccountView, ChannelView } from './state.js'
+
+const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char)
+
+function page (title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>
+  body { font-family: system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #202124; }
+  h1 { font-size: 1.4rem; font-weight: 500; }
+  .note { color: #5f6368; font-size: .9rem; }
+  fieldset { border: 1px solid #dadce0; border-radius: 8px; padding: 1rem; margin: 1rem 0; }
+  label { display: block; margin: .4rem 0; }
+  input[type=email] { width: 100%; padding: .4rem; box-sizing: border-box; }
+  ul.scopes { padding-left: 1.2rem; }
+  .actions { display: flex; gap: .8rem; justify-content: flex-end; }
+  button { padding: .5rem 1.4rem; border-radius: 4px; border: 1px solid #dadce0; background: #fff; font-size: 1rem; cursor: pointer; }
+  button.allow { background: #1a73e8; color: #fff; border-color: #1a73e8; }
+  table { border-collapse: collapse; width: 100%; font-size: .9rem; }
+  td, th { border-bottom: 1px solid #dadce0; padding: .3rem; text-align: left; }
+</style>
+</head>
+<body>
+${body}
+</body>
+</html>
+`
+}
+
+export interface ConsentPageInput {
+  requestId: string
+  clientId: string
+  scopes: string[]
+  accounts: Array<{ email: string, name: string }>
+  preselected: string | undefined
+}
+
+export function consentPage (input: ConsentPageInput): string {
+  const choices = input.accounts.map((account, index) => {
+    const checked = account.email === input.preselected || (input.preselected === undefined && index === 0)
+    return `<label><input type="radio" name="account" value="${escapeHtml(account.email)}"${checked ? ' checked' : ''}> ${escapeHtml(account.name)} &lt;${escapeHtml(account.email)}&gt;</label>`
+  }).join('\n')
+  const typed = input.preselected !== undefined && !input.accounts.some((account) => account.email === input.preselected)
+    ? escapeHtml(input.preselected)
+    : ''
+  return page('Sign in - Google Accounts (stand-in)', `
+<h1>Choose an account to continue to <strong>${escapeHtml(input.clientId)}</strong></h1>
+<p class="note">Local Google stand-in: no password is asked. An address not listed here becomes a new account.</p>
+<form method="post" action="/o/oauth2/v2/auth">
+<input type="hidden" name="request_id" value="${escapeHtml(input.requestId)}">
+<fieldset>
+<legend>Account</legend>
+${choices}
+<label>Another account: <input type="email" name="new_account" value="${typed}" placeholder="name@example.com"></label>
+</fieldset>
+<p>This application would like to:</p>
+<ul class="scopes">${input.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join('')}</ul>
+<div class="actions">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="allow" class="allow">Allow</button>
+</div>
+</form>
+`)
+}
+
+/** Google's own page for a request it will not send back to the application. */
+export function authorizationErrorPage (error: string, description: string): string {
+  return page(`Error 400: ${error}`, `
+<h1>Access blocked: this request is invalid</h1>
+<p><strong>Error: ${escapeHtml(error)}</strong></p>
+<p>${escapeHtml(description)}</p>
+`)
+}
+
+export function accountsPage (accounts: AccountView[], channels: ChannelView[], origin: string): string {
+  const rows = accounts.map((account) => `<tr><td>${escapeHtml(account.email)}</td><td>${escapeHtml(account.name)}</td>
+<td>${account.calendars.map((calendar) => `${escapeHtml(calendar.summary)}${calendar.hidden ? ' (hidden)' : ''}: ${calendar.events}`).join('<br>')}</td>
+<td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`).join('\n')
+  const channelRows = channels.map((channel) => `<tr><td>${escapeHtml(channel.id)}</td><td>${escapeHtml(channel.calendarId)}</td>
+<td>${escapeHtml(channel.state)}</td><td>${channel.delivered}</td><td>${channel.failed}</td></tr>`).join('\n')
+  return page('Google stand-in', `
+<h1>Google stand-in at ${escapeHtml(origin)}</h1>
+<p class="note">State is kept in memory: a restart forgets it. JSON: <a href="/_control/accounts">/_control/accounts</a>,
+<a href="/_control/channels">/_control/channels</a>, <a href="/_control/counters">/_control/counters</a>.</p>
+<h2>Accounts</h2>
+<table><tr><th>Email</th><th>Name</th><th>Calendars: events</th><th>Granted to</th></tr>
+${rows}
+</table>
+<h2>Channels</h2>
+<table><tr><th>Id</th><th>Calendar</th><th>State</th><th>Delivered</th><th>Failed</th></tr>
+${channelRows}
+</table>
+`)
+}

@@ -1,0 +1,380 @@
+// Everything the stand-in holds, in memory (a restart forgets it), and the operations of the
+// control surface, which the HTTP routes under /_control and in-process callers share.
+import type { FastifyBaseLogger } from 'fastify'
+import { DateTime } from 'luxon'
+import { AuthorizationEndpoint } from './authorization.js'
+import { Calendars } from './calendars.js'
+import type { Calendar, CalendarInput } from './calendars.js'
+import { Channels } from './channels.js'
+import type { Channel, DeliveryOptions } from './channels.js'
+import { ApiError, ControlError } from './errors.js'
+import { isValidZone, readEventWrite, renderEvent } from './events.js'
+import type { EventResource, EventWrite, StoredEvent } from './events.js'
+import { Counters, Faults, readFaultInput } from './faults.js'
+import type { Fault, OperationCount } from './faults.js'
+import { Identity } from './identity.js'
+import type { Account, ClientRegistration, Lifetimes } from './identity.js'
+import type { SigningKeys } from './keys.js'
+import { newEventId } from './secrets.js'
+
+export interface AccountSetup {
+  email: string
+  name?: string
+  emailVerified?: boolean
+  picture?: string
+  timeZone?: string
+  /** Calendars besides the primary one (which every account gets), e.g. `{ summary, hidden: true }`. */
+  calendars?: CalendarInput[]
+}
+
+export interface AccountView {
+  sub: string
+  email: string
+  name: string
+  emailVerified: boolean
+  timeZone: string
+  calendars: CalendarView[]
+  grants: Array<{ clientId: string, scopes: string[], refreshTokens: number }>
+}
+
+export interface CalendarView {
+  id: string
+  summary: string
+  primary: boolean
+  hidden: boolean
+  timeZone: string
+  backgroundColor: string
+  events: number
+}
+
+export interface SeedGenerator {
+  /** Single events, one hour each (every tenth all-day), spread over `days` from `from`. */
+  singles?: number
+  /** Weekly series of 52 occurrences (every fourth one daily, 30 occurrences), with a time zone. */
+  series?: number
+  /** Exceptions spread over the series: every third one a cancelled occurrence, the others moved an hour. */
+  exceptions?: number
+  /** First day (YYYY-MM-DD); default 180 days before today. */
+  from?: string
+  /** Default 365. */
+  days?: number
+}
+
+export interface SeedResult {
+  inserted: number
+  singles: number
+  series: number
+  exceptions: number
+  tookMs: number
+}
+
+export interface ChannelView {
+  id: string
+  resourceId: string
+  resourceUri: string
+  calendarId: string
+  account: string
+  address: string
+  expiration: string
+  state: Channel['state']
+  delivered: number
+  failed: number
+  pending: number
+}
+
+export interface StateOptions {
+  now: () => number
+  keys: SigningKeys
+  lifetimes: Lifetimes
+  delivery: DeliveryOptions
+  log: FastifyBaseLogger
+}
+
+export class GoogleState {
+  origin = ''
+  readonly identity: Identity
+  readonly calendars: Calendars
+  readonly channels: Channels
+  readonly authorization: AuthorizationEndpoint
+  readonly faults = new Faults()
+  readonly counters = new Counters()
+  readonly now: () => number
+
+  constructor (readonly options: StateOptions) {
+    this.now = options.now
+    this.identity = new Identity(options.now, options.keys, () => this.origin, options.lifetimes)
+    this.channels = new Channels(options.now, options.log, options.delivery)
+    this.calendars = new Calendars(options.now, (calendar, state) => this.channels.notify(calendar.id, state))
+    this.authorization = new AuthorizationEndpoint(this.identity, options.now)
+  }
+
+  /** Forgets what has expired: access tokens, codes, abandoned consent pages. */
+  sweep (): void {
+    this.identity.sweep()
+    this.authorization.sweep()
+  }
+
+  registerClient (client: ClientRegistration): { clientId: string, redirectUris: string[] } {
+    if (!Array.isArray(client.redirectUris) || client.redirectUris.some((uri) => typeof uri !== 'string' || !URL.canParse(uri))) {
+      throw new ControlError(400, 'redirectUris must be absolute URLs')
+    }
+    try {
+      this.identity.registerClient(client)
+    } catch (err) {
+      throw new ControlError(400, (err as Error).message)
+    }
+    return { clientId: client.clientId, redirectUris: [...client.redirectUris] }
+  }
+
+  createAccount (setup: AccountSetup): AccountView {
+    if (typeof setup.email !== 'string') throw new ControlError(400, 'email is required')
+    if (setup.timeZone !== undefined && !isValidZone(setup.timeZone)) throw new ControlError(400, `unknown time zone ${setup.timeZone}`)
+    let account: Account
+    try {
+      account = this.identity.createAccount(setup)
+    } catch (err) {
+      throw new ControlError(409, (err as Error).message)
+    }
+    this.calendars.create(account, {}, true)
+    for (const input of setup.calendars ?? []) this.addCalendar(account.email, input)
+    return this.accountView(account)
+  }
+
+  account (email: string): Account {
+    const account = this.identity.accountByEmail(email)
+    if (account === undefined) throw new ControlError(404, `no account ${email}`)
+    return account
+  }
+
+  accountView (account: Account): AccountView {
+    return {
+      sub: account.sub,
+      email: account.email,
+      name: account.name,
+      emailVerified: account.emailVerified,
+      timeZone: account.timeZone,
+      calendars: this.calendars.of(account.sub).map(calendarView),
+      grants: this.identity.summary(account.sub)
+    }
+  }
+
+  listAccounts (): AccountView[] {
+    return this.identity.listAccounts().map((account) => this.accountView(account))
+  }
+
+  addCalendar (email: string, input: CalendarInput): CalendarView {
+    const account = this.account(email)
+    if (input.timeZone !== undefined && !isValidZone(input.timeZone)) throw new ControlError(400, `unknown time zone ${input.timeZone}`)
+    try {
+      return calendarView(this.calendars.create(account, input, false))
+    } catch (err) {
+      throw new ControlError(409, (err as Error).message)
+    }
+  }
+
+  calendar (calendarId: string): Calendar {
+    const calendar = this.calendars.get(calendarId)
+    if (calendar === undefined) throw new ControlError(404, `no calendar ${calendarId}`)
+    return calendar
+  }
+
+  deleteCalendar (calendarId: string): void {
+    const calendar = this.calendar(calendarId)
+    if (calendar.primary) throw new ControlError(400, 'a primary calendar cannot be deleted')
+    this.calendars.remove(calendar)
+  }
+
+  /** An event written by "another device": stored, numbered, and announced to the calendar's watchers. */
+  insertEvent (calendarId: string, body: unknown): EventResource {
+    const calendar = this.calendar(calendarId)
+    return this.render(calendar, asControlError(() => this.calendars.insert(calendar, readEventWrite(body, calendar.timeZone), calendar.ownerEmail)))
+  }
+
+  patchEvent (calendarId: string, eventId: string, body: unknown): EventResource {
+    const calendar = this.calendar(calendarId)
+    const current = this.event(calendar, eventId)
+    return this.render(calendar, asControlError(() => this.calendars.modify(calendar, current, readEventWrite(body, calendar.timeZone), 'patch')))
+  }
+
+  deleteEvent (calendarId: string, eventId: string): EventResource {
+    const calendar = this.calendar(calendarId)
+    const current = this.event(calendar, eventId)
+    return this.render(calendar, asControlError(() => this.calendars.cancel(calendar, current)))
+  }
+
+  /** Many events at once, announced as one change. */
+  seed (calendarId: string, input: { events?: unknown[], generate?: SeedGenerator }): SeedResult {
+    const started = performance.now()
+    const calendar = this.calendar(calendarId)
+    const writes: EventWrite[] = asControlError(() => (input.events ?? []).map((body) => readEventWrite(body, calendar.timeZone)))
+    const generated = input.generate === undefined ? { writes: [], singles: 0, series: 0, exceptions: 0 } : generateEvents(calendar, input.generate, this.now())
+    const all = [...writes, ...generated.writes]
+    const inserted = asControlError(() => this.calendars.insertMany(calendar, all, calendar.ownerEmail))
+    return {
+      inserted: inserted.length,
+      singles: generated.singles,
+      series: generated.series,
+      exceptions: generated.exceptions,
+      tookMs: Math.round(performance.now() - started)
+    }
+  }
+
+  /** Every event as stored, deleted ones included with their content. */
+  storedEvents (calendarId: string): EventResource[] {
+    const calendar = this.calendar(calendarId)
+    return calendar.order.map((id) => calendar.events.get(id)).filter((event): event is StoredEvent => event !== undefined)
+      .map((event) => this.render(calendar, event))
+  }
+
+  revoke (email: string, clientId?: string): { revoked: number } {
+    return { revoked: this.identity.revokeAccount(this.account(email).sub, clientId) }
+  }
+
+  expireAccessTokens (email: string): { expired: number } {
+    return { expired: this.identity.expireAccessTokens(this.account(email).sub) }
+  }
+
+  expireSyncTokens (target: { email?: string, calendarId?: string }): { calendars: string[] } {
+    const calendars = target.calendarId !== undefined
+      ? [this.calendar(target.calendarId)]
+      : this.calendars.of(this.account(target.email ?? '').sub)
+    for (const calendar of calendars) this.calendars.expireSyncTokens(calendar)
+    return { calendars: calendars.map((calendar) => calendar.id) }
+  }
+
+  armFault (body: unknown): Fault {
+    return this.faults.arm(readFaultInput(body))
+  }
+
+  counts (): { operations: Record<string, OperationCount>, notifications: Channels['counts'] } {
+    return { operations: this.counters.snapshot(), notifications: { ...this.channels.counts } }
+  }
+
+  resetCounts (): void {
+    this.counters.reset()
+    for (const key of Object.keys(this.channels.counts) as Array<keyof Channels['counts']>) this.channels.counts[key] = 0
+  }
+
+  listChannels (): ChannelView[] {
+    return this.channels.list().map((channel) => ({
+      id: channel.id,
+      resourceId: channel.resourceId,
+      resourceUri: channel.resourceUri,
+      calendarId: channel.calendarId,
+      account: this.identity.accountBySub(channel.ownerSub)?.email ?? '',
+      address: channel.address,
+      expiration: new Date(channel.expiration).toISOString(),
+      state: channel.state,
+      delivered: channel.delivered,
+      failed: channel.failed,
+      pending: channel.pending
+    }))
+  }
+
+  private event (calendar: Calendar, eventId: string): StoredEvent {
+    const event = this.calendars.find(calendar, eventId)
+    if (event === undefined) throw new ControlError(404, `no event ${eventId} in ${calendar.id}`)
+    return event
+  }
+
+  private render (calendar: Calendar, event: StoredEvent): EventResource {
+    return renderEvent(event, {
+      displayZone: calendar.timeZone,
+      calendarId: calendar.id,
+      origin: this.origin,
+      ownerEmail: calendar.ownerEmail,
+      minimalWhenCancelled: false
+    })
+  }
+}
+
+function calendarView (calendar: Calendar): CalendarView {
+  return {
+    id: calendar.id,
+    summary: calendar.summary,
+    primary: calendar.primary,
+    hidden: calendar.hidden,
+    timeZone: calendar.timeZone,
+    backgroundColor: calendar.backgroundColor,
+    events: calendar.events.size
+  }
+}
+
+/** Runs a write; a Calendar API refusal becomes a control-surface 400 with the same message. */
+function asControlError<T> (write: () => T): T {
+  try {
+    return write()
+  } catch (err) {
+    if (err instanceof ApiError) throw new ControlError(err.statusCode === 409 ? 409 : 400, err.message)
+    throw err
+  }
+}
+
+function generateEvents (calendar: Calendar, spec: SeedGenerator, now: number): { writes: EventWrite[], singles: number, series: number, exceptions: number } {
+  const counts = { singles: spec.singles ?? 0, series: spec.series ?? 0, exceptions: spec.exceptions ?? 0 }
+  for (const [name, value] of Object.entries(counts)) {
+    if (!Number.isInteger(value) || value < 0 || value > 1_000_000) throw new ControlError(400, `generate.${name} must be a non-negative integer`)
+  }
+  const days = spec.days ?? 365
+  if (!Number.isInteger(days) || days < 1) throw new ControlError(400, 'generate.days must be a positive integer')
+  const zone = calendar.timeZone
+  const first = spec.from === undefined
+    ? DateTime.fromMillis(now, { zone }).startOf('day').minus({ days: 180 })
+    : DateTime.fromISO(spec.from, { zone })
+  if (!first.isValid) throw new ControlError(400, 'generate.from must be a date (YYYY-MM-DD)')
+  if (counts.exceptions > 0 && counts.series === 0) throw new ControlError(400, 'exceptions need series')
+  const writes: EventWrite[] = []
+  const time = (at: DateTime): { dateTime: string, timeZone: string, ms: number } =>
+    ({ dateTime: at.toISO({ suppressMilliseconds: true, includeOffset: false }) ?? '', timeZone: zone, ms: at.toMillis() })
+
+  for (let i = 0; i < counts.singles; i++) {
+    const day = first.plus({ days: i % days })
+    if (i % 10 === 9) {
+      writes.push({
+        summary: `All-day ${i}`,
+        start: { date: day.toISODate() ?? '', ms: day.toMillis() },
+        end: { date: day.plus({ days: 1 }).toISODate() ?? '', ms: day.plus({ days: 1 }).toMillis() },
+        extra: {}
+      })
+    } else {
+      const start = day.set({ hour: 8 + (i % 10), minute: (i % 4) * 15 })
+      writes.push({ summary: `Event ${i}`, location: i % 3 === 0 ? `Room ${i % 7}` : undefined, start: time(start), end: time(start.plus({ hours: 1 })), extra: {} })
+    }
+  }
+  const seriesIds: string[] = []
+  const seriesStarts: DateTime[] = []
+  const seriesDaily: boolean[] = []
+  for (let i = 0; i < counts.series; i++) {
+    const id = newEventId()
+    const start = first.plus({ days: i % Math.min(days, 7) }).set({ hour: 9 + (i % 8) })
+    const daily = i % 4 === 3
+    seriesIds.push(id)
+    seriesStarts.push(start)
+    seriesDaily.push(daily)
+    writes.push({
+      id,
+      summary: `Series ${i}`,
+      start: time(start),
+      end: time(start.plus({ minutes: 30 })),
+      recurrence: [daily ? 'RRULE:FREQ=DAILY;COUNT=30' : 'RRULE:FREQ=WEEKLY;COUNT=52'],
+      extra: {}
+    })
+  }
+  for (let j = 0; j < counts.exceptions; j++) {
+    const index = j % counts.series
+    const occurrence = Math.floor(j / counts.series) + 1
+    const daily = seriesDaily[index] ?? false
+    if (occurrence >= (daily ? 30 : 52)) throw new ControlError(400, 'too many exceptions for the generated series')
+    const seriesStart = seriesStarts[index] ?? first
+    const original = seriesStart.plus(daily ? { days: occurrence } : { weeks: occurrence })
+    const write: EventWrite = { recurringEventId: seriesIds[index] ?? '', originalStartTime: time(original), extra: {} }
+    if (j % 3 === 0) {
+      write.status = 'cancelled'
+    } else {
+      const moved = original.plus({ hours: 1 })
+      Object.assign(write, { summary: `Series ${index} (moved)`, start: time(moved), end: time(moved.plus({ minutes: 30 })) })
+    }
+    writes.push(write)
+  }
+  return { writes, ...counts }
+}
