@@ -164,9 +164,9 @@ export async function startWebServer (options: WebServerOptions): Promise<WebSer
     send(request, response, index)
   })
 
-  await new Promise<void>((resolveListen, reject) => {
+  await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(options.port, options.host ?? '127.0.0.1', () => resolveListen())
+    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve())
   })
   const address = server.address()
   if (address === null || typeof address === 'string') throw new Error('the web server has no TCP address')
@@ -176,7 +176,7 @@ export async function startWebServer (options: WebServerOptions): Promise<WebSer
     distDir,
     close: async () => {
       server.closeAllConnections()
-      await new Promise<void>((resolveClose) => server.close(() => resolveClose()))
+      await new Promise<void>((resolve) => server.close(() => resolve()))
     }
   }
 }

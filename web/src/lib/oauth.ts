@@ -62,6 +62,7 @@ export function safeReturnPath (candidate: unknown, origin: string): string {
   if (typeof candidate !== 'string' || candidate === '' || candidate.length > 2048) return FALLBACK_RETURN_PATH
   if (!candidate.startsWith('/') || candidate.startsWith('//') || candidate.startsWith('/\\')) return FALLBACK_RETURN_PATH
   // Browsers drop tabs and newlines inside URLs, which turns `/\t/evil` into `//evil`.
+  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f\\]/.test(candidate)) return FALLBACK_RETURN_PATH
   let url: URL
   try {

@@ -32,18 +32,32 @@ function formFrom (state: EventDialogState, frequency: Frequency | null): Form {
   if (state.kind === 'create') {
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
     return {
-      title: '', isAllDay: state.isAllDay, frequency: '', location: '', description: '', scope: 'this',
-      startDay: state.start.toISODate() as string, startTime: state.start.toFormat('HH:mm'),
-      endDay: end.toISODate() as string, endTime: state.end.toFormat('HH:mm')
+      title: '',
+      isAllDay: state.isAllDay,
+      frequency: '',
+      location: '',
+      description: '',
+      scope: 'this',
+      startDay: state.start.toISODate() as string,
+      startTime: state.start.toFormat('HH:mm'),
+      endDay: end.toISODate() as string,
+      endTime: state.end.toFormat('HH:mm')
     }
   }
   const event = (state as { event: CalendarEvent }).event
   const start = event.isAllDay ? DateTime.fromISO(event.startDate, { zone: userZone }) : DateTime.fromISO(event.startDate, { setZone: true }).setZone(userZone)
   const end = event.isAllDay ? DateTime.fromISO(event.endDate, { zone: userZone }).minus({ days: 1 }) : DateTime.fromISO(event.endDate, { setZone: true }).setZone(userZone)
   return {
-    title: event.title, isAllDay: event.isAllDay, frequency: frequency ?? '', location: event.location ?? '', description: event.description ?? '', scope: 'this',
-    startDay: start.toISODate() as string, startTime: event.isAllDay ? '09:00' : start.toFormat('HH:mm'),
-    endDay: end.toISODate() as string, endTime: event.isAllDay ? '10:00' : end.toFormat('HH:mm')
+    title: event.title,
+    isAllDay: event.isAllDay,
+    frequency: frequency ?? '',
+    location: event.location ?? '',
+    description: event.description ?? '',
+    scope: 'this',
+    startDay: start.toISODate() as string,
+    startTime: event.isAllDay ? '09:00' : start.toFormat('HH:mm'),
+    endDay: end.toISODate() as string,
+    endTime: event.isAllDay ? '10:00' : end.toFormat('HH:mm')
   }
 }
 
