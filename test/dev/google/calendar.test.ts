@@ -2,7 +2,7 @@
 // stand-in with `rootUrl`: what an application calling Google would see.
 import { test } from 'tap'
 import { calendar } from '@googleapis/calendar'
-import type { calendar_v3 } from '@googleapis/calendar'
+import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
 import { CALENDAR_READONLY_SCOPE, CALENDAR_SCOPE, connect, control, startStandIn } from './harness.js'
 import type { GoogleStandIn } from '../../../dev/google/index.js'
 
@@ -23,14 +23,14 @@ async function failure (promise: Promise<unknown>): Promise<ApiFailure> {
   throw new Error('the call succeeded')
 }
 
-async function calendarClient (google: GoogleStandIn, email: string, scopes = [CALENDAR_SCOPE]): Promise<calendar_v3.Calendar> {
+async function calendarClient (google: GoogleStandIn, email: string, scopes = [CALENDAR_SCOPE]): Promise<CalendarV3.Calendar> {
   const { client } = await connect(google, email, scopes)
   return calendar({ version: 'v3', rootUrl: google.rootUrl, auth: client })
 }
 
 /** Every page of a list, as a sync loop reads it. */
-async function listAll (api: calendar_v3.Calendar, params: calendar_v3.Params$Resource$Events$List): Promise<{ items: calendar_v3.Schema$Event[], pages: calendar_v3.Schema$Events[] }> {
-  const pages: calendar_v3.Schema$Events[] = []
+async function listAll (api: CalendarV3.Calendar, params: CalendarV3.Params$Resource$Events$List): Promise<{ items: CalendarV3.Schema$Event[], pages: CalendarV3.Schema$Events[] }> {
+  const pages: CalendarV3.Schema$Events[] = []
   let pageToken: string | undefined
   do {
     const { data } = await api.events.list({ ...params, ...(pageToken === undefined ? {} : { pageToken }) })
@@ -169,7 +169,7 @@ test('full lists: showDeleted, timeMin/timeMax against series, updatedMin', asyn
   const gone = await api.events.insert({ calendarId: 'primary', requestBody: { summary: 'Gone', start: { dateTime: '2030-02-01T10:00:00Z' }, end: { dateTime: '2030-02-01T11:00:00Z' } } })
   await api.events.delete({ calendarId: 'primary', eventId: gone.data.id ?? '' })
 
-  const summaries = async (params: Partial<calendar_v3.Params$Resource$Events$List>): Promise<string[]> =>
+  const summaries = async (params: Partial<CalendarV3.Params$Resource$Events$List>): Promise<string[]> =>
     ((await api.events.list({ calendarId: 'primary', ...params })).data.items ?? []).map((item) => item.summary ?? `(${item.status ?? ''})`).sort()
   t.same(await summaries({}), ['June', 'Weekly'], 'deleted events hidden by default')
   t.same(await summaries({ showDeleted: true }), ['Gone', 'June', 'Weekly'], 'on the organizer\'s calendar a deleted event keeps its details')
