@@ -34,8 +34,10 @@ export function serverOptions (config: Config): FastifyServerOptions {
     logger: loggerOptions(config.runtime.logLevel),
     // request-logging writes one line per request itself (and hides health probes).
     logController: new LogController({ disableRequestLogging: true }),
-    // The backend sits behind the self-host proxy, which sets X-Forwarded-*.
-    trustProxy: true,
+    // The backend sits behind the self-host proxy, which sets X-Forwarded-*. Only proxies on this
+    // host or a private network are believed: a client that reaches the backend directly cannot
+    // name another address (the credential routes' rate limits are per address).
+    trustProxy: 'loopback, linklocal, uniquelocal',
     bodyLimit: 1024 * 1024,
     // Time to receive a whole request (headers and body), not to answer it: an event stream is a
     // long answer to a short request, so a finite limit only cuts off clients that send too slowly.

@@ -11,6 +11,12 @@ export interface MongoHandle {
    * or not at all; otherwise runs it as is (`session` undefined) and its writes go in order.
    */
   withTransaction: <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
+  /**
+   * Whether the database answers a ping within `deadlineMs`. The answer comes by the deadline
+   * whatever state the driver is in; while one ping is outstanding, callers share it, so a silent
+   * database does not collect a ping per probe.
+   */
+  ping: (deadlineMs: number) => Promise<boolean>
 }
 
 declare module 'fastify' {
@@ -28,12 +34,20 @@ declare module 'fastify' {
 export const OPERATION_DEADLINE_MS = 5000
 /** How long the driver looks for a server it can use before it gives up on an operation. */
 export const SERVER_SELECTION_DEADLINE_MS = 3000
+/**
+ * How long opening a connection may take, handshake included. The operation deadline does not
+ * cover the handshake of a new pooled connection, and a hung server accepts the TCP connection
+ * (the kernel does) and then never answers its hello: the driver's default (30 s) would hold a
+ * request that long per connection it opens.
+ */
+export const CONNECT_DEADLINE_MS = 2000
 
 /** Connects to the database a URI names (its path names the database) and learns whether it has transactions. */
 export async function connectMongo (uri: string): Promise<MongoHandle> {
   const client = new MongoClient(uri, {
     appName: 'calendar-backend',
     serverSelectionTimeoutMS: SERVER_SELECTION_DEADLINE_MS,
+    connectTimeoutMS: CONNECT_DEADLINE_MS,
     timeoutMS: OPERATION_DEADLINE_MS
   })
   await client.connect()
@@ -51,7 +65,21 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
     }
   }
 
-  return { client, db, transactional, withTransaction }
+  let outstanding: Promise<boolean> | undefined
+  async function ping (deadlineMs: number): Promise<boolean> {
+    outstanding ??= db.command({ ping: 1 }, { timeoutMS: deadlineMs })
+      .then(() => true, () => false)
+      .finally(() => { outstanding = undefined })
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), deadlineMs) })
+    try {
+      return await Promise.race([outstanding, deadline])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  return { client, db, transactional, withTransaction, ping }
 }
 
 export default fp(async function mongo (fastify) {

@@ -1,0 +1,106 @@
+import { test } from 'tap'
+import { buildApp, signUp, startDependencies, uniqueEmail, type Dependencies } from '../helper.js'
+import { startScript, waitFor } from '../processes.js'
+import { freePort } from '../ports.js'
+
+// The database as an operator meets its failures: a process that hangs (stopped, its sockets
+// open, so the driver sees no error, only silence) and one that is gone. The MongoDB stand-in
+// runs as a process of its own here, so it can be stopped and resumed like a real server.
+
+const EVENT = {
+  title: 'Standup',
+  startDate: '2026-05-04T09:00:00Z',
+  endDate: '2026-05-04T09:15:00Z',
+  timeZone: 'UTC'
+}
+
+async function startMongoProcess (t: Parameters<typeof startDependencies>[0]) {
+  const port = await freePort()
+  const mongo = startScript(t, 'dev/mongo/cli.ts', ['--port', String(port), '--replica-set', 'rs0'])
+  const ready = await waitFor(() => mongo.stdout().includes('mongodb://'), 20_000)
+  if (!ready) throw new Error(`the MongoDB stand-in did not start: ${mongo.output()}`)
+  const uri = mongo.stdout().trim().split('\n')[0] ?? ''
+  const pid = mongo.child.pid
+  if (pid === undefined) throw new Error('no pid')
+  // A stopped process is resumed at the end, so the test's own cleanup can stop it.
+  t.teardown(() => { if (mongo.child.exitCode === null && mongo.child.signalCode === null) process.kill(pid, 'SIGCONT') })
+  return {
+    uri,
+    hang: () => { process.kill(pid, 'SIGSTOP') },
+    resume: () => { process.kill(pid, 'SIGCONT') },
+    kill: async () => { mongo.child.kill('SIGKILL'); await mongo.exited }
+  }
+}
+
+function onProcess (deps: Dependencies, uri: string): Dependencies {
+  return {
+    ...deps,
+    mongoUri: uri,
+    databaseUri: (database) => {
+      const url = new URL(uri)
+      url.pathname = `/${database}`
+      return url.toString()
+    },
+    replicaSet: true
+  }
+}
+
+test('a hung database: health answers 500 within 1.5 s, writes 503 with Retry-After, nothing half-written', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
+  const mongo = await startMongoProcess(t)
+  const deps = onProcess(await startDependencies(t), mongo.uri)
+  const { app, log } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('hung-db'), password: 'pw-for-hung-db-1' })
+  t.equal((await app.inject({ method: 'GET', url: '/api/health' })).statusCode, 200)
+
+  mongo.hang()
+  for (const round of [1, 2]) {
+    const started = Date.now()
+    const health = await app.inject({ method: 'GET', url: '/api/health' })
+    const took = Date.now() - started
+    t.equal(health.statusCode, 500, `probe ${round}: 500 while the database is silent`)
+    t.equal(health.json().status, 'error')
+    t.ok(took < 1500, `probe ${round} answered in ${took} ms`)
+  }
+
+  const started = Date.now()
+  const write = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'a'.repeat(24) } })
+  const took = Date.now() - started
+  t.equal(write.statusCode, 503)
+  t.equal(write.json().code, 'DATABASE_UNAVAILABLE')
+  t.equal(write.headers['retry-after'], '5')
+  t.ok(took < 8000, `the write answered in ${took} ms`)
+  t.ok(log.lines().some((line) => line.msg === 'database unavailable'), 'operators see why')
+
+  mongo.resume()
+  t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/api/health' })).statusCode === 200, 15_000), 'health recovers with the database')
+  const events = app.mongo.db.collection('events')
+  const outbox = app.mongo.db.collection('syncOutbox')
+  const stored = await events.countDocuments({ _id: 'a'.repeat(24) as never })
+  const reported = await outbox.countDocuments({ user: user.userId, 'entry.report.eventId': 'a'.repeat(24) })
+  t.equal(stored, reported, 'the event and its report exist together or not at all')
+  const retried = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'b'.repeat(24) } })
+  t.equal(retried.statusCode, 204, 'writes work again')
+})
+
+test('a database that is gone: writes answer 503 with Retry-After quickly', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
+  const mongo = await startMongoProcess(t)
+  const deps = onProcess(await startDependencies(t), mongo.uri)
+  const { app } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('gone-db'), password: 'pw-for-gone-db-1' })
+  await mongo.kill()
+
+  const started = Date.now()
+  const write = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'c'.repeat(24) } })
+  const took = Date.now() - started
+  t.equal(write.statusCode, 503)
+  t.same({ ...write.json() }, {
+    statusCode: 503,
+    code: 'DATABASE_UNAVAILABLE',
+    error: 'Service Unavailable',
+    message: 'The service is briefly unavailable; try again shortly'
+  })
+  t.equal(write.headers['retry-after'], '5')
+  t.ok(took < 8000, `answered in ${took} ms`)
+  const health = await app.inject({ method: 'GET', url: '/api/health' })
+  t.equal(health.statusCode, 500)
+})
