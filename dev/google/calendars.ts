@@ -23,6 +23,8 @@ export interface Calendar {
   primary: boolean
   /** Stable per calendar, as Google's resourceId is per watched resource. */
   resourceId: string
+  /** The account's calendar-list version at which this entry last changed (calendarList sync). */
+  entryVersion: number
   /** Number of the last change; each write takes the next one. */
   seq: number
   /** Sync tokens carry the epoch they were issued in; a new epoch makes all of them answer 410. */
@@ -107,6 +109,9 @@ function firstChangeAfter (changes: Array<{ seq: number }>, seq: number): number
 export class Calendars {
   private readonly calendars = new Map<string, Calendar>()
   private readonly bySub = new Map<string, string[]>()
+  /** Per account: the calendar list's version, and the entries removed from it (for calendarList sync). */
+  private readonly listVersions = new Map<string, number>()
+  private readonly removedEntries = new Map<string, Array<{ id: string, version: number }>>()
   private nextColor = 0
 
   constructor (
@@ -131,6 +136,7 @@ export class Calendars {
       selected: input.selected ?? !(input.hidden ?? false),
       primary,
       resourceId: newOpaqueId(18),
+      entryVersion: this.bumpListVersion(owner.sub),
       seq: 0,
       epoch: newOpaqueId(6),
       updated: this.now(),
@@ -164,7 +170,33 @@ export class Calendars {
     if (calendar.primary) throw new Error('a primary calendar cannot be deleted')
     this.calendars.delete(calendar.id)
     this.bySub.set(calendar.ownerSub, (this.bySub.get(calendar.ownerSub) ?? []).filter((id) => id !== calendar.id))
+    const removed = this.removedEntries.get(calendar.ownerSub) ?? []
+    removed.push({ id: calendar.id, version: this.bumpListVersion(calendar.ownerSub) })
+    this.removedEntries.set(calendar.ownerSub, removed)
     this.onChange(calendar, 'not_exists')
+  }
+
+  listVersion (sub: string): number {
+    return this.listVersions.get(sub) ?? 0
+  }
+
+  /** The account's calendar-list entries changed after `version` (hidden ones too), and the ids removed. */
+  listChangesSince (sub: string, version: number): { changed: Calendar[], removed: Array<{ id: string, version: number }> } {
+    return {
+      changed: this.of(sub).filter((calendar) => calendar.entryVersion > version),
+      removed: this.removed(sub).filter((entry) => entry.version > version)
+    }
+  }
+
+  /** Entries removed from the account's calendar list, with the list version of their removal. */
+  removed (sub: string): Array<{ id: string, version: number }> {
+    return [...(this.removedEntries.get(sub) ?? [])]
+  }
+
+  private bumpListVersion (sub: string): number {
+    const version = (this.listVersions.get(sub) ?? 0) + 1
+    this.listVersions.set(sub, version)
+    return version
   }
 
   /** Every sync token issued for the calendar so far answers 410 from now on. */

@@ -33,6 +33,20 @@ const MAX_CALENDAR_LIST_PAGE = 250
 
 type Query = Record<string, unknown>
 
+const encodeJson = (value: object): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
+
+function decodeJson (token: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const deletedEntry = (entry: { id: string, version: number }): Record<string, unknown> =>
+  ({ kind: 'calendar#calendarListEntry', etag: `"${entry.version}"`, id: entry.id, deleted: true })
+
 const queryOf = (request: FastifyRequest): Query => (request.query ?? {}) as Query
 const paramsOf = (request: FastifyRequest): Record<string, string> => (request.params ?? {}) as Record<string, string>
 
@@ -133,25 +147,39 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
 
   app.get('/users/me/calendarList', { config: { operation: 'calendar.calendarList.list' } }, async (request) => {
     const auth = requireScope(request, READ_CALENDAR_LIST)
+    const sub = auth.account.sub
     const query = queryOf(request)
-    if (textParam(query, 'syncToken') !== undefined) {
-      throw apiErrors.badRequest('calendarList sync tokens are not served by this stand-in.', 'syncToken')
-    }
     const maxResults = integerParam(query, 'maxResults', 1, MAX_CALENDAR_LIST_PAGE, DEFAULT_CALENDAR_LIST_PAGE)
-    const showHidden = booleanParam(query, 'showHidden') ?? false
-    const entries = calendars.of(auth.account.sub).filter((calendar) => showHidden || !calendar.hidden)
+    const syncToken = textParam(query, 'syncToken')
+    const showHidden = booleanParam(query, 'showHidden')
+    const showDeleted = booleanParam(query, 'showDeleted')
     const pageToken = textParam(query, 'pageToken')
-    const offset = pageToken === undefined ? 0 : Number(Buffer.from(pageToken, 'base64url').toString('utf8'))
-    if (!Number.isInteger(offset) || offset < 0) throw apiErrors.invalid('Invalid page token value.', 'pageToken')
-    const page = entries.slice(offset, offset + maxResults)
+    const page = pageToken === undefined ? undefined : decodeJson(pageToken)
+    if (page !== undefined && (!Number.isInteger(page['o']) || !Number.isInteger(page['v']))) throw apiErrors.invalid('Invalid page token value.', 'pageToken')
+    // The list's version when its first page was read: the sync token of its last page.
+    const version = page === undefined ? calendars.listVersion(sub) : page['v'] as number
+    let entries: Array<Record<string, unknown>>
+    if (syncToken !== undefined) {
+      // "All entries deleted and hidden since the previous list request will always be in the
+      // result set and it is not allowed to set showDeleted neither showHidden to False."
+      if (showHidden === false || showDeleted === false || query['minAccessRole'] !== undefined) throw apiErrors.syncTokenWithRestrictions()
+      const token = decodeJson(syncToken)
+      if (token?.['a'] !== sub || !Number.isInteger(token['v']) || (token['v'] as number) > calendars.listVersion(sub)) throw apiErrors.fullSyncRequired()
+      const { changed, removed } = calendars.listChangesSince(sub, token['v'] as number)
+      entries = [...changed.map(listEntry), ...removed.map(deletedEntry)]
+    } else {
+      entries = calendars.of(sub).filter((calendar) => showHidden === true || !calendar.hidden).map(listEntry)
+      if (showDeleted === true) entries.push(...calendars.removed(sub).map(deletedEntry))
+    }
+    const offset = page === undefined ? 0 : page['o'] as number
     const more = offset + maxResults < entries.length
     return {
       kind: 'calendar#calendarList',
-      etag: `"${entries.reduce((sum, calendar) => sum + calendar.updated, 0)}"`,
+      etag: `"${version}"`,
       ...(more
-        ? { nextPageToken: Buffer.from(String(offset + maxResults)).toString('base64url') }
-        : { nextSyncToken: Buffer.from(`calendarList:${auth.account.sub}`).toString('base64url') }),
-      items: page.map(listEntry)
+        ? { nextPageToken: encodeJson({ o: offset + maxResults, v: version }) }
+        : { nextSyncToken: encodeJson({ a: sub, v: version }) }),
+      items: entries.slice(offset, offset + maxResults)
     }
   })
 

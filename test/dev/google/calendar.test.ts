@@ -54,6 +54,17 @@ test('calendarList: the primary calendar and the visible ones; hidden ones with 
   t.match(withHidden.data.items?.[2], { summary: 'Holidays', hidden: true })
   const primary = await api.calendars.get({ calendarId: 'primary' })
   t.match(primary.data, { id: ALICE, timeZone: BERLIN })
+
+  const syncToken = data.nextSyncToken ?? ''
+  t.ok(syncToken, 'the last page carries a sync token')
+  t.same((await api.calendarList.list({ syncToken })).data.items, [], 'nothing changed')
+  const added = (await control<{ id: string }>(google, 'POST', `/accounts/${ALICE}/calendars`, { summary: 'Secret', hidden: true })).body
+  const work = data.items?.[1]?.id ?? ''
+  await control(google, 'DELETE', `/calendars/${work}`)
+  const changes = await api.calendarList.list({ syncToken })
+  t.match(changes.data.items, [{ id: added.id, summary: 'Secret', hidden: true }, { id: work, deleted: true }], 'new hidden and deleted entries come incrementally')
+  t.equal((await failure(api.calendarList.list({ syncToken, showHidden: false }))).status, 400)
+  t.equal((await failure(api.calendarList.list({ syncToken: 'bogus' }))).status, 410)
 })
 
 test('a 10,000-event calendar seeds fast and lists in pages: 250 by default, at most 2500', async (t) => {
