@@ -48,6 +48,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
 }
 
 export const REQUEST_RECEIVE_DEADLINE_MS = 30_000
+/** Headers come first and are small: a client that has not sent them by then is not going to. */
+export const HEADERS_RECEIVE_DEADLINE_MS = 10_000
 /** What a client is told to wait before retrying while the database is unavailable. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5
 
@@ -72,6 +74,8 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: Fastify
 }
 
 const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {
+  // Node's own limit for headers (60 s) is longer than the whole request's, which would leave it unused.
+  fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
   await fastify.register(mongoPlugin)
   // The app's own decorators (plugins/app): they add no request hooks, so their order is only

@@ -3,7 +3,7 @@
 // database and the load generator live in other processes, as they do in a deployment.
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { MongoClient } from 'mongodb'
+import { connectMongo } from '../plugins/external/mongo.js'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
@@ -33,11 +33,13 @@ const probe = await backend.inject({ method: 'GET', url: '/api/health' })
 const sameHeaders = Object.fromEntries(Object.entries(probe.headers)
   .filter(([name]) => !['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)))
 
-const client = new MongoClient(databaseUri)
-await client.connect()
-const db = client.db()
+// The same database handle and ping as the backend's (one ping shared by concurrent probes), so
+// only the framework differs.
+const database = await connectMongo(databaseUri)
+const client = database.client
 const bare = createServer((request, response) => {
-  db.command({ ping: 1 }, { timeoutMS: 1000 }).then(() => {
+  database.ping(1000).then((ok) => {
+    if (!ok) return response.writeHead(500).end()
     const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() })
     response.writeHead(200, { ...sameHeaders, 'content-length': Buffer.byteLength(body) })
     response.end(body)

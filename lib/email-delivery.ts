@@ -24,9 +24,8 @@ export function smtpSettings (config: Pick<Config, 'sessions'>) {
     host: smtp.host,
     port: smtp.port,
     secure: smtp.secure,
-    ...(smtp.user === undefined ? {} : { authUsername: smtp.user }),
-    // The library's type asks for a password even when the server needs none.
-    password: smtp.password ?? '',
+    authUsername: smtp.user,
+    password: smtp.password,
     from: { name: smtp.fromName, email: smtp.fromEmail }
   }
 }

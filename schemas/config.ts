@@ -66,8 +66,9 @@ export const SessionsSchema = section({
     host: Type.String({ minLength: 1, description: 'SMTP server host' }),
     port: Type.Integer({ minimum: 1, maximum: 65535, description: 'SMTP server port' }),
     secure: Type.Boolean({ default: false, description: 'TLS from the first byte (port 465); otherwise STARTTLS when offered' }),
-    user: Type.Optional(Type.String({ minLength: 1, description: 'SMTP user name, when the server asks for one' })),
-    password: Type.Optional(Secret('SMTP password')),
+    // The session library's SMTP sender always authenticates, so both are needed.
+    user: Type.String({ minLength: 1, description: 'SMTP user name' }),
+    password: Secret('SMTP password'),
     fromName: Type.String({ minLength: 1, default: 'Calendar', description: 'Sender name of account emails' }),
     fromEmail: Type.String({ minLength: 3, description: 'Sender address of account emails' })
   }, 'Delivery of account emails (password reset, email verification) over SMTP; without it the session library\'s own sender is used'))

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
+import { DATABASE_DEADLINES } from '../../lib/mongo-errors.js'
 
 export interface MongoHandle {
   client: MongoClient
@@ -25,31 +26,9 @@ declare module 'fastify' {
   }
 }
 
-/**
- * How long one database operation may take, retries included (the driver's client-side operation
- * timeout). A database that stopped answering (its process hung, its sockets open) would otherwise
- * hold a request for as long as the operating system keeps the connection: requests answer 503
- * instead, and nothing waits on a socket without an end.
- */
-export const OPERATION_DEADLINE_MS = 5000
-/** How long the driver looks for a server it can use before it gives up on an operation. */
-export const SERVER_SELECTION_DEADLINE_MS = 3000
-/**
- * How long opening a connection may take, handshake included. The operation deadline does not
- * cover the handshake of a new pooled connection, and a hung server accepts the TCP connection
- * (the kernel does) and then never answers its hello: the driver's default (30 s) would hold a
- * request that long per connection it opens.
- */
-export const CONNECT_DEADLINE_MS = 2000
-
 /** Connects to the database a URI names (its path names the database) and learns whether it has transactions. */
 export async function connectMongo (uri: string): Promise<MongoHandle> {
-  const client = new MongoClient(uri, {
-    appName: 'calendar-backend',
-    serverSelectionTimeoutMS: SERVER_SELECTION_DEADLINE_MS,
-    connectTimeoutMS: CONNECT_DEADLINE_MS,
-    timeoutMS: OPERATION_DEADLINE_MS
-  })
+  const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES })
   await client.connect()
   const db = client.db()
   const hello = await db.admin().command({ hello: 1 })
@@ -67,7 +46,7 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
 
   let outstanding: Promise<boolean> | undefined
   async function ping (deadlineMs: number): Promise<boolean> {
-    outstanding ??= db.command({ ping: 1 }, { timeoutMS: deadlineMs })
+    outstanding ??= db.command({ ping: 1 })
       .then(() => true, () => false)
       .finally(() => { outstanding = undefined })
     let timer: NodeJS.Timeout | undefined

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { MongoClient } from 'mongodb'
 import type { Db } from 'mongodb'
 import type { SyncConfig } from '../../schemas/config.js'
-import { isUnauthorizedError } from '../../lib/mongo-errors.js'
+import { DATABASE_DEADLINES, isUnauthorizedError } from '../../lib/mongo-errors.js'
 import { apiDatabaseOf, checkIsolation, SyncStartupError } from '../lib/isolation.js'
 
 export interface SyncDatabase {
@@ -41,7 +41,7 @@ async function proveLeastPrivilege (client: MongoClient, config: SyncConfig): Pr
 export default fp(async function syncDatabase (fastify) {
   const config = fastify.syncConfig
   checkIsolation(config)
-  const client = new MongoClient(config.sync.databaseUri, { appName: 'calendar-sync', serverSelectionTimeoutMS: 5000 })
+  const client = new MongoClient(config.sync.databaseUri, { appName: 'calendar-sync', ...DATABASE_DEADLINES })
   await client.connect()
   try {
     if (config.sync.enforceLeastPrivilege === true) await proveLeastPrivilege(client, config)

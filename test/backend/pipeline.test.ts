@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { buildApp, signUp, startDependencies, uniqueEmail, WEB_URL } from '../helper.js'
+import { buildApp, listen, signUp, startDependencies, uniqueEmail, WEB_URL } from '../helper.js'
+import { REQUEST_RECEIVE_DEADLINE_MS } from '../../app.js'
 
 test('request pipeline', async (t) => {
   const deps = await startDependencies(t)
@@ -70,6 +71,32 @@ test('request pipeline', async (t) => {
   })
 })
 
+test('the request order is the specification\'s: CORS and session, then security headers, logging and body parsing, then the routes', async (t) => {
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps)
+  // Fastify runs the hooks of plugins in the order they were registered (and parses bodies after
+  // every onRequest hook), so the order of registration is the order of handling.
+  const tree = app.printPlugins().split('\n')
+  const position = (name: string, from = 0) => tree.findIndex((line, index) => index >= from && new RegExp(`[─┬] ${name} \\d+ ms$`).test(line))
+  const routes = position('refresh')
+  const order = ['cors', 'auth-rate-limit', 'session', 'security-headers', 'request-logging'].map((name) => [name, position(name)] as const)
+  for (const [name, index] of order) t.ok(index > 0, `${name} is registered`)
+  for (let i = 1; i < order.length; i++) {
+    const [before, beforeAt] = order[i - 1] as readonly [string, number]
+    const [after, afterAt] = order[i] as readonly [string, number]
+    t.ok(beforeAt < afterAt, `${before} comes before ${after}`)
+  }
+  t.ok((order.at(-1)?.[1] ?? Infinity) < routes, 'the routes come after the request pipeline')
+
+  // And as a client sees it: a session refused by the library still carries the CORS grant and
+  // the security headers, and its answer is the library's own.
+  const refused = await app.inject({ method: 'GET', url: '/api/user/profile', headers: { origin: WEB_URL, authorization: 'Bearer not-a-token' } })
+  t.equal(refused.statusCode, 401)
+  t.same(refused.json(), { message: 'unauthorised' }, 'the session library\'s error handler answered')
+  t.equal(refused.headers['access-control-allow-origin'], WEB_URL)
+  t.equal(refused.headers['x-content-type-options'], 'nosniff')
+})
+
 test('server errors never show internals', async (t) => {
   const deps = await startDependencies(t)
   const { app, log } = await buildApp(t, deps, {}, undefined, (app) => {
@@ -80,4 +107,13 @@ test('server errors never show internals', async (t) => {
   t.notMatch(response.body, /hunter2/)
   t.same(response.json(), { statusCode: 500, error: 'Internal Server Error', message: 'Something went wrong on our side; try again later' })
   t.ok(log.lines().some((line) => line.msg === 'request failed'), 'the error is logged for operators')
+})
+
+test('a request must arrive within the receive deadline; answering has none, so streams may last', async (t) => {
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps)
+  await listen(app)
+  t.equal(app.server.requestTimeout, REQUEST_RECEIVE_DEADLINE_MS, 'the whole request (headers and body) within 30 s')
+  t.ok(app.server.headersTimeout > 0 && app.server.headersTimeout <= app.server.requestTimeout, 'headers within that too')
+  t.equal(app.server.timeout, 0, 'no deadline on the answer: an event stream is one long answer')
 })

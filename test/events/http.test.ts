@@ -40,14 +40,16 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
   const ada = await signUp(app, { email: uniqueEmail('ada'), password: 'correct horse 1', name: 'Ada' })
   const bob = await signUp(app, { email: uniqueEmail('bob'), password: 'correct horse 2', name: 'Bob' })
 
+  // Every named publish operation of the stream broker goes through `publish`, so this sees all.
   const published: string[] = []
-  if (app.hasDecorator('sse')) {
-    const publish = app.sse.publish.bind(app.sse)
-    app.sse.publish = (userId, message) => {
-      published.push(`${userId}:${message.type}`)
-      return publish(userId, message)
-    }
+  const publish = app.sse.publish.bind(app.sse)
+  app.sse.publish = (userId, message) => {
+    published.push(`${userId}:${message.type}`)
+    return publish(userId, message)
   }
+  app.sse.publishCalendarsChanged(bob.userId, { reasons: ['calendar'], refetchAll: false })
+  t.same(published, [`${bob.userId}:calendarsChanged`], 'the recorder sees what the broker publishes')
+  published.length = 0
 
   const as = (who: { headers: Record<string, string> }) => ({
     post: async (payload: unknown) => await app.inject({

@@ -93,10 +93,12 @@ const EXPECTED: Record<BeforeState, Record<AfterState, Expected>> = {
 
 test('every cell of the transition table', async (t) => {
   t.equal(Object.keys(TRANSITIONS).length, BEFORE_STATES.length)
-  let cells = 0
+  // The rule table of lib/events/transition.ts has a rule for every pair of states: a missing
+  // cell would be a transition nobody decided.
+  const ruled = Object.values(TRANSITIONS).reduce((count, row) => count + Object.keys(row).length, 0)
+  t.equal(ruled, BEFORE_STATES.length * AFTER_STATES.length, 'a rule for every cell')
   for (const beforeState of BEFORE_STATES) {
     for (const afterState of AFTER_STATES) {
-      cells += 1
       t.test(`${beforeState} -> ${afterState}`, async (t) => {
         const id = '0000000000000000000000ff'
         const base = series({ _id: '0000000000000000000000aa' })
@@ -118,7 +120,6 @@ test('every cell of the transition table', async (t) => {
       })
     }
   }
-  t.equal(cells, 35)
 })
 
 test('a series whose timing changes drops its edited occurrences', async (t) => {
