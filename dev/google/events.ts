@@ -3,6 +3,7 @@
 import { DateTime, IANAZone } from 'luxon'
 import { ApiError, apiErrors } from './errors.js'
 import { checkRecurrence, lastOccurrenceStart } from './recurrence.js'
+import { formatDateTime } from './zones.js'
 
 export type EventStatus = 'confirmed' | 'tentative' | 'cancelled'
 
@@ -186,8 +187,7 @@ const rfc3339 = (ms: number): string => new Date(ms).toISOString()
 /** An EventTime as Google writes it: a dateTime in its own zone, else the calendar's (or the request's). */
 function timeOut (time: StoredTime, displayZone: string): EventTime {
   if (time.date !== undefined) return { date: time.date, ...(time.timeZone === undefined ? {} : { timeZone: time.timeZone }) }
-  const zone = time.timeZone ?? displayZone
-  const dateTime = DateTime.fromMillis(time.ms, { zone }).toISO({ suppressMilliseconds: true }) ?? rfc3339(time.ms)
+  const dateTime = formatDateTime(time.ms, time.timeZone ?? displayZone)
   return { dateTime, ...(time.timeZone === undefined ? {} : { timeZone: time.timeZone }) }
 }
 

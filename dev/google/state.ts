@@ -9,13 +9,14 @@ import { Channels } from './channels.js'
 import type { Channel, DeliveryOptions } from './channels.js'
 import { ApiError, ControlError } from './errors.js'
 import { isValidZone, readEventWrite, renderEvent } from './events.js'
-import type { EventResource, EventWrite, StoredEvent } from './events.js'
+import type { EventResource, EventWrite, StoredEvent, StoredTime } from './events.js'
 import { Counters, Faults, readFaultInput } from './faults.js'
 import type { Fault, OperationCount } from './faults.js'
 import { Identity } from './identity.js'
 import type { Account, ClientRegistration, Lifetimes } from './identity.js'
 import type { SigningKeys } from './keys.js'
 import { newEventId } from './secrets.js'
+import { wallClockText, wallClockToMillis } from './zones.js'
 
 export interface AccountSetup {
   email: string
@@ -321,58 +322,55 @@ function generateEvents (calendar: Calendar, spec: SeedGenerator, now: number): 
   const first = spec.from === undefined
     ? DateTime.fromMillis(now, { zone }).startOf('day').minus({ days: 180 })
     : DateTime.fromISO(spec.from, { zone })
-  if (!first.isValid) throw new ControlError(400, 'generate.from must be a date (YYYY-MM-DD)')
+  if (!first.isValid || (spec.from !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(spec.from))) throw new ControlError(400, 'generate.from must be a date (YYYY-MM-DD)')
   if (counts.exceptions > 0 && counts.series === 0) throw new ControlError(400, 'exceptions need series')
+  // Days are counted in UTC date arithmetic (no zone involved); times become instants in the zone.
+  const dayOf = (offset: number): { y: number, m: number, d: number } => {
+    const date = new Date(Date.UTC(first.year, first.month - 1, first.day + offset))
+    return { y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate() }
+  }
+  const time = (day: { y: number, m: number, d: number }, hour: number, minute = 0): StoredTime =>
+    ({ dateTime: wallClockText(day.y, day.m, day.d, hour, minute), timeZone: zone, ms: wallClockToMillis(zone, day.y, day.m, day.d, hour, minute) })
+  const date = (day: { y: number, m: number, d: number }): StoredTime =>
+    ({ date: wallClockText(day.y, day.m, day.d).slice(0, 10), ms: wallClockToMillis(zone, day.y, day.m, day.d) })
   const writes: EventWrite[] = []
-  const time = (at: DateTime): { dateTime: string, timeZone: string, ms: number } =>
-    ({ dateTime: at.toISO({ suppressMilliseconds: true, includeOffset: false }) ?? '', timeZone: zone, ms: at.toMillis() })
 
   for (let i = 0; i < counts.singles; i++) {
-    const day = first.plus({ days: i % days })
+    const day = dayOf(i % days)
     if (i % 10 === 9) {
-      writes.push({
-        summary: `All-day ${i}`,
-        start: { date: day.toISODate() ?? '', ms: day.toMillis() },
-        end: { date: day.plus({ days: 1 }).toISODate() ?? '', ms: day.plus({ days: 1 }).toMillis() },
-        extra: {}
-      })
+      writes.push({ summary: `All-day ${i}`, start: date(day), end: date(dayOf((i % days) + 1)), extra: {} })
     } else {
-      const start = day.set({ hour: 8 + (i % 10), minute: (i % 4) * 15 })
-      writes.push({ summary: `Event ${i}`, location: i % 3 === 0 ? `Room ${i % 7}` : undefined, start: time(start), end: time(start.plus({ hours: 1 })), extra: {} })
+      const hour = 8 + (i % 10)
+      const minute = (i % 4) * 15
+      writes.push({ summary: `Event ${i}`, ...(i % 3 === 0 ? { location: `Room ${i % 7}` } : {}), start: time(day, hour, minute), end: time(day, hour + 1, minute), extra: {} })
     }
   }
-  const seriesIds: string[] = []
-  const seriesStarts: DateTime[] = []
-  const seriesDaily: boolean[] = []
+  const series: Array<{ id: string, firstDay: number, hour: number, daily: boolean }> = []
   for (let i = 0; i < counts.series; i++) {
-    const id = newEventId()
-    const start = first.plus({ days: i % Math.min(days, 7) }).set({ hour: 9 + (i % 8) })
-    const daily = i % 4 === 3
-    seriesIds.push(id)
-    seriesStarts.push(start)
-    seriesDaily.push(daily)
+    const entry = { id: newEventId(), firstDay: i % Math.min(days, 7), hour: 9 + (i % 8), daily: i % 4 === 3 }
+    series.push(entry)
+    const day = dayOf(entry.firstDay)
     writes.push({
-      id,
+      id: entry.id,
       summary: `Series ${i}`,
-      start: time(start),
-      end: time(start.plus({ minutes: 30 })),
-      recurrence: [daily ? 'RRULE:FREQ=DAILY;COUNT=30' : 'RRULE:FREQ=WEEKLY;COUNT=52'],
+      start: time(day, entry.hour),
+      end: time(day, entry.hour, 30),
+      recurrence: [entry.daily ? 'RRULE:FREQ=DAILY;COUNT=30' : 'RRULE:FREQ=WEEKLY;COUNT=52'],
       extra: {}
     })
   }
   for (let j = 0; j < counts.exceptions; j++) {
     const index = j % counts.series
     const occurrence = Math.floor(j / counts.series) + 1
-    const daily = seriesDaily[index] ?? false
-    if (occurrence >= (daily ? 30 : 52)) throw new ControlError(400, 'too many exceptions for the generated series')
-    const seriesStart = seriesStarts[index] ?? first
-    const original = seriesStart.plus(daily ? { days: occurrence } : { weeks: occurrence })
-    const write: EventWrite = { recurringEventId: seriesIds[index] ?? '', originalStartTime: time(original), extra: {} }
+    const entry = series[index]
+    if (entry === undefined) continue
+    if (occurrence >= (entry.daily ? 30 : 52)) throw new ControlError(400, 'too many exceptions for the generated series')
+    const day = dayOf(entry.firstDay + occurrence * (entry.daily ? 1 : 7))
+    const write: EventWrite = { recurringEventId: entry.id, originalStartTime: time(day, entry.hour), extra: {} }
     if (j % 3 === 0) {
       write.status = 'cancelled'
     } else {
-      const moved = original.plus({ hours: 1 })
-      Object.assign(write, { summary: `Series ${index} (moved)`, start: time(moved), end: time(moved.plus({ minutes: 30 })) })
+      Object.assign(write, { summary: `Series ${index} (moved)`, start: time(day, entry.hour + 1), end: time(day, entry.hour + 1, 30) })
     }
     writes.push(write)
   }
