@@ -98,7 +98,9 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const outIndex = args.indexOf('--out')
   const outDir = outIndex >= 0 ? resolve(args[outIndex + 1] ?? '') : join(webDir, 'dist')
   const file = configPath(args)
-  const values = file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
+  // web/server.ts passes the values of the server it starts.
+  const given = process.env.WEB_BUILD_VALUES
+  const values = given !== undefined ? JSON.parse(given) as WebValues : file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
   await buildWeb({ outDir, values })
   process.stdout.write(`web client built into ${outDir} (API ${bundleValues(values).apiUrl})\n`)
 }

@@ -2,6 +2,7 @@
 // routes (/day, /week, /auth/extprovider/callback) load on a reload or from a link. The bundle is
 // built on demand for the given values (kept in a cache keyed by them and by the sources), or a
 // prebuilt directory (web/dist from `npm run build:web`) is served as it is.
+import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { existsSync } from 'node:fs'
@@ -9,7 +10,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { extname, join, relative, resolve, sep } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
-import { buildWeb, bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
+import { bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
 
 export interface WebServerOptions extends WebValues {
   port: number
@@ -69,6 +70,25 @@ async function sourceFingerprint (): Promise<string> {
   return hash.digest('hex')
 }
 
+/**
+ * Vite sets process.env.NODE_ENV to `production` while it builds, which would leak into everything
+ * else running in this process (tests, the local stack), so the build runs in its own process.
+ */
+async function buildInChildProcess (outDir: string, values: WebValues): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(webDir, 'build.ts'), '--out', outDir], {
+    cwd: repositoryRoot,
+    env: { ...process.env, WEB_BUILD_VALUES: JSON.stringify(bundleValues(values)) },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('close', resolve)
+  })
+  if (code !== 0) throw new Error(`building the web client failed (exit ${code}): ${stderr.trim()}`)
+}
+
 /** The directory holding a build for these values, building it first when there is none. */
 export async function ensureBuild (values: WebValues, cacheDir: string = join(repositoryRoot, 'node_modules', '.cache', 'calendar-web')): Promise<string> {
   const key = createHash('sha256').update(JSON.stringify(bundleValues(values))).update(await sourceFingerprint()).digest('hex').slice(0, 16)
@@ -76,7 +96,7 @@ export async function ensureBuild (values: WebValues, cacheDir: string = join(re
   if (existsSync(join(target, 'index.html'))) return target
   await mkdir(cacheDir, { recursive: true })
   const staging = `${target}.${process.pid}.${Date.now()}`
-  await buildWeb({ outDir: staging, values })
+  await buildInChildProcess(staging, values)
   try {
     await rename(staging, target)
   } catch {

@@ -46,7 +46,6 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
     left: `calc(${placed.column * width}% + ${dragging && drag.mode === 'move' ? drag.days * drag.columnWidth : 0}px)`,
     width: `calc(${width}% - 4px)`
   }
-  const label = `${event.title === '' ? '(No title)' : event.title}, ${timeLabel(event, userZone)}${isOccurrence(event) ? ', repeats' : ''}${event.location !== undefined && event.location !== '' ? `, ${event.location}` : ''}`
 
   function pointerDown (pointer: PointerEvent, mode: Drag['mode']) {
     if (pointer.button !== 0) return
@@ -69,15 +68,18 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
   return (
     <div class={`${eventClass(event)}${dragging ? ' dragging' : ''}${placed.height < 40 ? ' short' : ''}`} style={style}>
       <button
-        type='button' class='event-body' aria-label={label}
+        type='button' class='event-body'
         aria-keyshortcuts='Alt+ArrowUp Alt+ArrowDown Alt+ArrowLeft Alt+ArrowRight Alt+Shift+ArrowUp Alt+Shift+ArrowDown'
         onPointerDown={(pointer) => pointerDown(pointer, 'move')}
         onClick={() => { if (!dragging) props.onOpen(event) }}
         onKeyDown={keyDown}
       >
+        {/* The hidden commas make the button's name read as a sentence: "Lunch, 12:30 – 13:30, Corner café". */}
         <span class='event-title'>{event.title === '' ? '(No title)' : event.title}</span>
+        <span class='sr-only'>, </span>
         <span class='event-time'>{timeLabel(event, userZone)}</span>
-        {event.location !== undefined && event.location !== '' && <span class='event-location'>{event.location}</span>}
+        {isOccurrence(event) && <span class='sr-only'>, repeats</span>}
+        {event.location !== undefined && event.location !== '' && <><span class='sr-only'>, </span><span class='event-location'>{event.location}</span></>}
       </button>
       <span class='resize-handle' aria-hidden='true' onPointerDown={(pointer) => pointerDown(pointer as PointerEvent, 'resize')} />
     </div>
