@@ -296,7 +296,10 @@ export class Calendars {
     let page: PageTokenPayload | undefined
     if (query.pageToken !== undefined) {
       page = decode<PageTokenPayload>(query.pageToken, isPageToken)
-      if (page === undefined || page.c !== calendar.id) throw apiErrors.invalid('Invalid page token value.', 'pageToken')
+      // A page token belongs to one calendar and one kind of list (full or incremental).
+      if (page === undefined || page.c !== calendar.id || (page.m === 'sync') !== (query.syncToken !== undefined)) {
+        throw apiErrors.invalid('Invalid page token value.', 'pageToken')
+      }
       if (page.m === 'sync' && page.e !== calendar.epoch) throw apiErrors.fullSyncRequired()
     }
     if (query.syncToken !== undefined) {

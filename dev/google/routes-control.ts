@@ -54,10 +54,16 @@ export async function controlRoutes (app: FastifyInstance, options: { state: Goo
     for (const name of ['name', 'picture', 'timeZone']) {
       if (body[name] !== undefined && typeof body[name] !== 'string') throw new ControlError(400, `${name} must be a string`)
     }
-    if (body['emailVerified'] !== undefined && typeof body['emailVerified'] !== 'boolean') throw new ControlError(400, 'emailVerified must be a boolean')
+    // `email_verified` (the claim's name) is taken as well as `emailVerified`.
+    const emailVerified = body['emailVerified'] ?? body['email_verified']
+    if (emailVerified !== undefined && typeof emailVerified !== 'boolean') throw new ControlError(400, 'emailVerified must be a boolean')
     if (body['calendars'] !== undefined && !Array.isArray(body['calendars'])) throw new ControlError(400, 'calendars must be an array')
     const setup: AccountSetup = {
-      ...(body as unknown as AccountSetup),
+      email: body['email'],
+      ...(typeof body['name'] === 'string' ? { name: body['name'] } : {}),
+      ...(typeof body['picture'] === 'string' ? { picture: body['picture'] } : {}),
+      ...(typeof body['timeZone'] === 'string' ? { timeZone: body['timeZone'] } : {}),
+      ...(emailVerified === undefined ? {} : { emailVerified: emailVerified as boolean }),
       calendars: ((body['calendars'] ?? []) as unknown[]).map(calendarInput)
     }
     return reply.code(201).send(state.createAccount(setup))

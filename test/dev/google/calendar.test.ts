@@ -169,6 +169,25 @@ test('sync tokens: an incremental list brings changed, cancelled-instance and de
   t.equal((await failure(api.events.list({ calendarId: 'primary', syncToken: 'garbage' }))).status, 410, 'an unknown token is a full-sync-required too')
 })
 
+test('incremental lists page too; a change made while a full sync pages arrives with the next incremental list', async (t) => {
+  const google = await startStandIn(t, { accounts: [{ email: ALICE }] })
+  await control(google, 'POST', `/calendars/${ALICE}/seed`, { generate: { singles: 300 } })
+  const api = await calendarClient(google, ALICE)
+  const firstPage = await api.events.list({ calendarId: 'primary', maxResults: 200 })
+  const late = await control<{ id: string }>(google, 'POST', `/calendars/${ALICE}/events`, { summary: 'During the full sync', start: { date: '2030-01-01' }, end: { date: '2030-01-02' } })
+  const rest = await listAll(api, { calendarId: 'primary', maxResults: 200, pageToken: firstPage.data.nextPageToken ?? '' })
+  const syncToken = rest.pages.at(-1)?.nextSyncToken ?? ''
+  t.equal((firstPage.data.items?.length ?? 0) + rest.items.length, 301, 'the new event is appended to the pass')
+
+  await control(google, 'POST', `/calendars/${ALICE}/seed`, { generate: { singles: 450 } })
+  const changes = await listAll(api, { calendarId: 'primary', syncToken, maxResults: 200 })
+  t.same(changes.pages.map((page) => page.items?.length), [200, 200, 51])
+  t.ok(changes.pages.slice(0, -1).every((page) => page.nextPageToken && !page.nextSyncToken))
+  t.ok(changes.items.some((item) => item.id === late.body.id), 'the change made during the full pass comes again')
+  t.equal((await failure(api.events.list({ calendarId: 'primary', pageToken: changes.pages[0]?.nextPageToken ?? '' }))).status, 400,
+    'an incremental page token without its sync token')
+})
+
 test('full lists: showDeleted, timeMin/timeMax against series, updatedMin', async (t) => {
   const google = await startStandIn(t, { accounts: [{ email: ALICE, timeZone: BERLIN }] })
   const api = await calendarClient(google, ALICE)

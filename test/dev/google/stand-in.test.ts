@@ -89,7 +89,7 @@ test('counters show how many list calls a burst of changes caused', async (t) =>
 test('control: accounts with calendars, events as another device, bulk seed, stored data with deletions', async (t) => {
   const google = await startStandIn(t)
   const created = await control<{ sub: string, calendars: Array<{ id: string, primary: boolean, hidden: boolean }> }>(google, 'POST', '/accounts', {
-    email: 'Dora@Example.com', name: 'Dora D', emailVerified: false, timeZone: 'America/New_York', calendars: [{ summary: 'Side', hidden: true }]
+    email: 'Dora@Example.com', name: 'Dora D', email_verified: false, timeZone: 'America/New_York', calendars: [{ summary: 'Side', hidden: true }]
   })
   t.equal(created.status, 201)
   t.match(created.body, { email: 'dora@example.com', emailVerified: false, calendars: [{ id: 'dora@example.com', primary: true }, { primary: false, hidden: true }] })
