@@ -49,7 +49,8 @@ export const apiErrors = {
   timeRangeEmpty: (location: string) =>
     new ApiError(400, 'timeRangeEmpty', 'The specified time range is empty.', 'calendar', { type: 'parameter', name: location }),
   loginRequired: () =>
-    new ApiError(401, 'required', 'Login Required.', 'global', { type: 'header', name: 'Authorization' }),
+    new ApiError(401, 'required', 'Login Required.', 'global', { type: 'header', name: 'Authorization' },
+      'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.'),
   invalidCredentials: () =>
     new ApiError(401, 'authError', 'Invalid Credentials', 'global', { type: 'header', name: 'Authorization' }),
   insufficientPermissions: () =>

@@ -1,7 +1,7 @@
 // The Calendar API v3 Event resource: what a write may carry, how it is checked (with the messages
 // Google answers), and how a stored event is written back out.
 import { DateTime, IANAZone } from 'luxon'
-import { ApiError, apiErrors } from './errors.js'
+import { apiErrors } from './errors.js'
 import { checkRecurrence, lastOccurrenceStart } from './recurrence.js'
 import { formatDateTime } from './zones.js'
 
@@ -257,8 +257,4 @@ export function parseInstanceId (id: string): { seriesId: string, date?: string,
   if (time === undefined) return { seriesId, date: `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6, 8)}` }
   const parsed = DateTime.fromFormat(`${day}${time}`, "yyyyMMdd'T'HHmmss'Z'", { zone: 'UTC' })
   return parsed.isValid ? { seriesId, ms: parsed.toMillis() } : undefined
-}
-
-export function isApiError (error: unknown): error is ApiError {
-  return error instanceof ApiError
 }

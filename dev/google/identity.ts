@@ -416,12 +416,7 @@ export function profileClaims (account: Account): Record<string, string> {
   return claims
 }
 
+/** RFC 7636 4.6: S256 compares BASE64URL(SHA256(verifier)) with the challenge; plain compares them as they are. */
 function pkceMatches (challenge: string, method: 'S256' | 'plain', verifier: string): boolean {
-  if (method === 'plain') return safeEqual(challenge, verifier)
-  const computed = createS256Challenge(verifier)
-  return safeEqual(challenge, computed)
-}
-
-export function createS256Challenge (verifier: string): string {
-  return digest(verifier)
+  return safeEqual(challenge, method === 'plain' ? verifier : digest(verifier))
 }
