@@ -42,7 +42,7 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
   const width = 100 / placed.columns
   const style = {
     top: `${top * PX_PER_MINUTE}px`,
-    height: `${Math.max(height, 15) * PX_PER_MINUTE - 2}px`,
+    height: `${Math.max(height * PX_PER_MINUTE - 2, 18)}px`,
     left: `calc(${placed.column * width}% + ${dragging && drag.mode === 'move' ? drag.days * drag.columnWidth : 0}px)`,
     width: `calc(${width}% - 4px)`
   }
@@ -66,7 +66,7 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
   }
 
   return (
-    <div class={`${eventClass(event)}${dragging ? ' dragging' : ''}${placed.height < 40 ? ' short' : ''}`} style={style}>
+    <div class={`${eventClass(event)}${dragging ? ' dragging' : ''}${height < 40 ? ' short' : height < 80 ? ' compact' : ''}`} style={style}>
       <button
         type='button' class='event-body'
         aria-keyshortcuts='Alt+ArrowUp Alt+ArrowDown Alt+ArrowLeft Alt+ArrowRight Alt+Shift+ArrowUp Alt+Shift+ArrowDown'

@@ -1,0 +1,118 @@
+// The web client's budget on a local stack (the stand-ins, the Sync service, the backend and
+// web/server.ts, all on 127.0.0.1), in Debian's Chromium:
+// - the JavaScript /day loads, gzipped: at most 150 KB;
+// - /day usable, signed in with events: from navigation start until the grid shows the account's
+//   events (session checked, events read from the API), median of 5 cold loads (no HTTP cache),
+//   at most 1 s.
+// `--screenshot FILE` also saves a picture of /day with those events.
+import { gzipSync } from 'node:zlib'
+import { DateTime } from 'luxon'
+import { startWebStack } from '../test/web/stack.js'
+import { launchBrowser, newContext } from '../test/web/browser.js'
+import { signInThroughUi } from '../test/web/ui.js'
+import { signUp } from '../test/helper.js'
+
+const JS_BUDGET = 150 * 1024
+const USABLE_TARGET_MS = 1000
+const LOADS = 5
+const ZONE = 'Europe/Berlin'
+
+const closers: Array<() => unknown> = []
+const teardown = { teardown: (fn: () => unknown) => { closers.push(fn) } }
+const args = process.argv.slice(2)
+const screenshotIndex = args.indexOf('--screenshot')
+const screenshot = screenshotIndex >= 0 ? args[screenshotIndex + 1] : undefined
+
+function kb (bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KB`
+}
+
+try {
+  const stack = await startWebStack(teardown)
+  const { app } = stack.backend
+  const user = { email: 'bench-web@example.com', password: 'bench password 1' }
+  const signedUp = await signUp(app, { ...user, name: 'Sam Example' })
+  const today = DateTime.now().setZone(ZONE).startOf('day')
+  const at = (hour: number, minute = 0) => today.set({ hour, minute }).toISO({ suppressMilliseconds: true })
+  const day = (days: number) => today.plus({ days }).toISODate()
+  const timed = (title: string, start: string | null, end: string | null, extra: Record<string, unknown> = {}) =>
+    ({ title, startDate: start, endDate: end, timeZone: ZONE, ...extra })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/event',
+    headers: { ...signedUp.headers, 'content-type': 'application/json' },
+    payload: JSON.stringify([
+      timed('Standup', at(9), at(9, 15), { recurrence: { rule: ['RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR'] } }),
+      timed('Design review', at(10), at(11, 30), { location: 'Room 4', priority: 'work' }),
+      timed('Lunch with Sam', at(12, 30), at(13, 30), { location: 'Corner café', priority: 'relationships' }),
+      timed('Focus time', at(14), at(16), { priority: 'work' }),
+      timed('Call with Ada', at(14, 30), at(15), {}),
+      timed('Gym', at(18), at(19), { priority: 'self' }),
+      { title: 'Team offsite', startDate: day(0), endDate: day(2), isAllDay: true, timeZone: ZONE }
+    ])
+  })
+  if (created.statusCode !== 204) throw new Error(`creating the events failed: ${created.statusCode} ${created.body}`)
+
+  const browser = await launchBrowser(teardown)
+  const context = await newContext(browser, { timezoneId: ZONE })
+  await context.addInitScript(`(() => {
+    const seen = () => document.querySelector('.event-body') !== null
+    new MutationObserver((_, observer) => {
+      if (seen()) { window.__usableAt = performance.now(); observer.disconnect() }
+    }).observe(document, { childList: true, subtree: true, attributes: true })
+  })()`)
+  const first = await context.newPage()
+  await first.goto(`${stack.webUrl}/day?auth=login`)
+  await signInThroughUi(first, user)
+  await first.getByText(user.email, { exact: true }).waitFor()
+  await first.close()
+
+  const scriptBytes = new Map<string, number>()
+  const usable: number[] = []
+  for (let load = 0; load < LOADS; load++) {
+    const page = await context.newPage()
+    const cdp = await context.newCDPSession(page)
+    await cdp.send('Network.enable')
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true })
+    page.on('response', (response) => {
+      if (response.request().resourceType() !== 'script') return
+      response.body().then((body) => scriptBytes.set(new URL(response.url()).pathname, gzipSync(body, { level: 9 }).length)).catch(() => {})
+    })
+    await page.goto(`${stack.webUrl}/day`)
+    await page.waitForFunction('window.__usableAt !== undefined', undefined, { timeout: 10_000 })
+    usable.push(await page.evaluate('window.__usableAt') as number)
+    await page.close()
+  }
+
+  if (screenshot !== undefined) {
+    const page = await context.newPage()
+    await page.setViewportSize({ width: 1280, height: 860 })
+    await page.goto(`${stack.webUrl}/day`)
+    await page.waitForFunction('window.__usableAt !== undefined')
+    await page.getByText('Team offsite').waitFor()
+    await page.getByText('Up to date').waitFor()
+    await page.screenshot({ path: screenshot })
+    await page.close()
+  }
+
+  const jsBytes = [...scriptBytes.values()].reduce((sum, bytes) => sum + bytes, 0)
+  const sorted = [...usable].sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)] as number
+  process.stdout.write([
+    'web client budget (/day, signed in, local stack, Chromium)',
+    `  JavaScript for /day, gzipped: ${kb(jsBytes)} in ${scriptBytes.size} file(s); budget ${kb(JS_BUDGET)}; ratio ${(jsBytes / JS_BUDGET).toFixed(2)} ${jsBytes <= JS_BUDGET ? '(within)' : '(OVER)'}`,
+    `  /day usable (the account's events shown in the grid), ${LOADS} cold loads: ${usable.map((ms) => `${Math.round(ms)} ms`).join(', ')}`,
+    `  median ${Math.round(median)} ms; target ${USABLE_TARGET_MS} ms; ratio ${(median / USABLE_TARGET_MS).toFixed(2)} ${median <= USABLE_TARGET_MS ? '(within)' : '(OVER)'}`,
+    ...(screenshot !== undefined ? [`  screenshot: ${screenshot}`] : []),
+    ''
+  ].join('\n'))
+} finally {
+  for (const close of closers.reverse()) {
+    try {
+      await close()
+    } catch {
+      // Best effort: the process exits next anyway.
+    }
+  }
+  process.exit(0)
+}
