@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks'
 import './ui/styles.css'
 import { CalendarApp, Notices } from './ui/App.js'
 import { initSession, restoreSession, session } from './data/session.js'
-import { carryLocalEvents, notify } from './data/calendar.js'
+import { carryLocalEvents, notify, queryClient } from './data/calendar.js'
 import { closeStream, openStream, wireFocusRefresh } from './data/sync.js'
 import { finishCallback, handleConnectRedirect } from './data/provider.js'
 import { readAuthEntry, routeOf, type Route } from './lib/auth-params.js'
@@ -25,6 +25,8 @@ session.subscribe((state) => {
     carryLocalEvents().catch(() => {})
   } else if (state.status === 'signedOut') {
     closeStream()
+    // The next account to sign in on this tab must not see this one's events, even for a moment.
+    queryClient.removeQueries({ queryKey: ['events', 'account'] })
   }
 })
 wireFocusRefresh()
