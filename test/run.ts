@@ -1,9 +1,11 @@
-// Runs the tap suite and ends with one plain summary line ("tests: N passed, N failed"),
-// which any CI reader understands, while keeping tap's own output intact.
+// Runs the tap suite under c8 and ends with one plain summary line ("tests: N passed, N failed"),
+// which any CI reader understands, while keeping tap's own output intact. c8 collects the
+// coverage of every process the tests start and fails the run when it falls below the floors in
+// .c8rc.json (which only go up).
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 
-const child = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
+const child = spawn('npx', ['c8', '--check-coverage', 'tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
 const summaryPattern = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/
 let summary: { total: number, pass: number, fail: number } | undefined
 

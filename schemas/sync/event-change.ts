@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, UserIdSchema } from './common.js'
+import { ProviderWriteSubjectSchema } from './provider-events.js'
 
 export const EventOperationSchema = Type.Union([
   Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')
@@ -20,6 +21,9 @@ export const EventChangeReportSchema = Type.Object({
   })),
   calendarId: Type.Optional(Type.Union([CalendarIdSchema, Type.Null()], {
     description: 'The provider calendar holding the event, when the backend knows it'
+  })),
+  subject: Type.Optional(Type.Union([ProviderWriteSubjectSchema], {
+    description: 'The event as a provider write needs it (content after the change, provider identity)'
   }))
 }, { additionalProperties: false, description: 'The backend applied an own-data event change' })
 

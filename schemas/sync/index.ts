@@ -4,6 +4,7 @@ export * from './event-change.js'
 export * from './connections.js'
 export * from './errors.js'
 export * from './health.js'
+export * from './provider-events.js'
 
 /** Paths of the Sync service's internal API; the server's routes and the client both use them. */
 export const SYNC_PATHS = {
