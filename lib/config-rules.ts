@@ -154,6 +154,14 @@ export const crossKeyRules: CrossKeyRule[] = [
     }
   },
   {
+    services: ['backend', 'sync'],
+    check: ({ extprovider, extprovider2, runtime }) => runtime.nodeEnv !== 'production'
+      ? []
+      : (['extprovider', 'extprovider2'] as const)
+          .filter((block) => (block === 'extprovider' ? extprovider : extprovider2)?.endpointBase !== undefined)
+          .map((block) => ({ key: `${block}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
+  },
+  {
     services: ['backend'],
     check: ({ email, runtime }) => email?.scheduleProfile === 'fast' && runtime.nodeEnv === 'production'
       ? [{ key: 'email.scheduleProfile', rule: 'fast is refused when runtime.nodeEnv is production', severity: 'error' }]

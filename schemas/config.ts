@@ -76,7 +76,8 @@ export const SessionsSchema = section({
 
 const ProviderCredentials = (name: string) => section({
   clientId: Type.Optional(Type.String({ description: `${name} OAuth client id` })),
-  clientSecret: Type.Optional(Type.String({ description: `${name} OAuth client secret (backend only)`, secret: true }))
+  clientSecret: Type.Optional(Type.String({ description: `${name} OAuth client secret (backend only)`, secret: true })),
+  endpointBase: Type.Optional(Url(`Development only: the origin of a ${name} stand-in that serves ${name}'s own paths; refused when runtime.nodeEnv is production`))
 }, `${name}: both keys set to real values, or neither`)
 
 export const IdSignInSchema = section({
@@ -93,6 +94,7 @@ export const SyncSchema = section({
   callbackBaseUrl: Url('Public base URL for provider OAuth and webhook callbacks'),
   postConnectRedirectUrl: Type.Optional(Url('Browser redirect after OAuth connect; should equal web.url')),
   serviceUrl: Url('Base URL the backend uses to reach the Sync service'),
+  backendUrl: Type.Optional(Url('Base URL the Sync service uses to reach the backend (its internal address inside a container network); default: the origin of backend.apiUrl')),
   cloudMutationMode: Type.Union([Type.Literal('enabled'), Type.Literal('maintenance')], { default: 'enabled' }),
   execution: Type.Union([Type.Literal('passive'), Type.Literal('active')], { default: 'passive' }),
   maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
