@@ -5,6 +5,7 @@ import type { EventRecord } from '../../lib/events/record.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
+import type { ProviderRecord, ProviderWrite } from '../../lib/events/provider-apply.js'
 import type { MongoHandle } from '../external/mongo.js'
 import type { Outbox } from './outbox.js'
 import { assembleRange, storageFields, type StorageFields } from '../../lib/events/range.js'
@@ -17,14 +18,14 @@ declare module 'fastify' {
 
 export const EVENTS_COLLECTION = 'events'
 
-type StoredEvent = EventRecord & StorageFields
+type StoredEvent = ProviderRecord & StorageFields
 
 const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0 } as const
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
 
-function stored (event: EventRecord): StoredEvent {
+function stored (event: ProviderRecord): StoredEvent {
   return { ...event, ...storageFields(event) }
 }
 
@@ -48,8 +49,77 @@ export class EventStore {
     await this.events.createIndexes([
       { key: { user: 1, startsAt: 1 }, name: 'user_start' },
       { key: { user: 1, 'recurrence.eventId': 1, originalStartsAt: 1 }, name: 'user_series_occurrence' },
-      { key: { user: 1, seriesEndsAt: 1 }, name: 'user_series_end' }
+      { key: { user: 1, seriesEndsAt: 1 }, name: 'user_series_end' },
+      // One stored event per provider event; also how a page of provider changes finds its events.
+      {
+        key: { user: 1, calendarId: 1, providerEventId: 1 },
+        name: 'user_provider_event_unique',
+        unique: true,
+        partialFilterExpression: { providerEventId: { $exists: true } }
+      }
     ])
+  }
+
+  /** Events of a provider calendar by their provider ids. */
+  async findByProviderIds (userId: string, calendarId: string, providerEventIds: string[]): Promise<ProviderRecord[]> {
+    if (providerEventIds.length === 0) return []
+    return await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY }).toArray()
+  }
+
+  /** Exceptions of a provider calendar waiting for one of these series masters. */
+  async findWaitingFor (userId: string, calendarId: string, masterProviderIds: string[]): Promise<ProviderRecord[]> {
+    if (masterProviderIds.length === 0) return []
+    return await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY }).toArray()
+  }
+
+  async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
+    if (eventIds.length === 0) return []
+    return await this.events.find({ _id: { $in: eventIds }, user: userId }, { projection: STORAGE_ONLY }).toArray()
+  }
+
+  /**
+   * Carries out a page of provider changes as one bulk write. These are the provider's changes,
+   * not the user's: nothing is reported back to Sync. `supersede` (the last page of an import)
+   * then removes the calendar's provider events that the import did not write.
+   */
+  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
+    const operations = writes.map((write) => {
+      switch (write.kind) {
+        case 'insert':
+          return { insertOne: { document: stored(write.record) } }
+        case 'replace':
+          return { replaceOne: { filter: { _id: write.record._id, user: userId }, replacement: stored(write.record) } }
+        case 'touch':
+          return { updateOne: { filter: { _id: write.eventId, user: userId }, update: { $set: write.set } } }
+        case 'delete':
+          return { deleteOne: { filter: { _id: write.eventId, user: userId } } }
+        case 'deleteInstances':
+          return { deleteMany: { filter: { user: userId, 'recurrence.eventId': write.seriesId } } }
+      }
+    })
+    if (operations.length > 0) await this.events.bulkWrite(operations, { ordered: true })
+    if (supersede === undefined) return 0
+    const gone = await this.events.deleteMany({
+      user: userId,
+      calendarId: supersede.calendarId,
+      connectionId: supersede.connectionId,
+      providerEventId: { $exists: true },
+      generation: { $ne: supersede.generation }
+    })
+    return gone.deletedCount
+  }
+
+  /**
+   * Forgets a connection's provider calendars (or one of them): imported events go; the user's own
+   * events that were also written to the provider stay, without their provider identity.
+   */
+  async removeProviderEvents (userId: string, connectionId: string, calendarId?: string): Promise<number> {
+    const scope = { user: userId, connectionId, ...(calendarId === undefined ? {} : { calendarId }) }
+    const removed = await this.events.deleteMany({ ...scope, origin: 'providerImport' })
+    await this.events.updateMany(scope, {
+      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '' }
+    })
+    return removed.deletedCount
   }
 
   async findById (userId: string, eventId: string): Promise<EventRecord | null> {
@@ -71,6 +141,8 @@ export class EventStore {
         user: userId,
         status: 'confirmed',
         'recurrence.rule': { $exists: false },
+        // An exception still waiting for its series master is not shown until it is linked.
+        waitingForSeries: { $exists: false },
         startsAt: { $lt: to },
         endsAt: { $gt: from }
       }, { projection: STORAGE_ONLY }).toArray(),

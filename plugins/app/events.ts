@@ -12,6 +12,7 @@ import { eventInstant } from '../../lib/events/time.js'
 import { compileSeries, hasOccurrenceAt } from '../../lib/events/recurrence.js'
 import { eventNotFound, invalidEvent, planned } from '../../lib/events/errors.js'
 import { gateProviderEffect, type SyncAnswer } from '../../lib/events/provider-gate.js'
+import { keepProviderIdentity } from '../../lib/events/provider-apply.js'
 
 /** Who writes, and when: every record of one request carries the same time. */
 export interface Owner { userId: string, now: Date }
@@ -161,7 +162,7 @@ export class EventService {
 
   /** Writes one validated change over what is stored (null: nothing yet). */
   async #commitOne (owner: Owner, before: EventRecord | null, change: EventChangeInput, log: FastifyBaseLogger): Promise<void> {
-    const after = toEventRecord(change, owner)
+    const after = keepProviderIdentity(before, toEventRecord(change, owner))
     await this.#commit(owner, [{ plan: planned(planTransition(before, after, owner.now)), touched: [before, after] }], log)
   }
 
@@ -189,6 +190,7 @@ export class EventService {
         }
       }
     }
+    after = keepProviderIdentity(before, after)
     return { plan: planned(planTransition(before, after, owner.now)), after, before }
   }
 

@@ -73,7 +73,9 @@ export const ProviderEventBatchResultSchema = Type.Object({
   /** Exceptions whose series master has not arrived yet; they are kept and linked when it does. */
   waiting: Type.Integer({ minimum: 0 }),
   /** Provider items older than the backend's own later change of the same event (the backend's wins). */
-  superseded: Type.Integer({ minimum: 0 })
+  superseded: Type.Integer({ minimum: 0 }),
+  /** Provider items the backend cannot hold (for example a recurrence rule it cannot expand); logged. */
+  rejected: Type.Integer({ minimum: 0 })
 }, { additionalProperties: false })
 
 /** Removes every event of a provider calendar (or of all calendars of a connection) from the user's data. */

@@ -1,0 +1,257 @@
+import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { EventRecord } from './record.js'
+import { validateEventChange } from './record.js'
+import { eventDateTime, formatEventDate } from './time.js'
+
+// How a page of a provider calendar's events becomes the user's own data (DESIGN.md, "Provider
+// data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
+// a page converges; an exception waits for its series master and is linked when it comes; a
+// cancelled exception takes its content from the master; the backend's own later change of an
+// event wins over an older provider item; and nothing here is reported back to Sync.
+
+/** What the backend keeps about an event's provider copy, beside the event itself. */
+export interface ProviderFields {
+  connectionId?: string
+  iCalUID?: string
+  providerEtag?: string
+  providerUpdated?: string
+  /** The import generation that last wrote the event. */
+  generation?: string
+  /** An exception whose series master has not arrived: the master's provider id. Hidden from reads. */
+  waitingForSeries?: string
+}
+
+export type ProviderRecord = EventRecord & ProviderFields
+
+export type ProviderWrite =
+  | { kind: 'insert', record: ProviderRecord }
+  | { kind: 'replace', record: ProviderRecord }
+  /** Provider bookkeeping only: the event as the user sees it does not change. */
+  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string } }
+  | { kind: 'delete', eventId: string }
+  | { kind: 'deleteInstances', seriesId: string }
+
+export interface ProviderApplyInput {
+  batch: ProviderEventBatch
+  /** Stored events of this calendar with a providerEventId of the batch, or named as a master by it. */
+  stored: ProviderRecord[]
+  /** Stored exceptions waiting for a master that this batch brings. */
+  waiting: ProviderRecord[]
+  /** The user's own events that batch items name by `eventId` (write-backs to link). */
+  linked: EventRecord[]
+  mintId: () => string
+}
+
+export interface ProviderApplyPlan {
+  writes: ProviderWrite[]
+  counts: ProviderEventBatchResult
+  /** Items refused, with the reason, for the log. */
+  rejections: Array<{ providerEventId: string, reason: string }>
+}
+
+const CONTENT_KEYS = ['title', 'description', 'location', 'startDate', 'endDate', 'isAllDay', 'timeZone', 'status', 'originalStartDate'] as const
+
+function sameEvent (a: EventRecord, b: EventRecord): boolean {
+  if (CONTENT_KEYS.some((key) => a[key] !== b[key])) return false
+  return JSON.stringify(a.recurrence ?? null) === JSON.stringify(b.recurrence ?? null)
+}
+
+/** The content a cancelled exception shows: its master's, moved to the occurrence's original start. */
+function contentFromMaster (master: EventRecord, originalStartDate: string): EventContent {
+  const start = eventDateTime(master.startDate, master.isAllDay, master.timeZone)
+  const end = eventDateTime(master.endDate, master.isAllDay, master.timeZone)
+  const occurrenceStart = eventDateTime(originalStartDate, master.isAllDay, master.timeZone)
+  const occurrenceEnd = occurrenceStart.plus(end.diff(start))
+  return {
+    title: master.title,
+    ...(master.description === undefined ? {} : { description: master.description }),
+    ...(master.location === undefined ? {} : { location: master.location }),
+    startDate: formatEventDate(occurrenceStart, master.isAllDay),
+    endDate: formatEventDate(occurrenceEnd, master.isAllDay),
+    isAllDay: master.isAllDay,
+    timeZone: master.timeZone
+  }
+}
+
+/** A placeholder for a cancelled exception whose master is unknown: hidden until the master comes. */
+function placeholderContent (item: ProviderEvent): EventContent {
+  const start = item.originalStartDate ?? item.updated
+  const isAllDay = /^\d{4}-\d{2}-\d{2}$/.test(start)
+  const begin = eventDateTime(start, isAllDay, 'UTC')
+  return { title: '', startDate: formatEventDate(begin, isAllDay), endDate: formatEventDate(begin.plus(isAllDay ? { days: 1 } : { minutes: 1 }), isAllDay), isAllDay, timeZone: 'UTC' }
+}
+
+function emptyCounts (): ProviderEventBatchResult {
+  return { created: 0, updated: 0, deleted: 0, unchanged: 0, waiting: 0, superseded: 0, rejected: 0 }
+}
+
+export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan {
+  const { batch } = input
+  const counts = emptyCounts()
+  const writes: ProviderWrite[] = []
+  const rejections: ProviderApplyPlan['rejections'] = []
+  const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
+  const linkedById = new Map(input.linked.map((record) => [record._id, record]))
+  // Masters as they will be after this batch, so exceptions later in the page link to them.
+  const masters = new Map<string, ProviderRecord>()
+  for (const record of input.stored) if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
+
+  const bookkeeping = (item: ProviderEvent): ProviderFields => ({
+    connectionId: batch.connectionId,
+    providerUpdated: item.updated,
+    ...(item.etag === undefined ? {} : { providerEtag: item.etag }),
+    ...(item.iCalUID === undefined ? {} : { iCalUID: item.iCalUID }),
+    ...(batch.generation === undefined ? {} : { generation: batch.generation })
+  })
+
+  const recordFor = (item: ProviderEvent, existing: ProviderRecord | undefined, content: EventContent, extra: Partial<ProviderRecord>): ProviderRecord => {
+    const record: ProviderRecord = {
+      _id: existing?._id ?? input.mintId(),
+      user: batch.userId,
+      title: content.title,
+      startDate: content.startDate,
+      endDate: content.endDate,
+      isAllDay: content.isAllDay,
+      timeZone: content.timeZone,
+      status: item.status,
+      origin: existing?.origin ?? 'providerImport',
+      priority: existing?.priority ?? 'unassigned',
+      calendarId: batch.calendarId,
+      providerEventId: item.providerEventId,
+      lastUpdated: item.updated,
+      ...bookkeeping(item),
+      ...extra
+    }
+    if (content.description !== undefined) record.description = content.description
+    if (content.location !== undefined) record.location = content.location
+    return record
+  }
+
+  const put = (item: ProviderEvent, record: ProviderRecord, existing: ProviderRecord | undefined): void => {
+    // A waiting exception is checked as the single event it is until its master comes.
+    const { waitingForSeries, originalStartDate, ...event } = record
+    const issue = validateEventChange(waitingForSeries === undefined ? { ...event, ...(originalStartDate === undefined ? {} : { originalStartDate }) } : event)
+    if (issue !== null) {
+      counts.rejected++
+      rejections.push({ providerEventId: record.providerEventId as string, reason: `${issue.path} ${issue.message}` })
+      return
+    }
+    byProviderId.set(record.providerEventId as string, record)
+    if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
+    if (existing === undefined) {
+      writes.push({ kind: 'insert', record })
+      if (record.waitingForSeries !== undefined) counts.waiting++
+      else counts.created++
+      return
+    }
+    if (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries) {
+      writes.push({ kind: 'touch', eventId: existing._id, set: bookkeeping(item) })
+      counts.unchanged++
+      return
+    }
+    writes.push({ kind: 'replace', record: { ...record, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated } })
+    if (record.waitingForSeries !== undefined) counts.waiting++
+    else counts.updated++
+  }
+
+  const applyException = (item: ProviderEvent, existing: ProviderRecord | undefined, masterProviderId: string): void => {
+    const master = masters.get(masterProviderId)
+    const originalStartDate = item.originalStartDate
+    if (originalStartDate === undefined) {
+      counts.rejected++
+      rejections.push({ providerEventId: item.providerEventId, reason: 'an exception without its original start' })
+      return
+    }
+    if (master === undefined) {
+      const content = item.content ?? placeholderContent(item)
+      put(item, recordFor(item, existing, content, { waitingForSeries: masterProviderId, originalStartDate }), existing)
+      return
+    }
+    const content = item.content ?? contentFromMaster(master, originalStartDate)
+    const record = recordFor(item, existing, content, { recurrence: { eventId: master._id }, originalStartDate })
+    delete record.waitingForSeries
+    put(item, record, existing)
+  }
+
+  // Masters and single events first, so the exceptions of the same page find their master.
+  const ordered = [...batch.events].sort((a, b) => Number(a.recurringEventId !== undefined) - Number(b.recurringEventId !== undefined))
+  for (const item of ordered) {
+    const linkedEvent = item.eventId === undefined ? undefined : linkedById.get(item.eventId)
+    if (linkedEvent !== undefined && !byProviderId.has(item.providerEventId)) {
+      // The backend's own event, now also at the provider: it gains the provider's identity.
+      writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId } })
+      byProviderId.set(item.providerEventId, { ...linkedEvent, calendarId: batch.calendarId, providerEventId: item.providerEventId })
+      counts.unchanged++
+      continue
+    }
+    const existing = byProviderId.get(item.providerEventId)
+    if (existing !== undefined && existing.lastUpdated > item.updated) {
+      counts.superseded++
+      continue
+    }
+    if (item.recurringEventId !== undefined) {
+      applyException(item, existing, item.recurringEventId)
+      continue
+    }
+    if (item.status === 'cancelled') {
+      if (existing !== undefined) {
+        writes.push({ kind: 'delete', eventId: existing._id })
+        if (existing.recurrence?.rule !== undefined) writes.push({ kind: 'deleteInstances', seriesId: existing._id })
+        byProviderId.delete(item.providerEventId)
+        masters.delete(item.providerEventId)
+        counts.deleted++
+      } else {
+        counts.unchanged++
+      }
+      continue
+    }
+    if (item.content === undefined) {
+      counts.rejected++
+      rejections.push({ providerEventId: item.providerEventId, reason: 'a confirmed event without content' })
+      continue
+    }
+    const record = recordFor(item, existing, item.content, item.content.recurrence === undefined ? {} : { recurrence: { rule: item.content.recurrence } })
+    put(item, record, existing)
+  }
+
+  // Exceptions that waited for a master this page brought are linked to it now.
+  for (const waiting of input.waiting) {
+    const masterProviderId = waiting.waitingForSeries
+    // Items of this page were handled above, with whatever master the page had.
+    if (masterProviderId === undefined || !masters.has(masterProviderId) || batch.events.some((item) => item.providerEventId === waiting.providerEventId)) continue
+    const item: ProviderEvent = {
+      providerEventId: waiting.providerEventId as string,
+      updated: waiting.providerUpdated ?? waiting.lastUpdated,
+      status: waiting.status,
+      recurringEventId: masterProviderId,
+      ...(waiting.originalStartDate === undefined ? {} : { originalStartDate: waiting.originalStartDate }),
+      ...(waiting.status === 'cancelled' ? {} : { content: { title: waiting.title, startDate: waiting.startDate, endDate: waiting.endDate, isAllDay: waiting.isAllDay, timeZone: waiting.timeZone, ...(waiting.description === undefined ? {} : { description: waiting.description }), ...(waiting.location === undefined ? {} : { location: waiting.location }) } }),
+      ...(waiting.providerEtag === undefined ? {} : { etag: waiting.providerEtag }),
+      ...(waiting.iCalUID === undefined ? {} : { iCalUID: waiting.iCalUID })
+    }
+    applyException(item, waiting, masterProviderId)
+  }
+
+  return { writes, counts, rejections }
+}
+
+const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries'] as const
+
+/**
+ * A change the user makes keeps what the backend knows of the event's provider copy: the
+ * provider identity (unless the change names another) and the bookkeeping, so the next page
+ * from the provider still finds the event and an import still counts it as the provider's.
+ */
+export function keepProviderIdentity (before: EventRecord | null, after: EventRecord): EventRecord {
+  if (before === null) return after
+  const kept: ProviderRecord = { ...after }
+  const previous = before as ProviderRecord
+  if (kept.calendarId === undefined && previous.calendarId !== undefined) kept.calendarId = previous.calendarId
+  if (kept.providerEventId === undefined && previous.providerEventId !== undefined && kept.calendarId === previous.calendarId) kept.providerEventId = previous.providerEventId
+  if (kept.providerEventId !== undefined && kept.providerEventId === previous.providerEventId) {
+    for (const key of PROVIDER_BOOKKEEPING) {
+      if (previous[key] !== undefined) kept[key] = previous[key]
+    }
+  }
+  return kept
+}

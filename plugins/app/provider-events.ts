@@ -1,0 +1,48 @@
+import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
+import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import { planProviderBatch } from '../../lib/events/provider-apply.js'
+import { mintEventId } from '../../lib/events/ids.js'
+
+export interface ProviderEvents {
+  /** Applies one page of a provider calendar's events to the user's data (lib/events/provider-apply.ts). */
+  applyBatch: (batch: ProviderEventBatch, log: FastifyBaseLogger) => Promise<ProviderEventBatchResult>
+  remove: (removal: ProviderCalendarRemoval) => Promise<number>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    providerEvents: ProviderEvents
+  }
+}
+
+// What the Sync service learns from providers reaches the user's calendar here. Sync then appends
+// the invalidations that tell the user's tabs; the backend publishes nothing itself.
+export default fp(async function providerEvents (fastify) {
+  const store = fastify.eventStore
+
+  async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
+    const providerIds = batch.events.map((item) => item.providerEventId)
+    const masterIds = [...new Set(batch.events.flatMap((item) => item.recurringEventId === undefined ? [] : [item.recurringEventId]))]
+    const linkedIds = batch.events.flatMap((item) => item.eventId === undefined ? [] : [item.eventId])
+    const [stored, waiting, linked] = await Promise.all([
+      store.findByProviderIds(batch.userId, batch.calendarId, [...new Set([...providerIds, ...masterIds])]),
+      store.findWaitingFor(batch.userId, batch.calendarId, providerIds),
+      store.findByIds(batch.userId, linkedIds)
+    ])
+    const plan = planProviderBatch({ batch, stored, waiting, linked, mintId: mintEventId })
+    const supersede = batch.complete === true && batch.generation !== undefined
+      ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
+      : undefined
+    const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
+    for (const rejection of plan.rejections) {
+      log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
+    }
+    return { ...plan.counts, deleted: plan.counts.deleted + superseded }
+  }
+
+  fastify.decorate('providerEvents', {
+    applyBatch,
+    remove: async (removal: ProviderCalendarRemoval) => await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
+  })
+}, { name: 'provider-events', dependencies: ['event-store'] })

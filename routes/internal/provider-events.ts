@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import {
+  ProviderCalendarRemovalResultSchema, ProviderCalendarRemovalSchema, ProviderEventBatchResultSchema, ProviderEventBatchSchema
+} from '../../schemas/sync/index.js'
+import { ErrorResponse } from '../../schemas/errors.js'
+
+// Where the Sync service hands the backend what providers changed (DESIGN.md, "Provider data").
+const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('/provider-events', {
+    // A page of a big calendar is larger than the default body limit of ordinary requests.
+    bodyLimit: 16 * 1024 * 1024,
+    schema: {
+      description: 'Apply one page of a provider calendar\'s events to the user\'s data (Sync service only)',
+      tags: ['internal'],
+      body: ProviderEventBatchSchema,
+      response: { 200: ProviderEventBatchResultSchema, 400: ErrorResponse, 401: ErrorResponse }
+    }
+  }, async (request) => await fastify.providerEvents.applyBatch(request.body, request.log))
+
+  fastify.post('/provider-events/remove', {
+    schema: {
+      description: 'Remove a connection\'s provider calendars (or one of them) from the user\'s data (Sync service only)',
+      tags: ['internal'],
+      body: ProviderCalendarRemovalSchema,
+      response: { 200: ProviderCalendarRemovalResultSchema, 400: ErrorResponse, 401: ErrorResponse }
+    }
+  }, async (request) => ({ deleted: await fastify.providerEvents.remove(request.body) }))
+}
+
+export default providerEvents

@@ -1,0 +1,155 @@
+import { randomBytes } from 'node:crypto'
+import { test } from 'tap'
+import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import type { ProviderEvent, ProviderEventBatch } from '../../schemas/sync/index.js'
+import { BACKEND_INTERNAL_PATHS } from '../../schemas/sync/index.js'
+
+// The internal endpoint through which the Sync service hands the backend a provider calendar's
+// events, as Sync calls it: over HTTP, with the service token, page by page.
+
+const CONNECTION = 'c'.repeat(24)
+const CALENDAR = 'primary'
+
+function item (providerEventId: string, fields: Partial<ProviderEvent> = {}): ProviderEvent {
+  return {
+    providerEventId,
+    updated: '2026-05-01T10:00:00.000Z',
+    status: 'confirmed',
+    content: { title: providerEventId, startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' },
+    ...fields
+  }
+}
+
+test('provider pages reach the user\'s calendar', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('imported'), password: 'pw-for-imported-1' })
+  const token = config.backend.serviceToken
+  const send = async (batch: Partial<ProviderEventBatch>, authorization = `Bearer ${token}`) => await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events: [], ...batch }
+  })
+  const range = async () => (await app.inject({
+    method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers
+  })).json() as Array<{ _id: string, title: string, startDate: string, status: string, origin: string, calendarId?: string, providerEventId?: string, recurrence?: { eventId?: string } }>
+
+  await t.test('only the Sync service, with the service token', async (t) => {
+    for (const authorization of ['', 'Bearer wrong-token', `Basic ${token}`, user.headers.authorization ?? '']) {
+      const answer = await send({ events: [item('sneaky')] }, authorization)
+      t.equal(answer.statusCode, 401, `refused: ${authorization.split(' ')[0] ?? 'none'}`)
+      t.equal(answer.json().code, 'SERVICE_TOKEN_REQUIRED')
+    }
+    t.same(await range(), [], 'nothing was written')
+  })
+
+  await t.test('a malformed page is refused with the schema\'s message and changes nothing', async (t) => {
+    const answer = await send({ events: [{ ...item('x'), status: 'maybe' as never }] })
+    t.equal(answer.statusCode, 400)
+    t.match(answer.json().message, /status/)
+    t.same(await range(), [])
+  })
+
+  const generation1 = randomBytes(4).toString('hex')
+  await t.test('an import page: singles, all-day, a series, its exceptions (one before its master)', async (t) => {
+    // The cancelled exception comes on an earlier page than its master.
+    const early = await send({
+      generation: generation1,
+      events: [item('weekly_20260511T070000Z', { status: 'cancelled', recurringEventId: 'weekly', originalStartDate: '2026-05-11T09:00:00+02:00', content: undefined })]
+    })
+    t.same(early.json(), { created: 0, updated: 0, deleted: 0, unchanged: 0, waiting: 1, superseded: 0, rejected: 0 })
+    t.same(await range(), [], 'a waiting exception is not shown')
+
+    const page = await send({
+      generation: generation1,
+      events: [
+        item('lunch', { iCalUID: 'lunch@example.com', etag: '"1"' }),
+        item('holiday', { content: { title: 'Holiday', startDate: '2026-05-14', endDate: '2026-05-15', isAllDay: true, timeZone: 'Europe/Berlin' } }),
+        item('weekly_20260518T070000Z', { recurringEventId: 'weekly', originalStartDate: '2026-05-18T09:00:00+02:00', content: { title: 'Weekly (moved)', startDate: '2026-05-19T09:00:00+02:00', endDate: '2026-05-19T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } }),
+        item('weekly', { content: { title: 'Weekly', startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=WEEKLY;COUNT=4'] } })
+      ]
+    })
+    t.equal(page.statusCode, 200)
+    t.same(page.json(), { created: 4, updated: 1, deleted: 0, unchanged: 0, waiting: 0, superseded: 0, rejected: 0 }, 'the waiting exception was linked (updated)')
+    const events = await range()
+    t.same(events.map((event) => [event.title, event.startDate]), [
+      ['lunch', '2026-05-04T09:00:00+02:00'],
+      ['Weekly', '2026-05-04T09:00:00+02:00'],
+      ['Holiday', '2026-05-14'],
+      ['Weekly (moved)', '2026-05-19T09:00:00+02:00'],
+      ['Weekly', '2026-05-25T09:00:00+02:00']
+    ], 'the cancelled occurrence of 11 May is gone and the moved one shows')
+    t.ok(events.every((event) => event.origin === 'providerImport' && event.calendarId === CALENDAR), 'imported, in its calendar')
+    t.equal(await app.outbox.pending(user.userId), 0, 'nothing is reported back to Sync')
+
+    const replay = await send({ generation: generation1, events: [item('lunch', { iCalUID: 'lunch@example.com', etag: '"1"' })] })
+    t.same(replay.json(), { created: 0, updated: 0, deleted: 0, unchanged: 1, waiting: 0, superseded: 0, rejected: 0 }, 'a replayed page changes nothing')
+  })
+
+  await t.test('incremental changes: a change, a cancellation, the provider echoing the same content', async (t) => {
+    const answer = await send({
+      events: [
+        item('lunch', { updated: '2026-05-02T10:00:00.000Z', content: { title: 'Lunch with Ana', startDate: '2026-05-04T12:00:00+02:00', endDate: '2026-05-04T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } }),
+        item('holiday', { updated: '2026-05-02T10:00:00.000Z', status: 'cancelled', content: undefined }),
+        item('weekly', { updated: '2026-05-02T10:00:00.000Z', etag: '"2"', content: { title: 'Weekly', startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=WEEKLY;COUNT=4'] } })
+      ]
+    })
+    t.same(answer.json(), { created: 0, updated: 1, deleted: 1, unchanged: 1, waiting: 0, superseded: 0, rejected: 0 })
+    const titles = (await range()).map((event) => event.title)
+    t.ok(titles.includes('Lunch with Ana') && !titles.includes('Holiday'))
+  })
+
+  await t.test('the user\'s own later change wins over an older provider item', async (t) => {
+    const lunch = (await range()).find((event) => event.title === 'Lunch with Ana')
+    if (lunch === undefined) throw new Error('no lunch')
+    const edit = await app.inject({
+      method: 'PUT',
+      url: `/api/event/${lunch._id}`,
+      headers: user.headers,
+      payload: { title: 'Lunch (moved here)', startDate: '2026-05-04T12:30:00+02:00', endDate: '2026-05-04T13:30:00+02:00', timeZone: 'Europe/Berlin', calendarId: CALENDAR, providerEventId: 'lunch', origin: 'providerImport' }
+    })
+    t.equal(edit.statusCode, 204)
+    const stale = await send({ events: [item('lunch', { updated: '2026-05-03T10:00:00.000Z', content: { title: 'Stale lunch', startDate: '2026-05-04T12:00:00+02:00', endDate: '2026-05-04T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })] })
+    t.same(stale.json().superseded, 1)
+    t.ok((await range()).some((event) => event.title === 'Lunch (moved here)'), 'the user\'s edit stays')
+  })
+
+  await t.test('a re-import switches to the new data at once, with no empty calendar between', async (t) => {
+    const generation2 = randomBytes(4).toString('hex')
+    const first = await send({ generation: generation2, events: [item('weekly', { updated: '2026-05-05T10:00:00.000Z', content: { title: 'Weekly', startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=WEEKLY;COUNT=4'] } })] })
+    t.equal(first.statusCode, 200)
+    t.ok((await range()).length >= 4, 'the old data is still there while the import runs')
+    const last = await send({ generation: generation2, complete: true, events: [item('dentist', { updated: '2026-05-05T10:00:00.000Z' })] })
+    t.equal(last.json().created, 1)
+    const titles = (await range()).map((event) => event.title)
+    t.notOk(titles.includes('Lunch (moved here)'), 'what the new import did not bring is gone')
+    t.ok(titles.includes('dentist') && titles.includes('Weekly'))
+    t.notOk(titles.includes('Weekly (moved)'), 'exceptions the new import did not bring are gone too')
+  })
+
+  await t.test('the user\'s own event written to the provider gains its identity', async (t) => {
+    const own = 'e'.repeat(24)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Mine', startDate: '2026-05-20T08:00:00Z', endDate: '2026-05-20T09:00:00Z' } })).statusCode, 204)
+    const link = await send({ events: [item('google-mine', { eventId: own, updated: '2099-01-01T00:00:00.000Z', content: { title: 'Mine', startDate: '2026-05-20T08:00:00Z', endDate: '2026-05-20T09:00:00Z', isAllDay: false, timeZone: 'UTC' } })] })
+    t.same(link.json().unchanged, 1)
+    const mine = (await app.inject({ method: 'GET', url: `/api/event/${own}`, headers: user.headers })).json()
+    t.equal(mine.providerEventId, 'google-mine')
+    t.equal(mine.calendarId, CALENDAR)
+    t.equal(mine.origin, 'compass', 'still the user\'s own event')
+  })
+
+  await t.test('removing the connection removes imported events and keeps the user\'s own', async (t) => {
+    const answer = await app.inject({
+      method: 'POST',
+      url: BACKEND_INTERNAL_PATHS.providerCalendarRemoval,
+      headers: { authorization: `Bearer ${token}` },
+      payload: { userId: user.userId, connectionId: CONNECTION }
+    })
+    t.equal(answer.statusCode, 200)
+    t.ok(answer.json().deleted >= 2)
+    const left = await range()
+    t.same(left.map((event) => event.title), ['Mine'])
+    t.notOk(left[0]?.providerEventId, 'without its provider identity')
+  })
+})
