@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import createError from '@fastify/error'
-import type { ClientSession, Collection } from 'mongodb'
+import type { AnyBulkWriteOperation, ClientSession, Collection } from 'mongodb'
 import type { EventRecord } from '../../lib/events/record.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
@@ -83,7 +83,7 @@ export class EventStore {
    * then removes the calendar's provider events that the import did not write.
    */
   async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
-    const operations = writes.map((write) => {
+    const operations = writes.map((write): AnyBulkWriteOperation<StoredEvent> => {
       switch (write.kind) {
         case 'insert':
           return { insertOne: { document: stored(write.record) } }
