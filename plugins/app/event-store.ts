@@ -95,6 +95,8 @@ export class EventStore {
           return { deleteOne: { filter: { _id: write.eventId, user: userId } } }
         case 'deleteInstances':
           return { deleteMany: { filter: { user: userId, 'recurrence.eventId': write.seriesId } } }
+        default:
+          throw new Error(`unknown provider write: ${JSON.stringify(write satisfies never)}`)
       }
     })
     if (operations.length > 0) await this.events.bulkWrite(operations, { ordered: true })
