@@ -1,12 +1,13 @@
 // `npm start`. With a configuration file (--config FILE, CONFIG_FILE or ./config.yaml) it runs the
 // backend alone against the services named there. Without one it runs the whole system on this
 // machine: the MongoDB and session-core stand-ins (data under .data/), the Sync service and the
-// backend, with a generated development configuration, and a mail catcher that receives the account
-// emails. The Sync service and the backend are supervised: one that dies is restarted with backoff,
-// as a container runtime would, and the rest keeps running (a service that never becomes healthy
-// at start still ends the stack with status 1). Ctrl-C (or SIGTERM) stops everything, the last
-// started first. DEV_DATA_DIR and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP}_PORT
-// move it when the defaults are taken.
+// backend, with a generated development configuration, a mail catcher that receives the account
+// emails, the Google stand-in with a demo account to connect, and the web client. The Sync service
+// and the backend are supervised: one that dies is restarted with backoff, as a container runtime
+// would, and the rest keeps running (a service that never becomes healthy at start still ends the
+// stack with status 1). Ctrl-C (or SIGTERM) stops everything, the last started first. DEV_DATA_DIR
+// and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,WEB}_PORT move it when the defaults
+// are taken.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
@@ -14,6 +15,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
+import { startWebServer } from '../web/server.js'
+import { DEMO_ACCOUNT, seedGoogleDemo } from './google-demo.js'
+import { startGoogle } from './google/index.js'
 import { startMailCatcher } from './mail/index.js'
 import { startMongo } from './mongo/index.js'
 import { startSessionCore } from './session-core/index.js'
@@ -34,6 +38,7 @@ interface DevSecrets {
   internalAuthToken: string
   serviceToken: string
   credentialEncryptionKey: string
+  googleClientSecret: string
 }
 
 const PORTS = {
@@ -43,26 +48,40 @@ const PORTS = {
   backend: Number(process.env.DEV_BACKEND_PORT ?? 3000),
   mail: Number(process.env.DEV_MAIL_PORT ?? 8025),
   mailSmtp: Number(process.env.DEV_MAIL_SMTP_PORT ?? 1025),
-  web: 9080
+  google: Number(process.env.DEV_GOOGLE_PORT ?? 4010),
+  web: Number(process.env.DEV_WEB_PORT ?? 9080)
 }
 
-// Secrets are made once and kept with the data, so restarting keeps everyone signed in.
+// The browser reaches the web client and the backend as localhost, so the session cookies, the
+// allowed origin and the OAuth redirect addresses all name the same host.
+const WEB_URL = `http://localhost:${PORTS.web}`
+const BACKEND_ORIGIN = `http://localhost:${PORTS.backend}`
+
+// The OAuth client the local stack registers at the Google stand-in. The id is no secret (Google
+// shows it to every browser); the secret is made once with the other secrets.
+const GOOGLE_CLIENT_ID = 'local-calendar.apps.googleusercontent.com'
+
+// Secrets are made once and kept with the data, so restarting keeps everyone signed in. A data
+// directory from before a secret existed gets just that one added; the others stay as they are.
 async function devSecrets (dataDir: string): Promise<DevSecrets> {
   const path = join(dataDir, 'dev-secrets.json')
-  if (existsSync(path)) return JSON.parse(await readFile(path, 'utf8')) as DevSecrets
+  const kept = existsSync(path) ? JSON.parse(await readFile(path, 'utf8')) as Partial<DevSecrets> : {}
   // Hex only: the session core accepts letters, digits, '=' and '-' in its API key.
   const token = () => randomBytes(24).toString('hex')
   const secrets: DevSecrets = {
-    rootPassword: token(),
-    apiPassword: token(),
-    syncPassword: token(),
-    sessionsPassword: token(),
-    sessionsKey: token(),
-    internalAuthToken: token(),
-    serviceToken: token(),
-    credentialEncryptionKey: randomBytes(32).toString('base64')
+    rootPassword: kept.rootPassword ?? token(),
+    apiPassword: kept.apiPassword ?? token(),
+    syncPassword: kept.syncPassword ?? token(),
+    sessionsPassword: kept.sessionsPassword ?? token(),
+    sessionsKey: kept.sessionsKey ?? token(),
+    internalAuthToken: kept.internalAuthToken ?? token(),
+    serviceToken: kept.serviceToken ?? token(),
+    credentialEncryptionKey: kept.credentialEncryptionKey ?? randomBytes(32).toString('base64'),
+    googleClientSecret: kept.googleClientSecret ?? token()
   }
-  await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
+  if (Object.keys(secrets).some((key) => !(key in kept))) {
+    await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
+  }
   return secrets
 }
 
@@ -70,15 +89,20 @@ function mongoUri (user: string, password: string, database: string, authSource:
   return `mongodb://${user}:${encodeURIComponent(password)}@127.0.0.1:${PORTS.mongo}/${database}?authSource=${authSource}&replicaSet=rs0`
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number) {
-  const webUrl = `http://localhost:${PORTS.web}`
+// Where Google sends the browser back after a grant: the Sync service's callback (the backend
+// proxies it under /sync) for a calendar connect, and the web client's route for provider sign-in.
+function googleRedirectUris (): string[] {
+  return [`${BACKEND_ORIGIN}/sync/oauth/google/callback`, `${WEB_URL}/auth/extprovider/callback`]
+}
+
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number, googleOrigin: string) {
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
-    web: { port: PORTS.web, url: webUrl },
+    web: { port: PORTS.web, url: WEB_URL },
     backend: {
       port: PORTS.backend,
-      apiUrl: `http://localhost:${PORTS.backend}/api`,
-      originsAllowed: [webUrl],
+      apiUrl: `${BACKEND_ORIGIN}/api`,
+      originsAllowed: [WEB_URL],
       serviceToken: secrets.serviceToken
     },
     database: { uri: mongoUri('calendar', secrets.apiPassword, 'calendar', 'calendar') },
@@ -97,13 +121,22 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPo
         fromEmail: 'calendar@localhost'
       }
     },
+    extprovider: {
+      clientId: GOOGLE_CLIENT_ID,
+      clientSecret: secrets.googleClientSecret,
+      endpointBase: googleOrigin
+    },
     sync: {
       port: PORTS.sync,
       databaseUri: mongoUri('sync', secrets.syncPassword, 'sync', 'sync'),
       internalAuthToken: secrets.internalAuthToken,
-      callbackBaseUrl: `http://localhost:${PORTS.sync}`,
-      postConnectRedirectUrl: webUrl,
+      // The browser comes back from Google through the backend, which proxies /sync to the Sync
+      // service, so the Sync host itself never has to be reachable from the browser.
+      callbackBaseUrl: `${BACKEND_ORIGIN}/sync`,
+      postConnectRedirectUrl: WEB_URL,
       serviceUrl: `http://127.0.0.1:${PORTS.sync}`,
+      backendUrl: `http://127.0.0.1:${PORTS.backend}`,
+      execution: 'active',
       enforceLeastPrivilege: true,
       apiDatabase: 'calendar',
       credentialEncryptionKey: secrets.credentialEncryptionKey
@@ -186,9 +219,16 @@ async function startLocalStack (): Promise<void> {
   running.push({ name: 'session core', stop: sessionCore.close })
   const mail = await startMailCatcher({ smtpPort: PORTS.mailSmtp, httpPort: PORTS.mail })
   running.push({ name: 'mail catcher', stop: mail.close })
+  const google = await startGoogle({
+    port: PORTS.google,
+    clients: [{ clientId: GOOGLE_CLIENT_ID, clientSecret: secrets.googleClientSecret, redirectUris: googleRedirectUris() }],
+    logger: { level: 'warn' }
+  })
+  running.push({ name: 'Google stand-in', stop: google.close })
+  await seedGoogleDemo(google.url)
 
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort)), { mode: 0o600 })
+  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort, google.url)), { mode: 0o600 })
 
   const sync = superviseService('Sync service', 'sync/server.ts', configPath)
   running.push(sync)
@@ -196,18 +236,27 @@ async function startLocalStack (): Promise<void> {
   const backend = superviseService('backend', 'server.ts', configPath)
   running.push(backend)
   await waitForHealth(backend.name, `http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
+  // Built for these values on first use and kept in node_modules/.cache, so later starts with the
+  // same ports serve at once.
+  const web = await startWebServer({ port: PORTS.web, apiUrl: `${BACKEND_ORIGIN}/api`, googleClientId: GOOGLE_CLIENT_ID })
+  running.push({ name: 'web client', stop: web.close })
 
   const pid = (service: Supervisor) => `pid ${service.pid ?? 'restarting'}`
   process.stdout.write([
     '',
     'Local stack is up:',
-    `  backend API     http://localhost:${PORTS.backend}/api   (health: /api/health; ${pid(backend)})`,
-    `  event stream    http://localhost:${PORTS.backend}/api/events/stream`,
+    `  calendar        ${WEB_URL}/day`,
+    `  backend API     ${BACKEND_ORIGIN}/api   (health: /api/health; ${pid(backend)})`,
+    `  event stream    ${BACKEND_ORIGIN}/api/events/stream`,
     `  Sync service    http://127.0.0.1:${PORTS.sync}   (${pid(sync)})`,
+    `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
     `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort})`,
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,
     `  configuration   ${configPath}`,
+    'Google: sign in to the calendar and choose "Connect Google Calendar"; the stand-in\'s consent page',
+    `lets you pick the demo account ${DEMO_ACCOUNT.email} (${DEMO_ACCOUNT.name}). Its two calendars hold a few events`,
+    'around today, made again at every start (the stand-in keeps nothing when it stops).',
     'The Sync service and the backend are restarted if they stop. Press Ctrl-C to stop everything.',
     ''
   ].join('\n'))
