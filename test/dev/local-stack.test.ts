@@ -1,7 +1,8 @@
 import { test } from 'tap'
-import { mkdtemp } from 'node:fs/promises'
+import { mkdtemp, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { parse } from 'yaml'
 import type { CaughtMail } from '../../dev/mail/index.js'
 import { freePort } from '../helper.js'
 import { startScript, waitFor } from '../processes.js'
@@ -23,9 +24,24 @@ async function answers (url: string): Promise<boolean> {
   }
 }
 
-// `npm start` with no configuration, as a newcomer runs it: the whole stack comes up, the health
-// endpoint answers 200, a user can sign up, reset a forgotten password through the mail the stack
-// catches, a crashed Sync service comes back by itself, and Ctrl-C stops everything with status 0.
+interface GeneratedConfig {
+  web: { port: number, url: string }
+  backend: { apiUrl: string, originsAllowed: string[] }
+  extprovider?: { clientId?: string, clientSecret?: string, endpointBase?: string }
+  sync: { callbackBaseUrl: string, postConnectRedirectUrl?: string, backendUrl?: string, execution?: string }
+}
+
+interface DemoAccount {
+  email: string
+  name: string
+  emailVerified: boolean
+  calendars: Array<{ id: string, primary: boolean, summary: string, events: number }>
+}
+
+// `npm start` with no configuration, as a newcomer runs it: the whole stack comes up, the calendar
+// answers in the browser, the Google stand-in holds the demo account, the health endpoint answers
+// 200, a user can sign up, reset a forgotten password through the mail the stack catches, a crashed
+// Sync service comes back by itself, and Ctrl-C stops everything with status 0.
 test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
   const ports = {
     mongo: await freePort(),
@@ -33,7 +49,9 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
     sync: await freePort(),
     backend: await freePort(),
     mail: await freePort(),
-    mailSmtp: await freePort()
+    mailSmtp: await freePort(),
+    google: await freePort(),
+    web: await freePort()
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'calendar-stack-'))
   const env = {
@@ -44,8 +62,13 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
     DEV_BACKEND_PORT: String(ports.backend),
     DEV_MAIL_PORT: String(ports.mail),
     DEV_MAIL_SMTP_PORT: String(ports.mailSmtp),
+    DEV_GOOGLE_PORT: String(ports.google),
+    DEV_WEB_PORT: String(ports.web),
     LOG_LEVEL: 'warn'
   }
+  const webUrl = `http://localhost:${ports.web}`
+  const googleOrigin = `http://127.0.0.1:${ports.google}`
+  const demoAccount = async () => await fetch(`${googleOrigin}/_control/accounts/${encodeURIComponent('demo@example.com')}`)
   const api = `http://127.0.0.1:${ports.backend}/api`
   const mailbox = `http://127.0.0.1:${ports.mail}`
   const email = 'newcomer@example.com'
@@ -63,10 +86,66 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
   t.match(stack.output(), 'Local stack is up', 'the stack reports its URLs')
   t.match(stack.output(), `http://localhost:${ports.backend}/api`)
   t.match(stack.output(), `mail catcher    ${mailbox}`, 'and the mail catcher page')
+  t.match(stack.output(), /Local stack is up:\n {2}calendar {8}(\S+)\n/, 'the calendar comes first')
+  t.match(stack.output(), `calendar        ${webUrl}/day`)
+  t.match(stack.output(), `Google stand-in ${googleOrigin}   (control page: ${googleOrigin}/_control/)`)
+  t.match(stack.output(), 'demo account demo@example.com', 'and how to connect the demo account')
 
   const health = await fetch(`${api}/health`)
-  t.equal(health.status, 200)
+  t.equal(health.status, 200, 'the backend starts with the generated configuration, Google included')
   t.equal((await health.json() as { status: string }).status, 'ok')
+
+  const configPath = join(dataDir, 'config.dev.yaml')
+  const config = parse(await readFile(configPath, 'utf8')) as GeneratedConfig
+  await t.test('the generated configuration points at the web client and the Google stand-in', async (t) => {
+    t.equal(config.web.url, webUrl)
+    t.equal(config.web.port, ports.web)
+    t.ok(config.backend.originsAllowed.includes(webUrl), 'the web client may call the API')
+    t.equal(config.extprovider?.endpointBase, googleOrigin)
+    t.equal(config.extprovider?.clientId, 'local-calendar.apps.googleusercontent.com')
+    t.ok((config.extprovider?.clientSecret ?? '').length >= 32, 'with a generated client secret')
+    t.notMatch(stack.output(), config.extprovider?.clientSecret ?? 'no secret', 'which never reaches the output')
+    t.equal(config.sync.callbackBaseUrl, `http://localhost:${ports.backend}/sync`)
+    t.equal(config.sync.postConnectRedirectUrl, webUrl)
+    t.equal(config.sync.backendUrl, `http://127.0.0.1:${ports.backend}`)
+    t.equal(config.sync.execution, 'active')
+  })
+
+  await t.test('the calendar answers in the browser', async (t) => {
+    const page = await fetch(`${webUrl}/day`)
+    t.equal(page.status, 200)
+    t.match(page.headers.get('content-type'), 'text/html')
+    const html = await page.text()
+    const script = /<script[^>]+src="([^"]+\.js)"/.exec(html)?.[1]
+    t.ok(script, 'the page loads the app\'s JavaScript')
+    const asset = await fetch(new URL(script ?? '/missing.js', webUrl))
+    t.equal(asset.status, 200)
+    t.match(asset.headers.get('content-type'), 'javascript')
+    t.match(await asset.text(), `http://localhost:${ports.backend}/api`, 'built for this backend')
+  })
+
+  await t.test('the Google stand-in holds the demo account and the OAuth client', async (t) => {
+    const discovery = await (await fetch(`${googleOrigin}/.well-known/openid-configuration`)).json() as { issuer: string, authorization_endpoint: string }
+    t.equal(discovery.issuer, googleOrigin)
+    t.equal(discovery.authorization_endpoint, `${googleOrigin}/o/oauth2/v2/auth`)
+    const answer = await demoAccount()
+    t.equal(answer.status, 200)
+    const demo = await answer.json() as DemoAccount
+    t.equal(demo.name, 'Demo User')
+    t.equal(demo.emailVerified, true)
+    t.equal(demo.calendars.length, 2, 'a primary calendar and a second one')
+    t.ok(demo.calendars.every((calendar) => calendar.events > 0), 'each with events')
+    const events = await (await fetch(`${googleOrigin}/_control/calendars/demo%40example.com/events`)).json() as { items: Array<{ recurrence?: string[], recurringEventId?: string, status: string, start?: { date?: string } }> }
+    t.ok(events.items.some((event) => event.start?.date !== undefined), 'an all-day event')
+    t.ok(events.items.some((event) => event.recurrence !== undefined), 'a series')
+    t.ok(events.items.some((event) => event.recurringEventId !== undefined && event.status === 'cancelled'), 'with a cancelled occurrence')
+    t.ok(events.items.some((event) => event.recurringEventId !== undefined && event.status === 'confirmed'), 'and a changed one')
+    const { clients } = await (await fetch(`${googleOrigin}/_control/clients`)).json() as { clients: Array<{ clientId: string, redirectUris: string[] }> }
+    t.same(clients, [{
+      clientId: config.extprovider?.clientId,
+      redirectUris: [`http://localhost:${ports.backend}/sync/oauth/google/callback`, `${webUrl}/auth/extprovider/callback`]
+    }])
+  })
 
   const signUp = await post('/auth/signup', { formFields: fields({ name: 'New Comer', email, password: 'first-try-pw-1' }) })
   t.equal(signUp.status, 200)
@@ -88,7 +167,7 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
     t.equal(mail?.envelope.from, 'calendar@localhost')
 
     const link = new URL(mail?.links[0] ?? 'http://missing.invalid/')
-    t.equal(`${link.origin}${link.pathname}`, 'http://localhost:9080/day', 'the link leads to the web app (web.url)')
+    t.equal(`${link.origin}${link.pathname}`, `${webUrl}/day`, 'the link leads to the web app (web.url)')
     t.equal(link.searchParams.get('auth'), 'reset')
     const token = link.searchParams.get('token') ?? ''
     t.ok(token.length > 10, 'with its token')
@@ -132,6 +211,9 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
   const again = startScript(t, 'dev/start.ts', [], env)
   await waitFor(() => again.output().includes('Local stack is up'), 60_000, () => again.child.exitCode !== null)
   t.equal((await signIn('a-brand-new-pw-2')).status, 'OK', 'the account survived the restart')
+  t.equal((await demoAccount()).status, 200, 'the demo account is there again in the new Google stand-in')
+  const configAgain = parse(await readFile(configPath, 'utf8')) as GeneratedConfig
+  t.equal(configAgain.extprovider?.clientSecret, config.extprovider?.clientSecret, 'the client secret is kept with the data')
   again.child.kill('SIGINT')
   t.equal(await again.exited, 0)
 })
