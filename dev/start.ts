@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
@@ -81,6 +81,8 @@ async function devSecrets (dataDir: string): Promise<DevSecrets> {
   }
   if (Object.keys(secrets).some((key) => !(key in kept))) {
     await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
+    // The mode above applies only to a new file; a rewritten one is narrowed too.
+    await chmod(path, 0o600)
   }
   return secrets
 }
