@@ -14,6 +14,7 @@ import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plu
 import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
+import syncProxyPlugin from './plugins/external/sync-proxy.js'
 import type { RealtimeOptions } from './plugins/app/change-feed.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -55,6 +56,7 @@ export const DATABASE_RETRY_AFTER_SECONDS = 5
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
   if (error instanceof TypedHttpError) {
+    if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
     return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))
   }
   if (isDatabaseUnavailableError(error)) {
@@ -92,6 +94,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   await fastify.register(securityHeadersPlugin)
   await fastify.register(requestLoggingPlugin)
   await fastify.register(openapiPlugin)
+  // The Sync service's public callbacks (OAuth, provider webhooks), under /sync.
+  await fastify.register(syncProxyPlugin)
 
   fastify.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
   // The session library's error handler comes after the routes: its errors (unauthorised,

@@ -15,7 +15,14 @@ export interface ErrorDetails {
 // message is written for clients, so it is sent as it is, even with a 5xx status.
 export class TypedHttpError extends Error {
   override name = 'TypedHttpError'
-  constructor (readonly statusCode: number, readonly code: string, message: string, readonly details: ErrorDetails = {}) {
+  constructor (
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details: ErrorDetails = {},
+    /** Sent as Retry-After: the refusal is temporary and the client may try again then. */
+    readonly retryAfterSeconds?: number
+  ) {
     super(message)
   }
 }

@@ -122,7 +122,7 @@ export class EventService {
       _id: edit?._id ?? mintEventId()
     }
     this.#validate(change, 'body')
-    await this.#commitOne(owner, edit, change, log)
+    await this.#commitOne(owner, edit, change, log, series)
   }
 
   /** DELETE: one event, or for an occurrence of a series the occurrences `applyTo` names. */
@@ -161,9 +161,9 @@ export class EventService {
   }
 
   /** Writes one validated change over what is stored (null: nothing yet). */
-  async #commitOne (owner: Owner, before: EventRecord | null, change: EventChangeInput, log: FastifyBaseLogger): Promise<void> {
+  async #commitOne (owner: Owner, before: EventRecord | null, change: EventChangeInput, log: FastifyBaseLogger, series: EventRecord | null = null): Promise<void> {
     const after = keepProviderIdentity(before, toEventRecord(change, owner))
-    await this.#commit(owner, [{ plan: planned(planTransition(before, after, owner.now)), touched: [before, after] }], log)
+    await this.#commit(owner, [{ plan: planned(planTransition(before, after, owner.now)), touched: [before, after, series] }], log)
   }
 
   /**
@@ -199,7 +199,7 @@ export class EventService {
     const touched = steps.flatMap((step) => step.touched).filter((event): event is EventRecord => event !== null)
     await this.#checkProviderSide(owner.userId, touched, log)
     const plans = steps.map((step) => step.plan)
-    await this.#app.eventStore.apply(owner.userId, plans, eventChangeEntries(plans), owner.now)
+    await this.#app.eventStore.apply(owner.userId, plans, eventChangeEntries(plans, touched, owner.now), owner.now)
     // The write is complete once its reports are stored; delivery runs on without the client.
     this.#app.outbox.kick(owner.userId)
   }

@@ -1,0 +1,39 @@
+import fp from 'fastify-plugin'
+import type { BeginConnectionRequest, BeginConnectionResponse } from '../../schemas/sync/index.js'
+import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
+import { TypedHttpError } from '../../lib/error-bodies.js'
+
+export interface ProviderConnections {
+  /** Starts a provider authorization in the Sync service; the answer names where the browser goes. */
+  begin: (userId: string, request: BeginConnectionRequest) => Promise<BeginConnectionResponse>
+  /** Asks Sync to pull the user's connected calendars now (the refresh button, focus refresh). */
+  refresh: (userId: string) => Promise<{ queued: number }>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    providerConnections: ProviderConnections
+  }
+}
+
+// Sync's refusals reach the client with Sync's own status and code (503 MAINTENANCE, 409
+// EXECUTION_PASSIVE, 404 CONNECTION_NOT_FOUND, ...); an unreachable Sync is a 503 to retry.
+async function asked<T> (call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (error) {
+    if (error instanceof SyncRequestError) {
+      throw new TypedHttpError(error.statusCode, error.code, error.message, error.connectionId === null ? {} : { connectionId: error.connectionId })
+    }
+    if (error instanceof SyncUnavailableError) throw new TypedHttpError(503, 'SYNC_UNAVAILABLE', 'Calendar sync is briefly unavailable; try again shortly', {}, 5)
+    throw error
+  }
+}
+
+export default fp(async function providerConnections (fastify) {
+  const sync = fastify.syncClient
+  fastify.decorate('providerConnections', {
+    begin: async (userId: string, request: BeginConnectionRequest) => await asked(async () => await sync.beginConnection(userId, request)),
+    refresh: async (userId: string) => await asked(async () => await sync.restartSync(userId))
+  })
+}, { name: 'provider-connections', dependencies: ['sync-client'] })

@@ -1,0 +1,54 @@
+import fp from 'fastify-plugin'
+import httpProxy from '@fastify/http-proxy'
+import type { FastifyRequest } from 'fastify'
+import Session from 'supertokens-node/recipe/session'
+import { INTERNAL_AUTH_HEADERS, signInternalRequest } from '../../lib/internal-auth.js'
+
+// Specification, Endpoints: `/sync/*` are the Sync service's public OAuth and webhook callbacks,
+// proxied to it (sync.callbackBaseUrl points here) and verified inside the Sync service. Only
+// those public parts are reachable: the internal API of Sync is never.
+const PUBLIC_PARTS = ['oauth', 'webhooks', 'maintenance'] as const
+
+// Headers a browser or a provider must not pass on to Sync: the backend's own session tokens,
+// and anything that would pose as the backend's signature.
+const STRIPPED = ['cookie', 'authorization', 'sx-access-token', 'sx-refresh-token', ...Object.values(INTERNAL_AUTH_HEADERS)]
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in user of a proxied OAuth callback, when the browser has a session. */
+    proxiedSessionUser: string | null
+  }
+}
+
+export default fp(async function syncProxy (fastify) {
+  const { serviceUrl, internalAuthToken } = fastify.config.sync
+  fastify.decorateRequest('proxiedSessionUser', null)
+
+  for (const part of PUBLIC_PARTS) {
+    await fastify.register(httpProxy, {
+      upstream: serviceUrl,
+      prefix: `/sync/${part}`,
+      rewritePrefix: `/${part}`,
+      // The OAuth callback learns who is signed in, so Sync can tell a browser that finishes
+      // another user's authorization (a mismatch) from the user who started it.
+      preHandler: part === 'oauth'
+        ? async (request: FastifyRequest, reply) => {
+          const session = await Session.getSession(request, reply, { sessionRequired: false })
+          request.proxiedSessionUser = session?.getUserId() ?? null
+        }
+        : undefined,
+      replyOptions: {
+        rewriteRequestHeaders: (request, headers) => {
+          const forwarded: Record<string, string | string[] | undefined> = { ...headers }
+          for (const name of STRIPPED) Reflect.deleteProperty(forwarded, name)
+          const userId = request.proxiedSessionUser
+          if (userId !== null) {
+            const path = request.url.replace(/^\/sync/, '')
+            Object.assign(forwarded, signInternalRequest({ secret: internalAuthToken, method: request.method, path, userId }, Date.now()))
+          }
+          return forwarded as typeof headers
+        }
+      }
+    })
+  }
+}, { name: 'sync-proxy', dependencies: ['config', 'session'] })
