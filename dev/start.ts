@@ -256,9 +256,9 @@ async function startLocalStack (): Promise<void> {
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,
     `  configuration   ${configPath}`,
-    'Google: sign in to the calendar and choose "Connect Google Calendar"; the stand-in\'s consent page',
-    `lets you pick the demo account ${DEMO_ACCOUNT.email} (${DEMO_ACCOUNT.name}). Its two calendars hold a few events`,
-    'around today, made again at every start (the stand-in keeps nothing when it stops).',
+    `Google is the stand-in: its consent page lets you pick the demo account ${DEMO_ACCOUNT.email} (${DEMO_ACCOUNT.name}),`,
+    'whose two calendars hold a few events around today, made again at every start (the stand-in keeps',
+    'nothing when it stops); its control page lists the accounts, their grants and push channels.',
     'The Sync service and the backend are restarted if they stop. Press Ctrl-C to stop everything.',
     ''
   ].join('\n'))
