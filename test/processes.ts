@@ -48,3 +48,8 @@ export async function waitFor (condition: () => boolean | Promise<boolean>, time
   }
   return await condition()
 }
+
+/** Like waitFor, for conditions a test cannot go on without: fails the test with what it waited for. */
+export async function waitUntil (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  if (!await waitFor(condition, timeoutMs)) throw new Error(`gave up waiting for ${what}`)
+}

@@ -95,6 +95,20 @@ const isPageToken = (v: Record<string, unknown>): boolean =>
   typeof v['c'] === 'string' && (v['m'] === 'full' || v['m'] === 'sync') && Number.isInteger(v['p']) && Number.isInteger(v['s']) && typeof v['e'] === 'string'
 
 /** First index in `changes` whose seq is above `seq` (binary search: the log is in seq order). */
+/**
+ * A page of a list: a page token when more follows, else the sync token of the snapshot the
+ * listing read (Google: `nextPageToken` on every page but the last, `nextSyncToken` on the last).
+ */
+function finishPage (calendar: Calendar, items: StoredEvent[], mode: 'full' | 'sync', next: number | undefined, snapshot: number): ListPage {
+  const result: ListPage = { items, incremental: mode === 'sync' }
+  if (next !== undefined) {
+    result.nextPageToken = encode({ c: calendar.id, m: mode, p: next, s: snapshot, e: calendar.epoch } satisfies PageTokenPayload)
+  } else {
+    result.nextSyncToken = encode({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
+  }
+  return result
+}
+
 function firstChangeAfter (changes: Array<{ seq: number }>, seq: number): number {
   let low = 0
   let high = changes.length
@@ -330,13 +344,7 @@ export class Calendars {
       if (items.length === query.maxResults) { next = position; break }
       items.push(event)
     }
-    const result: ListPage = { items, incremental: false }
-    if (next !== undefined) {
-      result.nextPageToken = encode({ c: calendar.id, m: 'full', p: next, s: snapshot, e: calendar.epoch } satisfies PageTokenPayload)
-    } else {
-      result.nextSyncToken = encode({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
-    }
-    return result
+    return finishPage(calendar, items, 'full', next, snapshot)
   }
 
   private listChanges (calendar: Calendar, query: ListQuery, since: number, page: PageTokenPayload | undefined): ListPage {
@@ -353,13 +361,7 @@ export class Calendars {
       if (items.length === query.maxResults) { next = position; break }
       items.push(event)
     }
-    const result: ListPage = { items, incremental: true }
-    if (next !== undefined) {
-      result.nextPageToken = encode({ c: calendar.id, m: 'sync', p: next, s: snapshot, e: calendar.epoch } satisfies PageTokenPayload)
-    } else {
-      result.nextSyncToken = encode({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
-    }
-    return result
+    return finishPage(calendar, items, 'sync', next, snapshot)
   }
 
   private prepareInsert (calendar: Calendar, write: EventWrite, organizerEmail: string, pending: StoredEvent[] = []): StoredEvent {

@@ -1,5 +1,6 @@
 // npx tsx dev/google/cli.ts [--port 4010] [--client ID:SECRET:REDIRECT_URI[,REDIRECT_URI...]]...
 //   [--account EMAIL[:Display Name]]... [--access-token-lifetime SECONDS]
+import { wholeNumberFlag } from '../stand-in.js'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { LOG_REDACT, startGoogle } from './index.js'
@@ -21,13 +22,6 @@ function parseAccount (value: string): AccountSetup {
   return colon < 0 ? { email: value } : { email: value.slice(0, colon), name: value.slice(colon + 1) }
 }
 
-function nonNegativeInteger (value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined
-  const parsed = Number(value)
-  if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`--${flag} must be a non-negative integer, got "${value}"`)
-  return parsed
-}
-
 async function main (): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -38,9 +32,9 @@ async function main (): Promise<void> {
     },
     strict: true
   })
-  const accessTokenLifetimeSec = nonNegativeInteger(values['access-token-lifetime'], 'access-token-lifetime')
+  const accessTokenLifetimeSec = wholeNumberFlag(values['access-token-lifetime'], 'access-token-lifetime')
   const google = await startGoogle({
-    port: nonNegativeInteger(values.port, 'port') ?? DEFAULT_PORT,
+    port: wholeNumberFlag(values.port, 'port', 65535) ?? DEFAULT_PORT,
     clients: (values.client ?? []).map(parseClient),
     accounts: (values.account ?? []).map(parseAccount),
     ...(accessTokenLifetimeSec === undefined ? {} : { accessTokenLifetimeSec }),

@@ -1,3 +1,4 @@
+import { listenOnLoopback, refuseProduction } from '../stand-in.js'
 import Fastify from 'fastify'
 import type { FastifyServerOptions } from 'fastify'
 import { googleApp } from './app.js'
@@ -52,7 +53,6 @@ export interface GoogleStandIn {
   close (): Promise<void>
 }
 
-const HOST = '127.0.0.1'
 const SWEEP_INTERVAL_MS = 60 * 1000
 
 // Values of these query parameters are secrets (or single-use credentials) and never reach a log line.
@@ -86,9 +86,7 @@ function positive (value: number | undefined, name: string, fallback: number): n
 }
 
 export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleStandIn> {
-  if (process.env['NODE_ENV'] === 'production') {
-    throw new Error('dev/google is a development stand-in and refuses to start when NODE_ENV is production')
-  }
+  refuseProduction('dev/google')
   const now = options.clock ?? Date.now
   const lifetimes = {
     accessTokenSec: positive(options.accessTokenLifetimeSec, 'accessTokenLifetimeSec', 3599),
@@ -120,14 +118,11 @@ export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleS
       clearInterval(sweep)
       await state.channels.close()
     })
-    await app.listen({ host: HOST, port: options.port ?? 0 })
   } catch (err) {
     await app.close()
     throw err
   }
-  const address = app.server.address()
-  if (address === null || typeof address === 'string') throw new Error('google stand-in did not bind a TCP port')
-  const url = `http://${HOST}:${address.port}`
+  const url = await listenOnLoopback(app, options.port, 'google stand-in')
   // Set before the event loop turns, so no request is answered without it.
   state.origin = url
   return {

@@ -2,6 +2,7 @@
 // login) on 127.0.0.1, keeps the latest ones in memory, and shows them on a small web page and as
 // JSON. Account emails (password reset links) of the local stack land here, so a person can click
 // them and a test can read them.
+import { LOOPBACK, refuseProduction } from '../stand-in.js'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { simpleParser, type AddressObject } from 'mailparser'
@@ -28,7 +29,6 @@ export interface MailCatcher {
   close (): Promise<void>
 }
 
-const HOST = '127.0.0.1'
 const MAX_MAIL_BYTES = 10 * 1024 * 1024
 
 function addressText (value: AddressObject | AddressObject[] | undefined): string {
@@ -41,9 +41,7 @@ function envelopeAddress (address: SMTPServerAddress | false): string | null {
 }
 
 export async function startMailCatcher (options: MailCatcherOptions = {}): Promise<MailCatcher> {
-  if (process.env['NODE_ENV'] === 'production') {
-    throw new Error('dev/mail is a development mail catcher and refuses to start when NODE_ENV is production')
-  }
+  refuseProduction('dev/mail (a mail catcher)')
   const limit = options.limit ?? 100
   if (!Number.isInteger(limit) || limit < 1) throw new Error('limit must be a positive integer')
 
@@ -118,12 +116,12 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
   try {
     await new Promise<void>((resolve, reject) => {
       smtp.once('error', reject)
-      smtp.listen(options.smtpPort ?? 0, HOST, () => {
+      smtp.listen(options.smtpPort ?? 0, LOOPBACK, () => {
         smtp.off('error', reject)
         resolve()
       })
     })
-    await http.listen({ host: HOST, port: options.httpPort ?? 0 })
+    await http.listen({ host: LOOPBACK, port: options.httpPort ?? 0 })
   } catch (err) {
     await Promise.all([http.close(), new Promise<void>((resolve) => { smtp.close(() => resolve()) })])
     throw err
@@ -135,7 +133,7 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
   const httpAddress = http.server.address() as AddressInfo
   return {
     smtpPort: smtpAddress().port,
-    url: `http://${HOST}:${httpAddress.port}`,
+    url: `http://${LOOPBACK}:${httpAddress.port}`,
     messages: () => [...mails],
     close: async () => {
       await Promise.all([

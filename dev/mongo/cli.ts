@@ -1,4 +1,5 @@
 // `npm run mongo`: runs the stand-in until interrupted and prints its connection string.
+import { wholeNumberFlag } from '../stand-in.js'
 import { parseArgs } from 'node:util'
 import { startMongo } from './index.js'
 import type { MongoUser, StartMongoOptions } from './index.js'
@@ -36,11 +37,8 @@ async function main (): Promise<void> {
     return
   }
   const options: StartMongoOptions = {}
-  if (values.port !== undefined) {
-    const port = Number(values.port)
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer from 0 to 65535, got '${values.port}'`)
-    options.port = port
-  }
+  const port = wholeNumberFlag(values.port, 'port', 65535)
+  if (port !== undefined) options.port = port
   if (values['replica-set'] !== undefined) options.replicaSet = values['replica-set']
   if (values['data-dir'] !== undefined) options.dataDir = values['data-dir']
   if (values.user !== undefined) options.users = values.user.map(parseUser)

@@ -1,5 +1,6 @@
 // A MongoDB wire-protocol server for tests and the local stack. The real `mongodb` driver talks
 // to it over TCP as it would to mongod; see README.md in this folder for what it covers.
+import { refuseProduction } from '../stand-in.js'
 import { createServer } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import { randomBytes } from 'node:crypto'
@@ -99,9 +100,7 @@ function parseRoles (raw: unknown, db: string): Role[] {
 }
 
 export async function startMongo (options: StartMongoOptions = {}): Promise<MongoStandIn> {
-  if (process.env.NODE_ENV === 'production') {
-    throw new Error('dev/mongo is a development stand-in for MongoDB and refuses to run with NODE_ENV=production; use a real MongoDB server')
-  }
+  refuseProduction('dev/mongo')
   const store = new Store()
   const users = new Users()
   const persistence = options.dataDir === undefined ? undefined : new Persistence(options.dataDir, store, users)

@@ -1,15 +1,9 @@
 // npm run session-core -- [--port 3567] [--api-key KEY] [--mongo-uri URI]
 //   [--access-token-validity SECONDS] [--refresh-token-validity MINUTES]
+import { wholeNumberFlag } from '../stand-in.js'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { LOG_REDACT, startSessionCore } from './index.js'
-
-function positiveInteger (value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined
-  const parsed = Number(value)
-  if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`--${flag} must be a non-negative integer, got "${value}"`)
-  return parsed
-}
 
 async function main (): Promise<void> {
   const { values } = parseArgs({
@@ -22,9 +16,9 @@ async function main (): Promise<void> {
     },
     strict: true
   })
-  const port = positiveInteger(values.port, 'port') ?? 3567
-  const accessTokenValiditySec = positiveInteger(values['access-token-validity'], 'access-token-validity')
-  const refreshTokenValidityMin = positiveInteger(values['refresh-token-validity'], 'refresh-token-validity')
+  const port = wholeNumberFlag(values.port, 'port', 65535) ?? 3567
+  const accessTokenValiditySec = wholeNumberFlag(values['access-token-validity'], 'access-token-validity')
+  const refreshTokenValidityMin = wholeNumberFlag(values['refresh-token-validity'], 'refresh-token-validity')
   const core = await startSessionCore({
     port,
     ...(values['api-key'] === undefined ? {} : { apiKey: values['api-key'] }),

@@ -1,3 +1,4 @@
+import { listenOnLoopback, refuseProduction } from '../stand-in.js'
 import Fastify from 'fastify'
 import type { FastifyServerOptions } from 'fastify'
 import { sessionCoreApp } from './app.js'
@@ -25,16 +26,13 @@ export interface SessionCore {
   close (): Promise<void>
 }
 
-const HOST = '127.0.0.1'
 const PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 /** Redacts what must never reach a log line if request headers are ever logged. */
 export const LOG_REDACT = ['req.headers["api-key"]', 'req.headers.authorization', 'req.headers.cookie']
 
 export async function startSessionCore (options: SessionCoreOptions = {}): Promise<SessionCore> {
-  if (process.env['NODE_ENV'] === 'production') {
-    throw new Error('dev/session-core is a development stand-in and refuses to start when NODE_ENV is production')
-  }
+  refuseProduction('dev/session-core')
   const accessTokenValiditySec = options.accessTokenValiditySec ?? 3600
   const refreshTokenValidityMin = options.refreshTokenValidityMin ?? 144000
   if (!(accessTokenValiditySec > 0) || !(refreshTokenValidityMin > 0)) {
@@ -70,15 +68,12 @@ export async function startSessionCore (options: SessionCoreOptions = {}): Promi
     }, PURGE_INTERVAL_MS)
     purge.unref()
     app.addHook('onClose', async () => { clearInterval(purge) })
-    await app.listen({ host: HOST, port: options.port ?? 0 })
   } catch (err) {
     await app.close()
     throw err
   }
-  const address = app.server.address()
-  if (address === null || typeof address === 'string') throw new Error('session core did not bind a TCP port')
   return {
-    uri: `http://${HOST}:${address.port}`,
+    uri: await listenOnLoopback(app, options.port, 'session core'),
     close: async () => { await app.close() }
   }
 }

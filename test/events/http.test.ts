@@ -1,3 +1,4 @@
+import { waitUntil } from '../processes.js'
 import { test, type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -21,14 +22,6 @@ function assertEmpty204 (t: Test, response: LightMyRequestResponse, what: string
   t.equal(response.body, '', `${what}: no body`)
   t.notOk(response.headers['content-type'], `${what}: no content type`)
   t.notOk(Number(response.headers['content-length'] ?? 0), `${what}: no content`)
-}
-
-async function waitFor (condition: () => Promise<boolean>, what: string): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
-    if (await condition()) return
-    await sleep(25)
-  }
-  throw new Error(`gave up waiting for ${what}`)
 }
 
 // One backend app for the whole file: the session library keeps one configuration per process.
@@ -365,16 +358,16 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     t.equal((await asDan.get(eventId)).json().title, 'changed')
     t.ok(log.lines().some((line) => line.reason === 'MissingGoogleRefreshToken' && line.userId === dan.userId && line.level === 30), 'an info line says the provider effect was skipped')
     t.equal(await app.outbox.pending(dan.userId), 4, 'the reports wait in the outbox')
-    await waitFor(async () => (await app.mongo.db.collection('syncOutbox').countDocuments({ user: dan.userId, attempts: { $gt: 0 } })) === 1, 'a failed first attempt')
+    await waitUntil(async () => (await app.mongo.db.collection('syncOutbox').countDocuments({ user: dan.userId, attempts: { $gt: 0 } })) === 1, 'a failed first attempt')
 
     await sync.start()
-    await waitFor(async () => await app.outbox.pending(dan.userId) === 0, 'the outbox to drain')
+    await waitUntil(async () => await app.outbox.pending(dan.userId) === 0, 'the outbox to drain')
     t.equal((await sync.reports(dan.userId)).length, 4, 'every report arrived')
     t.equal(await sync.eventInvalidations(dan.userId), 4, 'Sync appended one event invalidation per write')
   })
 
   await t.test('Sync hears of every write once, and the backend publishes nothing itself', async (t) => {
-    await waitFor(async () => await app.outbox.pending() === 0, 'the outbox to drain')
+    await waitUntil(async () => await app.outbox.pending() === 0, 'the outbox to drain')
     const adaReports = await sync.reports(ada.userId)
     t.ok(adaReports.length >= 5)
     t.equal(new Set(adaReports.map((report) => report.idempotencyKey)).size, adaReports.length, 'no report twice')

@@ -1,7 +1,7 @@
 import { test } from 'tap'
+import { waitUntil } from '../processes.js'
 import { ObjectId } from 'mongodb'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Outbox, deliverThrough } from '../../plugins/app/outbox.js'
 import { SyncClient } from '../../lib/sync-client.js'
 import { eventChangeEntries, outboxRecordsFor } from '../../lib/events/outbox.js'
@@ -14,14 +14,6 @@ const OTHER_USER = 'b'.repeat(24)
 
 function reportPlans (...eventIds: string[]): PersistencePlan[] {
   return eventIds.map((eventId) => ({ writes: [], report: { eventId, operation: 'update' as const } }))
-}
-
-async function waitFor (condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
-    if (await condition()) return
-    await sleep(25)
-  }
-  throw new Error(`gave up waiting for ${what}`)
 }
 
 test('the sender', async (t) => {
@@ -193,7 +185,7 @@ test('reports written while Sync is down arrive once after a backend restart', a
   const sync = await startRecordingSync(t)
   const second = await buildEventsInstance(t, { mongoUri: database, syncUrl: sync.url })
   // The failed attempts before the restart set a retry time within the first backoff step.
-  await waitFor(async () => await second.app.outbox.pending() === 0, 'the outbox to drain')
+  await waitUntil(async () => await second.app.outbox.pending() === 0, 'the outbox to drain')
   t.equal(sync.applied.length, 6)
   t.equal(sync.attempts.length, 6, 'each report was sent exactly once')
   for (const userId of [USER, OTHER_USER]) {

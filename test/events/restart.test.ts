@@ -1,6 +1,6 @@
 import { test } from 'tap'
+import { waitUntil } from '../processes.js'
 import { randomBytes } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { startSyncService } from './sync-service.js'
 
@@ -28,7 +28,7 @@ test('Sync stopped, writes made, backend restarted, Sync started: every report a
 
   const second = await buildApp(t, deps, {}, () => first.config)
   await sync.start()
-  for (let tries = 0; tries < 400 && await second.app.outbox.pending() > 0; tries++) await sleep(25)
+  await waitUntil(async () => await second.app.outbox.pending() === 0, 'the outbox to drain', 10_000)
   t.equal(await second.app.outbox.pending(), 0, 'the restarted backend delivered the outbox')
 
   const reports = await sync.reports(ivy.userId)

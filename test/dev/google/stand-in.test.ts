@@ -11,16 +11,6 @@ import { CALENDAR_SCOPE, CLIENT, REDIRECT_URI, connect, control, startReceiver, 
 const ALICE = 'alice@example.com'
 const EVENT = { start: { dateTime: '2030-05-02T08:00:00Z' }, end: { dateTime: '2030-05-02T09:00:00Z' } }
 
-test('refuses to start when NODE_ENV is production', async (t) => {
-  const previous = process.env['NODE_ENV']
-  process.env['NODE_ENV'] = 'production'
-  t.teardown(() => {
-    if (previous === undefined) delete process.env['NODE_ENV']
-    else process.env['NODE_ENV'] = previous
-  })
-  await t.rejects(startGoogle(), /refuses to start when NODE_ENV is production/)
-})
-
 test('armed faults: the next N matching requests answer 429 or 403 rate limits, 500 or 503; counters count every call', async (t) => {
   const google = await startStandIn(t, { accounts: [{ email: ALICE }] })
   const { tokens, client } = await connect(google, ALICE, [CALENDAR_SCOPE])

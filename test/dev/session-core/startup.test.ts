@@ -6,16 +6,6 @@ import { call, cdi } from './harness.js'
 
 const API_KEY = 'a-test-api-key-that-is-long-enough'
 
-test('refuses to start when NODE_ENV is production', async (t) => {
-  const previous = process.env['NODE_ENV']
-  process.env['NODE_ENV'] = 'production'
-  t.teardown(() => {
-    if (previous === undefined) delete process.env['NODE_ENV']
-    else process.env['NODE_ENV'] = previous
-  })
-  await t.rejects(startSessionCore(), /refuses to start when NODE_ENV is production/)
-})
-
 test('refuses api keys the real core would refuse', async (t) => {
   await t.rejects(startSessionCore({ apiKey: 'short' }), /at least 20 characters/)
   await t.rejects(startSessionCore({ apiKey: 'long_enough_but_with_underscores' }), /only letters, digits/)
