@@ -103,7 +103,10 @@ export const SyncSchema = section({
   credentialEncryptionKey: Type.Optional(Type.String({
     description: '32 bytes, base64-encoded; encrypts provider credentials at rest',
     secret: true
-  }))
+  })),
+  inactiveUserDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Watch maintenance stops the provider notification channels of users not seen for this many days (default 30)' })),
+  maintenanceIssuer: Type.Optional(Url('OpenID Connect issuer whose ID tokens may call POST {callbackBaseUrl}/maintenance (for example https://accounts.google.com for a cloud scheduler); its keys come from its discovery document')),
+  maintenanceCaller: Type.Optional(Type.String({ minLength: 3, description: 'The `email` claim an ID token for POST /maintenance must carry (the scheduler\'s service account); required with maintenanceIssuer, since an issuer such as Google signs tokens for anyone' }))
 }, 'The Sync service')
 
 export const AnalyticsSchema = section({

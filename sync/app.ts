@@ -12,6 +12,15 @@ import type { ProviderRegistry } from './lib/providers/port.js'
 import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
 import providersPlugin from './plugins/providers.js'
+import type { SyncProvidersOptions } from './plugins/providers.js'
+import backendPlugin from './plugins/backend.js'
+import activityPlugin from './plugins/activity.js'
+import analyticsPlugin from './plugins/analytics.js'
+import connectPlugin from './plugins/connect.js'
+import maintenancePlugin from './plugins/maintenance.js'
+import type { SyncMaintenanceOptions } from './plugins/maintenance.js'
+import type { BackendPort } from './clients/backend.js'
+import type { Analytics } from './services/analytics.js'
 import changeFeedPlugin from './plugins/change-feed.js'
 import credentialsPlugin from './plugins/credentials.js'
 import connectionsPlugin from './plugins/connections.js'
@@ -32,9 +41,16 @@ if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??=
 export interface SyncAppOptions {
   config: SyncConfig
   clock?: Clock
-  /** Provider adapters by provider; a provider without one cannot be connected. */
+  /** Provider adapters by provider, over those the configuration sets up; a provider without one cannot be connected. */
   providers?: ProviderRegistry
+  /** Settings of the Google adapter the configuration sets up that the file does not hold. */
+  google?: SyncProvidersOptions['google']
+  /** The backend's provider-events endpoints, instead of the client the configuration sets up. */
+  backend?: BackendPort
+  /** Instead of the analytics the configuration chooses. */
+  analytics?: Analytics
   worker?: WorkerOptions
+  maintenance?: SyncMaintenanceOptions
   /** Source of retry jitter, in [0, 1). */
   random?: () => number
 }
@@ -53,16 +69,21 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // the options it takes.
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
   await fastify.register(databasePlugin)
-  await fastify.register(providersPlugin, { providers: options.providers ?? {} })
+  await fastify.register(backendPlugin, { backend: options.backend })
+  await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}) })
   await fastify.register(changeFeedPlugin)
   await fastify.register(credentialsPlugin)
   await fastify.register(connectionsPlugin)
   await fastify.register(calendarsPlugin)
   await fastify.register(watchesPlugin)
+  await fastify.register(activityPlugin)
   await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
   await fastify.register(syncEnginePlugin)
+  await fastify.register(analyticsPlugin, { analytics: options.analytics })
+  await fastify.register(connectPlugin)
   await fastify.register(eventChangesPlugin)
   await fastify.register(jobWorkerPlugin, { ...options.worker })
+  await fastify.register(maintenancePlugin, { ...options.maintenance })
 
   // Set before the routes are registered: a plugin context keeps the handlers it was created with.
   fastify.setNotFoundHandler((request, reply) => {

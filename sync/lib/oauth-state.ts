@@ -1,7 +1,7 @@
 // The signed `state` of a provider authorization: it names the user, the provider, the connection
 // being repaired (if any) and the correlation id, and expires. The OAuth callback verifies it, so
 // the intent (`connect` or `reconnect`) is recovered from whether it names a connection.
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Provider } from '../../schemas/sync/index.js'
 
 export const OAUTH_STATE_LIFETIME_MS = 10 * 60_000
@@ -12,7 +12,16 @@ export interface OAuthState {
   connectionId: string | null
   correlationId: string
   expiresAtMs: number
+  /** Names the server-side attempt (PKCE verifier); the callback consumes it, so a state works once. */
+  nonce: string
 }
+
+export type StateReading =
+  | { kind: 'valid', state: OAuthState }
+  /** Signed by us but past its lifetime: the person took too long. */
+  | { kind: 'expired', state: OAuthState }
+  /** Not ours, altered or malformed. */
+  | { kind: 'invalid' }
 
 function stateKey (internalAuthToken: string): Buffer {
   // A key of its own, derived from the shared secret, so a state can never pass as a request signature.
@@ -24,25 +33,49 @@ function mac (key: Buffer, payload: string): Buffer {
 }
 
 export function signOAuthState (state: OAuthState, internalAuthToken: string): string {
-  const payload = Buffer.from(JSON.stringify({ ...state, nonce: randomBytes(12).toString('base64url') })).toString('base64url')
+  const payload = Buffer.from(JSON.stringify(state)).toString('base64url')
   return `${payload}.${mac(stateKey(internalAuthToken), payload).toString('base64url')}`
 }
 
 /** The state, or null when it is forged, malformed or expired. */
 export function verifyOAuthState (token: string, internalAuthToken: string, nowMs: number): OAuthState | null {
+  const reading = readOAuthState(token, internalAuthToken, nowMs)
+  return reading.kind === 'valid' ? reading.state : null
+}
+
+/** What a returned state is: valid, ours but expired, or not ours at all. */
+export function readOAuthState (token: string, internalAuthToken: string, nowMs: number): StateReading {
   const [payload, signature, ...rest] = token.split('.')
-  if (!payload || !signature || rest.length > 0) return null
+  if (!payload || !signature || rest.length > 0) return { kind: 'invalid' }
   const given = Buffer.from(signature, 'base64url')
   const expected = mac(stateKey(internalAuthToken), payload)
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { kind: 'invalid' }
   try {
-    const state = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as OAuthState
-    return state.expiresAtMs >= nowMs
-      ? { userId: state.userId, provider: state.provider, connectionId: state.connectionId, correlationId: state.correlationId, expiresAtMs: state.expiresAtMs }
-      : null
+    const raw = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as OAuthState
+    const state: OAuthState = {
+      userId: raw.userId,
+      provider: raw.provider,
+      connectionId: raw.connectionId,
+      correlationId: raw.correlationId,
+      expiresAtMs: raw.expiresAtMs,
+      nonce: raw.nonce
+    }
+    if (typeof state.nonce !== 'string' || typeof state.expiresAtMs !== 'number') return { kind: 'invalid' }
+    return state.expiresAtMs >= nowMs ? { kind: 'valid', state } : { kind: 'expired', state }
   } catch {
-    return null
+    return { kind: 'invalid' }
   }
+}
+
+/** A single-use nonce for a new authorization attempt. */
+export function newNonce (): string {
+  return randomBytes(16).toString('base64url')
+}
+
+/** A PKCE (RFC 7636) verifier and its S256 challenge. */
+export function pkcePair (): { verifier: string, challenge: string } {
+  const verifier = randomBytes(48).toString('base64url')
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
 }
 
 export function newCorrelationId (): string {

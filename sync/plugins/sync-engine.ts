@@ -15,12 +15,17 @@ export default fp(async function syncEngine (fastify) {
     feed: fastify.syncFeed,
     queue: fastify.syncJobQueue,
     watches: fastify.syncWatches,
+    activity: fastify.syncActivity,
     providers: fastify.syncProviders,
+    backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
     clock: fastify.syncClock,
     log: fastify.log.child({ component: 'sync' })
   }))
 }, {
   name: 'sync-engine',
-  dependencies: ['sync-config', 'sync-providers', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars', 'sync-watches', 'sync-job-queue']
+  dependencies: [
+    'sync-config', 'sync-providers', 'sync-backend', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars',
+    'sync-watches', 'sync-activity', 'sync-job-queue'
+  ]
 })

@@ -54,7 +54,7 @@ export class EventChanges {
     if (outcome.kind === 'refused') throw refusal(outcome)
     if (outcome.providerWriteQueued) {
       for (const connection of writable) {
-        await engine.queueProviderWrite(connection, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null })
+        await engine.queueProviderWrite(connection, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject })
       }
     }
     return { duplicate: false, providerWriteQueued: outcome.providerWriteQueued }

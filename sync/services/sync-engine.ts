@@ -1,28 +1,34 @@
-// The use cases of provider connections: connect (begin, then authorize from the OAuth callback),
-// restart, provider writes, stopping watches at logout, and the jobs that import a connection,
-// pull its calendars and write an own-data change to the provider. Each drives the connection
-// state machine and appends the invalidations the backend turns into stream messages.
+// The use cases of provider connections: authorize (after the OAuth callback), restart, provider
+// writes, watches (set up after an import, renewed or stopped by maintenance, stopped at logout),
+// and the jobs that import a connection, pull its calendars and write an own-data change to the
+// provider. Each drives the connection state machine and appends the invalidations the backend
+// turns into stream messages. Provider events reach the user's data only through the backend.
+import { randomBytes, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
+import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
 import type {
-  BeginConnectionRequest, BeginConnectionResponse, EventOperation, ImportOperation, Provider
+  EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteSubject
 } from '../../schemas/sync/index.js'
 import type { Clock } from '../lib/clock.js'
 import type { ConnectionRecord } from '../lib/connections/record.js'
 import { isLive } from '../lib/connections/state-machine.js'
 import type { ProviderCredential } from '../lib/credentials.js'
-import { SyncServiceError } from '../lib/errors.js'
-import { newCorrelationId, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, signOAuthState } from '../lib/oauth-state.js'
+import { DEFAULT_INACTIVE_USER_DAYS, importWindow, WATCH_LIFETIME_MS, watchAction } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../lib/providers/port.js'
-import type { ProviderContext, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
-import type { CalendarStore } from '../stores/calendars.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
+import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
+import type { BackendPort } from '../clients/backend.js'
+import type { CalendarRecord, CalendarStore, ImportCheckpoint } from '../stores/calendars.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { JobQueue, JobRecord, JobType } from '../stores/job-queue.js'
-import type { WatchStore } from '../stores/watches.js'
+import type { UserActivityStore } from '../stores/user-activity.js'
+import { WatchStore } from '../stores/watches.js'
+import type { WatchRecord } from '../stores/watches.js'
 import type { JobHandler } from './job-worker.js'
 
 export interface SyncEngineParts {
@@ -32,9 +38,12 @@ export interface SyncEngineParts {
   feed: ChangeFeed
   queue: JobQueue
   watches: WatchStore
+  activity: UserActivityStore
   providers: ProviderRegistry
+  /** The backend's provider-events endpoints; null when the configuration names no backend. */
+  backend: BackendPort | null
   /** Read on every call, as the configuration holds them. */
-  settings: Pick<SyncConfig['sync'], 'cloudMutationMode' | 'execution' | 'internalAuthToken' | 'callbackBaseUrl'>
+  settings: Pick<SyncConfig['sync'], 'cloudMutationMode' | 'execution' | 'internalAuthToken' | 'callbackBaseUrl' | 'inactiveUserDays'>
   clock: Clock
   log: FastifyBaseLogger
 }
@@ -45,7 +54,29 @@ class NothingToDo extends Error {}
 export const jobKeys = {
   import: (connectionId: string) => `import:${connectionId}`,
   pull: (connectionId: string) => `pull:${connectionId}`,
+  /** One calendar's pull: a burst of notifications for it coalesces into one job. */
+  calendarPull: (connectionId: string, calendarId: string) => `pull:${connectionId}:${calendarId}`,
   providerWrite: (connectionId: string, eventId: string) => `write:${connectionId}:${eventId}`
+}
+
+const subjectCheck = TypeCompiler.Compile(ProviderWriteSubjectSchema)
+
+/** Channels renewed or stopped by one maintenance pass at most; the next pass takes the rest. */
+const MAINTENANCE_BATCH = 500
+
+export interface MaintenanceReport {
+  renewed: number
+  stopped: number
+  failed: number
+}
+
+export interface NotificationOutcome {
+  /** `queued`: a pull of the calendar is queued (or one waiting took it); `acknowledged`: nothing to do. */
+  result: 'queued' | 'acknowledged' | 'refused' | 'unknownChannel'
+}
+
+function calendarOf (record: CalendarRecord): ProviderCalendar {
+  return { calendarId: record.calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone }
 }
 
 export class SyncEngine {
@@ -58,55 +89,8 @@ export class SyncEngine {
   handlers (): Record<JobType, JobHandler> {
     return {
       import: (job) => this.#guard(job, (connection, context, provider) => this.#import(job, connection, context, provider)),
-      pull: (job) => this.#guard(job, (connection, context, provider) => this.#pull(connection, context, provider)),
+      pull: (job) => this.#guard(job, (connection, context, provider) => this.#pull(job, connection, context, provider)),
       providerWrite: (job) => this.#guard(job, (connection, context, provider) => this.#write(job, connection, context, provider))
-    }
-  }
-
-  /**
-   * Starts a provider authorization and returns the URL to send the browser to. A reconnect names
-   * its connection, or repairs the user's newest connection of the provider.
-   */
-  async begin (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
-    const { settings, providers, credentials, connections, clock } = this.#parts
-    const { provider, intent } = request
-    if (settings.cloudMutationMode === 'maintenance') {
-      throw new SyncServiceError('MAINTENANCE', 'Connecting calendars is paused for maintenance; try again later')
-    }
-    if (settings.execution !== 'active') {
-      throw new SyncServiceError('EXECUTION_PASSIVE', 'This Sync service runs passively (sync.execution) and cannot connect providers')
-    }
-    const adapter = providers[provider]
-    if (!adapter || !credentials.available) {
-      throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', `Provider ${provider} is not configured on this Sync service`)
-    }
-
-    let connectionId = request.connectionId ?? null
-    if (connectionId !== null) {
-      const named = await connections.get(connectionId)
-      if (!named || named.userId !== userId || named.provider !== provider) {
-        throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no such connection of this provider')
-      }
-    } else if (intent === 'reconnect') {
-      const newest = (await connections.listByUser(userId)).filter((connection) => connection.provider === provider).at(-1)
-      if (!newest) throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no connection of this provider to reconnect')
-      connectionId = newest._id.toHexString()
-    }
-
-    const correlationId = request.correlationId ?? newCorrelationId()
-    const state = signOAuthState({
-      userId,
-      provider,
-      connectionId,
-      correlationId,
-      expiresAtMs: clock.now().getTime() + OAUTH_STATE_LIFETIME_MS
-    }, settings.internalAuthToken)
-    return {
-      authorizationUrl: adapter.authorizationUrl({ state, redirectUri: oauthRedirectUri(settings.callbackBaseUrl, provider) }),
-      correlationId,
-      // The callback recovers the intent from whether the signed state names a connection.
-      intent: connectionId === null ? 'connect' : 'reconnect',
-      connectionId
     }
   }
 
@@ -125,7 +109,8 @@ export class SyncEngine {
     await credentials.save(id, userId, credential)
     const authorized = await connections.apply(id, { type: 'authorized' })
     const operation: ImportOperation = existing ? 'repair' : 'full'
-    await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation } })
+    // Each authorization is a new import run: its calendars are read again from the start.
+    await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation, run: randomUUID() } })
     return authorized ?? record
   }
 
@@ -136,44 +121,155 @@ export class SyncEngine {
     for (const connection of await connections.listByUser(userId)) {
       if (!isLive(connection.state)) continue
       const id = connection._id.toHexString()
-      const type = connection.state === 'importing' ? 'import' : 'pull'
-      await queue.enqueue({ type, coalescingKey: type === 'import' ? jobKeys.import(id) : jobKeys.pull(id), userId, connectionId: id, payload: type === 'import' ? { operation: 'full' } : {} })
+      if (connection.state === 'importing') {
+        await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation: 'full', run: randomUUID() } })
+      } else {
+        await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(id), userId, connectionId: id })
+      }
       queued++
     }
     return queued
   }
 
-  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null }): Promise<void> {
+  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
     const id = connection._id.toHexString()
     await this.#parts.queue.enqueue({
       type: 'providerWrite',
       coalescingKey: jobKeys.providerWrite(id, change.eventId),
       userId: connection.userId,
       connectionId: id,
-      payload: { eventId: change.eventId, operation: change.operation, ...(change.calendarId === null ? {} : { calendarId: change.calendarId }) }
+      payload: {
+        eventId: change.eventId,
+        operation: change.operation,
+        ...(change.calendarId === null ? {} : { calendarId: change.calendarId }),
+        ...(change.subject === undefined ? {} : { subject: JSON.stringify(change.subject) })
+      }
     })
   }
 
   /** Stops every notification channel of a user (logout); succeeds with no connection at all. */
   async stopWatches (userId: string): Promise<number> {
-    const { watches, connections, credentials, providers, log } = this.#parts
     let stopped = 0
-    for (const watch of await watches.listByUser(userId)) {
-      try {
-        const connection = await connections.get(watch.connectionId)
-        const credential = connection ? await credentials.load(watch.connectionId) : null
-        const provider = connection ? providers[connection.provider] : undefined
-        if (connection && credential && provider) {
-          await provider.unwatch({ connectionId: watch.connectionId, userId, credential }, { channelId: watch._id, resourceId: watch.resourceId })
-        }
-      } catch (error) {
-        // The channel expires at the provider on its own; a failed stop must not keep the user's logout from finishing.
-        log.warn({ channelId: watch._id, err: error }, 'stopping a provider watch failed; the channel will lapse at its expiration')
-      }
-      await watches.remove(watch._id)
+    for (const watch of await this.#parts.watches.listByUser(userId)) {
+      await this.#stopWatch(watch)
       stopped++
     }
     return stopped
+  }
+
+  /**
+   * A provider change notification (Google: `X-Goog-*` headers). The channel token is compared in
+   * constant time with the stored digest; a notification that fails changes nothing. A channel we
+   * do not know is stopped at the provider when its resource tells whose it is.
+   */
+  async notify (provider: Provider, notification: { channelId: string, token: string, resourceId: string, state: string }): Promise<NotificationOutcome> {
+    const { watches, queue, log } = this.#parts
+    const watch = await watches.get(notification.channelId)
+    if (watch === null) {
+      await this.#stopUnknownChannel(provider, notification.channelId, notification.resourceId)
+      return { result: 'unknownChannel' }
+    }
+    if (!WatchStore.tokenMatches(watch, notification.token) || watch.resourceId !== notification.resourceId) {
+      log.warn({ channelId: notification.channelId }, 'provider notification refused: its channel token or resource does not match')
+      return { result: 'refused' }
+    }
+    // The first message of a channel only says that it works.
+    if (notification.state === 'sync') return { result: 'acknowledged' }
+    await queue.enqueue({
+      type: 'pull',
+      coalescingKey: jobKeys.calendarPull(watch.connectionId, watch.calendarId),
+      userId: watch.userId,
+      connectionId: watch.connectionId,
+      payload: { calendarId: watch.calendarId }
+    })
+    return { result: 'queued' }
+  }
+
+  /**
+   * Watch maintenance: channels expiring soon are renewed for active users (a pull runs too, in case
+   * a change fell between two channels) and stopped for users inactive for sync.inactiveUserDays.
+   */
+  async maintainWatches (): Promise<MaintenanceReport> {
+    const { watches, activity, connections, settings, clock, log } = this.#parts
+    const inactiveDays = settings.inactiveUserDays ?? DEFAULT_INACTIVE_USER_DAYS
+    const now = clock.now()
+    const report: MaintenanceReport = { renewed: 0, stopped: 0, failed: 0 }
+    const horizon = new Date(now.getTime() + WATCH_LIFETIME_MS)
+    for (const watch of await watches.listExpiringBefore(horizon, MAINTENANCE_BATCH)) {
+      const action = watchAction(watch, await activity.lastSeen(watch.userId), now, inactiveDays)
+      if (action === 'keep') continue
+      try {
+        if (action === 'stop') {
+          await this.#stopWatch(watch)
+          report.stopped++
+          continue
+        }
+        const connection = await connections.get(watch.connectionId)
+        const context = connection && isLive(connection.state) ? await this.#context(connection) : null
+        if (connection === null || context === null) {
+          await this.#stopWatch(watch)
+          report.stopped++
+          continue
+        }
+        await this.#stopWatch(watch)
+        await this.#watchCalendar(context.provider, context.context, watch.calendarId)
+        await this.#parts.queue.enqueue({
+          type: 'pull',
+          coalescingKey: jobKeys.calendarPull(watch.connectionId, watch.calendarId),
+          userId: watch.userId,
+          connectionId: watch.connectionId,
+          payload: { calendarId: watch.calendarId }
+        })
+        report.renewed++
+      } catch (error) {
+        report.failed++
+        if (error instanceof ProviderAuthorizationRevokedError) await connections.apply(watch.connectionId, { type: 'grantRevoked' })
+        log.warn({ channelId: watch._id, err: error }, 'watch maintenance failed for a channel; the next pass tries again')
+      }
+    }
+    return report
+  }
+
+  async #stopUnknownChannel (provider: Provider, channelId: string, resourceId: string): Promise<void> {
+    const { watches, connections, log } = this.#parts
+    // Resource ids are stable per calendar, so another channel of ours on the same resource names
+    // the connection whose credential can stop this one.
+    const sibling = resourceId === '' ? null : await watches.findByResource(resourceId)
+    const connection = sibling === null ? null : await connections.get(sibling.connectionId)
+    const acting = connection !== null && connection.provider === provider && isLive(connection.state) ? await this.#context(connection) : null
+    if (acting === null) {
+      log.info({ channelId }, 'notification for an unknown channel; no connection can stop it, it lapses at its expiration')
+      return
+    }
+    try {
+      await acting.provider.unwatch(acting.context, { channelId, resourceId })
+      log.info({ channelId }, 'unknown notification channel stopped at the provider')
+    } catch (error) {
+      log.warn({ channelId, err: error }, 'stopping an unknown notification channel failed')
+    }
+  }
+
+  async #stopWatch (watch: WatchRecord): Promise<void> {
+    const { watches, connections, log } = this.#parts
+    try {
+      const connection = await connections.get(watch.connectionId)
+      const acting = connection ? await this.#context(connection) : null
+      if (acting) await acting.provider.unwatch(acting.context, { channelId: watch._id, resourceId: watch.resourceId })
+    } catch (error) {
+      // The channel expires at the provider on its own; a failed stop must not keep a logout or a
+      // maintenance pass from finishing.
+      log.warn({ channelId: watch._id, err: error }, 'stopping a provider watch failed; the channel will lapse at its expiration')
+    }
+    await watches.remove(watch._id)
+  }
+
+  /** The provider and context to act for a connection; null without an adapter or a credential. */
+  async #context (connection: ConnectionRecord): Promise<{ provider: ProviderPort, context: ProviderContext } | null> {
+    const connectionId = connection._id.toHexString()
+    const provider = this.#parts.providers[connection.provider]
+    const credential = provider ? await this.#parts.credentials.load(connectionId) : null
+    if (!provider || !credential) return null
+    return { provider, context: { connectionId, userId: connection.userId, credential } }
   }
 
   async #guard (
@@ -206,69 +302,210 @@ export class SyncEngine {
     }
   }
 
+  #backend (): BackendPort {
+    const backend = this.#parts.backend
+    if (backend === null) throw new Error('no backend is configured (backend.apiUrl or sync.backendUrl, and backend.serviceToken), so provider events cannot be handed over')
+    return backend
+  }
+
+  async #send (context: ProviderContext, provider: Provider, calendarId: string, events: ProviderEvent[], generation?: { id: string, complete: boolean }): Promise<ProviderEventBatchResult> {
+    const batch: ProviderEventBatch = {
+      userId: context.userId,
+      connectionId: context.connectionId,
+      provider,
+      calendarId,
+      ...(generation === undefined ? {} : { generation: generation.id, ...(generation.complete ? { complete: true } : {}) }),
+      events
+    }
+    return await this.#backend().applyEvents(batch)
+  }
+
   async #import (job: JobRecord, connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
     if (connection.state !== 'importing') throw new NothingToDo()
-    const { calendars, connections, feed, queue, clock } = this.#parts
+    const { calendars, connections, feed, queue } = this.#parts
     const operation: ImportOperation = job.payload.operation === 'repair' ? 'repair' : 'full'
+    // A job from before runs were named is its own run.
+    const run = job.payload.run ?? job._id.toHexString()
     const found = await provider.listCalendars(context)
+    const stored = new Map((await calendars.listByConnection(context.connectionId)).map((record) => [record.calendarId, record]))
     const counts = { calendarsDone: 0, calendarsTotal: found.length, eventsImported: 0 }
+    // A run that crashed goes on after the calendars it finished.
+    const pending = found.filter((calendar) => stored.get(calendar.calendarId)?.importedInRun !== run)
+    counts.calendarsDone = found.length - pending.length
     await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
-    for (const calendar of found) {
-      const imported = await provider.importCalendar(context, calendar.calendarId)
-      await calendars.promoteImport({
-        connectionId: context.connectionId,
-        userId: context.userId,
-        calendarId: calendar.calendarId,
-        name: calendar.name,
-        cursor: imported.cursor,
-        expiryStreak: 0
-      }, clock.now())
+    for (const calendar of pending) {
+      const before = counts.eventsImported
+      await this.#importCalendar(context, provider, calendar, { run, window: true, expiryStreak: 0 }, async (imported) => {
+        counts.eventsImported = before + imported
+        await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+      })
       counts.calendarsDone++
-      counts.eventsImported += imported.eventCount
       // An initial import always tells the user's tabs (pull rule).
       await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
       await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
     }
     await connections.recordImport(connection, { phase: 'completed', operation, counts: { ...counts } })
     await connections.apply(context.connectionId, { type: 'importFinished' })
+    await this.#ensureWatches(provider, context, found)
     await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(context.connectionId), userId: context.userId, connectionId: context.connectionId })
   }
 
-  async #pull (connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
+  /**
+   * Imports one calendar under a new generation: the weeks around today first (when `window`), then
+   * every page of the whole calendar, each page one batch, the last with `complete: true`. A
+   * checkpoint after each applied page lets a crashed run go on where it stopped; a replayed page
+   * is idempotent at the backend. Returns the events handed over.
+   */
+  async #importCalendar (
+    context: ProviderContext,
+    provider: ProviderPort,
+    calendar: ProviderCalendar,
+    options: { run: string, window: boolean, expiryStreak: number },
+    progress: (imported: number) => Promise<void> = async () => {}
+  ): Promise<number> {
+    const { calendars, clock } = this.#parts
+    const facts = { connectionId: context.connectionId, userId: context.userId, ...calendar }
+    let checkpoint: ImportCheckpoint = await calendars.beginImport(facts, options.run, clock.now())
+    if (!options.window && checkpoint.pass === 'window') checkpoint = { ...checkpoint, pass: 'full' }
+    let windowEvents = checkpoint.pass === 'window' ? checkpoint.eventsImported : 0
+    const shown = () => Math.max(windowEvents, checkpoint.pass === 'full' ? checkpoint.eventsImported : 0)
+
+    const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {
+      const last = pass === 'full' && page.nextPageToken === null
+      await this.#send(context, provider.provider, calendar.calendarId, page.events, { id: checkpoint.generation, complete: last })
+      const eventsImported = checkpoint.eventsImported + page.events.length
+      if (pass === 'window') windowEvents = eventsImported
+      checkpoint = pass === 'window' && page.nextPageToken === null
+        ? { ...checkpoint, pass: 'full', pageToken: null, eventsImported: 0 }
+        : { ...checkpoint, pass, pageToken: page.nextPageToken, eventsImported }
+      // The last page's checkpoint is the promotion below.
+      if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
+      if (page.events.length > 0) await progress(shown())
+    }
+
+    if (checkpoint.pass === 'window') {
+      await provider.importCalendar(context, calendar, { window: importWindow(clock.now()), pageToken: checkpoint.pageToken }, take('window'))
+    }
+    const result = await provider.importCalendar(context, calendar, { pageToken: checkpoint.pageToken }, take('full'))
+    if (result.cursor === null) throw new Error(`the provider gave no sync cursor after importing calendar ${calendar.calendarId}`)
+    await calendars.promoteImport(context.connectionId, calendar.calendarId, { cursor: result.cursor, run: options.run, expiryStreak: options.expiryStreak }, clock.now())
+    return shown()
+  }
+
+  async #pull (job: JobRecord, connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
     if (connection.state === 'importing') throw new NothingToDo()
     const { calendars, connections, feed, clock } = this.#parts
+    const only = job.payload.calendarId
     const bootstrap = connection.state === 'catchingUp'
-    for (const calendar of await calendars.listByConnection(context.connectionId)) {
+    const records = (await calendars.listByConnection(context.connectionId)).filter((record) => only === undefined || record.calendarId === only)
+    for (const calendar of records) {
+      if (calendar.cursor === null) continue
       let outcome: PullOutcome
       try {
-        const pulled = await provider.pullChanges(context, calendar.calendarId, calendar.cursor)
+        let changed = 0
+        let deleted = 0
+        const pulled = await provider.pullChanges(context, calendarOf(calendar), calendar.cursor, async (page) => {
+          if (page.events.length === 0) return
+          const applied = await this.#send(context, provider.provider, calendar.calendarId, page.events)
+          changed += applied.created + applied.updated
+          deleted += applied.deleted
+        })
+        // Saved only now: every page of this pass reached the backend.
         await calendars.recordPull(calendar, pulled.cursor, clock.now())
         outcome = {
           operation: bootstrap ? 'bootstrapCatchUp' : 'incremental',
-          changed: pulled.changed,
-          deleted: pulled.deleted,
+          changed,
+          deleted,
           expiryStreakCleared: calendar.expiryStreak > 0,
           generationPromoted: false
         }
       } catch (error) {
+        if (error instanceof ProviderNotFoundError) {
+          await this.#dropCalendar(context, calendar)
+          continue
+        }
         if (!(error instanceof ProviderCursorExpiredError)) throw error
-        // The provider forgot our cursor: read the calendar again and promote the new generation.
-        const imported = await provider.importCalendar(context, calendar.calendarId)
-        await calendars.promoteImport({ ...calendar, cursor: imported.cursor, expiryStreak: calendar.expiryStreak + 1 }, clock.now())
-        outcome = { operation: 'repair', changed: imported.eventCount, deleted: 0, expiryStreakCleared: false, generationPromoted: true }
+        // The provider forgot our cursor: read the calendar again beside the old data; its last page
+        // switches to the new generation at once. A crash resumes the same run.
+        const imported = await this.#importCalendar(context, provider, calendarOf(calendar), {
+          run: `repair-${calendar.generation}-${calendar.expiryStreak}`,
+          window: false,
+          expiryStreak: calendar.expiryStreak + 1
+        })
+        outcome = { operation: 'repair', changed: imported, deleted: 0, expiryStreakCleared: false, generationPromoted: true }
       }
       if (appendsCalendarInvalidation(outcome)) {
         await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
       }
     }
-    await connections.apply(context.connectionId, { type: 'pullSucceeded' })
+    // A pull of one calendar does not end the catch-up of the whole connection.
+    if (only === undefined || !bootstrap) await connections.apply(context.connectionId, { type: 'pullSucceeded' })
+  }
+
+  /** The calendar is gone at the provider: its events leave the user's data, its channel stops. */
+  async #dropCalendar (context: ProviderContext, calendar: CalendarRecord): Promise<void> {
+    const { calendars, watches, feed, log } = this.#parts
+    await this.#backend().removeCalendar({ userId: context.userId, connectionId: context.connectionId, calendarId: calendar.calendarId })
+    for (const watch of await watches.listByConnection(context.connectionId)) {
+      if (watch.calendarId === calendar.calendarId) await this.#stopWatch(watch)
+    }
+    await calendars.remove(context.connectionId, calendar.calendarId)
+    await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+    log.info({ connectionId: context.connectionId }, 'a calendar is gone at the provider; its events were removed')
+  }
+
+  /** One channel per calendar; a calendar whose watch fails is left to watch maintenance and pulls. */
+  async #ensureWatches (provider: ProviderPort, context: ProviderContext, found: ProviderCalendar[]): Promise<void> {
+    const existing = new Set((await this.#parts.watches.listByConnection(context.connectionId)).map((watch) => watch.calendarId))
+    for (const calendar of found) {
+      if (existing.has(calendar.calendarId)) continue
+      try {
+        await this.#watchCalendar(provider, context, calendar.calendarId)
+      } catch (error) {
+        if (error instanceof ProviderAuthorizationRevokedError) throw error
+        this.#parts.log.warn({ connectionId: context.connectionId, err: error }, 'watching a calendar failed; it is pulled on the timer until a channel exists')
+      }
+    }
+  }
+
+  async #watchCalendar (provider: ProviderPort, context: ProviderContext, calendarId: string): Promise<void> {
+    const { watches, settings, clock } = this.#parts
+    const token = randomBytes(32).toString('base64url')
+    const watch = await provider.watch(context, calendarId, {
+      channelId: randomUUID(),
+      token,
+      address: `${settings.callbackBaseUrl.replace(/\/+$/, '')}/webhooks/${provider.provider}`,
+      expiresAt: new Date(clock.now().getTime() + WATCH_LIFETIME_MS)
+    })
+    await watches.add({ channelId: watch.channelId, token, userId: context.userId, connectionId: context.connectionId, calendarId, resourceId: watch.resourceId, expiresAt: watch.expiresAt })
   }
 
   async #write (job: JobRecord, _connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
+    const { calendars, log } = this.#parts
     const { eventId, operation, calendarId } = job.payload
     if (eventId === undefined || (operation !== 'create' && operation !== 'update' && operation !== 'delete')) {
       throw new NothingToDo()
     }
-    await provider.writeEvent(context, { eventId, operation, calendarId: calendarId ?? null })
+    const subject = job.payload.subject === undefined ? undefined : JSON.parse(job.payload.subject) as unknown
+    if (!subjectCheck.Check(subject)) {
+      // A report without the event's content cannot be written; the backend sends it with every report.
+      log.warn({ jobId: job._id.toHexString() }, 'provider write without a subject skipped')
+      throw new NothingToDo()
+    }
+    const known = await calendars.listByConnection(context.connectionId)
+    // The user's own events go to the account's primary calendar.
+    const record = calendarId === undefined
+      ? known.find((candidate) => candidate.primary)
+      : known.find((candidate) => candidate.calendarId === calendarId)
+    const calendar: ProviderCalendar = record
+      ? calendarOf(record)
+      : { calendarId: calendarId ?? 'primary', name: calendarId ?? 'primary', primary: calendarId === undefined, timeZone: 'UTC' }
+    const result = await provider.writeEvent(context, calendar, { eventId, operation, subject })
+    // The backend links a new provider event to its own (the item carries eventId); a newer version
+    // at the provider replaces the change. Anything else comes back through the next pull, where
+    // the backend finds it unchanged.
+    if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer')) {
+      await this.#send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }])
+    }
   }
 }

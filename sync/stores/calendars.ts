@@ -1,4 +1,19 @@
+import { randomBytes } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
+
+/** Where an interrupted import of one calendar goes on from. */
+export interface ImportCheckpoint {
+  /** The import run (job) it belongs to; another run starts the calendar afresh. */
+  run: string
+  /** The generation the backend files this import's pages under. */
+  generation: string
+  /** `window`: the weeks around today; `full`: the whole calendar, which ends with the sync cursor. */
+  pass: 'window' | 'full'
+  /** The page to read next; null at the start of the pass. */
+  pageToken: string | null
+  /** Events handed to the backend in this import so far. */
+  eventsImported: number
+}
 
 /** Sync record of one provider calendar of a connection. */
 export interface CalendarRecord {
@@ -7,13 +22,32 @@ export interface CalendarRecord {
   userId: string
   calendarId: string
   name: string
-  /** Provider cursor (for example nextSyncToken) for the next incremental pull. */
-  cursor: string
+  /** The account's own calendar, where the user's own events are written. */
+  primary: boolean
+  timeZone: string
+  /** Provider cursor (for example nextSyncToken) for the next incremental pull; null until imported. */
+  cursor: string | null
   /** Incremented each time the calendar is imported from scratch and the new data replaces the old. */
   generation: number
   /** Consecutive pulls whose cursor the provider no longer accepted. */
   expiryStreak: number
+  /** The import run that last completed this calendar. */
+  importedInRun: string | null
+  checkpoint: ImportCheckpoint | null
   lastUpdatedAt: Date
+}
+
+export interface CalendarFacts {
+  connectionId: string
+  userId: string
+  calendarId: string
+  name: string
+  primary: boolean
+  timeZone: string
+}
+
+function rowId (connectionId: string, calendarId: string): string {
+  return `${connectionId}:${calendarId}`
 }
 
 export class CalendarStore {
@@ -31,19 +65,43 @@ export class CalendarStore {
     return await this.#rows.find({ connectionId }).sort({ calendarId: 1 }).toArray()
   }
 
+  async get (connectionId: string, calendarId: string): Promise<CalendarRecord | null> {
+    return await this.#rows.findOne({ _id: rowId(connectionId, calendarId) })
+  }
+
+  /**
+   * The checkpoint of a calendar's import in `run`: the stored one when this run was interrupted,
+   * else a fresh one under a new generation. The calendar's facts are refreshed on the way.
+   */
+  async beginImport (facts: CalendarFacts, run: string, now: Date): Promise<ImportCheckpoint> {
+    const _id = rowId(facts.connectionId, facts.calendarId)
+    const existing = await this.#rows.findOne({ _id })
+    const resumed = existing?.checkpoint?.run === run ? existing.checkpoint : null
+    const checkpoint: ImportCheckpoint = resumed ?? { run, generation: randomBytes(9).toString('base64url'), pass: 'window', pageToken: null, eventsImported: 0 }
+    await this.#rows.updateOne({ _id }, {
+      $set: { ...facts, checkpoint, lastUpdatedAt: now },
+      $setOnInsert: { cursor: null, generation: 0, expiryStreak: 0, importedInRun: null }
+    }, { upsert: true })
+    return checkpoint
+  }
+
+  async saveCheckpoint (connectionId: string, calendarId: string, checkpoint: ImportCheckpoint): Promise<void> {
+    await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, { $set: { checkpoint } })
+  }
+
   /** Records a completed import: the new generation is promoted and the streak is kept as given. */
-  async promoteImport (record: Omit<CalendarRecord, '_id' | 'generation' | 'lastUpdatedAt'>, now: Date): Promise<void> {
-    await this.#rows.updateOne(
-      { _id: `${record.connectionId}:${record.calendarId}` },
-      {
-        $set: { connectionId: record.connectionId, userId: record.userId, calendarId: record.calendarId, name: record.name, cursor: record.cursor, expiryStreak: record.expiryStreak, lastUpdatedAt: now },
-        $inc: { generation: 1 }
-      },
-      { upsert: true }
-    )
+  async promoteImport (connectionId: string, calendarId: string, update: { cursor: string, run: string, expiryStreak: number }, now: Date): Promise<void> {
+    await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, {
+      $set: { cursor: update.cursor, importedInRun: update.run, expiryStreak: update.expiryStreak, checkpoint: null, lastUpdatedAt: now },
+      $inc: { generation: 1 }
+    })
   }
 
   async recordPull (calendar: CalendarRecord, cursor: string, now: Date): Promise<void> {
     await this.#rows.updateOne({ _id: calendar._id }, { $set: { cursor, expiryStreak: 0, lastUpdatedAt: now } })
+  }
+
+  async remove (connectionId: string, calendarId: string): Promise<void> {
+    await this.#rows.deleteOne({ _id: rowId(connectionId, calendarId) })
   }
 }

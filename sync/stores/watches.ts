@@ -25,6 +25,27 @@ export class WatchStore {
 
   async ensureIndexes (): Promise<void> {
     await this.#rows.createIndex({ userId: 1 }, { name: 'user' })
+    await this.#rows.createIndex({ connectionId: 1, calendarId: 1 }, { name: 'connection_calendar' })
+    await this.#rows.createIndex({ resourceId: 1 }, { name: 'resource' })
+    await this.#rows.createIndex({ expiresAt: 1 }, { name: 'expires' })
+  }
+
+  async get (channelId: string): Promise<WatchRecord | null> {
+    return await this.#rows.findOne({ _id: channelId })
+  }
+
+  async listByConnection (connectionId: string): Promise<WatchRecord[]> {
+    return await this.#rows.find({ connectionId }).toArray()
+  }
+
+  /** A channel of ours on the same provider resource (resource ids are stable per calendar). */
+  async findByResource (resourceId: string): Promise<WatchRecord | null> {
+    return await this.#rows.findOne({ resourceId })
+  }
+
+  /** Channels that expire before `before`, soonest first. */
+  async listExpiringBefore (before: Date, limit: number): Promise<WatchRecord[]> {
+    return await this.#rows.find({ expiresAt: { $lt: before } }).sort({ expiresAt: 1 }).limit(limit).toArray()
   }
 
   async add (watch: Omit<WatchRecord, 'tokenDigest' | '_id'> & { channelId: string, token: string }): Promise<void> {

@@ -6,7 +6,7 @@ import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '.
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
-import { ScriptedProvider } from './scripted-provider.js'
+import { ScriptedProvider, scriptedCalendar } from './scripted-provider.js'
 
 type Brief = string
 
@@ -27,7 +27,7 @@ function brief (item: Invalidation): Brief {
 
 async function setup (t: Test) {
   const provider = new ScriptedProvider()
-  provider.calendars = [{ calendarId: 'primary', name: 'Primary' }, { calendarId: 'work', name: 'Work' }]
+  provider.calendars = [scriptedCalendar('primary', 'Primary', true), scriptedCalendar('work', 'Work')]
   const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider } })
   const userId = newUserId()
   const start = await built.app.syncFeed.page(userId, null, 1)
@@ -53,8 +53,10 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
     'connection connecting',
     'connection importing',
     'import full progress 0/2 0',
+    'import full progress 0/2 3',
     'calendar primary',
     'import full progress 1/2 3',
+    'import full progress 1/2 6',
     'calendar work',
     'import full progress 2/2 6',
     'import full completed 2/2 6',
@@ -193,6 +195,6 @@ test('the running service works its queue in the background while execution is a
     (await built.app.syncConnections.get(connection._id.toHexString()))?.state === 'healthy'
   while (!await settled()) await new Promise((resolve) => setTimeout(resolve, 5))
   t.match(await built.app.syncConnections.get(connection._id.toHexString()), { state: 'healthy' }, 'import and catch-up ran without anyone ticking')
-  t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'pullChanges'])
+  t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'importCalendar', 'watch', 'pullChanges'], 'the weeks around today, the whole calendar, its channel, the catch-up pull')
   await t.rejects(built.app.syncEngine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
 })

@@ -13,6 +13,7 @@ import type { SyncConfig } from '../../schemas/config.js'
 import app from '../../sync/app.js'
 import type { SyncAppOptions } from '../../sync/app.js'
 import type { Clock } from '../../sync/lib/clock.js'
+import { RecordingBackend } from './recording-backend.js'
 
 export const INTERNAL_TOKEN = 'test-internal-token-0123456789abcdef'
 export const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64')
@@ -91,7 +92,7 @@ export async function buildSyncApp (t: Test, serverUri: string, options: BuildOp
   })
   const server = Fastify({ logger: { level: 'info', stream } })
   const { config: _ignored, sync: _sync, database: _database, ...appOptions } = options
-  await server.register(fp(app), { config, clock, worker: { autoStart: false }, random: () => 0.5, ...appOptions })
+  await server.register(fp(app), { config, clock, worker: { autoStart: false }, maintenance: { autoStart: false }, random: () => 0.5, backend: new RecordingBackend(), ...appOptions })
   t.teardown(async () => {
     // A shared real server keeps no test databases behind; dev/mongo vanishes with its process.
     if (process.env.MONGODB_URI && !options.config && !options.database) await server.syncDb.db.dropDatabase().catch(() => {})

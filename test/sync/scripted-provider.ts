@@ -1,19 +1,33 @@
 // An in-memory provider that does what the test scripts: calendars, import sizes, the result (or
 // error) of each pull, and a record of every call, to drive the Sync service's state machine.
 import type {
-  ImportResult, ProviderCalendar, ProviderContext, ProviderPort, PullResult, Watch, WatchRequest
+  GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink, ProviderPort, ProviderWrite, PullResult,
+  Watch, WatchRequest, WriteResult
 } from '../../sync/lib/providers/port.js'
-import type { EventOperation, Provider } from '../../schemas/sync/index.js'
+import type { Provider, ProviderEvent } from '../../schemas/sync/index.js'
 
 type Step<T> = T | Error
 
+export function scriptedCalendar (calendarId: string, name: string, primary = false): ProviderCalendar {
+  return { calendarId, name, primary, timeZone: 'UTC' }
+}
+
+function event (calendarId: string, n: number, status: ProviderEvent['status']): ProviderEvent {
+  return {
+    providerEventId: `${calendarId}-event-${n}`,
+    updated: '2026-11-21T09:00:00.000Z',
+    status,
+    ...(status === 'confirmed' ? { content: { title: `Event ${n}`, startDate: '2026-11-21', endDate: '2026-11-22', isAllDay: true, timeZone: 'UTC' } } : {})
+  }
+}
+
 export class ScriptedProvider implements ProviderPort {
   readonly provider: Provider
-  calendars: ProviderCalendar[] = [{ calendarId: 'primary', name: 'Primary' }]
+  calendars: ProviderCalendar[] = [scriptedCalendar('primary', 'Primary', true)]
   eventsPerCalendar = 3
   readonly calls: Array<{ method: string, connectionId?: string, calendarId?: string, credential?: Record<string, string> }> = []
-  readonly writes: Array<{ eventId: string, operation: EventOperation, calendarId: string | null }> = []
-  readonly #pulls = new Map<string, Array<Step<Omit<PullResult, 'cursor'>>>>()
+  readonly writes: ProviderWrite[] = []
+  readonly #pulls = new Map<string, Array<Step<{ changed: number, deleted: number }>>>()
   readonly #failures = new Map<string, Error[]>()
   #cursorCounter = 0
 
@@ -22,7 +36,7 @@ export class ScriptedProvider implements ProviderPort {
   }
 
   /** The next pull of `calendarId` answers this (or throws it). Unscripted pulls change nothing. */
-  scriptPull (calendarId: string, ...steps: Array<Step<Omit<PullResult, 'cursor'>>>): void {
+  scriptPull (calendarId: string, ...steps: Array<Step<{ changed: number, deleted: number }>>): void {
     this.#pulls.set(calendarId, [...(this.#pulls.get(calendarId) ?? []), ...steps])
   }
 
@@ -31,11 +45,16 @@ export class ScriptedProvider implements ProviderPort {
     this.#failures.set(method, [...(this.#failures.get(method) ?? []), ...errors])
   }
 
-  authorizationUrl ({ state, redirectUri }: { state: string, redirectUri: string }): string {
+  authorizationUrl ({ state, redirectUri, codeChallenge }: { state: string, redirectUri: string, codeChallenge: string }): string {
     const url = new URL('https://accounts.example.test/authorize')
     url.searchParams.set('state', state)
     url.searchParams.set('redirect_uri', redirectUri)
+    url.searchParams.set('code_challenge', codeChallenge)
     return url.toString()
+  }
+
+  async exchangeCode (): Promise<GrantedCredential> {
+    return { credential: { refreshToken: 'refresh-from-code' }, refreshTokenIssued: true }
   }
 
   async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
@@ -43,21 +62,33 @@ export class ScriptedProvider implements ProviderPort {
     return this.calendars
   }
 
-  async importCalendar (context: ProviderContext, calendarId: string): Promise<ImportResult> {
-    this.#record('importCalendar', context, calendarId)
-    return { eventCount: this.eventsPerCalendar, cursor: this.#nextCursor() }
+  async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
+    this.#record('importCalendar', context, calendar.calendarId)
+    if (request.window) {
+      await sink({ events: [], nextPageToken: null })
+      return { cursor: null }
+    }
+    const events = Array.from({ length: this.eventsPerCalendar }, (_, n) => event(calendar.calendarId, n, 'confirmed'))
+    await sink({ events, nextPageToken: null })
+    return { cursor: this.#nextCursor() }
   }
 
-  async pullChanges (context: ProviderContext, calendarId: string, _cursor: string): Promise<PullResult> {
-    this.#record('pullChanges', context, calendarId)
-    const step = this.#pulls.get(calendarId)?.shift() ?? { changed: 0, deleted: 0 }
+  async pullChanges (context: ProviderContext, calendar: ProviderCalendar, _cursor: string, sink: ProviderEventSink): Promise<PullResult> {
+    this.#record('pullChanges', context, calendar.calendarId)
+    const step = this.#pulls.get(calendar.calendarId)?.shift() ?? { changed: 0, deleted: 0 }
     if (step instanceof Error) throw step
-    return { ...step, cursor: this.#nextCursor() }
+    const events = [
+      ...Array.from({ length: step.changed }, (_, n) => event(calendar.calendarId, n, 'confirmed')),
+      ...Array.from({ length: step.deleted }, (_, n) => event(calendar.calendarId, 100 + n, 'cancelled'))
+    ]
+    await sink({ events, nextPageToken: null })
+    return { cursor: this.#nextCursor() }
   }
 
-  async writeEvent (context: ProviderContext, change: { eventId: string, operation: EventOperation, calendarId: string | null }): Promise<void> {
-    this.#record('writeEvent', context)
-    this.writes.push(change)
+  async writeEvent (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite): Promise<WriteResult> {
+    this.#record('writeEvent', context, calendar.calendarId)
+    this.writes.push(write)
+    return { outcome: 'written', event: null }
   }
 
   async watch (context: ProviderContext, calendarId: string, request: WatchRequest): Promise<Watch> {
@@ -67,10 +98,6 @@ export class ScriptedProvider implements ProviderPort {
 
   async unwatch (context: ProviderContext, watch: { channelId: string, resourceId: string }): Promise<void> {
     this.#record('unwatch', context, watch.channelId)
-  }
-
-  verifyNotification (headers: Record<string, string | string[] | undefined>, expected: { channelId: string, token: string }): boolean {
-    return headers['x-channel-id'] === expected.channelId && headers['x-channel-token'] === expected.token
   }
 
   #record (method: string, context: ProviderContext, calendarId?: string): void {

@@ -1,6 +1,6 @@
 // The provider port: everything the Sync service asks of an external calendar provider. Adapters
 // (Google, Microsoft, CalDAV) implement it; the service never calls a provider API any other way.
-import type { EventOperation, Provider } from '../../../schemas/sync/index.js'
+import type { EventOperation, Provider, ProviderEvent, ProviderWriteSubject } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../credentials.js'
 
 /** The grant is dead (for example `invalid_grant`): the connection needs the user (`authorizationRevoked`). */
@@ -13,6 +13,30 @@ export class ProviderCursorExpiredError extends Error {
   override name = 'ProviderCursorExpiredError'
 }
 
+/**
+ * The provider refused for now (rate limit, 5xx, network): nothing was applied, so the job fails
+ * and retries on the job ladder.
+ */
+export class ProviderUnavailableError extends Error {
+  override name = 'ProviderUnavailableError'
+  readonly status: number | null
+
+  constructor (message: string, status: number | null) {
+    super(message)
+    this.status = status
+  }
+}
+
+/** The calendar (or the event a write names) no longer exists at the provider. */
+export class ProviderNotFoundError extends Error {
+  override name = 'ProviderNotFoundError'
+}
+
+/** The provider's version of an event differs from the one a conditional write named (HTTP 412). */
+export class ProviderVersionConflictError extends Error {
+  override name = 'ProviderVersionConflictError'
+}
+
 export interface ProviderContext {
   connectionId: string
   userId: string
@@ -22,19 +46,54 @@ export interface ProviderContext {
 export interface ProviderCalendar {
   calendarId: string
   name: string
+  /** The account's own calendar: where the user's own events are written. */
+  primary: boolean
+  /** The provider's zone of the calendar; all-day events take it. */
+  timeZone: string
+}
+
+/** One page of a list, handed to the sink before the next page is read. */
+export interface ProviderEventPage {
+  events: ProviderEvent[]
+  /** Reads the page after this one; null on the last page of the pass. */
+  nextPageToken: string | null
+}
+
+/** Takes one page; the adapter reads the next page only once this resolves. */
+export type ProviderEventSink = (page: ProviderEventPage) => Promise<void>
+
+export interface ImportRequest {
+  /** Only events overlapping [from, to): the first, bounded pass of an import. Absent: the whole calendar. */
+  window?: { from: Date, to: Date }
+  /** Resume a pass at this page (a checkpoint of an interrupted import). */
+  pageToken?: string | null
 }
 
 export interface ImportResult {
-  /** Events imported into this calendar's new generation. */
-  eventCount: number
-  /** Cursor for the first incremental pull after the import. */
-  cursor: string
+  /** Cursor for the first incremental pull; null for a bounded pass. */
+  cursor: string | null
 }
 
 export interface PullResult {
-  changed: number
-  deleted: number
   cursor: string
+}
+
+/** An own-data change the provider must get, with what the backend told of the event. */
+export interface ProviderWrite {
+  eventId: string
+  operation: EventOperation
+  subject: ProviderWriteSubject
+}
+
+export interface WriteResult {
+  /**
+   * `written`: the provider holds the change; `inserted`: it holds it as a new event (its id goes
+   * back to the backend); `providerNewer`: the provider's version is newer and was kept (it goes to
+   * the backend instead); `nothingToDo`: the provider already had it (a delete of a deleted event).
+   */
+  outcome: 'written' | 'inserted' | 'providerNewer' | 'nothingToDo'
+  /** The event as the provider holds it afterwards; null when it is gone. */
+  event: ProviderEvent | null
 }
 
 export interface WatchRequest {
@@ -52,20 +111,35 @@ export interface Watch {
   expiresAt: Date
 }
 
+export interface AuthorizationRequest {
+  state: string
+  redirectUri: string
+  /** PKCE S256 challenge of the verifier the Sync service keeps. */
+  codeChallenge: string
+  /** A reconnect asks for a new consent only when it must. */
+  intent: 'connect' | 'reconnect'
+}
+
+export interface GrantedCredential {
+  credential: ProviderCredential
+  /** The provider issued no refresh token (a repeated consent): the stored one must be kept. */
+  refreshTokenIssued: boolean
+}
+
 export interface ProviderPort {
   readonly provider: Provider
   /** Where the browser goes to grant access; `state` comes back to the callback unchanged. */
-  authorizationUrl: (request: { state: string, redirectUri: string }) => string
+  authorizationUrl: (request: AuthorizationRequest) => string
+  /** Exchanges an authorization code (with its PKCE verifier) for the credential to store. */
+  exchangeCode: (request: { code: string, codeVerifier: string, redirectUri: string }) => Promise<GrantedCredential>
   listCalendars: (context: ProviderContext) => Promise<ProviderCalendar[]>
-  /** Reads a whole calendar (initial import or repair). */
-  importCalendar: (context: ProviderContext, calendarId: string) => Promise<ImportResult>
-  /** Changes of a calendar after `cursor`; throws ProviderCursorExpiredError when the cursor is gone. */
-  pullChanges: (context: ProviderContext, calendarId: string, cursor: string) => Promise<PullResult>
-  writeEvent: (context: ProviderContext, change: { eventId: string, operation: EventOperation, calendarId: string | null }) => Promise<void>
+  /** Reads a calendar page by page into `sink` (initial import, repair, or its bounded first pass). */
+  importCalendar: (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink) => Promise<ImportResult>
+  /** Changes of a calendar after `cursor`, page by page; throws ProviderCursorExpiredError when the cursor is gone. */
+  pullChanges: (context: ProviderContext, calendar: ProviderCalendar, cursor: string, sink: ProviderEventSink) => Promise<PullResult>
+  writeEvent: (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite) => Promise<WriteResult>
   watch: (context: ProviderContext, calendarId: string, request: WatchRequest) => Promise<Watch>
   unwatch: (context: ProviderContext, watch: { channelId: string, resourceId: string }) => Promise<void>
-  /** Whether a notification's headers prove it came from the provider for this channel. */
-  verifyNotification: (headers: Record<string, string | string[] | undefined>, expected: { channelId: string, token: string }) => boolean
 }
 
 export type ProviderRegistry = Partial<Record<Provider, ProviderPort>>

@@ -14,6 +14,13 @@ declare module 'fastify' {
   }
 }
 
+/** Records users as active without holding up the request; a failed write is only logged. */
+export function noteActivity (fastify: FastifyInstance, userIds: string[]): void {
+  fastify.syncActivity.touch(userIds, fastify.syncClock.now()).catch((error: unknown) => {
+    fastify.log.warn({ err: error }, 'user activity could not be recorded')
+  })
+}
+
 export default async function internalAuth (fastify: FastifyInstance): Promise<void> {
   fastify.decorateRequest('syncRawBody', null)
   fastify.decorateRequest('syncBodyUnparsable', false)
@@ -45,6 +52,8 @@ export default async function internalAuth (fastify: FastifyInstance): Promise<v
       return reply.code(401).send(errorBody('UNAUTHORIZED', 'Missing, stale or invalid internal request signature'))
     }
     request.syncActingUser = result.userId
+    // The backend acts for a user only while that user uses the service: watch maintenance reads it.
+    if (result.userId !== null) noteActivity(fastify, [result.userId])
     if (request.syncBodyUnparsable) {
       return reply.code(400).send(errorBody('VALIDATION', 'Request body is not valid JSON'))
     }

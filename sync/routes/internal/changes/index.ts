@@ -4,6 +4,7 @@ import {
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
+import { noteActivity } from '../autohooks.js'
 
 const changes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', {
@@ -27,6 +28,8 @@ const changes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { users, limit } = request.body
+    // A batched poll acts for nobody, yet each of its users has an open stream.
+    noteActivity(fastify, users.map((user) => user.userId))
     return { pages: await fastify.syncFeed.pages(users, limit ?? CHANGES_PAGE_DEFAULT_LIMIT) }
   })
 }

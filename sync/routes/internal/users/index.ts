@@ -32,7 +32,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       body: BeginConnectionRequestSchema,
       response: { 200: BeginConnectionResponseSchema, ...errorResponses }
     }
-  }, async (request) => await fastify.syncEngine.begin(request.params.userId, request.body))
+  }, async (request) => await fastify.syncConnect.begin(request.params.userId, request.body))
 
   fastify.post('/:userId/watches/stop', {
     schema: {

@@ -1,0 +1,40 @@
+// Rules of reading from and writing to a provider, over plain data (DESIGN.md, "Provider data"):
+// which weeks an import reads first, when a notification channel is renewed or stopped, and which
+// of two versions of an event is the newer.
+
+const DAY_MS = 24 * 60 * 60_000
+
+/** An import reads the weeks around today first, so they show within seconds, then the rest. */
+export const IMPORT_WINDOW = { beforeMs: 14 * DAY_MS, afterMs: 42 * DAY_MS }
+
+export function importWindow (now: Date): { from: Date, to: Date } {
+  return { from: new Date(now.getTime() - IMPORT_WINDOW.beforeMs), to: new Date(now.getTime() + IMPORT_WINDOW.afterMs) }
+}
+
+/** What the service asks of a channel's lifetime (Google's default and longest for events: 7 days). */
+export const WATCH_LIFETIME_MS = 7 * DAY_MS
+/** Channels expiring within this are renewed by watch maintenance. */
+export const WATCH_RENEW_BEFORE_MS = DAY_MS
+/** Users not seen for this many days lose their channels (sync.inactiveUserDays overrides it). */
+export const DEFAULT_INACTIVE_USER_DAYS = 30
+
+export type WatchAction = 'renew' | 'stop' | 'keep'
+
+/**
+ * Watch maintenance (specification, "States and transitions": notification channel expiring soon):
+ * renewed while its user is active, stopped once the user has been away `inactiveDays`. A user the
+ * service never saw counts from the channel's creation, which is about its expiry minus its lifetime.
+ */
+export function watchAction (watch: { expiresAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): WatchAction {
+  if (watch.expiresAt.getTime() - now.getTime() > WATCH_RENEW_BEFORE_MS) return 'keep'
+  const seen = lastSeenAt?.getTime() ?? watch.expiresAt.getTime() - WATCH_LIFETIME_MS
+  return now.getTime() - seen > inactiveDays * DAY_MS ? 'stop' : 'renew'
+}
+
+/**
+ * Whether the provider's version of an event is newer than the backend's change being written: then
+ * the write stops and the provider's version goes to the backend instead (it keeps the newer one).
+ */
+export function providerVersionWins (providerUpdated: string, backendLastUpdated: string): boolean {
+  return Date.parse(providerUpdated) > Date.parse(backendLastUpdated)
+}

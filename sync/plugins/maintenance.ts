@@ -1,0 +1,30 @@
+import fp from 'fastify-plugin'
+import { Maintenance } from '../services/maintenance.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    syncMaintenance: Maintenance
+  }
+}
+
+export interface SyncMaintenanceOptions {
+  /** Run watch maintenance on a timer while execution is active (default true); tests call run(). */
+  autoStart?: boolean
+  intervalMs?: number
+}
+
+export default fp<SyncMaintenanceOptions>(async function syncMaintenance (fastify, options) {
+  const settings = fastify.syncConfig.sync
+  const auth = settings.maintenanceIssuer !== undefined && settings.maintenanceCaller !== undefined
+    ? { issuer: settings.maintenanceIssuer, caller: settings.maintenanceCaller, audience: `${settings.callbackBaseUrl.replace(/\/+$/, '')}/maintenance` }
+    : null
+  if (settings.maintenanceIssuer !== undefined && settings.maintenanceCaller === undefined) {
+    fastify.log.warn('sync.maintenanceIssuer is set without sync.maintenanceCaller; POST /maintenance refuses every token')
+  }
+  const maintenance = new Maintenance(fastify.syncEngine, fastify.log.child({ component: 'maintenance' }), auth)
+  fastify.decorate('syncMaintenance', maintenance)
+  if (options.autoStart !== false && settings.execution === 'active') {
+    fastify.addHook('onReady', async () => { maintenance.start(options.intervalMs ?? 60 * 60_000) })
+  }
+  fastify.addHook('onClose', async () => { await maintenance.stop() })
+}, { name: 'sync-maintenance', dependencies: ['sync-config', 'sync-engine'] })

@@ -1,0 +1,326 @@
+// The Google adapter of the provider port: OAuth 2.0 through google-auth-library, Calendar API v3
+// through @googleapis/calendar. Production talks to Google's own endpoints; a development
+// configuration (extprovider.endpointBase) points both libraries at another origin that serves
+// Google's paths, and nothing else changes.
+import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
+import type { Credentials } from 'google-auth-library'
+import { calendar } from '@googleapis/calendar'
+import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import {
+  classifyFailure, EVENT_ID_PROPERTY, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
+} from '../../lib/providers/google-mapping.js'
+import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
+import { providerVersionWins } from '../../lib/provider-sync.js'
+import {
+  ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
+  ProviderVersionConflictError
+} from '../../lib/providers/port.js'
+import type {
+  AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
+  ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
+} from '../../lib/providers/port.js'
+
+export const GOOGLE_CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
+const SCOPES = ['openid', 'email', GOOGLE_CALENDAR_SCOPE]
+
+/** A connection's access tokens are kept this many connections deep, so each job does not refresh. */
+const CLIENT_CACHE_SIZE = 1000
+
+export interface GoogleAdapterOptions {
+  clientId: string
+  clientSecret: string
+  /** Development only: the origin of a stand-in serving Google's paths. Absent: Google itself. */
+  endpointBase?: string | undefined
+  /** Events per page of a list (Google allows up to 2500). */
+  pageSize?: number
+  /** Deadline of one Google request. */
+  timeoutMs?: number
+}
+
+/** The insufficient scopes of a grant: the user unticked the calendar on the consent page. */
+export class GoogleScopeMissingError extends Error {
+  override name = 'GoogleScopeMissingError'
+}
+
+/** The OAuth 2.0 endpoints of an origin that serves Google's own paths. */
+function endpointsAt (origin: string) {
+  return {
+    oauth2AuthBaseUrl: `${origin}/o/oauth2/v2/auth`,
+    oauth2TokenUrl: `${origin}/token`,
+    oauth2RevokeUrl: `${origin}/revoke`,
+    tokenInfoUrl: `${origin}/tokeninfo`,
+    oauth2FederatedSignonPemCertsUrl: `${origin}/oauth2/v1/certs`,
+    oauth2FederatedSignonJwkCertsUrl: `${origin}/oauth2/v3/certs`
+  }
+}
+
+/** Reads what a google-auth-library / gaxios error says, without keeping the request (it holds tokens). */
+function failureOf (error: unknown): GoogleFailure {
+  const response = (error as { response?: { status?: unknown, data?: unknown } } | null)?.response
+  const status = typeof response?.status === 'number' ? response.status : null
+  const data = response?.data as { error?: unknown } | undefined
+  const body = data?.error
+  const oauthError = typeof body === 'string' ? body : null
+  const reason = typeof body === 'object' && body !== null
+    ? ((body as { errors?: Array<{ reason?: unknown }> }).errors?.[0]?.reason ?? null)
+    : null
+  // google-auth-library may report a dead refresh token only in its message.
+  const message = error instanceof Error ? error.message : ''
+  return { status, reason: typeof reason === 'string' ? reason : null, oauthError: oauthError ?? (message.includes('invalid_grant') ? 'invalid_grant' : null) }
+}
+
+/** The port's error for a failed Google call; the original is never kept (its config holds the access token). */
+function translate (error: unknown, what: string): Error {
+  const failure = failureOf(error)
+  const detail = `${what}: ${failure.status ?? 'no answer'}${failure.reason ? ` ${failure.reason}` : ''}${failure.oauthError ? ` ${failure.oauthError}` : ''}`
+  switch (classifyFailure(failure)) {
+    case 'revoked': return new ProviderAuthorizationRevokedError(`Google refused the refresh token (${detail})`)
+    case 'cursorExpired': return new ProviderCursorExpiredError(`Google needs a full sync (${detail})`)
+    case 'unavailable': return new ProviderUnavailableError(`Google is unavailable for now (${detail})`, failure.status)
+    case 'notFound':
+    case 'gone': return new ProviderNotFoundError(`Google has no such resource (${detail})`)
+    case 'conflict': return new ProviderVersionConflictError(`Google holds a newer version (${detail})`)
+    default: return new Error(`Google refused (${detail})`)
+  }
+}
+
+async function call<T> (what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    throw translate(error, what)
+  }
+}
+
+/** The claims of an ID token received straight from the token endpoint (OIDC Core 3.1.3.7: TLS vouches for it). */
+function idTokenClaims (idToken: string | null | undefined): { email?: string, sub?: string } {
+  const payload = idToken?.split('.')[1]
+  if (!payload) return {}
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { email?: unknown, sub?: unknown }
+    return {
+      ...(typeof claims.email === 'string' ? { email: claims.email } : {}),
+      ...(typeof claims.sub === 'string' ? { sub: claims.sub } : {})
+    }
+  } catch {
+    return {}
+  }
+}
+
+export class GoogleCalendarAdapter implements ProviderPort {
+  readonly provider = 'google' as const
+  readonly #options: GoogleAdapterOptions
+  readonly #rootUrl: string | undefined
+  readonly #clients = new Map<string, { refreshToken: string, client: OAuth2Client }>()
+
+  constructor (options: GoogleAdapterOptions) {
+    this.#options = options
+    this.#rootUrl = options.endpointBase === undefined ? undefined : `${new URL(options.endpointBase).origin}/`
+  }
+
+  authorizationUrl (request: AuthorizationRequest): string {
+    return this.#oauthClient().generateAuthUrl({
+      access_type: 'offline',
+      scope: SCOPES,
+      include_granted_scopes: true,
+      state: request.state,
+      redirect_uri: request.redirectUri,
+      code_challenge: request.codeChallenge,
+      code_challenge_method: CodeChallengeMethod.S256,
+      // A new connection needs a refresh token, which Google issues only on a consent; a reconnect
+      // keeps the stored one when Google issues none.
+      ...(request.intent === 'connect' ? { prompt: 'consent' } : {})
+    })
+  }
+
+  async exchangeCode (request: { code: string, codeVerifier: string, redirectUri: string }): Promise<GrantedCredential> {
+    const client = this.#oauthClient()
+    const { tokens } = await call('token exchange', async () => await client.getToken({ code: request.code, codeVerifier: request.codeVerifier, redirect_uri: request.redirectUri }))
+    const granted = (tokens.scope ?? '').split(' ')
+    if (!granted.includes(GOOGLE_CALENDAR_SCOPE)) throw new GoogleScopeMissingError('the grant does not include the calendar scope')
+    const claims = idTokenClaims(tokens.id_token)
+    return {
+      credential: {
+        ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
+        scope: granted.join(' '),
+        ...(claims.email ? { email: claims.email } : {}),
+        ...(claims.sub ? { subject: claims.sub } : {})
+      },
+      refreshTokenIssued: Boolean(tokens.refresh_token)
+    }
+  }
+
+  async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
+    const api = this.#api(context)
+    const found: ProviderCalendar[] = []
+    let pageToken: string | undefined
+    do {
+      const { data } = await call('calendarList.list', async () => await api.calendarList.list({ showHidden: true, maxResults: 250, ...(pageToken ? { pageToken } : {}) }))
+      for (const entry of data.items ?? []) {
+        if (!entry.id || entry.deleted) continue
+        found.push({
+          calendarId: entry.id,
+          name: entry.summaryOverride ?? entry.summary ?? entry.id,
+          primary: entry.primary === true,
+          timeZone: entry.timeZone ?? 'UTC'
+        })
+      }
+      pageToken = data.nextPageToken ?? undefined
+    } while (pageToken)
+    return found
+  }
+
+  async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
+    const window = request.window
+    const cursor = await this.#list(context, calendar, {
+      ...(window ? { timeMin: window.from.toISOString(), timeMax: window.to.toISOString() } : {})
+    }, request.pageToken ?? null, sink)
+    return { cursor: window ? null : cursor }
+  }
+
+  async pullChanges (context: ProviderContext, calendar: ProviderCalendar, cursor: string, sink: ProviderEventSink): Promise<PullResult> {
+    const next = await this.#list(context, calendar, { syncToken: cursor }, null, sink)
+    if (next === null) throw new Error('Google ended an incremental list without a sync token')
+    return { cursor: next }
+  }
+
+  async writeEvent (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite): Promise<WriteResult> {
+    const api = this.#api(context)
+    const { subject } = write
+    const calendarId = calendar.calendarId
+    const occurrence = subject.seriesProviderEventId && subject.originalStartDate
+      ? instanceId(subject.seriesProviderEventId, subject.originalStartDate)
+      : null
+    // An own event that never reached Google is addressed by the id its insert gets, so a retried
+    // insert, or an update that overtook the insert's link, finds the first copy.
+    const target = subject.providerEventId ?? occurrence ?? insertIdFor(context.connectionId, write.eventId)
+    const current = await this.#current(api, calendarId, target)
+    const removal = write.operation === 'delete' || subject.cancelled === true
+
+    if (current !== null && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
+      return { outcome: 'providerNewer', event: this.#mapped(current, calendar) }
+    }
+    const ifMatch = current?.etag ? { headers: { 'If-Match': current.etag } } : {}
+
+    if (removal) {
+      if (current === null || current.status === 'cancelled') return { outcome: 'nothingToDo', event: null }
+      try {
+        await call('events.delete', async () => await api.events.delete({ calendarId, eventId: target, sendUpdates: 'none' }, ifMatch))
+      } catch (error) {
+        // Deleted there meanwhile: the write has nothing left to do.
+        if (!(error instanceof ProviderNotFoundError)) throw error
+      }
+      return { outcome: 'written', event: null }
+    }
+
+    const content = subject.content
+    if (content === undefined) throw new Error('a provider write of a live event needs its content')
+    const fields = googleFieldsOf(content)
+    if (current !== null) {
+      // A deleted event that the backend changed later comes back.
+      const requestBody = current.status === 'cancelled' ? { ...fields, status: 'confirmed' } : fields
+      const { data } = await call('events.patch', async () => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
+      return { outcome: 'written', event: this.#mapped(data, calendar) }
+    }
+    if (target !== insertIdFor(context.connectionId, write.eventId)) {
+      throw new ProviderNotFoundError(`Google has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
+    }
+    const requestBody: CalendarV3.Schema$Event = { ...fields, id: target, extendedProperties: { private: { [EVENT_ID_PROPERTY]: write.eventId } } }
+    const { data } = await call('events.insert', async () => await api.events.insert({ calendarId, sendUpdates: 'none', requestBody }))
+    return { outcome: 'inserted', event: this.#mapped(data, calendar) }
+  }
+
+  /** The event as Google holds it now (deleted ones too, as `cancelled`); null when there is none. */
+  async #current (api: CalendarV3.Calendar, calendarId: string, eventId: string): Promise<CalendarV3.Schema$Event | null> {
+    try {
+      const { data } = await call('events.get', async () => await api.events.get({ calendarId, eventId }))
+      return data
+    } catch (error) {
+      if (error instanceof ProviderNotFoundError) return null
+      throw error
+    }
+  }
+
+  async watch (context: ProviderContext, calendarId: string, request: WatchRequest): Promise<Watch> {
+    const api = this.#api(context)
+    const { data } = await call('events.watch', async () => await api.events.watch({
+      calendarId,
+      requestBody: { id: request.channelId, type: 'web_hook', address: request.address, token: request.token, expiration: String(request.expiresAt.getTime()) }
+    }))
+    if (!data.resourceId) throw new Error('Google answered a watch without a resource id')
+    const expiration = Number(data.expiration)
+    return { channelId: request.channelId, resourceId: data.resourceId, expiresAt: Number.isFinite(expiration) && expiration > 0 ? new Date(expiration) : request.expiresAt }
+  }
+
+  async unwatch (context: ProviderContext, watch: { channelId: string, resourceId: string }): Promise<void> {
+    const api = this.#api(context)
+    try {
+      await call('channels.stop', async () => await api.channels.stop({ requestBody: { id: watch.channelId, resourceId: watch.resourceId } }))
+    } catch (error) {
+      // A channel that is already gone is stopped.
+      if (!(error instanceof ProviderNotFoundError)) throw error
+    }
+  }
+
+  /** Lists every page after `pageToken` into the sink; the sync token of the last page, if any. */
+  async #list (context: ProviderContext, calendar: ProviderCalendar, query: CalendarV3.Params$Resource$Events$List, pageToken: string | null, sink: ProviderEventSink): Promise<string | null> {
+    const api = this.#api(context)
+    let token = pageToken
+    for (;;) {
+      const params: CalendarV3.Params$Resource$Events$List = {
+        calendarId: calendar.calendarId,
+        maxResults: this.#options.pageSize ?? 2500,
+        singleEvents: false,
+        ...query,
+        ...(token ? { pageToken: token } : {})
+      }
+      const { data } = await call('events.list', async () => await api.events.list(params))
+      const events = (data.items ?? []).map((item) => toProviderEvent(item, data.timeZone ?? calendar.timeZone)).filter((event): event is ProviderEvent => event !== null)
+      token = data.nextPageToken ?? null
+      await sink({ events, nextPageToken: token })
+      if (token === null) return data.nextSyncToken ?? null
+    }
+  }
+
+  #mapped (data: CalendarV3.Schema$Event, calendar: ProviderCalendar): ProviderEvent {
+    const event = toProviderEvent(data, calendar.timeZone)
+    if (event === null) throw new Error('Google answered a write with an event it cannot describe')
+    return event
+  }
+
+  #oauthClient (credentials?: Credentials): OAuth2Client {
+    const { clientId, clientSecret, endpointBase } = this.#options
+    const client = new OAuth2Client({
+      clientId,
+      clientSecret,
+      ...(endpointBase === undefined
+        ? {}
+        : { endpoints: endpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })
+    })
+    if (credentials) client.setCredentials(credentials)
+    return client
+  }
+
+  /** The Calendar API acting for a connection; its client keeps and refreshes the access token. */
+  #api (context: ProviderContext): CalendarV3.Calendar {
+    const refreshToken = context.credential['refreshToken']
+    if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Google credential has no refresh token')
+    let cached = this.#clients.get(context.connectionId)
+    if (cached?.refreshToken !== refreshToken) {
+      cached = { refreshToken, client: this.#oauthClient({ refresh_token: refreshToken }) }
+      this.#clients.set(context.connectionId, cached)
+      if (this.#clients.size > CLIENT_CACHE_SIZE) {
+        const oldest = this.#clients.keys().next().value
+        if (oldest !== undefined) this.#clients.delete(oldest)
+      }
+    }
+    return calendar({
+      version: 'v3',
+      auth: cached.client,
+      timeout: this.#options.timeoutMs ?? 30_000,
+      retry: false,
+      ...(this.#rootUrl === undefined ? {} : { rootUrl: this.#rootUrl })
+    })
+  }
+}

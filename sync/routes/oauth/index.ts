@@ -1,0 +1,36 @@
+// The provider sends the browser back here after the consent screen (served under
+// sync.callbackBaseUrl, which the backend proxies as /sync/*). Public: the signed, single-use state
+// is what ties the request to a user.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ProviderSchema } from '../../../schemas/sync/index.js'
+
+const CallbackQuerySchema = Type.Object({
+  code: Type.Optional(Type.String({ maxLength: 2048 })),
+  state: Type.Optional(Type.String({ maxLength: 4096 })),
+  error: Type.Optional(Type.String({ maxLength: 200 }))
+}, { description: 'What the provider appends to the redirect URI; other parameters (scope, authuser, prompt) are ignored' })
+
+const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/:provider/callback', {
+    schema: {
+      description: 'Finishes a provider connect and redirects (302) to sync.postConnectRedirectUrl with `status` ' +
+        '(connected, denied, expired, mismatch or error), `provider`, `intent` and `cid`',
+      params: Type.Object({ provider: ProviderSchema }),
+      querystring: CallbackQuerySchema,
+      response: { 302: Type.Null({ description: 'The browser goes to the Location header' }) }
+    }
+  }, async (request, reply) => {
+    const result = await fastify.syncConnect.callback({
+      provider: request.params.provider,
+      query: request.query,
+      method: request.method,
+      url: request.url,
+      headers: request.headers
+    })
+    // The authorization code and state are in this URL; the answer must not be kept anywhere.
+    return reply.code(302).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('location', result.location).send(null)
+  })
+}
+
+export default oauth

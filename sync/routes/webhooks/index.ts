@@ -1,0 +1,41 @@
+// Provider change notifications. Public: each is verified by its channel's token, compared in
+// constant time with the digest kept for the channel; one that fails changes nothing.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { SyncErrorBodySchema } from '../../../schemas/sync/index.js'
+import { errorBody } from '../../lib/errors.js'
+
+const GoogleHeadersSchema = Type.Object({
+  'x-goog-channel-id': Type.String({ minLength: 1, maxLength: 200 }),
+  'x-goog-channel-token': Type.Optional(Type.String({ maxLength: 256 })),
+  'x-goog-resource-id': Type.Optional(Type.String({ maxLength: 500 })),
+  'x-goog-resource-state': Type.String({ minLength: 1, maxLength: 40 }),
+  'x-goog-message-number': Type.Optional(Type.String({ maxLength: 40 }))
+})
+
+const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
+  // Google posts an empty body; whatever body comes is not read.
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('*', { bodyLimit: 64 * 1024 }, (_request, _payload, done) => { done(null, undefined) })
+
+  fastify.post('/google', {
+    schema: {
+      description: 'Google Calendar push notification: `sync` is acknowledged, `exists`/`not_exists` queue one pull of the calendar ' +
+        '(a burst coalesces); a wrong channel token answers 401 and changes nothing; an unknown channel is stopped',
+      headers: GoogleHeadersSchema,
+      response: { 204: Type.Null(), 401: SyncErrorBodySchema }
+    }
+  }, async (request, reply) => {
+    const headers = request.headers
+    const outcome = await fastify.syncEngine.notify('google', {
+      channelId: headers['x-goog-channel-id'],
+      token: headers['x-goog-channel-token'] ?? '',
+      resourceId: headers['x-goog-resource-id'] ?? '',
+      state: headers['x-goog-resource-state']
+    })
+    if (outcome.result === 'refused') return reply.code(401).send(errorBody('UNAUTHORIZED', 'The notification does not match its channel'))
+    return reply.code(204).send(null)
+  })
+}
+
+export default webhooks

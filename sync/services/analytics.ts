@@ -1,0 +1,43 @@
+// Outbound product analytics of the Sync service (specification, "Outbound analytics events"). One
+// small interface, so the analytics client is one class behind it; without a client the events are
+// log lines with the same fields.
+import type { FastifyBaseLogger } from 'fastify'
+
+export interface OAuthCallbackEvent {
+  name: 'oauth_callback'
+  /** The user when the state named one, else the correlation id. */
+  distinctId: string
+  properties: {
+    provider: string
+    /** The redirect status: connected, denied, expired, mismatch or error. */
+    outcome: string
+    intent: 'connect' | 'reconnect'
+    correlationId: string
+    /** The error's class name only, and only when the outcome is `error`. */
+    errorClass?: string
+  }
+}
+
+export type AnalyticsEvent = OAuthCallbackEvent
+
+export interface Analytics {
+  /** Never throws and never waits on the network: analytics must not hold up a redirect. */
+  capture: (event: AnalyticsEvent) => void
+  /** Sends what is still queued; called when the service closes. */
+  close: () => Promise<void>
+}
+
+/** Writes each event as one info line named after the event. */
+export class LogAnalytics implements Analytics {
+  readonly #log: FastifyBaseLogger
+
+  constructor (log: FastifyBaseLogger) {
+    this.#log = log
+  }
+
+  capture (event: AnalyticsEvent): void {
+    this.#log.info({ analyticsEvent: event.name, ...event.properties }, event.name)
+  }
+
+  async close (): Promise<void> {}
+}

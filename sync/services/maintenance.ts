@@ -1,0 +1,87 @@
+// Watch maintenance, run by the Sync service itself while `sync.execution` is active, or by an
+// outside scheduler through POST /maintenance with an OpenID Connect ID token: signed by the
+// configured issuer (keys from its discovery document), for this endpoint's URL as audience, and
+// naming the configured caller.
+import type { FastifyBaseLogger } from 'fastify'
+import { createRemoteJWKSet, jwtVerify } from 'jose'
+import type { JWTVerifyGetKey } from 'jose'
+import type { MaintenanceReport, SyncEngine } from './sync-engine.js'
+
+export class MaintenanceUnauthorizedError extends Error {
+  override name = 'MaintenanceUnauthorizedError'
+}
+
+export interface MaintenanceAuthSettings {
+  issuer: string
+  /** The `email` claim the caller's ID token must carry. */
+  caller: string
+  /** The URL of POST /maintenance as the caller addresses it. */
+  audience: string
+}
+
+export class Maintenance {
+  readonly #engine: SyncEngine
+  readonly #log: FastifyBaseLogger
+  readonly #auth: MaintenanceAuthSettings | null
+  #keys: Promise<JWTVerifyGetKey> | null = null
+  #running: Promise<MaintenanceReport> | null = null
+  #timer: NodeJS.Timeout | null = null
+
+  constructor (engine: SyncEngine, log: FastifyBaseLogger, auth: MaintenanceAuthSettings | null) {
+    this.#engine = engine
+    this.#log = log
+    this.#auth = auth
+  }
+
+  /** One pass; a pass asked for while one runs gets that one's report. */
+  async run (): Promise<MaintenanceReport> {
+    this.#running ??= this.#engine.maintainWatches().finally(() => { this.#running = null })
+    return await this.#running
+  }
+
+  /** Checks the bearer ID token of an outside scheduler; throws MaintenanceUnauthorizedError. */
+  async authenticate (authorization: string | undefined): Promise<void> {
+    const auth = this.#auth
+    if (auth === null) throw new MaintenanceUnauthorizedError('no trusted issuer is configured (sync.maintenanceIssuer)')
+    const token = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(authorization ?? '')?.[1]
+    if (token === undefined) throw new MaintenanceUnauthorizedError('a bearer ID token is required')
+    try {
+      const { payload } = await jwtVerify(token, await this.#issuerKeys(auth.issuer), { issuer: auth.issuer, audience: auth.audience })
+      if (payload['email'] !== auth.caller || payload['email_verified'] === false) throw new Error('the token names another caller')
+    } catch (error) {
+      throw new MaintenanceUnauthorizedError(`the ID token was refused: ${error instanceof Error ? error.message : 'invalid'}`)
+    }
+  }
+
+  start (intervalMs: number): void {
+    const tick = () => {
+      this.run()
+        .then((report) => { if (report.renewed + report.stopped + report.failed > 0) this.#log.info(report, 'watch maintenance pass') })
+        .catch((error: unknown) => this.#log.error({ err: error }, 'watch maintenance failed'))
+    }
+    this.#timer = setInterval(tick, intervalMs)
+    this.#timer.unref()
+  }
+
+  async stop (): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+    await this.#running?.catch(() => {})
+  }
+
+  async #issuerKeys (issuer: string): Promise<JWTVerifyGetKey> {
+    this.#keys ??= (async () => {
+      const response = await fetch(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(10_000) })
+      if (!response.ok) throw new Error(`the issuer's discovery document answered ${response.status}`)
+      const discovery = await response.json() as { jwks_uri?: unknown, issuer?: unknown }
+      if (typeof discovery.jwks_uri !== 'string' || discovery.issuer !== issuer) throw new Error('the issuer\'s discovery document does not fit the issuer')
+      return createRemoteJWKSet(new URL(discovery.jwks_uri))
+    })()
+    try {
+      return await this.#keys
+    } catch (error) {
+      this.#keys = null
+      throw error
+    }
+  }
+}

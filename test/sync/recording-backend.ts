@@ -1,0 +1,22 @@
+// The backend's provider-events endpoints in memory, for tests that do not look at what reaches
+// the backend: every batch is kept, and counted as the backend would count a first delivery.
+import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { BackendPort } from '../../sync/clients/backend.js'
+
+export class RecordingBackend implements BackendPort {
+  readonly batches: ProviderEventBatch[] = []
+  readonly removals: ProviderCalendarRemoval[] = []
+
+  async applyEvents (batch: ProviderEventBatch): Promise<ProviderEventBatchResult> {
+    this.batches.push(batch)
+    const deleted = batch.events.filter((event) => event.status === 'cancelled').length
+    return { created: batch.events.length - deleted, updated: 0, deleted, unchanged: 0, waiting: 0, superseded: 0, rejected: 0 }
+  }
+
+  async removeCalendar (removal: ProviderCalendarRemoval): Promise<{ deleted: number }> {
+    this.removals.push(removal)
+    return { deleted: 0 }
+  }
+
+  async close (): Promise<void> {}
+}
