@@ -294,6 +294,9 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const client = new OAuth2Client({
       clientId,
       clientSecret,
+      // An access token refused before its expiry (revoked, or expired by Google's clock rather than
+      // ours) is refreshed once; a dead grant then shows as invalid_grant.
+      forceRefreshOnFailure: true,
       ...(endpointBase === undefined
         ? {}
         : { endpoints: endpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })

@@ -1,0 +1,101 @@
+// The pure rules between Google events and the backend's event content.
+import { test } from 'tap'
+import {
+  classifyFailure, contentOf, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
+} from '../../../sync/lib/providers/google-mapping.js'
+import { importWindow, providerVersionWins, watchAction, WATCH_LIFETIME_MS } from '../../../sync/lib/provider-sync.js'
+
+test('a timed event keeps its zone; an all-day event takes the calendar\'s', async (t) => {
+  t.same(contentOf({
+    summary: 'Standup',
+    start: { dateTime: '2026-11-21T10:00:00+01:00', timeZone: 'Europe/Berlin' },
+    end: { dateTime: '2026-11-21T10:15:00+01:00', timeZone: 'Europe/Berlin' }
+  }, 'UTC'), { title: 'Standup', startDate: '2026-11-21T10:00:00+01:00', endDate: '2026-11-21T10:15:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' })
+  t.same(contentOf({ summary: 'Holiday', description: 'off', location: 'home', start: { date: '2026-12-24' }, end: { date: '2026-12-27' } }, 'Europe/Paris'),
+    { title: 'Holiday', description: 'off', location: 'home', startDate: '2026-12-24', endDate: '2026-12-27', isAllDay: true, timeZone: 'Europe/Paris' })
+  t.equal(contentOf({ summary: 'no end', start: { date: '2026-12-24' } }, 'UTC'), null)
+})
+
+test('series, exceptions and cancelled items become provider events', async (t) => {
+  t.same(toProviderEvent({
+    id: 'series1',
+    iCalUID: 'series1@google.com',
+    etag: '"12"',
+    updated: '2026-11-20T08:00:00.000Z',
+    status: 'confirmed',
+    summary: 'Weekly',
+    start: { dateTime: '2026-11-02T09:00:00+01:00', timeZone: 'Europe/Berlin' },
+    end: { dateTime: '2026-11-02T10:00:00+01:00', timeZone: 'Europe/Berlin' },
+    recurrence: ['RRULE:FREQ=WEEKLY;COUNT=10', 'EXDATE;TZID=Europe/Berlin:20261109T090000'],
+    extendedProperties: { private: { calendarEventId: 'ours-1' } }
+  }, 'UTC'), {
+    providerEventId: 'series1',
+    iCalUID: 'series1@google.com',
+    etag: '"12"',
+    updated: '2026-11-20T08:00:00.000Z',
+    status: 'confirmed',
+    content: {
+      title: 'Weekly',
+      startDate: '2026-11-02T09:00:00+01:00',
+      endDate: '2026-11-02T10:00:00+01:00',
+      isAllDay: false,
+      timeZone: 'Europe/Berlin',
+      recurrence: ['RRULE:FREQ=WEEKLY;COUNT=10', 'EXDATE;TZID=Europe/Berlin:20261109T090000']
+    },
+    eventId: 'ours-1'
+  })
+  t.same(toProviderEvent({
+    id: 'series1_20261116T080000Z', status: 'cancelled', recurringEventId: 'series1', originalStartTime: { dateTime: '2026-11-16T09:00:00+01:00' }, updated: '2026-11-21T08:00:00Z'
+  }, 'UTC'), {
+    providerEventId: 'series1_20261116T080000Z',
+    updated: '2026-11-21T08:00:00.000Z',
+    status: 'cancelled',
+    recurringEventId: 'series1',
+    originalStartDate: '2026-11-16T09:00:00+01:00'
+  }, 'a cancelled occurrence carries no content')
+  t.equal(toProviderEvent({ status: 'confirmed' }, 'UTC'), null, 'no id, no event')
+  t.equal(toProviderEvent({ id: 'x', status: 'confirmed', start: { date: '2026-01-01' } }, 'UTC'), null, 'a live event without an end is skipped')
+})
+
+test('our content as Google fields; instance and insert ids', async (t) => {
+  t.same(googleFieldsOf({ title: 'A', startDate: '2026-11-21', endDate: '2026-11-22', isAllDay: true, timeZone: 'UTC' }), {
+    summary: 'A', description: null, location: null, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
+  })
+  t.match(googleFieldsOf({ title: 'B', startDate: '2026-11-21T10:00:00+01:00', endDate: '2026-11-21T11:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=DAILY'] }), {
+    start: { dateTime: '2026-11-21T10:00:00+01:00', timeZone: 'Europe/Berlin', date: null }, recurrence: ['RRULE:FREQ=DAILY']
+  })
+  t.equal(instanceId('abc', '2026-11-16T09:00:00+01:00'), 'abc_20261116T080000Z')
+  t.equal(instanceId('abc', '2026-11-16'), 'abc_20261116')
+  const id = insertIdFor('c1', 'e1')
+  t.match(id, /^[0-9a-v]{32}$/, 'base32hex, as Google requires')
+  t.equal(insertIdFor('c1', 'e1'), id, 'the same on every attempt')
+  t.not(insertIdFor('c2', 'e1'), id)
+})
+
+test('what a failed Google call means', async (t) => {
+  t.equal(classifyFailure({ status: 400, reason: null, oauthError: 'invalid_grant' }), 'revoked')
+  t.equal(classifyFailure({ status: 410, reason: 'fullSyncRequired', oauthError: null }), 'cursorExpired')
+  t.equal(classifyFailure({ status: 429, reason: 'rateLimitExceeded', oauthError: null }), 'unavailable')
+  t.equal(classifyFailure({ status: 403, reason: 'rateLimitExceeded', oauthError: null }), 'unavailable')
+  t.equal(classifyFailure({ status: 403, reason: 'insufficientPermissions', oauthError: null }), 'other')
+  t.equal(classifyFailure({ status: 503, reason: 'backendError', oauthError: null }), 'unavailable')
+  t.equal(classifyFailure({ status: null, reason: null, oauthError: null }), 'unavailable', 'no answer at all')
+  t.equal(classifyFailure({ status: 404, reason: 'notFound', oauthError: null }), 'notFound')
+  t.equal(classifyFailure({ status: 410, reason: 'deleted', oauthError: null }), 'gone')
+  t.equal(classifyFailure({ status: 412, reason: 'conditionNotMet', oauthError: null }), 'conflict')
+})
+
+test('import window, watch maintenance and the newer version', async (t) => {
+  const now = new Date('2026-11-21T09:00:00Z')
+  const window = importWindow(now)
+  t.ok(window.from < now && window.to > now)
+  const soon = { expiresAt: new Date(now.getTime() + 60 * 60_000) }
+  const later = { expiresAt: new Date(now.getTime() + 3 * 24 * 60 * 60_000) }
+  t.equal(watchAction(later, now, now, 30), 'keep')
+  t.equal(watchAction(soon, new Date(now.getTime() - 24 * 60 * 60_000), now, 30), 'renew')
+  t.equal(watchAction(soon, new Date(now.getTime() - 31 * 24 * 60 * 60_000), now, 30), 'stop')
+  t.equal(watchAction(soon, null, now, 30), 'renew', 'never seen: counted from the channel\'s creation')
+  t.equal(watchAction({ expiresAt: new Date(now.getTime() - 40 * 24 * 60 * 60_000 + WATCH_LIFETIME_MS) }, null, now, 30), 'stop')
+  t.equal(providerVersionWins('2026-11-21T09:00:01Z', '2026-11-21T09:00:00.000Z'), true)
+  t.equal(providerVersionWins('2026-11-21T09:00:00Z', '2026-11-21T09:00:00.000Z'), false, 'a tie keeps the backend\'s change')
+})
