@@ -152,11 +152,10 @@ export class GoogleCalendarAdapter implements ProviderPort {
   }
 
   async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
-    const api = this.#api(context)
     const found: ProviderCalendar[] = []
     let pageToken: string | undefined
     do {
-      const { data } = await call('calendarList.list', async () => await api.calendarList.list({ showHidden: true, maxResults: 250, ...(pageToken ? { pageToken } : {}) }))
+      const { data } = await this.#call(context, 'calendarList.list', async (api) => await api.calendarList.list({ showHidden: true, maxResults: 250, ...(pageToken ? { pageToken } : {}) }))
       for (const entry of data.items ?? []) {
         if (!entry.id || entry.deleted) continue
         found.push({
@@ -186,7 +185,6 @@ export class GoogleCalendarAdapter implements ProviderPort {
   }
 
   async writeEvent (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite): Promise<WriteResult> {
-    const api = this.#api(context)
     const { subject } = write
     const calendarId = calendar.calendarId
     const occurrence = subject.seriesProviderEventId && subject.originalStartDate
@@ -195,7 +193,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
     // An own event that never reached Google is addressed by the id its insert gets, so a retried
     // insert, or an update that overtook the insert's link, finds the first copy.
     const target = subject.providerEventId ?? occurrence ?? insertIdFor(context.connectionId, write.eventId)
-    const current = await this.#current(api, calendarId, target)
+    const current = await this.#current(context, calendarId, target)
     const removal = write.operation === 'delete' || subject.cancelled === true
 
     if (current !== null && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
@@ -206,7 +204,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
     if (removal) {
       if (current === null || current.status === 'cancelled') return { outcome: 'nothingToDo', event: null }
       try {
-        await call('events.delete', async () => await api.events.delete({ calendarId, eventId: target, sendUpdates: 'none' }, ifMatch))
+        await this.#call(context, 'events.delete', async (api) => await api.events.delete({ calendarId, eventId: target, sendUpdates: 'none' }, ifMatch))
       } catch (error) {
         // Deleted there meanwhile: the write has nothing left to do.
         if (!(error instanceof ProviderNotFoundError)) throw error
@@ -220,21 +218,21 @@ export class GoogleCalendarAdapter implements ProviderPort {
     if (current !== null) {
       // A deleted event that the backend changed later comes back.
       const requestBody = current.status === 'cancelled' ? { ...fields, status: 'confirmed' } : fields
-      const { data } = await call('events.patch', async () => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
+      const { data } = await this.#call(context, 'events.patch', async (api) => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
       return { outcome: 'written', event: this.#mapped(data, calendar) }
     }
     if (target !== insertIdFor(context.connectionId, write.eventId)) {
       throw new ProviderNotFoundError(`Google has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
     }
     const requestBody: CalendarV3.Schema$Event = { ...fields, id: target, extendedProperties: { private: { [EVENT_ID_PROPERTY]: write.eventId } } }
-    const { data } = await call('events.insert', async () => await api.events.insert({ calendarId, sendUpdates: 'none', requestBody }))
+    const { data } = await this.#call(context, 'events.insert', async (api) => await api.events.insert({ calendarId, sendUpdates: 'none', requestBody }))
     return { outcome: 'inserted', event: this.#mapped(data, calendar) }
   }
 
   /** The event as Google holds it now (deleted ones too, as `cancelled`); null when there is none. */
-  async #current (api: CalendarV3.Calendar, calendarId: string, eventId: string): Promise<CalendarV3.Schema$Event | null> {
+  async #current (context: ProviderContext, calendarId: string, eventId: string): Promise<CalendarV3.Schema$Event | null> {
     try {
-      const { data } = await call('events.get', async () => await api.events.get({ calendarId, eventId }))
+      const { data } = await this.#call(context, 'events.get', async (api) => await api.events.get({ calendarId, eventId }))
       return data
     } catch (error) {
       if (error instanceof ProviderNotFoundError) return null
@@ -243,8 +241,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
   }
 
   async watch (context: ProviderContext, calendarId: string, request: WatchRequest): Promise<Watch> {
-    const api = this.#api(context)
-    const { data } = await call('events.watch', async () => await api.events.watch({
+    const { data } = await this.#call(context, 'events.watch', async (api) => await api.events.watch({
       calendarId,
       requestBody: { id: request.channelId, type: 'web_hook', address: request.address, token: request.token, expiration: String(request.expiresAt.getTime()) }
     }))
@@ -254,9 +251,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
   }
 
   async unwatch (context: ProviderContext, watch: { channelId: string, resourceId: string }): Promise<void> {
-    const api = this.#api(context)
     try {
-      await call('channels.stop', async () => await api.channels.stop({ requestBody: { id: watch.channelId, resourceId: watch.resourceId } }))
+      await this.#call(context, 'channels.stop', async (api) => await api.channels.stop({ requestBody: { id: watch.channelId, resourceId: watch.resourceId } }))
     } catch (error) {
       // A channel that is already gone is stopped.
       if (!(error instanceof ProviderNotFoundError)) throw error
@@ -265,7 +261,6 @@ export class GoogleCalendarAdapter implements ProviderPort {
 
   /** Lists every page after `pageToken` into the sink; the sync token of the last page, if any. */
   async #list (context: ProviderContext, calendar: ProviderCalendar, query: CalendarV3.Params$Resource$Events$List, pageToken: string | null, sink: ProviderEventSink): Promise<string | null> {
-    const api = this.#api(context)
     let token = pageToken
     for (;;) {
       const params: CalendarV3.Params$Resource$Events$List = {
@@ -275,7 +270,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
         ...query,
         ...(token ? { pageToken: token } : {})
       }
-      const { data } = await call('events.list', async () => await api.events.list(params))
+      const { data } = await this.#call(context, 'events.list', async (api) => await api.events.list(params))
       const events = (data.items ?? []).map((item) => toProviderEvent(item, data.timeZone ?? calendar.timeZone)).filter((event): event is ProviderEvent => event !== null)
       token = data.nextPageToken ?? null
       await sink({ events, nextPageToken: token })
@@ -294,15 +289,28 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const client = new OAuth2Client({
       clientId,
       clientSecret,
-      // An access token refused before its expiry (revoked, or expired by Google's clock rather than
-      // ours) is refreshed once; a dead grant then shows as invalid_grant.
-      forceRefreshOnFailure: true,
       ...(endpointBase === undefined
         ? {}
         : { endpoints: endpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })
     })
     if (credentials) client.setCredentials(credentials)
     return client
+  }
+
+  /**
+   * One Calendar API call for a connection. An access token Google refuses before its expiry
+   * (revoked, or expired by Google's clock rather than ours) is dropped and the call made once more
+   * with a fresh one; a dead grant then shows as invalid_grant. Other refusals, rate limits among
+   * them, are not retried here: the job ladder does that.
+   */
+  async #call<T> (context: ProviderContext, what: string, run: (api: CalendarV3.Calendar) => Promise<T>): Promise<T> {
+    try {
+      return await run(this.#api(context))
+    } catch (error) {
+      if (failureOf(error).status !== 401) throw translate(error, what)
+    }
+    this.#clients.delete(context.connectionId)
+    return await call(what, async () => await run(this.#api(context)))
   }
 
   /** The Calendar API acting for a connection; its client keeps and refreshes the access token. */

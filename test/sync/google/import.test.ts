@@ -22,14 +22,14 @@ function seedSample (stack: Stack, calendarId: string): { seriesId: string, move
   control.insertEvent(calendarId, SAMPLE_EVENTS.allDay)
   control.insertEvent(calendarId, SAMPLE_EVENTS.old)
   const series = control.insertEvent(calendarId, SAMPLE_EVENTS.series)
-  const seriesId = series.id ?? ''
+  const seriesId = String(series['id'])
   // The third occurrence moves an hour; the fourth is cancelled.
   const moved = control.patchEvent(calendarId, `${seriesId}_20261116T080000Z`, {
     start: { dateTime: '2026-11-16T10:00:00+01:00', timeZone: 'Europe/Berlin' },
     end: { dateTime: '2026-11-16T11:00:00+01:00', timeZone: 'Europe/Berlin' }
   })
   const cancelled = control.deleteEvent(calendarId, `${seriesId}_20261123T080000Z`)
-  return { seriesId, movedId: moved.id ?? '', cancelledId: cancelled.id ?? '' }
+  return { seriesId, movedId: String(moved['id']), cancelledId: String(cancelled['id']) }
 }
 
 test('import: every calendar (hidden ones too), the weeks around today first, then every page under one generation, the last complete', async (t) => {
