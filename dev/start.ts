@@ -240,7 +240,7 @@ async function startLocalStack (): Promise<void> {
   await waitForHealth(backend.name, `http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
   // Built for these values on first use and kept in node_modules/.cache, so later starts with the
   // same ports serve at once.
-  const web = await startWebServer({ port: PORTS.web, apiUrl: `${BACKEND_ORIGIN}/api`, googleClientId: GOOGLE_CLIENT_ID })
+  const web = await startWebServer({ port: PORTS.web, apiUrl: `${BACKEND_ORIGIN}/api`, googleClientId: GOOGLE_CLIENT_ID, googleEndpointBase: google.url })
   running.push({ name: 'web client', stop: web.close })
 
   const pid = (service: Supervisor) => `pid ${service.pid ?? 'restarting'}`

@@ -14,6 +14,8 @@ export interface WebValues {
   /** backend.apiUrl, ending in /api. */
   apiUrl: string
   googleClientId?: string | null
+  /** extprovider.endpointBase: a development Google stand-in's origin instead of Google's. */
+  googleEndpointBase?: string | null
   analyticsKey?: string | null
   analyticsHost?: string | null
   placesApiKey?: string | null
@@ -26,6 +28,7 @@ export function bundleValues (values: WebValues) {
   return {
     apiUrl: apiUrl.toString().replace(/\/+$/, ''),
     googleClientId: present(values.googleClientId),
+    googleAuthorizationEndpoint: `${(present(values.googleEndpointBase) ?? 'https://accounts.google.com').replace(/\/+$/, '')}/o/oauth2/v2/auth`,
     analyticsKey: present(values.analyticsKey),
     analyticsHost: present(values.analyticsHost),
     placesApiKey: present(values.placesApiKey)
@@ -67,6 +70,7 @@ export async function valuesFromConfigFile (path: string): Promise<WebValues> {
   return {
     apiUrl,
     googleClientId: text(document.extprovider?.clientId),
+    googleEndpointBase: text(document.extprovider?.endpointBase),
     analyticsKey: text(document.analytics?.key),
     analyticsHost: text(document.analytics?.host),
     placesApiKey: text(document.maps?.placesApiKey)
@@ -77,6 +81,7 @@ export function valuesFromEnvironment (env: NodeJS.ProcessEnv = process.env): We
   return {
     apiUrl: env.WEB_API_URL ?? 'http://localhost:3000/api',
     googleClientId: env.WEB_GOOGLE_CLIENT_ID ?? null,
+    googleEndpointBase: env.WEB_GOOGLE_ENDPOINT_BASE ?? null,
     analyticsKey: env.WEB_ANALYTICS_KEY ?? null,
     analyticsHost: env.WEB_ANALYTICS_HOST ?? null,
     placesApiKey: env.WEB_PLACES_API_KEY ?? null

@@ -10,7 +10,7 @@ test('connections through the backend', async (t) => {
   const sync = await startSyncService(t, deps.databaseUri(`sync_connections_${randomBytes(4).toString('hex')}`))
   const { app } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
   const user = await signUp(app, { email: uniqueEmail('connector'), password: 'pw-for-connector-1' })
-  const begin = async (headers: Record<string, string> = user.headers, payload: unknown = { provider: 'google', intent: 'connect' }) =>
+  const begin = async (headers: Record<string, string> = user.headers, payload: Record<string, unknown> = { provider: 'google', intent: 'connect' }) =>
     await app.inject({ method: 'POST', url: '/api/auth/connections/begin', headers, payload })
 
   await t.test('a session is required, and the body is checked', async (t) => {

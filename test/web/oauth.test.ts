@@ -75,7 +75,7 @@ test('the Sync redirect after a connect: status and cid, one oauth_return for ea
 })
 
 test('the authorization request asks for offline access with the calendar scope; granted scopes are checked', async (t) => {
-  const url = new URL(googleAuthorizationUrl({ clientId: 'client-1', redirectUri: `${origin}/auth/extprovider/callback`, state: 'st', scopes: GOOGLE_CALENDAR_SCOPES }))
+  const url = new URL(googleAuthorizationUrl({ endpoint: 'https://accounts.google.com/o/oauth2/v2/auth', clientId: 'client-1', redirectUri: `${origin}/auth/extprovider/callback`, state: 'st', scopes: GOOGLE_CALENDAR_SCOPES }))
   t.equal(url.searchParams.get('access_type'), 'offline')
   t.equal(url.searchParams.get('response_type'), 'code')
   t.equal(url.searchParams.get('redirect_uri'), `${origin}/auth/extprovider/callback`)

@@ -5,6 +5,8 @@ export interface WebBuildConfig {
   apiUrl: string
   /** extprovider.clientId: Google sign-in and calendar connect are offered only with it. */
   googleClientId: string | null
+  /** Where Google's consent page is: Google's own, or a development stand-in's (extprovider.endpointBase). */
+  googleAuthorizationEndpoint: string
   analyticsKey: string | null
   analyticsHost: string | null
   /** maps.placesApiKey: location autocomplete; without it the location input is plain. */

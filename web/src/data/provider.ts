@@ -23,6 +23,7 @@ export function startGoogle (kind: IntentKind, returnPath: string = `${location.
   const state = newState()
   saveIntent(sessionStorage, state, { kind, provider: 'google', returnPath: safeReturnPath(returnPath, location.origin), createdAt: Date.now() })
   location.assign(googleAuthorizationUrl({
+    endpoint: buildConfig.googleAuthorizationEndpoint,
     clientId: buildConfig.googleClientId,
     redirectUri: redirectUri(),
     state,

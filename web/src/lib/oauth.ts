@@ -148,13 +148,12 @@ export function takePendingConnect (store: KeyValueStore, now: number): ConnectI
   return pending.intent === 'reconnect' ? 'reconnect' : 'connect'
 }
 
-export const GOOGLE_AUTHORIZATION_ENDPOINT = 'https://accounts.google.com/o/oauth2/v2/auth'
 export const GOOGLE_SIGN_IN_SCOPES = ['openid', 'email', 'profile']
 export const GOOGLE_CALENDAR_SCOPES = [...GOOGLE_SIGN_IN_SCOPES, 'https://www.googleapis.com/auth/calendar']
 
 /** The authorization-code request with offline access (a refresh token on first consent). */
-export function googleAuthorizationUrl (options: { clientId: string, redirectUri: string, state: string, scopes: string[], loginHint?: string }): string {
-  const url = new URL(GOOGLE_AUTHORIZATION_ENDPOINT)
+export function googleAuthorizationUrl (options: { endpoint: string, clientId: string, redirectUri: string, state: string, scopes: string[], loginHint?: string }): string {
+  const url = new URL(options.endpoint)
   url.searchParams.set('client_id', options.clientId)
   url.searchParams.set('redirect_uri', options.redirectUri)
   url.searchParams.set('response_type', 'code')
