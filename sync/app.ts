@@ -68,9 +68,10 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // Each part declares the parts it needs; they are registered here in that order, each with
   // the options it takes.
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
-  await fastify.register(databasePlugin)
+  // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
   await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}) })
+  await fastify.register(databasePlugin)
   await fastify.register(changeFeedPlugin)
   await fastify.register(credentialsPlugin)
   await fastify.register(connectionsPlugin)

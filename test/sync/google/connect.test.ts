@@ -3,7 +3,7 @@
 import { test } from 'tap'
 import { translatePage } from '../../../lib/change-translation.js'
 import { signInternalRequest } from '../../../lib/internal-auth.js'
-import { INTERNAL_TOKEN, newUserId } from '../helper.js'
+import { buildSyncApp, databaseUri, INTERNAL_TOKEN, newUserId, startDatabase, testConfig } from '../helper.js'
 import { ALICE, begin, CLIENT_ID, connectAndSync, consent, followCallback, startStack, WEB_CALLBACK } from './harness.js'
 
 test('connect round trip: PKCE and state, consent, callback, redirect with status and cid, encrypted credential, import queued', async (t) => {
@@ -117,4 +117,10 @@ test('a reconnect keeps the stored refresh token when Google issues none', async
   t.equal(accounts[0]?.grants[0]?.refreshTokens, 1, 'Google issued no second refresh token')
   await stack.drain()
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+})
+
+test('extprovider without a backend block refuses to start, in one clear line', async (t) => {
+  const base = testConfig(databaseUri(await startDatabase(t), 'sync_no_backend'))
+  await t.rejects(buildSyncApp(t, '', { config: { ...base, extprovider: { clientId: CLIENT_ID, clientSecret: 'GOCSPX-real-looking' } } }),
+    { name: 'SyncStartupError', message: /extprovider is configured but the backend block is missing/ })
 })
