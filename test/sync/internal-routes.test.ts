@@ -57,14 +57,16 @@ test('with a live connection and active execution the provider write is queued o
   await built.app.syncJobWorker.tick()
   await built.app.syncJobWorker.tick()
 
-  const body = report(userId, { operation: 'create', calendarId: 'primary' })
+  const subject = { content: { title: 'Lunch', startDate: '2026-11-24', endDate: '2026-11-25', isAllDay: true, timeZone: 'UTC' }, lastUpdated: '2026-11-21T09:00:00.000Z' }
+  const body = report(userId, { operation: 'create', calendarId: 'primary', subject })
   const first = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
   t.same(first.json(), { duplicate: false, providerWriteQueued: true })
   const again = await built.signed({ method: 'POST', url: '/internal/event-changes', body, userId })
   t.same(again.json(), { duplicate: true, providerWriteQueued: true })
-  t.match(await built.app.syncJobQueue.list(), [{ type: 'providerWrite', connectionId: connection._id.toHexString(), payload: { eventId: 'event-1', operation: 'create', calendarId: 'primary' } }])
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'providerWrite', connectionId: connection._id.toHexString(), payload: { eventId: 'event-1', operation: 'create', calendarId: 'primary', subject: JSON.stringify(subject) } }])
   await built.app.syncJobWorker.tick()
-  t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', calendarId: 'primary' }])
+  t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', subject }], 'the write carries the report\'s subject')
+  t.match(provider.calls.at(-1), { method: 'writeEvent', calendarId: 'primary' })
   t.same(await built.app.syncJobQueue.list(), [])
 })
 
