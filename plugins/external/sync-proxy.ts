@@ -10,8 +10,9 @@ import { INTERNAL_AUTH_HEADERS, signInternalRequest } from '../../lib/internal-a
 const PUBLIC_PARTS = ['oauth', 'webhooks', 'maintenance'] as const
 
 // Headers a browser or a provider must not pass on to Sync: the backend's own session tokens,
-// and anything that would pose as the backend's signature.
-const STRIPPED = ['cookie', 'authorization', 'sx-access-token', 'sx-refresh-token', ...Object.values(INTERNAL_AUTH_HEADERS)]
+// and anything that would pose as the backend's signature. The scheduler calling /maintenance
+// proves itself with an ID token in Authorization, which Sync verifies, so that one goes through.
+const STRIPPED = ['cookie', 'sx-access-token', 'sx-refresh-token', ...Object.values(INTERNAL_AUTH_HEADERS)]
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,6 +42,7 @@ export default fp(async function syncProxy (fastify) {
         rewriteRequestHeaders: (request, headers) => {
           const forwarded: Record<string, string | string[] | undefined> = { ...headers }
           for (const name of STRIPPED) Reflect.deleteProperty(forwarded, name)
+          if (!request.url.startsWith('/sync/maintenance')) Reflect.deleteProperty(forwarded, 'authorization')
           const userId = request.proxiedSessionUser
           if (userId !== null) {
             const path = request.url.replace(/^\/sync/, '')

@@ -67,6 +67,14 @@ test('the /sync proxy', async (t) => {
     t.equal(received[0]?.headers['x-goog-channel-token'], 'secret-token')
   })
 
+  await t.test('a scheduler\'s ID token reaches /maintenance; a browser\'s bearer token never reaches the others', async (t) => {
+    received.length = 0
+    await fetch(`${base}/sync/maintenance`, { method: 'POST', headers: { authorization: 'Bearer id-token-of-the-scheduler' } })
+    await fetch(`${base}/sync/webhooks/google`, { method: 'POST', headers: { authorization: `Bearer ${user.accessToken}` } })
+    t.equal(received[0]?.headers.authorization, 'Bearer id-token-of-the-scheduler')
+    t.notOk(received[1]?.headers.authorization)
+  })
+
   await t.test('the internal API of Sync is not reachable through the proxy', async (t) => {
     received.length = 0
     for (const path of ['/sync/internal/changes', '/sync/health/live', '/sync/']) {
