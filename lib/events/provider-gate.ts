@@ -5,7 +5,11 @@ import { EventRequestError } from './errors.js'
 // (specification, Endpoints note 3; Errors: 503 MAINTENANCE, 410 CONNECTION_REVOKED).
 
 export interface ProviderGateFacts {
-  /** The user has a stored provider refresh token (without one there is no provider effect). */
+  /**
+   * The user has a provider credential: a refresh token stored on the user record, or a provider
+   * copy of the event (a connection made through the Sync service keeps its credential there).
+   * Without one there is no provider effect.
+   */
   hasProviderRefreshToken: boolean
   /** The write touches an event of a provider calendar (one with a calendarId). */
   touchesProviderCalendar: boolean

@@ -207,7 +207,7 @@ export class EventService {
   async #checkProviderSide (userId: string, touched: EventRecord[], log: FastifyBaseLogger): Promise<void> {
     const user = await this.#app.users.findById(userId)
     const facts = {
-      hasProviderRefreshToken: user?.google?.gRefreshToken !== undefined,
+      hasProviderRefreshToken: user?.google?.gRefreshToken !== undefined || touched.some((event) => event.providerEventId !== undefined),
       touchesProviderCalendar: touched.some((event) => event.calendarId !== undefined)
     }
     let gate = gateProviderEffect(facts)
