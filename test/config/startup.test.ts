@@ -45,7 +45,8 @@ test('a missing configuration file exits 1 with a clear line', async (t) => {
 })
 
 test('an unreachable database stops the backend with status 1 and one line', { timeout: 30_000 }, async (t) => {
-  const path = await configFile(exampleWith({ 'database.uri': 'mongodb://127.0.0.1:9/calendar', 'sync.databaseUri': 'mongodb://127.0.0.1:9/sync' }))
+  // Development: a production configuration refuses loopback databases before trying them.
+  const path = await configFile(exampleWith({ 'runtime.nodeEnv': 'development', 'database.uri': 'mongodb://127.0.0.1:9/calendar', 'sync.databaseUri': 'mongodb://127.0.0.1:9/sync' }))
   const { code, stderr } = await runServer(t, ['--config', path])
   t.equal(code, 1)
   const lines = stderr.trim().split('\n')
