@@ -1,8 +1,11 @@
 // The specification's "Change feed to message translation", in one place:
 //   event          -> eventsChanged
 //   calendar       -> calendarsChanged and eventsChanged
-//   connection     -> calendarsChanged and eventsChanged (a revoked grant also -> syncStatusChanged
-//                     attention CONNECTION_REVOKED, plus the legacy alias GOOGLE_REVOKED)
+//   connection     -> calendarsChanged and eventsChanged, and the connection's new status as
+//                     syncStatusChanged, so the client's status flips (specification, States and
+//                     transitions): syncing while it imports or catches up, healthy, attention when
+//                     it needs the user or is delayed (a revoked grant: attention CONNECTION_REVOKED,
+//                     plus the legacy alias GOOGLE_REVOKED)
 //   importProgress -> syncStatusChanged (still running) or importCompleted (finished)
 //   resyncRequired -> a broad invalidation: refetch all calendars and all events
 //   no invalidations -> no messages, so idle pulls never wake a tab.
@@ -63,6 +66,27 @@ export function resyncMessages (): ServerMessage[] {
   ]
 }
 
+/** What the client shows for a connection that moved to a new state. */
+export function connectionStatusMessages (invalidation: ConnectionInvalidation): SyncStatusChangedMessage[] {
+  const { connectionId } = invalidation
+  if (isRevocation(invalidation)) return revocationMessages(connectionId)
+  switch (invalidation.state) {
+    case 'connecting':
+    case 'importing':
+    case 'catchingUp':
+      return [{ type: 'syncStatusChanged', connectionId, status: 'syncing' }]
+    case 'healthy':
+      return [{ type: 'syncStatusChanged', connectionId, status: 'healthy' }]
+    case 'delayed':
+      return [{ type: 'syncStatusChanged', connectionId, status: 'attention', code: 'SYNC_DELAYED', retryable: true }]
+    case 'actionRequired':
+      return [{ type: 'syncStatusChanged', connectionId, status: 'attention', code: 'ACTION_REQUIRED', retryable: false }]
+    case 'disconnected':
+      // The calendar list changes; there is no status left to show.
+      return []
+  }
+}
+
 function importMessage (invalidation: ImportProgressInvalidation): ServerMessage {
   const { connectionId, operation, counts } = invalidation
   if (invalidation.phase === 'completed') return { type: 'importCompleted', connectionId, operation, counts }
@@ -108,9 +132,19 @@ export function translatePage (page: FeedPage): ServerMessage[] {
           scope.reasons.add('connection')
           scope.add(scope.connectionIds, invalidation.connectionId)
         }
-        if (isRevocation(invalidation) && !revoked.has(invalidation.connectionId)) {
-          revoked.add(invalidation.connectionId)
-          statuses.push(...revocationMessages(invalidation.connectionId))
+        {
+          // A later move or import report of the same connection in this page supersedes this
+          // status, as for import progress; a revocation is always told, once.
+          const superseded = invalidations.slice(index + 1)
+            .some((later) => (later.kind === 'connection' || later.kind === 'importProgress') && later.connectionId === invalidation.connectionId)
+          if (isRevocation(invalidation)) {
+            if (!revoked.has(invalidation.connectionId)) {
+              revoked.add(invalidation.connectionId)
+              statuses.push(...revocationMessages(invalidation.connectionId))
+            }
+          } else if (!superseded) {
+            statuses.push(...connectionStatusMessages(invalidation))
+          }
         }
         break
       case 'importProgress': {

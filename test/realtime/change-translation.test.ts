@@ -43,13 +43,25 @@ test('a calendar invalidation becomes calendarsChanged and eventsChanged', async
   ], 'the calendar list of a whole connection')
 })
 
-test('a connection invalidation becomes calendarsChanged and eventsChanged', async (t) => {
+test('a connection invalidation becomes calendarsChanged, eventsChanged and the connection\'s new status', async (t) => {
   t.same(translate([{ kind: 'connection', at, connectionId: conn1, state: 'healthy', reason: null }]), [
     { type: 'calendarsChanged', reasons: ['connection'], refetchAll: false, connectionIds: [conn1] },
-    { type: 'eventsChanged', reasons: ['connection'], refetchAll: false, connectionIds: [conn1] }
+    { type: 'eventsChanged', reasons: ['connection'], refetchAll: false, connectionIds: [conn1] },
+    { type: 'syncStatusChanged', connectionId: conn1, status: 'healthy' }
   ])
-  const readFailure = translate([{ kind: 'connection', at, connectionId: conn1, state: 'actionRequired', reason: 'readFailure' }])
-  t.same(readFailure.map((message) => message.type), ['calendarsChanged', 'eventsChanged'], 'only a revoked grant adds status messages')
+  const statusOf = (state: 'connecting' | 'importing' | 'catchingUp' | 'healthy' | 'delayed' | 'actionRequired' | 'disconnected', reason: 'readFailure' | null = null) =>
+    translate([{ kind: 'connection', at, connectionId: conn1, state, reason }]).filter((message) => message.type === 'syncStatusChanged')
+  for (const state of ['connecting', 'importing', 'catchingUp'] as const) {
+    t.same(statusOf(state), [{ type: 'syncStatusChanged', connectionId: conn1, status: 'syncing' }], `${state}: syncing`)
+  }
+  t.same(statusOf('delayed'), [{ type: 'syncStatusChanged', connectionId: conn1, status: 'attention', code: 'SYNC_DELAYED', retryable: true }])
+  t.same(statusOf('actionRequired', 'readFailure'), [{ type: 'syncStatusChanged', connectionId: conn1, status: 'attention', code: 'ACTION_REQUIRED', retryable: false }])
+  t.same(statusOf('disconnected'), [], 'a disconnected connection has no status left')
+  const twoMoves = translate([
+    { kind: 'connection', at, connectionId: conn1, state: 'catchingUp', reason: null },
+    { kind: 'connection', at, connectionId: conn1, state: 'healthy', reason: null }
+  ])
+  t.same(twoMoves.filter((message) => message.type === 'syncStatusChanged'), [{ type: 'syncStatusChanged', connectionId: conn1, status: 'healthy' }], 'the latest move of a page only')
 })
 
 test('a revoked grant adds CONNECTION_REVOKED and its legacy alias GOOGLE_REVOKED, both with the connectionId', async (t) => {

@@ -1,0 +1,93 @@
+// The whole system in one test process, wired as the local stack wires it: the MongoDB and
+// session-core stand-ins, the Google stand-in, the Sync service (active, its worker running) and
+// the backend, each listening on 127.0.0.1. Sync's public callbacks are reached through the
+// backend's /sync proxy, and Sync hands provider events to the backend's internal endpoint.
+import { randomBytes } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Test } from 'tap'
+import { startGoogle, type AccountSetup, type GoogleStandIn } from '../../dev/google/index.js'
+import syncApp from '../../sync/app.js'
+import type { SyncConfig } from '../../schemas/config.js'
+import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn } from '../helper.js'
+import { testConfig as syncTestConfig } from '../sync/helper.js'
+
+export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
+
+export interface FullStack {
+  google: GoogleStandIn
+  backend: BuiltApp
+  backendOrigin: string
+  sync: FastifyInstance
+  syncConfig: SyncConfig
+  webUrl: string
+}
+
+export async function startFullStack (t: Test, options: { accounts?: AccountSetup[], webUrl?: string } = {}): Promise<FullStack> {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const [backendPort, syncPort] = [await freePort(), await freePort()]
+  const backendOrigin = `http://127.0.0.1:${backendPort}`
+  const syncUrl = `http://127.0.0.1:${syncPort}`
+  const webUrl = options.webUrl ?? 'http://127.0.0.1:9'
+  const internalAuthToken = randomBytes(16).toString('hex')
+  const google = await startGoogle({
+    clients: [{ ...GOOGLE_CLIENT, redirectUris: [`${backendOrigin}/sync/oauth/google/callback`, `${webUrl}/auth/extprovider/callback`] }],
+    accounts: options.accounts ?? [],
+    notificationRetries: 0
+  })
+  t.teardown(() => google.close())
+
+  const backend = await buildApp(t, deps, { syncUrl, internalAuthToken }, (config) => ({
+    ...config,
+    web: { ...config.web, url: webUrl },
+    backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl] },
+    sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl }
+  }))
+  await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
+  // Stream tests wait for fan-out; a shorter poll keeps them quick without changing what happens.
+  backend.app.changeFeed.configure({ pollIntervalMs: 100 })
+
+  const base = syncTestConfig(deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`), {
+    internalAuthToken,
+    callbackBaseUrl: `${backendOrigin}/sync`,
+    postConnectRedirectUrl: webUrl,
+    backendUrl: backendOrigin,
+    credentialEncryptionKey: backend.config.sync.credentialEncryptionKey,
+    execution: 'active'
+  })
+  const syncConfig: SyncConfig = {
+    ...base,
+    backend: backend.config.backend,
+    extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url }
+  }
+  const sync = Fastify({ logger: { level: 'warn' }, forceCloseConnections: true })
+  await sync.register(fp(syncApp), { config: syncConfig, worker: { pollIntervalMs: 50 }, maintenance: { autoStart: false } })
+  await sync.listen({ port: syncPort, host: '127.0.0.1' })
+  t.teardown(() => sync.close())
+  return { google, backend, backendOrigin, sync, syncConfig, webUrl }
+}
+
+/** A signed-up user of the backend whose Google account (the stand-in's) has the same email. */
+export async function userWithGoogleAccount (stack: FullStack, label: string): Promise<SignedIn & { email: string }> {
+  const email = uniqueEmail(label)
+  stack.google.control.createAccount({ email, name: label, timeZone: 'Europe/Berlin' })
+  return { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+}
+
+/**
+ * What a browser does for a connect or reconnect: begin through the backend, consent at the
+ * stand-in without its page, follow the redirect to the backend's /sync proxy, and land where
+ * Sync sends it. Answers that last address.
+ */
+export async function connectGoogle (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }): Promise<URL> {
+  const begun = await stack.backend.app.inject({ method: 'POST', url: '/api/auth/connections/begin', headers: user.headers, payload: body })
+  if (begun.statusCode !== 200) throw new Error(`begin answered ${begun.statusCode}: ${begun.body}`)
+  const authorization = new URL(begun.json<{ authorizationUrl: string }>().authorizationUrl)
+  authorization.searchParams.set('login_hint', user.email)
+  authorization.searchParams.set('approve', '1')
+  const consent = await fetch(authorization, { redirect: 'manual' })
+  const callback = consent.headers.get('location')
+  if (callback === null) throw new Error(`consent answered ${consent.status}`)
+  const landed = await fetch(callback, { redirect: 'manual' })
+  return new URL(landed.headers.get('location') ?? 'about:blank')
+}
