@@ -155,11 +155,11 @@ export const crossKeyRules: CrossKeyRule[] = [
   },
   {
     services: ['backend', 'sync'],
-    check: ({ extprovider, extprovider2, runtime }) => runtime.nodeEnv !== 'production'
+    check: ({ extprovider, extprovider2, idsignin, runtime }) => runtime.nodeEnv !== 'production'
       ? []
-      : (['extprovider', 'extprovider2'] as const)
-          .filter((block) => (block === 'extprovider' ? extprovider : extprovider2)?.endpointBase !== undefined)
-          .map((block) => ({ key: `${block}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
+      : ([['extprovider', extprovider], ['extprovider2', extprovider2], ['idsignin', idsignin]] as const)
+          .filter(([, block]) => block?.endpointBase !== undefined)
+          .map(([name]) => ({ key: `${name}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
   },
   {
     services: ['backend'],

@@ -3,20 +3,63 @@ import type { Config } from '../schemas/config.js'
 
 // Sign-in providers of the session library, from the configuration: Google (extprovider),
 // Microsoft (extprovider2, common tenant) and Apple (idsignin). A provider is offered only when
-// every key it needs is set.
+// every key it needs is set. A development configuration may point a provider at a stand-in that
+// serves the provider's own paths (`endpointBase`, refused in production); then every endpoint the
+// library calls is named here, so nothing reaches the real provider.
 
 export interface SignInProvider {
   config: {
     thirdPartyId: string
+    /** Which of the library's built-in providers serves this id. */
+    thirdPartyImplementation?: string
     clients: Array<{ clientId: string, clientSecret?: string, scope?: string[], additionalConfig?: Record<string, string> }>
     authorizationEndpointQueryParams?: Record<string, string>
     oidcDiscoveryEndpoint?: string
+    authorizationEndpoint?: string
+    tokenEndpoint?: string
+    userInfoEndpoint?: string
+    jwksURI?: string
+    userInfoMap?: { fromIdTokenPayload?: { emailVerified?: string } }
   }
 }
 
 // Calendar access needs offline access (a refresh token) and the calendar scope, asked for at
 // sign-in so one consent covers both.
 export const GOOGLE_SCOPES = ['openid', 'email', 'profile', 'https://www.googleapis.com/auth/calendar']
+
+/** Google's OAuth 2.0 and OpenID Connect endpoints on an origin that serves Google's paths. */
+export function googleEndpointsAt (origin: string) {
+  return {
+    oidcDiscoveryEndpoint: `${origin}/.well-known/openid-configuration`,
+    authorizationEndpoint: `${origin}/o/oauth2/v2/auth`,
+    tokenEndpoint: `${origin}/token`,
+    userInfoEndpoint: `${origin}/v1/userinfo`,
+    jwksURI: `${origin}/oauth2/v3/certs`
+  }
+}
+
+/** The Microsoft identity platform v2.0 endpoints of the common tenant on an origin that serves its paths. */
+function microsoftEndpointsAt (origin: string) {
+  return {
+    oidcDiscoveryEndpoint: `${origin}/common/v2.0/.well-known/openid-configuration`,
+    authorizationEndpoint: `${origin}/common/oauth2/v2.0/authorize`,
+    tokenEndpoint: `${origin}/common/oauth2/v2.0/token`,
+    userInfoEndpoint: `${origin}/oidc/userinfo`,
+    jwksURI: `${origin}/common/discovery/v2.0/keys`
+  }
+}
+
+/** Sign in with Apple's endpoints on an origin that serves its paths (Apple has no userinfo endpoint). */
+function appleEndpointsAt (origin: string) {
+  return {
+    oidcDiscoveryEndpoint: `${origin}/.well-known/openid-configuration`,
+    authorizationEndpoint: `${origin}/auth/authorize`,
+    tokenEndpoint: `${origin}/auth/token`,
+    jwksURI: `${origin}/auth/keys`
+  }
+}
+
+const originOf = (url: string): string => new URL(url).origin
 
 export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovider2' | 'idsignin'>): SignInProvider[] {
   const providers: SignInProvider[] = []
@@ -26,7 +69,8 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
       config: {
         thirdPartyId: 'google',
         clients: [{ clientId: google.clientId, clientSecret: google.clientSecret, scope: GOOGLE_SCOPES }],
-        authorizationEndpointQueryParams: { access_type: 'offline', prompt: 'consent', include_granted_scopes: 'true' }
+        authorizationEndpointQueryParams: { access_type: 'offline', prompt: 'consent', include_granted_scopes: 'true' },
+        ...(google.endpointBase === undefined ? {} : googleEndpointsAt(originOf(google.endpointBase)))
       }
     })
   }
@@ -34,9 +78,15 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
   if (isRealValue(microsoft?.clientId) && isRealValue(microsoft?.clientSecret)) {
     providers.push({
       config: {
-        thirdPartyId: 'active-directory',
+        thirdPartyId: 'microsoft',
+        thirdPartyImplementation: 'active-directory',
         clients: [{ clientId: microsoft.clientId, clientSecret: microsoft.clientSecret, scope: ['openid', 'email', 'profile', 'offline_access'] }],
-        oidcDiscoveryEndpoint: 'https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration'
+        // Microsoft vouches for an address through the optional claim `xms_edov` (email domain
+        // owner verified); it never sends OpenID's `email_verified`.
+        userInfoMap: { fromIdTokenPayload: { emailVerified: 'xms_edov' } },
+        ...(microsoft.endpointBase === undefined
+          ? { oidcDiscoveryEndpoint: 'https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration' }
+          : microsoftEndpointsAt(originOf(microsoft.endpointBase)))
       }
     })
   }
@@ -49,7 +99,8 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
           clientId: apple.servicesId,
           scope: ['email', 'name'],
           additionalConfig: { keyId: apple.keyId, teamId: apple.teamId, privateKey: apple.privateKey }
-        }]
+        }],
+        ...(apple.endpointBase === undefined ? {} : appleEndpointsAt(originOf(apple.endpointBase)))
       }
     })
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { ObjectId } from 'bson'
-import type { EventChangeReport } from '../schemas/sync/index.js'
+import type { EventChangeReport, GoogleAuthModeWire, Provider } from '../schemas/sync/index.js'
 
 // The backend's one durable channel to the Sync service: everything the backend must tell Sync
 // and must not lose when Sync is away is written here first, in the same transaction as the
@@ -14,6 +14,22 @@ export type OutboxEntry =
   | { kind: 'watchStop' }
   /** A provider was connected again: restart the user's sync in the background. */
   | { kind: 'restartSync' }
+  /** A provider credential for the user's connection; Sync stores it and acts on the mode. */
+  | { kind: 'credentialHandOver', handOver: StoredCredentialHandOver }
+
+/**
+ * A credential as it waits in the outbox: the refresh token sealed (lib/credential-cipher.ts,
+ * bound to the user's outbox) so it is never at rest in the clear; it is opened only to be sent.
+ */
+export interface StoredCredentialHandOver {
+  provider: Provider
+  providerAccountId: string
+  sealedRefreshToken: string
+  scopes: string[]
+  mode: GoogleAuthModeWire
+  /** The record's key, so every retry of the hand-over carries the same one. */
+  idempotencyKey: string
+}
 
 export type OutboxEntryKind = OutboxEntry['kind']
 
@@ -22,6 +38,7 @@ export type NewOutboxEntry =
   | { kind: 'eventChange', report: Omit<EventChangeReport, 'userId' | 'idempotencyKey'> }
   | { kind: 'watchStop' }
   | { kind: 'restartSync' }
+  | { kind: 'credentialHandOver', handOver: Omit<StoredCredentialHandOver, 'idempotencyKey'> }
 
 export interface OutboxRecord {
   _id: ObjectId
@@ -53,7 +70,9 @@ export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: D
     const idempotencyKey = mintKey()
     const stored: OutboxEntry = entry.kind === 'eventChange'
       ? { kind: 'eventChange', report: { userId, ...entry.report, idempotencyKey } }
-      : entry
+      : entry.kind === 'credentialHandOver'
+        ? { kind: 'credentialHandOver', handOver: { ...entry.handOver, idempotencyKey } }
+        : entry
     return {
       _id: new ObjectId(),
       user: userId,

@@ -8,12 +8,12 @@ import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { TSchema, Static } from '@sinclair/typebox'
 import { signInternalRequest } from './internal-auth.js'
 import {
-  BeginConnectionResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, EventChangeAcceptedSchema, RestartSyncResponseSchema,
-  StopWatchesResponseSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
+  BeginConnectionResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
+  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
 } from '../schemas/sync/index.js'
 import type {
-  BeginConnectionRequest, BeginConnectionResponse, ChangesPage, CursorRequest, EventChangeAccepted, EventChangeReport,
-  RestartSyncResponse, StopWatchesResponse, SyncErrorCode, SyncHealth, SyncMetadata
+  BeginConnectionRequest, BeginConnectionResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
+  EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncErrorCode, SyncHealth, SyncMetadata
 } from '../schemas/sync/index.js'
 
 /** The Sync service could not be reached, or answered with a 5xx that is not a typed refusal. */
@@ -68,6 +68,7 @@ const checkers = {
   begin: TypeCompiler.Compile(BeginConnectionResponseSchema),
   stopped: TypeCompiler.Compile(StopWatchesResponseSchema),
   restarted: TypeCompiler.Compile(RestartSyncResponseSchema),
+  handedOver: TypeCompiler.Compile(CredentialHandOverResultSchema),
   health: TypeCompiler.Compile(SyncHealthSchema),
   error: TypeCompiler.Compile(SyncErrorBodySchema)
 }
@@ -135,6 +136,11 @@ export class SyncClient {
 
   async restartSync (userId: string): Promise<RestartSyncResponse> {
     return await this.#call('POST', SYNC_PATHS.restartSync(userId), userId, {}, checkers.restarted)
+  }
+
+  /** Hands a provider credential to Sync, which stores it encrypted and creates or repairs the connection per the mode. */
+  async handOverCredential (userId: string, handOver: CredentialHandOver): Promise<CredentialHandOverResult> {
+    return await this.#call('POST', SYNC_PATHS.credentials(userId), userId, handOver, checkers.handedOver)
   }
 
   /** Readiness of the Sync service (its database answers); unsigned like any health probe. */

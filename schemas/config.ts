@@ -84,7 +84,8 @@ export const IdSignInSchema = section({
   servicesId: Type.Optional(Type.String()),
   teamId: Type.Optional(Type.String()),
   keyId: Type.Optional(Type.String()),
-  privateKey: Type.Optional(Type.String({ secret: true }))
+  privateKey: Type.Optional(Type.String({ secret: true })),
+  endpointBase: Type.Optional(Url('Development only: the origin of a Sign in with Apple stand-in that serves Apple\'s own paths; refused when runtime.nodeEnv is production'))
 }, 'ID sign-in: all four keys or none')
 
 export const SyncSchema = section({

@@ -8,7 +8,7 @@ import fp from 'fastify-plugin'
 import { isObjectIdString } from '../../lib/ids.js'
 import { backoffDelay } from '../../lib/backoff.js'
 import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest } from '../../schemas/sync/index.js'
-import { resyncMessages, translatePage } from '../../lib/change-translation.js'
+import { isRevocation, resyncMessages, translatePage } from '../../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
 
 export interface ChangeFeedOptions {
@@ -41,6 +41,9 @@ export interface ChangeSource {
 
 interface ReadResult { ok: boolean, more: boolean, error?: unknown }
 
+/** Told of a revoked grant (the provider answered invalid_grant); must not throw. */
+export type RevocationListener = (userId: string, connectionId: string) => void
+
 type BrokerPort = Pick<SseBroker, 'publish' | 'onUserActive' | 'onUserIdle' | 'users'>
 
 export interface ChangeFeedStats {
@@ -62,6 +65,7 @@ export class ChangeFeedBridge {
   /** Users whose streams replayed their state before the feed position was known. */
   readonly #lateStart = new Set<string>()
   readonly #readyWaiters = new Map<string, Array<() => void>>()
+  readonly #revocationListeners: RevocationListener[] = []
   #tickTimer: NodeJS.Timeout | undefined
   #joinTimer: NodeJS.Timeout | undefined
   #ticking: Promise<void> | undefined
@@ -81,6 +85,11 @@ export class ChangeFeedBridge {
   /** Changes settings from the next read on. */
   configure (options: Partial<ChangeFeedOptions>): void {
     this.options = pickOptions(this.options, options)
+  }
+
+  /** Called for each revoked grant the feed reports, after the page's messages went out. */
+  onConnectionRevoked (listener: RevocationListener): void {
+    this.#revocationListeners.push(listener)
   }
 
   /** Users whose feed this process reads. */
@@ -261,6 +270,12 @@ export class ChangeFeedBridge {
     // connect, unless that replay went out before the position was known (Sync was unreachable).
     const messages = sentCursor !== null ? translatePage(page) : this.#lateStart.delete(userId) ? resyncMessages() : []
     for (const message of messages) this.#broker.publish(userId, message)
+    if (sentCursor !== null) {
+      for (const invalidation of page.invalidations) {
+        if (invalidation.kind !== 'connection' || !isRevocation(invalidation)) continue
+        for (const listener of this.#revocationListeners) listener(userId, invalidation.connectionId)
+      }
+    }
     this.#wake(userId)
     return page.hasMore
   }

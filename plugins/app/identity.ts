@@ -1,7 +1,13 @@
 import fp from 'fastify-plugin'
 import supertokens from 'supertokens-node'
 import Session from 'supertokens-node/recipe/session'
-import { chooseCanonicalUserId, isCanonicalUserId, mintUserId, normalizeEmail } from '../../lib/identity.js'
+import EmailVerification from 'supertokens-node/recipe/emailverification'
+import {
+  idForNewPasswordLogin, isCanonicalUserId, mintUserId, normalizeEmail, resolvePasswordUser, resolveProviderUser,
+  type ProviderLogin, type Resolution
+} from '../../lib/identity.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { knownUser, type UserDocument } from './users.js'
 
 type RecipeUserId = ReturnType<typeof supertokens.convertToRecipeUserId>
 type CreateNewSession = Parameters<typeof Session.createNewSession>
@@ -20,8 +26,26 @@ export interface LibraryRequest {
   userContext: CreateNewSession[6]
 }
 
+/** A provider login as the identity decorator records it. */
+export interface ProviderLoginFacts extends ProviderLogin {
+  name: string | undefined
+  /** A refresh token the provider issued at this login (Google), in the clear; stored sealed. */
+  refreshToken: string | undefined
+}
+
+/** What a provider login found and did. */
+export interface AdoptedProviderLogin {
+  session: Session.SessionContainer
+  userId: string
+  via: Resolution['via']
+  /** The record that held the provider account before this login, as it was. */
+  accountOwnerBefore: UserDocument | null
+  /** The refresh token stored for the account before this login, opened; undefined when none. */
+  storedRefreshToken: string | undefined
+}
+
 export interface Identity {
-  /** The canonical id a new password login gets: the user who owns the email, else a new id. */
+  /** The canonical id a new password login gets: the unclaimed user who owns the email, else a new id. */
   idForNewPasswordLogin: (email: string) => Promise<string>
   /**
    * Maps a login that is new to the session library onto a canonical ObjectId user id, so its
@@ -29,11 +53,18 @@ export interface Identity {
    */
   withCanonicalMapping: <T extends NewLoginResult>(result: T, chooseExternalUserId: () => Promise<string>) => Promise<T>
   /**
-   * Records the authentication on the user record and makes sure the session names the canonical
-   * user (specification, Identity model 3): an existing user with the same normalized email wins
-   * over the id the library issued, and the session is then replaced by one for that user.
+   * Records a password authentication on the user record and makes sure the session names the
+   * canonical user (specification, Identity model 3 and 4): the user that owns the email wins over
+   * the id the library issued, unless this login has not verified the address and that user holds
+   * a verified email or a provider account. The session is replaced when the user differs.
    */
   adopt: (request: LibraryRequest, session: Session.SessionContainer, facts: { email: string, name: string | undefined }) => Promise<Session.SessionContainer>
+  /**
+   * The same for a provider login (Identity model 4 to 6): the owner of the provider account, else
+   * a verified user of the same verified email, else a user of its own; one owner per provider
+   * account, race-safe through the unique indexes.
+   */
+  adoptProviderLogin: (request: LibraryRequest, session: Session.SessionContainer, login: ProviderLoginFacts) => Promise<AdoptedProviderLogin>
 }
 
 declare module 'fastify' {
@@ -42,20 +73,31 @@ declare module 'fastify' {
   }
 }
 
+// Two first logins of one person at once (two tabs, or two providers sharing an email) race for
+// the same unique index entry; the loser reads again and joins the winner. One retry suffices per
+// competitor; a few cover a burst.
+const ADOPTION_ATTEMPTS = 4
+
 export default fp(async function identity (fastify) {
-  const users = fastify.users
+  const { users, credentials } = fastify
 
   async function withCanonicalMapping<T extends NewLoginResult> (result: T, chooseExternalUserId: () => Promise<string>): Promise<T> {
     if (result.user.loginMethods.length !== 1) return result
-    const existing = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
     let externalUserId: string
+    const existing = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
     if (existing.status === 'OK') {
       externalUserId = existing.externalUserId
     } else if (isCanonicalUserId(result.user.id)) {
       return result
     } else {
       externalUserId = await chooseExternalUserId()
-      await supertokens.createUserIdMapping({ superTokensUserId: result.user.id, externalUserId })
+      const created = await supertokens.createUserIdMapping({ superTokensUserId: result.user.id, externalUserId })
+      if (created.status !== 'OK') {
+        // A concurrent first login of the same account mapped it first: both use that mapping.
+        const winner = await supertokens.getUserIdMapping({ userId: result.user.id, userIdType: 'SUPERTOKENS' })
+        if (winner.status !== 'OK') throw new Error(`user id mapping failed: ${created.status}`)
+        externalUserId = winner.externalUserId
+      }
     }
     const recipeUserId = supertokens.convertToRecipeUserId(externalUserId)
     const loginMethod = result.user.loginMethods[0]
@@ -64,11 +106,9 @@ export default fp(async function identity (fastify) {
     return { ...result, recipeUserId }
   }
 
-  async function adopt (request: LibraryRequest, session: Session.SessionContainer, facts: { email: string, name: string | undefined }): Promise<Session.SessionContainer> {
-    const email = normalizeEmail(facts.email)
+  /** The session for the canonical user: this one when it names that user, else a new one in its place. */
+  async function sessionFor (request: LibraryRequest, session: Session.SessionContainer, canonicalUserId: string): Promise<Session.SessionContainer> {
     const sessionUserId = session.getUserId()
-    const canonicalUserId = chooseCanonicalUserId({ existingUserIdForEmail: await users.findIdByEmail(email), sessionUserId })
-    await users.recordAuthentication(canonicalUserId, { email, name: facts.name, now: new Date() })
     if (canonicalUserId === sessionUserId) return session
 
     // The session library must know the canonical id before it can issue a session for it: when no
@@ -89,9 +129,71 @@ export default fp(async function identity (fastify) {
     )
   }
 
+  async function adopt (request: LibraryRequest, session: Session.SessionContainer, facts: { email: string, name: string | undefined }): Promise<Session.SessionContainer> {
+    const email = normalizeEmail(facts.email)
+    const sessionUserId = session.getUserId()
+    const loginEmailVerified = await EmailVerification.isEmailVerified(session.getRecipeUserId(), email, request.userContext)
+    for (let attempt = 1; ; attempt++) {
+      const owner = await users.findEmailOwner(email)
+      const chosen = resolvePasswordUser({ emailOwner: owner === null ? undefined : knownUser(owner), sessionUserId, loginEmailVerified })
+      try {
+        await users.recordAuthentication(chosen.userId, { email, name: facts.name, now: new Date(), emailVerified: chosen.claimVerifiedEmail })
+        return await sessionFor(request, session, chosen.userId)
+      } catch (error) {
+        if (!isDuplicateKeyError(error) || attempt >= ADOPTION_ATTEMPTS) throw error
+      }
+    }
+  }
+
+  async function adoptProviderLogin (request: LibraryRequest, session: Session.SessionContainer, login: ProviderLoginFacts): Promise<AdoptedProviderLogin> {
+    const email = normalizeEmail(login.email)
+    const sessionUserId = session.getUserId()
+    for (let attempt = 1; ; attempt++) {
+      const accountOwner = await users.findByProviderAccount(login.provider, login.accountId)
+      const emailOwner = await users.findEmailOwner(email)
+      const sessionUserHasRecord = isCanonicalUserId(sessionUserId) && await users.findById(sessionUserId) !== null
+      const resolution = resolveProviderUser({
+        login: { ...login, email },
+        accountOwner: accountOwner === null ? undefined : knownUser(accountOwner),
+        emailOwner: emailOwner === null ? undefined : knownUser(emailOwner),
+        sessionUserId,
+        sessionUserHasRecord
+      })
+      const { userId } = resolution
+      const storedRefreshToken = resolution.via === 'account' ? credentials.openForUser(userId, accountOwner?.google?.gRefreshToken) : undefined
+      // Replaced only when the provider issued a different one; the stored payload stays otherwise.
+      const sealedRefreshToken = login.refreshToken !== undefined && credentials.differs(login.refreshToken, storedRefreshToken)
+        ? credentials.sealForUser(userId, login.refreshToken)
+        : undefined
+      try {
+        await users.recordAuthentication(userId, {
+          email,
+          name: login.name,
+          now: new Date(),
+          emailVerified: resolution.claimVerifiedEmail,
+          provider: { provider: login.provider, accountId: login.accountId, ...(sealedRefreshToken === undefined ? {} : { sealedRefreshToken }) }
+        })
+      } catch (error) {
+        if (!isDuplicateKeyError(error) || attempt >= ADOPTION_ATTEMPTS) throw error
+        continue
+      }
+      return {
+        session: await sessionFor(request, session, userId),
+        userId,
+        via: resolution.via,
+        accountOwnerBefore: accountOwner,
+        storedRefreshToken
+      }
+    }
+  }
+
   fastify.decorate('identity', {
-    idForNewPasswordLogin: async (email: string) => (await users.findIdByEmail(email)) ?? mintUserId(),
+    idForNewPasswordLogin: async (email: string) => {
+      const owner = await users.findEmailOwner(email)
+      return owner === null ? mintUserId() : idForNewPasswordLogin(knownUser(owner))
+    },
     withCanonicalMapping,
-    adopt
+    adopt,
+    adoptProviderLogin
   })
-}, { name: 'identity', dependencies: ['users'] })
+}, { name: 'identity', dependencies: ['users', 'credentials'] })

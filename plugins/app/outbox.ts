@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { SyncRequestError, SyncUnavailableError, type SyncClient } from '../../lib/sync-client.js'
 import { backoffDelay, type BackoffPolicy } from '../../lib/backoff.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxLease, type OutboxRecord } from '../../lib/outbox.js'
 
 declare module 'fastify' {
@@ -48,11 +49,27 @@ const MESSAGES: Record<OutboxEntryKind, { delivered: string, retry: string, refu
     delivered: 'Sync restarted the user\'s sync',
     retry: 'Sync did not take a sync restart; will retry',
     refused: 'Sync refused a sync restart; dropped'
+  },
+  credentialHandOver: {
+    delivered: 'provider credential handed to Sync',
+    retry: 'Sync did not take a provider credential; will retry',
+    refused: 'Sync refused a provider credential; dropped'
   }
 }
 
 function logFields (userId: string, entry: OutboxEntry): Record<string, unknown> {
-  return entry.kind === 'eventChange' ? { userId, kind: entry.kind, eventId: entry.report.eventId } : { userId, kind: entry.kind }
+  if (entry.kind === 'eventChange') return { userId, kind: entry.kind, eventId: entry.report.eventId }
+  // Never the credential itself.
+  if (entry.kind === 'credentialHandOver') return { userId, kind: entry.kind, provider: entry.handOver.provider, mode: entry.handOver.mode }
+  return { userId, kind: entry.kind }
+}
+
+/**
+ * Sync answered that it has no such route: it is older than this backend (a rolling deploy). The
+ * entry waits for a Sync that knows it, as it would for a Sync that is away.
+ */
+function syncLacksRoute (error: SyncRequestError): boolean {
+  return error.statusCode === 404 && error.code === 'NOT_FOUND'
 }
 
 const ORDER = { createdAt: 1, seq: 1, _id: 1 } as const
@@ -236,7 +253,7 @@ export class Outbox {
       else log.debug(fields, messages.delivered)
       return true
     } catch (error) {
-      if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && error.code === 'MAINTENANCE')) {
+      if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && (error.code === 'MAINTENANCE' || syncLacksRoute(error)))) {
         const delay = backoffDelay(record.attempts, this.#options.backoff, this.#random)
         await collection.updateOne({ _id: record._id }, {
           $inc: { attempts: 1 },
@@ -257,8 +274,11 @@ export class Outbox {
   }
 }
 
+/** Opens a credential sealed for the user's outbox; absent when no credential encryption key is configured. */
+export type OpenOutboxCredential = (sealed: string, userId: string) => string
+
 /** How each kind of entry reaches the Sync service. */
-export function deliverThrough (client: SyncClient): DeliverEntry {
+export function deliverThrough (client: SyncClient, openCredential?: OpenOutboxCredential): DeliverEntry {
   return async (userId, entry) => {
     switch (entry.kind) {
       case 'eventChange':
@@ -269,14 +289,27 @@ export function deliverThrough (client: SyncClient): DeliverEntry {
         return
       case 'restartSync':
         await client.restartSync(userId)
+        return
+      case 'credentialHandOver': {
+        if (openCredential === undefined) throw new Error('a provider credential waits in the outbox but sync.credentialEncryptionKey is not configured')
+        const { sealedRefreshToken, ...handOver } = entry.handOver
+        await client.handOverCredential(userId, { ...handOver, refreshToken: openCredential(sealedRefreshToken, userId) })
+      }
     }
   }
+}
+
+function openerOf (key: string | undefined): OpenOutboxCredential | undefined {
+  if (key === undefined) return undefined
+  const cipher = createCredentialCipher(key)
+  return (sealed, userId) => cipher.open(sealed, outboxCredentialBinding(userId))
 }
 
 export default fp(async function outbox (fastify) {
   const outbox = new Outbox({
     ...Outbox.collections(fastify.mongo.db),
-    deliver: deliverThrough(fastify.syncClient),
+    // Without a configuration (the outbox alone, in tests) there are no credentials to carry.
+    deliver: deliverThrough(fastify.syncClient, openerOf(fastify.hasDecorator('config') ? fastify.config.sync.credentialEncryptionKey : undefined)),
     log: fastify.log.child({ component: 'sync-outbox' }),
     pollIntervalMs: 2000,
     backoff: { baseMs: 500, capMs: 60_000 }

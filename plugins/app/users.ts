@@ -1,21 +1,37 @@
 import fp from 'fastify-plugin'
-import { ObjectId, type Collection } from 'mongodb'
-import { normalizeEmail, userUpsertFor, type AuthenticationFacts } from '../../lib/identity.js'
+import { ObjectId, type ClientSession, type Collection } from 'mongodb'
+import {
+  IDENTITY_PROVIDERS, normalizeEmail, PROVIDER_ACCOUNT_FIELD, userUpsertFor, type AuthenticationFacts, type IdentityProvider, type KnownUser,
+  type ProviderPayload
+} from '../../lib/identity.js'
 
 export interface UserDocument {
   _id: ObjectId
   email: string
+  /** Some login proved control of `email`; at most one record per email has it (a unique index). */
+  emailVerified?: boolean
   name?: string
   signedUpAt: Date
   lastLoggedInAt: Date
+  /** `gRefreshToken` is sealed with sync.credentialEncryptionKey (lib/credential-cipher.ts). */
   google?: { googleId: string, gRefreshToken?: string }
   microsoft?: { microsoftId: string }
+  apple?: { appleId: string }
 }
 
 export interface UserStore {
   findById: (userId: string) => Promise<UserDocument | null>
-  findIdByEmail: (email: string) => Promise<string | undefined>
+  /** The user that owns the email: the one that proved it, else the oldest. */
+  findEmailOwner: (email: string) => Promise<UserDocument | null>
+  /** The one user that holds this provider account. */
+  findByProviderAccount: (provider: IdentityProvider, accountId: string) => Promise<UserDocument | null>
+  /**
+   * Records an authentication (creating the record when needed). Rejects with a duplicate-key
+   * error when the provider account or the verified email belongs to another user meanwhile.
+   */
   recordAuthentication: (userId: string, facts: AuthenticationFacts) => Promise<UserDocument>
+  /** Links a provider account (and its sealed refresh token) to an existing user; same rejection as above. */
+  linkProviderAccount: (userId: string, payload: ProviderPayload, options?: { session?: ClientSession }) => Promise<void>
 }
 
 declare module 'fastify' {
@@ -24,14 +40,31 @@ declare module 'fastify' {
   }
 }
 
+/** A user record as the identity rules (lib/identity.ts) see it. */
+export function knownUser (user: UserDocument): KnownUser {
+  const accounts: Record<IdentityProvider, string | undefined> = {
+    google: user.google?.googleId,
+    microsoft: user.microsoft?.microsoftId,
+    apple: user.apple?.appleId
+  }
+  return {
+    userId: user._id.toHexString(),
+    email: user.email,
+    emailVerified: user.emailVerified === true,
+    providers: IDENTITY_PROVIDERS.filter((provider) => accounts[provider] !== undefined)
+  }
+}
+
 export function createUserStore (collection: Collection<UserDocument>): UserStore {
   return {
     async findById (userId) {
       return ObjectId.isValid(userId) ? await collection.findOne({ _id: new ObjectId(userId) }) : null
     },
-    async findIdByEmail (email) {
-      const user = await collection.findOne({ email: normalizeEmail(email) }, { projection: { _id: 1 } })
-      return user?._id.toHexString()
+    async findEmailOwner (email) {
+      return await collection.findOne({ email: normalizeEmail(email) }, { sort: { emailVerified: -1, _id: 1 } })
+    },
+    async findByProviderAccount (provider, accountId) {
+      return await collection.findOne({ [PROVIDER_ACCOUNT_FIELD[provider]]: accountId })
     },
     async recordAuthentication (userId, facts) {
       const user = await collection.findOneAndUpdate(
@@ -41,6 +74,12 @@ export function createUserStore (collection: Collection<UserDocument>): UserStor
       )
       if (user === null) throw new Error('user upsert returned no document')
       return user
+    },
+    async linkProviderAccount (userId, payload, options = {}) {
+      const $set: Record<string, unknown> = { [PROVIDER_ACCOUNT_FIELD[payload.provider]]: payload.accountId }
+      if (payload.provider === 'google' && payload.sealedRefreshToken !== undefined) $set['google.gRefreshToken'] = payload.sealedRefreshToken
+      const result = await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session })
+      if (result.matchedCount !== 1) throw new Error('no user record to link the provider account to')
     }
   }
 }
@@ -48,11 +87,18 @@ export function createUserStore (collection: Collection<UserDocument>): UserStor
 // User records live in the backend's database; the session library holds identity only.
 export default fp(async function users (fastify) {
   const collection = fastify.mongo.db.collection<UserDocument>('users')
+  // Until provider sign-in, an email named one record; now an unverified login may have a record
+  // of its own beside the one that proved the address, so only a proven email is unique.
+  const legacy = await collection.indexExists('email_unique').catch(() => false)
+  if (legacy) await collection.dropIndex('email_unique')
   await collection.createIndexes([
-    { key: { email: 1 }, name: 'email_unique', unique: true },
+    // Also the order of findEmailOwner: the record that proved the address first.
+    { key: { email: 1, emailVerified: -1 }, name: 'email_owner' },
+    { key: { email: 1 }, name: 'verified_email_unique', unique: true, partialFilterExpression: { emailVerified: true } },
     // One owner per provider account.
     { key: { 'google.googleId': 1 }, name: 'google_account_unique', unique: true, sparse: true },
-    { key: { 'microsoft.microsoftId': 1 }, name: 'microsoft_account_unique', unique: true, sparse: true }
+    { key: { 'microsoft.microsoftId': 1 }, name: 'microsoft_account_unique', unique: true, sparse: true },
+    { key: { 'apple.appleId': 1 }, name: 'apple_account_unique', unique: true, sparse: true }
   ])
   fastify.decorate('users', createUserStore(collection))
 }, { name: 'users', dependencies: ['mongo'] })

@@ -17,7 +17,9 @@ import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
-import { notFoundBody } from '../../lib/error-bodies.js'
+import { errorBody, notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
+import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
+import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -59,6 +61,9 @@ function libraryRequest (input: { options: { req: LibraryRequest['req'], res: Li
 
 // The requests (by their user context) during which the library checked a password.
 const passwordChecked = new WeakSet<object>()
+
+// The summary of a provider sign-in, added to the library's answer as it is sent.
+const signInSummaries = new WeakMap<FastifyRequest, ProviderSignInSummary>()
 
 /**
  * An account nobody can sign in to, whose only use is to have a password checked: a sign-in for
@@ -202,13 +207,46 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
               functions: (original) => ({
                 ...original,
                 // Provider accounts get a canonical id too; joining them with other logins of the
-                // same person follows the identity rules of provider sign-in.
+                // same person follows the identity rules of provider sign-in (signInUpPOST below).
                 signInUp: async (input) => {
-                  const result = await original.signInUp(input)
                   const request = supertokens.getRequestFromUserContext(input.userContext)
+                  if (request !== undefined && input.thirdPartyId === 'google') {
+                    // Checked before the library creates or updates anything: a grant without the
+                    // calendar or without offline access signs nobody in.
+                    const refusal = await appOf(request).providerAuth.googleGrantRefusal(input.thirdPartyUserId, input.oAuthTokens as Record<string, unknown>)
+                    if (refusal !== undefined) return { status: 'SIGN_IN_UP_NOT_ALLOWED', reason: refusal }
+                  }
+                  const result = await original.signInUp(input)
                   if (result.status !== 'OK' || request === undefined) return result
                   return await appOf(request).identity.withCanonicalMapping(result, async () => mintUserId())
                 }
+              }),
+              apis: (original) => ({
+                ...original,
+                signInUpPOST: original.signInUpPOST && (async (input) => {
+                  // Both refusals come before the library exchanges anything with the provider.
+                  const redirect = 'redirectURIInfo' in input ? input.redirectURIInfo : undefined
+                  if (redirect === undefined) {
+                    throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REQUIRED', 'Provider sign-in takes the authorization code of the provider\'s redirect')
+                  }
+                  if (!isAllowedRedirectUri(redirect.redirectURIOnProviderDashboard, config.web.url)) {
+                    throw new TypedHttpError(400, 'REDIRECT_URI_NOT_ALLOWED', 'The redirect URI is not this service\'s provider callback')
+                  }
+                  const result = await original.signInUpPOST!(input)
+                  if (result.status !== 'OK') return result
+                  const method = result.user.loginMethods.find((login) => login.recipeId === 'thirdparty' && login.thirdParty?.id === input.provider.id)
+                  if (method?.thirdParty === undefined) throw new Error('the provider login is missing from the library\'s answer')
+                  const fastifyRequest = input.options.req.original as FastifyRequest
+                  const { session, summary } = await fastifyRequest.server.providerAuth.signedIn(libraryRequest(input), result.session, {
+                    thirdPartyId: input.provider.id,
+                    thirdPartyUserId: method.thirdParty.userId,
+                    email: method.email ?? '',
+                    rawUserInfo: result.rawUserInfoFromProvider,
+                    oAuthTokens: result.oAuthTokens as Record<string, unknown>
+                  })
+                  signInSummaries.set(fastifyRequest, summary)
+                  return { ...result, session }
+                })
               })
             }
           })]
@@ -252,7 +290,13 @@ function sessionVerifier (options: { checkDatabase: boolean }) {
   return async function requireSession (request: FastifyRequest, reply: FastifyReply) {
     await verify(request as Parameters<typeof verify>[0], reply)
     const verified = (request as FastifyRequest & { session?: Session.SessionContainer }).session
-    if (verified !== undefined) request.userId = verified.getUserId()
+    if (verified === undefined) return
+    // Access tokens are checked locally: one of a session this process revoked (a dead provider
+    // grant) is refused here rather than when it expires.
+    if (request.server.sessionRevocations.isRevoked(verified.getHandle())) {
+      throw new Session.Error({ type: Session.Error.UNAUTHORISED, message: 'session revoked', payload: { clearTokens: true } })
+    }
+    request.userId = verified.getUserId()
   }
 }
 
@@ -273,9 +317,22 @@ export default fp(async function session (fastify) {
   await fastify.register(async function sessionLibraryRoutes (auth) {
     await auth.register(supertokensPlugin)
     auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
+    // The app's own refusals inside the library's routes (a provider sign-in's redirect URI)
+    // keep their status and code; everything else is handled as before.
+    auth.setErrorHandler(async (error, _request, reply) => {
+      if (error instanceof TypedHttpError) return await reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code))
+      throw error
+    })
+    auth.addHook('onSend', async (request, _reply, payload) => {
+      const summary = signInSummaries.get(request)
+      if (summary === undefined || typeof payload !== 'string') return payload
+      signInSummaries.delete(request)
+      const body = JSON.parse(payload) as Record<string, unknown>
+      return body['status'] === 'OK' ? JSON.stringify({ ...body, summary }) : payload
+    })
   }, { prefix: AUTH_BASE_PATH })
 
   fastify.decorateRequest('userId', '')
   fastify.decorate('requireSession', sessionVerifier({ checkDatabase: false }))
   fastify.decorate('requireLiveSession', sessionVerifier({ checkDatabase: true }))
-}, { name: 'session', dependencies: ['config', 'identity', 'sign-out'] })
+}, { name: 'session', dependencies: ['config', 'identity', 'sign-out', 'provider-auth', 'session-revocations'] })

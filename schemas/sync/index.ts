@@ -5,6 +5,7 @@ export * from './connections.js'
 export * from './errors.js'
 export * from './health.js'
 export * from './provider-events.js'
+export * from './credentials.js'
 
 /** Paths of the Sync service's internal API; the server's routes and the client both use them. */
 export const SYNC_PATHS = {
@@ -14,5 +15,6 @@ export const SYNC_PATHS = {
   metadata: (userId: string) => `/internal/users/${userId}/metadata`,
   beginConnection: (userId: string) => `/internal/users/${userId}/connections/begin`,
   stopWatches: (userId: string) => `/internal/users/${userId}/watches/stop`,
-  restartSync: (userId: string) => `/internal/users/${userId}/sync/restart`
+  restartSync: (userId: string) => `/internal/users/${userId}/sync/restart`,
+  credentials: (userId: string) => `/internal/users/${userId}/credentials`
 } as const

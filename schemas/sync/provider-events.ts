@@ -110,7 +110,8 @@ export const ProviderWriteSubjectSchema = Type.Object({
 /** Paths of the backend's internal API (authenticated with backend.serviceToken). */
 export const BACKEND_INTERNAL_PATHS = {
   providerEvents: '/api/internal/provider-events',
-  providerCalendarRemoval: '/api/internal/provider-events/remove'
+  providerCalendarRemoval: '/api/internal/provider-events/remove',
+  grantRevoked: '/api/internal/grant-revoked'
 } as const
 
 export type EventContent = Static<typeof EventContentSchema>

@@ -10,7 +10,7 @@ test('provider sign-in is offered only for configured providers', async (t) => {
     extprovider2: { clientId: 'm-id', clientSecret: 'm-secret' },
     idsignin: { servicesId: 'com.example.web', teamId: 'TEAM', keyId: 'KEY', privateKey: '-----BEGIN PRIVATE KEY-----' }
   })
-  t.same(all.map((provider) => provider.config.thirdPartyId), ['google', 'active-directory', 'apple'])
+  t.same(all.map((provider) => provider.config.thirdPartyId), ['google', 'microsoft', 'apple'])
 })
 
 // The session library keeps one configuration per process: this file configures Google.

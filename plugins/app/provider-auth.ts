@@ -1,0 +1,304 @@
+import fp from 'fastify-plugin'
+import type Session from 'supertokens-node/recipe/session'
+import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
+import UserMetadata from 'supertokens-node/recipe/usermetadata'
+import type { ConnectionSummary, GrantRevokedResult, Provider } from '../../schemas/sync/index.js'
+import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
+import type { Resolution } from '../../lib/identity.js'
+import { normalizeEmail } from '../../lib/identity.js'
+import { GOOGLE_SCOPES } from '../../lib/identity-providers.js'
+import { isRealValue } from '../../lib/config-rules.js'
+import {
+  decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
+  syncAllowsIncremental, traceIdsFrom, type GoogleAuthFacts, type GoogleAuthMode, type LibraryProviderLogin
+} from '../../lib/provider-auth.js'
+import { TypedHttpError } from '../../lib/error-bodies.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import type { NewOutboxEntry } from '../../lib/outbox.js'
+import type { UserDocument } from './users.js'
+import type { LibraryRequest } from './identity.js'
+
+/** A connect the specification refuses with 409 and its own body (`{ result, code, message }`); the session is kept. */
+export class ConnectConflictError extends Error {
+  override name = 'ConnectConflictError'
+  constructor (readonly code: 'EXTERNAL_ACCOUNT_ALREADY_CONNECTED' | 'EXTERNAL_CONNECT_EMAIL_MISMATCH', message: string) {
+    super(message)
+  }
+}
+
+/** A Google sign-in the identity decorator has adopted. */
+export interface GoogleSignIn {
+  userId: string
+  accountId: string
+  email: string
+  via: Resolution['via']
+  accountOwnerBefore: UserDocument | null
+  storedRefreshToken: string | undefined
+  issuedRefreshToken: string | undefined
+  scopes: string[]
+}
+
+export interface ProviderAuth {
+  /** Why a Google sign-in must be refused before anything is stored (scopes, offline access); undefined when it may go on. */
+  googleGrantRefusal: (accountId: string, oAuthTokens: Record<string, unknown>) => Promise<string | undefined>
+  /**
+   * Finishes a provider sign-in the session library completed: the canonical user (replacing the
+   * library's session when it names another user) and, for Google, the mode and the credential
+   * hand-over. Answers the session to keep and the summary for the client.
+   */
+  signedIn: (request: LibraryRequest, session: Session.SessionContainer, login: LibraryProviderLogin) => Promise<{ session: Session.SessionContainer, summary: ProviderSignInSummary }>
+  /** Decides the mode of a Google sign-in, logs it and hands the credential to Sync; answers the summary. */
+  googleSignedIn: (signIn: GoogleSignIn) => Promise<ProviderSignInSummary>
+  /** Connects a Google account to the signed-in user (POST /api/auth/extprovider/connect). */
+  connectGoogle: (userId: string, request: ProviderConnectRequest) => Promise<ProviderConnectResponse>
+  /** The provider refused the user's stored refresh token for good: every session of the user ends. */
+  grantRevoked: (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }) => Promise<GrantRevokedResult>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    providerAuth: ProviderAuth
+  }
+}
+
+/** The session flags a successful connect sets, read by clients from the user metadata. */
+export const RESTART_FLAGS = { sync: { importGCal: 'RESTART', incrementalGCalSync: 'RESTART' } } as const
+
+// A sign-in asks Sync how the user's sync is doing; it does not wait longer than this for the answer.
+const SYNC_VIEW_DEADLINE_MS = 3000
+
+/** The OAuth 2.0 endpoints google-auth-library uses, on an origin that serves Google's paths. */
+function googleLibraryEndpointsAt (origin: string) {
+  return {
+    oauth2AuthBaseUrl: `${origin}/o/oauth2/v2/auth`,
+    oauth2TokenUrl: `${origin}/token`,
+    oauth2RevokeUrl: `${origin}/revoke`,
+    tokenInfoUrl: `${origin}/tokeninfo`,
+    oauth2FederatedSignonPemCertsUrl: `${origin}/oauth2/v1/certs`,
+    oauth2FederatedSignonJwkCertsUrl: `${origin}/oauth2/v3/certs`
+  }
+}
+
+/** Whether google-auth-library failed because Google answered (a refusal) rather than because it could not be reached. */
+function googleAnswered (error: unknown): boolean {
+  const status = (error as { response?: { status?: unknown } } | null)?.response?.status
+  return typeof status === 'number' && status >= 400 && status < 500
+}
+
+async function withDeadline<T> (work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([work, new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    })])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export default fp(async function providerAuth (fastify) {
+  const { config, users, credentials, outbox, syncClient, sessionRevocations, sse, mongo, identity } = fastify
+  const trace = traceIdsFrom(config.backend.serviceToken)
+  const log = fastify.log.child({ component: 'provider-auth' })
+
+  /** The user's Google connections as Sync sees them; null when Sync did not answer in time. */
+  async function googleConnections (userId: string): Promise<ConnectionSummary[] | null> {
+    try {
+      const metadata = await withDeadline(syncClient.metadata(userId), SYNC_VIEW_DEADLINE_MS)
+      return metadata.connections.filter((connection) => connection.provider === 'google')
+    } catch (error) {
+      log.warn({ reason: (error as Error).message }, 'sync health unknown at a Google sign-in; the repair path is taken')
+      return null
+    }
+  }
+
+  function logDecision (flow: 'signIn' | 'connect', mode: GoogleAuthMode, facts: GoogleAuthFacts, ids: { userId: string, accountId: string, email: string }, refreshTokenIssued: boolean): void {
+    // Only keyed hashes: the same person gets the same trace ids in every line, and a log reader
+    // cannot turn them back into an address or an account.
+    log.info({
+      flow,
+      mode,
+      ...facts,
+      refreshTokenIssued,
+      trace: { user: trace(ids.userId), account: trace(ids.accountId), email: trace(ids.email) }
+    }, 'google_auth_decision')
+  }
+
+  function handOverEntry (userId: string, accountId: string, refreshToken: string, scopes: string[], mode: GoogleAuthMode): NewOutboxEntry {
+    return {
+      kind: 'credentialHandOver',
+      handOver: { provider: 'google', providerAccountId: accountId, sealedRefreshToken: credentials.sealForOutbox(userId, refreshToken), scopes, mode }
+    }
+  }
+
+  async function googleSignedIn (signIn: GoogleSignIn): Promise<ProviderSignInSummary> {
+    const userExists = signIn.accountOwnerBefore !== null
+    const refreshTokenStored = signIn.storedRefreshToken !== undefined
+    // Sync is asked only when its answer can change the mode.
+    const connections = userExists && refreshTokenStored ? await googleConnections(signIn.userId) : null
+    const facts: GoogleAuthFacts = { userExists, refreshTokenStored, syncAllowsIncremental: syncAllowsIncremental(connections) }
+    const mode = decideGoogleAuthMode(facts)
+    // RECONNECT_REPAIR reuses the stored refresh token when Google issued none.
+    const refreshToken = signIn.issuedRefreshToken ?? signIn.storedRefreshToken
+    let calendar: CalendarEffect = 'none'
+    if (refreshToken !== undefined) {
+      await outbox.add(signIn.userId, [handOverEntry(signIn.userId, signIn.accountId, refreshToken, signIn.scopes, mode)])
+      outbox.kick(signIn.userId)
+      calendar = MODE_EFFECT[mode]
+    }
+    logDecision('signIn', mode, facts, signIn, signIn.issuedRefreshToken !== undefined)
+    return { provider: 'google', newUser: signIn.via === 'new', linkedBy: signIn.via, mode, calendar }
+  }
+
+  async function signedIn (request: LibraryRequest, session: Session.SessionContainer, login: LibraryProviderLogin): Promise<{ session: Session.SessionContainer, summary: ProviderSignInSummary }> {
+    const details = providerLoginDetails(login)
+    if (details === undefined) throw new Error(`sign-in through an unknown provider: ${login.thirdPartyId}`)
+    const adopted = await identity.adoptProviderLogin(request, session, {
+      provider: details.provider,
+      accountId: details.accountId,
+      email: details.email,
+      emailVerified: details.emailVerified,
+      privateRelay: details.privateRelay,
+      name: details.name,
+      // Only Google's token is kept: the calendar is Google's.
+      refreshToken: details.provider === 'google' ? details.refreshToken : undefined
+    })
+    if (details.provider !== 'google') {
+      return { session: adopted.session, summary: { provider: details.provider, newUser: adopted.via === 'new', linkedBy: adopted.via, calendar: 'none' } }
+    }
+    const summary = await googleSignedIn({
+      userId: adopted.userId,
+      accountId: details.accountId,
+      email: details.email,
+      via: adopted.via,
+      accountOwnerBefore: adopted.accountOwnerBefore,
+      storedRefreshToken: adopted.storedRefreshToken,
+      issuedRefreshToken: details.refreshToken,
+      scopes: scopeList(details.grantedScope)
+    })
+    return { session: adopted.session, summary }
+  }
+
+  async function refusalOf (accountId: string, oAuthTokens: Record<string, unknown>): Promise<string | undefined> {
+    const owner = await users.findByProviderAccount('google', accountId)
+    return googleGrantRefusal({
+      requiredScopes: GOOGLE_SCOPES,
+      grantedScope: typeof oAuthTokens['scope'] === 'string' ? oAuthTokens['scope'] : undefined,
+      refreshTokenIssued: typeof oAuthTokens['refresh_token'] === 'string' && oAuthTokens['refresh_token'] !== '',
+      refreshTokenStored: owner?.google?.gRefreshToken !== undefined
+    })
+  }
+
+  function googleClient (redirectUri: string): { client: OAuth2Client, clientId: string } {
+    const google = config.extprovider
+    if (!isRealValue(google?.clientId) || !isRealValue(google?.clientSecret)) {
+      throw new TypedHttpError(400, 'PROVIDER_NOT_CONFIGURED', 'Google is not configured on this server')
+    }
+    const origin = google.endpointBase === undefined ? undefined : new URL(google.endpointBase).origin
+    const client = new OAuth2Client({
+      clientId: google.clientId,
+      clientSecret: google.clientSecret,
+      redirectUri,
+      ...(origin === undefined ? {} : { endpoints: googleLibraryEndpointsAt(origin), issuers: [origin] })
+    })
+    return { client, clientId: google.clientId }
+  }
+
+  async function exchange (request: ProviderConnectRequest): Promise<{ tokens: GoogleTokens, accountId: string, email: string | undefined }> {
+    const { client, clientId } = googleClient(request.redirectUri)
+    try {
+      const { tokens } = await client.getToken({ code: request.code, ...(request.codeVerifier === undefined ? {} : { codeVerifier: request.codeVerifier }) })
+      if (typeof tokens.id_token !== 'string') throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google issued no ID token: the openid scope is required')
+      const payload = (await client.verifyIdToken({ idToken: tokens.id_token, audience: clientId })).getPayload()
+      if (payload === undefined) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s ID token names nobody')
+      // An address Google does not vouch for cannot match the signed-in user's.
+      const email = payload.email !== undefined && payload.email_verified === true ? normalizeEmail(payload.email) : undefined
+      return { tokens, accountId: payload.sub, email }
+    } catch (error) {
+      if (error instanceof TypedHttpError) throw error
+      if (googleAnswered(error)) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google did not accept the authorization code; start connecting again')
+      log.warn({ reason: (error as Error).message }, 'Google could not be reached to exchange an authorization code')
+      throw new TypedHttpError(503, 'PROVIDER_UNAVAILABLE', 'Google could not be reached; try again shortly', {}, 5)
+    }
+  }
+
+  async function connectGoogle (userId: string, request: ProviderConnectRequest): Promise<ProviderConnectResponse> {
+    // The specification's order: maintenance, the one redirect URI, the exchange, then the two conflicts.
+    if (config.sync.cloudMutationMode === 'maintenance') {
+      throw new TypedHttpError(503, 'MAINTENANCE', 'Calendar connections are paused for maintenance; try again later', {}, 60)
+    }
+    if (!isAllowedRedirectUri(request.redirectUri, config.web.url)) {
+      throw new TypedHttpError(400, 'REDIRECT_URI_NOT_ALLOWED', 'The redirect URI is not this service\'s provider callback')
+    }
+    const { tokens, accountId, email } = await exchange(request)
+    const owner = await users.findByProviderAccount('google', accountId)
+    if (owner !== null && owner._id.toHexString() !== userId) {
+      throw new ConnectConflictError('EXTERNAL_ACCOUNT_ALREADY_CONNECTED', 'This Google account is connected to another user; sign in with that user to use it')
+    }
+    const user = await users.findById(userId)
+    if (user === null) throw new TypedHttpError(404, 'USER_NOT_FOUND', 'No user record for this session')
+    if (email === undefined || email !== user.email) {
+      throw new ConnectConflictError('EXTERNAL_CONNECT_EMAIL_MISMATCH', 'The Google account\'s email differs from this user\'s; sign in with the matching account')
+    }
+    const missing = missingGoogleScopes(GOOGLE_SCOPES, tokens.scope ?? undefined)
+    if (missing.length > 0) {
+      throw new TypedHttpError(400, 'SCOPES_INCOMPLETE', `Google did not grant every permission the calendar needs (missing: ${missing.join(', ')})`)
+    }
+    const sameAccount = user.google?.googleId === accountId
+    const stored = sameAccount ? credentials.openForUser(userId, user.google?.gRefreshToken) : undefined
+    const issued = typeof tokens.refresh_token === 'string' ? tokens.refresh_token : undefined
+    const refreshToken = issued ?? stored
+    if (refreshToken === undefined) {
+      throw new TypedHttpError(400, 'OFFLINE_ACCESS_MISSING', 'Google issued no refresh token; connect again with offline access and consent')
+    }
+    const connections = sameAccount && stored !== undefined ? await googleConnections(userId) : null
+    const facts: GoogleAuthFacts = { userExists: sameAccount, refreshTokenStored: stored !== undefined, syncAllowsIncremental: syncAllowsIncremental(connections) }
+    const mode = decideGoogleAuthMode(facts)
+    const scopes = scopeList(tokens.scope ?? undefined)
+    try {
+      await mongo.withTransaction(async (session) => {
+        await users.linkProviderAccount(userId, {
+          provider: 'google',
+          accountId,
+          ...(issued !== undefined && credentials.differs(issued, stored) ? { sealedRefreshToken: credentials.sealForUser(userId, issued) } : {})
+        }, session === undefined ? {} : { session })
+        await outbox.add(userId, [handOverEntry(userId, accountId, refreshToken, scopes, mode), { kind: 'restartSync' }], session === undefined ? {} : { session })
+      })
+    } catch (error) {
+      // Another user took the account between the check and the write.
+      if (isDuplicateKeyError(error)) throw new ConnectConflictError('EXTERNAL_ACCOUNT_ALREADY_CONNECTED', 'This Google account is connected to another user; sign in with that user to use it')
+      throw error
+    }
+    await UserMetadata.updateUserMetadata(userId, RESTART_FLAGS)
+    outbox.kick(userId)
+    logDecision('connect', mode, facts, { userId, accountId, email }, issued !== undefined)
+    // Open tabs learn the flags at once; a new stream replays them anyway.
+    const { metadata } = await UserMetadata.getUserMetadata(userId)
+    sse.publishUserMetadataChanged(userId, { session: { userId, metadata }, sync: null })
+    return { result: 'User connected', mode, calendar: MODE_EFFECT[mode] }
+  }
+
+  async function grantRevoked (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }): Promise<GrantRevokedResult> {
+    const result = await sessionRevocations.revokeUser(notice.userId)
+    log.warn({
+      user: trace(notice.userId),
+      provider: notice.provider,
+      connectionId: notice.connectionId,
+      source: notice.source,
+      ...result
+    }, 'provider grant revoked (invalid_grant): the user\'s sessions are revoked; they sign in again')
+    return result
+  }
+
+  // Users with an open stream hear of a revoked grant through the change feed; Sync also tells
+  // the backend directly (POST /api/internal/grant-revoked), which covers everyone else.
+  fastify.changeFeed.onConnectionRevoked((userId, connectionId) => {
+    grantRevoked({ userId, provider: 'google', connectionId, source: 'changeFeed' })
+      .catch((error: unknown) => { log.error({ err: error, connectionId }, 'revoking the sessions of a revoked grant failed') })
+  })
+
+  fastify.decorate('providerAuth', { googleGrantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, grantRevoked })
+}, {
+  name: 'provider-auth',
+  dependencies: ['config', 'mongo', 'users', 'identity', 'credentials', 'outbox', 'sync-client', 'sse-broker', 'session-revocations', 'change-feed']
+})

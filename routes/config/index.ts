@@ -1,0 +1,18 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { AppConfigResponseSchema } from '../../schemas/app-config.js'
+import { appConfigFor } from '../../lib/app-config.js'
+
+// What the web client needs at run time; it changes only with the configuration, so it is built once.
+const appConfig: FastifyPluginAsyncTypebox = async (fastify) => {
+  const answer = appConfigFor(fastify.config)
+  fastify.get('/', {
+    onRequest: fastify.requireSession,
+    schema: {
+      description: 'Run-time configuration for the web client: sign-in providers offered, places lookup, analytics, and billing\'s publishable key when billing is configured',
+      tags: ['config'],
+      response: { 200: AppConfigResponseSchema }
+    }
+  }, async () => answer)
+}
+
+export default appConfig
