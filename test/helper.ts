@@ -13,6 +13,9 @@ import { startSessionCore } from '../dev/session-core/index.js'
 // Tests run against the stand-ins, or against real servers when their addresses are given:
 // MONGODB_URI=... and SESSIONS_URI=... SESSIONS_KEY=... npm test
 
+/** Anything with tap's `teardown`: a test, or a benchmark's own list of closers. */
+export interface Teardown { teardown: (fn: () => unknown) => void }
+
 export interface Dependencies {
   mongoUri: string
   // The URI with the database path replaced, for a fresh database per app.

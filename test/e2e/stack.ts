@@ -9,7 +9,7 @@ import type { Test } from 'tap'
 import { startGoogle, type AccountSetup, type GoogleStandIn } from '../../dev/google/index.js'
 import syncApp from '../../sync/app.js'
 import type { SyncConfig } from '../../schemas/config.js'
-import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn } from '../helper.js'
+import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
 import { testConfig as syncTestConfig } from '../sync/helper.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
@@ -23,8 +23,16 @@ export interface FullStack {
   webUrl: string
 }
 
-export async function startFullStack (t: Test, options: { accounts?: AccountSetup[], webUrl?: string } = {}): Promise<FullStack> {
-  const deps = await startDependencies(t, { replicaSet: true })
+export interface FullStackOptions {
+  accounts?: AccountSetup[]
+  webUrl?: string
+  /** The change-feed bridge's poll interval; tests shorten it, benchmarks keep the real 2 s. */
+  feedPollIntervalMs?: number
+}
+
+export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
+  const test = t as Test
+  const deps = await startDependencies(test, { replicaSet: true })
   const [backendPort, syncPort] = [await freePort(), await freePort()]
   const backendOrigin = `http://127.0.0.1:${backendPort}`
   const syncUrl = `http://127.0.0.1:${syncPort}`
@@ -37,7 +45,7 @@ export async function startFullStack (t: Test, options: { accounts?: AccountSetu
   })
   t.teardown(() => google.close())
 
-  const backend = await buildApp(t, deps, { syncUrl, internalAuthToken }, (config) => ({
+  const backend = await buildApp(test, deps, { syncUrl, internalAuthToken }, (config) => ({
     ...config,
     web: { ...config.web, url: webUrl },
     backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl] },
@@ -45,7 +53,7 @@ export async function startFullStack (t: Test, options: { accounts?: AccountSetu
   }))
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Stream tests wait for fan-out; a shorter poll keeps them quick without changing what happens.
-  backend.app.changeFeed.configure({ pollIntervalMs: 100 })
+  backend.app.changeFeed.configure({ pollIntervalMs: options.feedPollIntervalMs ?? 100 })
 
   const base = syncTestConfig(deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`), {
     internalAuthToken,

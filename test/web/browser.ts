@@ -1,7 +1,7 @@
 // Debian's Chromium driven by playwright-core. The flags keep a machine without network quiet:
 // no background services, no QUIC, no component updates.
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
-import type { Teardown } from './stack.js'
+import type { Teardown } from '../helper.js'
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 

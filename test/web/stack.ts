@@ -4,7 +4,7 @@
 // test can read the password-reset link the backend logs in the `test` environment.
 import { randomBytes } from 'node:crypto'
 import type { Test } from 'tap'
-import { buildApp, freePort, startDependencies, type BuiltApp } from '../helper.js'
+import { buildApp, freePort, startDependencies, type BuiltApp, type Teardown } from '../helper.js'
 import { startSyncService, type SyncService } from '../events/sync-service.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 
@@ -15,9 +15,6 @@ export interface WebStack {
   sync: SyncService
   web: WebServer
 }
-
-/** Anything with tap's `teardown`: a test, or a benchmark's own list of closers. */
-export interface Teardown { teardown: (fn: () => unknown) => void }
 
 export async function startWebStack (t: Teardown, options: { pollIntervalMs?: number, webValues?: { googleClientId?: string } } = {}): Promise<WebStack> {
   const test = t as Test
