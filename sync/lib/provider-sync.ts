@@ -21,6 +21,20 @@ export const DEFAULT_INACTIVE_USER_DAYS = 30
 export type WatchAction = 'renew' | 'stop' | 'keep'
 
 /**
+ * A calendar not pulled for this long is pulled anyway: push notifications are best effort (a
+ * provider may drop one, a channel may lapse), so a timer catches what they missed.
+ */
+export const FALLBACK_PULL_AFTER_MS = 15 * 60_000
+
+/** Whether a calendar of a live connection is due for a pull no notification asked for. */
+export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): boolean {
+  if (calendar.cursor === null) return false
+  if (now.getTime() - calendar.lastUpdatedAt.getTime() < FALLBACK_PULL_AFTER_MS) return false
+  // Nobody looks at an inactive user's calendar; its channels are stopped too.
+  return lastSeenAt !== null && now.getTime() - lastSeenAt.getTime() <= inactiveDays * DAY_MS
+}
+
+/**
  * Watch maintenance (specification, "States and transitions": notification channel expiring soon):
  * renewed while its user is active, stopped once the user has been away `inactiveDays`. A user the
  * service never saw counts from the channel's creation, which is about its expiry minus its lifetime.

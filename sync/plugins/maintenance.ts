@@ -11,6 +11,8 @@ export interface SyncMaintenanceOptions {
   /** Run watch maintenance on a timer while execution is active (default true); tests call run(). */
   autoStart?: boolean
   intervalMs?: number
+  /** How often calendars that no pull reached for a while are looked for (default 5 minutes). */
+  fallbackPullIntervalMs?: number
 }
 
 export default fp<SyncMaintenanceOptions>(async function syncMaintenance (fastify, options) {
@@ -24,7 +26,7 @@ export default fp<SyncMaintenanceOptions>(async function syncMaintenance (fastif
   const maintenance = new Maintenance(fastify.syncEngine, fastify.log.child({ component: 'maintenance' }), auth)
   fastify.decorate('syncMaintenance', maintenance)
   if (options.autoStart !== false && settings.execution === 'active') {
-    fastify.addHook('onReady', async () => { maintenance.start(options.intervalMs ?? 60 * 60_000) })
+    fastify.addHook('onReady', async () => { maintenance.start(options.intervalMs ?? 60 * 60_000, options.fallbackPullIntervalMs ?? 5 * 60_000) })
   }
   fastify.addHook('onClose', async () => { await maintenance.stop() })
 }, { name: 'sync-maintenance', dependencies: ['sync-config', 'sync-engine'] })

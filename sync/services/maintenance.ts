@@ -26,6 +26,7 @@ export class Maintenance {
   #keys: Promise<JWTVerifyGetKey> | null = null
   #running: Promise<MaintenanceReport> | null = null
   #timer: NodeJS.Timeout | null = null
+  #fallbackTimer: NodeJS.Timeout | null = null
 
   constructor (engine: SyncEngine, log: FastifyBaseLogger, auth: MaintenanceAuthSettings | null) {
     this.#engine = engine
@@ -53,7 +54,7 @@ export class Maintenance {
     }
   }
 
-  start (intervalMs: number): void {
+  start (intervalMs: number, fallbackPullIntervalMs: number): void {
     const tick = () => {
       this.run()
         .then((report) => { if (report.renewed + report.stopped + report.failed > 0) this.#log.info(report, 'watch maintenance pass') })
@@ -61,11 +62,20 @@ export class Maintenance {
     }
     this.#timer = setInterval(tick, intervalMs)
     this.#timer.unref()
+    const pullOverdue = () => {
+      this.#engine.pullOverdueCalendars()
+        .then((queued) => { if (queued > 0) this.#log.info({ queued }, 'pulls queued for calendars no notification reached') })
+        .catch((error: unknown) => this.#log.error({ err: error }, 'queueing overdue pulls failed'))
+    }
+    this.#fallbackTimer = setInterval(pullOverdue, fallbackPullIntervalMs)
+    this.#fallbackTimer.unref()
   }
 
   async stop (): Promise<void> {
     if (this.#timer) clearInterval(this.#timer)
+    if (this.#fallbackTimer) clearInterval(this.#fallbackTimer)
     this.#timer = null
+    this.#fallbackTimer = null
     await this.#running?.catch(() => {})
   }
 

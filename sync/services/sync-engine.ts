@@ -15,7 +15,7 @@ import type { Clock } from '../lib/clock.js'
 import type { ConnectionRecord } from '../lib/connections/record.js'
 import { isLive } from '../lib/connections/state-machine.js'
 import type { ProviderCredential } from '../lib/credentials.js'
-import { DEFAULT_INACTIVE_USER_DAYS, importWindow, WATCH_LIFETIME_MS, watchAction } from '../lib/provider-sync.js'
+import { DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, WATCH_LIFETIME_MS, watchAction } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
@@ -175,14 +175,38 @@ export class SyncEngine {
     }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
-    await queue.enqueue({
-      type: 'pull',
-      coalescingKey: jobKeys.calendarPull(watch.connectionId, watch.calendarId),
-      userId: watch.userId,
-      connectionId: watch.connectionId,
-      payload: { calendarId: watch.calendarId }
-    })
+    await this.#queueCalendarPull(watch)
     return { result: 'queued' }
+  }
+
+  /**
+   * The timer's pass: calendars of live connections that no pull reached for a while (a lost
+   * notification, a lapsed channel) are pulled now. Answers how many pulls were queued.
+   */
+  async pullOverdueCalendars (): Promise<number> {
+    const { calendars, connections, activity, settings, clock } = this.#parts
+    const now = clock.now()
+    const inactiveDays = settings.inactiveUserDays ?? DEFAULT_INACTIVE_USER_DAYS
+    let queued = 0
+    for (const calendar of await calendars.listPulledBefore(new Date(now.getTime() - FALLBACK_PULL_AFTER_MS), MAINTENANCE_BATCH)) {
+      if (!fallbackPullDue(calendar, await activity.lastSeen(calendar.userId), now, inactiveDays)) continue
+      const connection = await connections.get(calendar.connectionId)
+      if (connection === null || !isLive(connection.state) || connection.state === 'importing') continue
+      await this.#queueCalendarPull(calendar)
+      queued++
+    }
+    return queued
+  }
+
+  /** One pull of one calendar; a pull already waiting for it absorbs this one (its coalescing key). */
+  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }): Promise<void> {
+    await this.#parts.queue.enqueue({
+      type: 'pull',
+      coalescingKey: jobKeys.calendarPull(target.connectionId, target.calendarId),
+      userId: target.userId,
+      connectionId: target.connectionId,
+      payload: { calendarId: target.calendarId }
+    })
   }
 
   /**
@@ -213,13 +237,7 @@ export class SyncEngine {
         }
         await this.#stopWatch(watch)
         await this.#watchCalendar(context.provider, context.context, watch.calendarId)
-        await this.#parts.queue.enqueue({
-          type: 'pull',
-          coalescingKey: jobKeys.calendarPull(watch.connectionId, watch.calendarId),
-          userId: watch.userId,
-          connectionId: watch.connectionId,
-          payload: { calendarId: watch.calendarId }
-        })
+        await this.#queueCalendarPull(watch)
         report.renewed++
       } catch (error) {
         report.failed++

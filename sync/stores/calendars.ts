@@ -61,6 +61,11 @@ export class CalendarStore {
     await this.#rows.createIndex({ connectionId: 1 }, { name: 'connection' })
   }
 
+  /** Imported calendars last pulled before `before`, oldest first. */
+  async listPulledBefore (before: Date, limit: number): Promise<CalendarRecord[]> {
+    return await this.#rows.find({ cursor: { $ne: null }, lastUpdatedAt: { $lt: before } }).sort({ lastUpdatedAt: 1 }).limit(limit).toArray()
+  }
+
   async listByConnection (connectionId: string): Promise<CalendarRecord[]> {
     return await this.#rows.find({ connectionId }).sort({ calendarId: 1 }).toArray()
   }

@@ -1,0 +1,40 @@
+// Push notifications are best effort: a calendar that no pull reached for a while is pulled on a
+// timer, so a change whose notification was lost still arrives.
+import { test } from 'tap'
+import { FALLBACK_PULL_AFTER_MS, fallbackPullDue } from '../../../sync/lib/provider-sync.js'
+import { ALICE, connectAndSync, SAMPLE_EVENTS, startStack } from './harness.js'
+
+test('a lost notification: the overdue calendar is pulled on the timer and the change arrives', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin', calendars: [{ summary: 'Work' }] }] })
+  const dentist = stack.google.control.insertEvent(ALICE, SAMPLE_EVENTS.timed)
+  const { userId } = await connectAndSync(stack)
+  await stack.google.notificationsSettled()
+  await stack.drain()
+
+  // The channels are forgotten: Google's next notification is refused as unknown, nothing is pulled.
+  for (const watch of await stack.sync.syncWatches.listByUser(userId)) await stack.sync.syncWatches.remove(watch._id)
+  stack.google.control.patchEvent(ALICE, String(dentist['id']), { summary: 'Dentist (moved)' })
+  await stack.google.notificationsSettled()
+  await stack.drain()
+  const seen = () => [...stack.backend.events(ALICE).values()].map((event) => event.content?.title)
+  t.notOk(seen().includes('Dentist (moved)'), 'the change has not arrived')
+
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0, 'nothing is overdue right after a pull')
+  stack.clock.advance(FALLBACK_PULL_AFTER_MS + 60_000)
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 2, 'both calendars of the connection are overdue')
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 2, 'asking again queues no second pull (the pulls coalesce)')
+  t.equal((await stack.sync.syncJobQueue.list({ type: 'pull' })).length, 2)
+  await stack.drain()
+  t.ok(seen().includes('Dentist (moved)'), 'the change arrived')
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0, 'and the calendars are fresh again')
+})
+
+test('the fallback rule', async (t) => {
+  const now = new Date('2026-11-21T12:00:00Z')
+  const old = { cursor: 'token', lastUpdatedAt: new Date(now.getTime() - FALLBACK_PULL_AFTER_MS - 1) }
+  t.ok(fallbackPullDue(old, new Date(now.getTime() - 60_000), now, 30))
+  t.notOk(fallbackPullDue({ ...old, cursor: null }, now, now, 30), 'never imported: the import pulls it')
+  t.notOk(fallbackPullDue({ ...old, lastUpdatedAt: now }, now, now, 30), 'pulled just now')
+  t.notOk(fallbackPullDue(old, new Date(now.getTime() - 31 * 86_400_000), now, 30), 'a user away for longer than the inactive days')
+  t.notOk(fallbackPullDue(old, null, now, 30), 'a user the service never saw')
+})
