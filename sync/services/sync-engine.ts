@@ -163,7 +163,7 @@ export class SyncEngine {
    * do not know is stopped at the provider when its resource tells whose it is.
    */
   async notify (provider: Provider, notification: { channelId: string, token: string, resourceId: string, state: string }): Promise<NotificationOutcome> {
-    const { watches, queue, log } = this.#parts
+    const { watches, log } = this.#parts
     const watch = await watches.get(notification.channelId)
     if (watch === null) {
       await this.#stopUnknownChannel(provider, notification.channelId, notification.resourceId)
