@@ -1,0 +1,147 @@
+import { listenOnLoopback, refuseProduction } from '../stand-in.js'
+import Fastify from 'fastify'
+import type { FastifyServerOptions } from 'fastify'
+import { microsoftApp } from './app.js'
+import type { ClientRegistration } from './identity.js'
+import { createSigningKeys } from './keys.js'
+import { MicrosoftState } from './state.js'
+import type { AccountSetup } from './state.js'
+
+export type { AccountSetup, AccountView, CalendarView, SeedGenerator, SeedResult, SubscriptionView } from './state.js'
+export type { ClientRegistration } from './identity.js'
+export type { FaultInput } from './faults.js'
+export type { LifecycleEvent } from './subscriptions.js'
+export { CONSUMERS_TENANT } from './identity.js'
+export { ianaZone, windowsZones } from './zones.js'
+
+export interface MicrosoftOptions {
+  /** 0 or absent: any free port. */
+  port?: number
+  clients?: ClientRegistration[]
+  /** Accounts to create at start (each gets its default calendar "Calendar", plus `calendars`). */
+  accounts?: AccountSetup[]
+  /** Milliseconds since the epoch; tests pass their own to move time (token and subscription expiry). */
+  clock?: () => number
+  /** Default 3599 (the documented example; Microsoft's real lifetime varies from 60 to 90 minutes). */
+  accessTokenLifetimeSec?: number
+  /** Default 3600. */
+  idTokenLifetimeSec?: number
+  /** Default 600 (codes "expire after about 10 minutes"). */
+  codeLifetimeSec?: number
+  /** Default 90 days: a refresh token unused that long answers AADSTS700082. */
+  refreshTokenLifetimeSec?: number
+  /** How long a notification may take to be acknowledged. Default 3000 (Graph's 3 seconds). */
+  notificationTimeoutMs?: number
+  /** How long the validation handshake may take. Default 10000 (Graph's 10 seconds). */
+  validationTimeoutMs?: number
+  /** Retries of a notification not acknowledged with a 2xx. Default 3. */
+  notificationRetries?: number
+  /** First retry delay, doubled each time. Default 1000. */
+  notificationRetryDelayMs?: number
+  /** Most notifications in one POST. Default 100. */
+  notificationBatchSize?: number
+  logger?: FastifyServerOptions['logger']
+}
+
+/** The control surface in process: the same operations as the HTTP paths under /_control. */
+export type MicrosoftControl = Pick<MicrosoftState,
+  'registerClient' | 'createAccount' | 'listAccounts' | 'addCalendar' | 'deleteCalendar' | 'insertEvent' | 'patchEvent' | 'deleteEvent' |
+  'seed' | 'storedEvents' | 'revoke' | 'expireAccessTokens' | 'expireRefreshTokens' | 'expireDeltaTokens' | 'sendLifecycle' | 'armFault' |
+  'counts' | 'resetCounts' | 'listSubscriptions'>
+
+export interface MicrosoftStandIn {
+  /** The one origin of every endpoint: login.microsoftonline.com and graph.microsoft.com both map here. */
+  url: string
+  /** OpenID Connect discovery of the `common` tenant. */
+  discoveryUrl: string
+  /** Where Graph's v1.0 paths start (`https://graph.microsoft.com/v1.0` in production). */
+  graphUrl: string
+  control: MicrosoftControl
+  /** Resolves once every notification queued so far was delivered or given up. */
+  notificationsSettled (): Promise<void>
+  close (): Promise<void>
+}
+
+const SWEEP_INTERVAL_MS = 60 * 1000
+
+// Values of these query parameters are secrets (or single-use credentials) and never reach a log line.
+const SECRET_PARAMETERS = ['code', 'code_verifier', 'client_secret', 'refresh_token', 'access_token', 'id_token', 'validationToken']
+
+/** A request URL with secret query values replaced, for logging. */
+export function scrubUrl (url: string): string {
+  const question = url.indexOf('?')
+  if (question < 0) return url
+  const params = new URLSearchParams(url.slice(question + 1))
+  for (const name of SECRET_PARAMETERS) if (params.has(name)) params.set(name, '[redacted]')
+  return `${url.slice(0, question)}?${params.toString()}`
+}
+
+/** Redacts what must never reach a log line if request headers are ever logged. */
+export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]']
+
+function loggerOptions (logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (logger === undefined || logger === false) return false
+  const serializers = {
+    req: (request: { method: string, url: string }) => ({ method: request.method, url: scrubUrl(request.url) })
+  }
+  if (logger === true) return { level: 'info', serializers, redact: LOG_REDACT }
+  return { ...logger, serializers: { ...serializers, ...logger.serializers }, redact: logger.redact ?? LOG_REDACT }
+}
+
+function positive (value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`)
+  return value
+}
+
+export async function startMicrosoft (options: MicrosoftOptions = {}): Promise<MicrosoftStandIn> {
+  refuseProduction('dev/microsoft')
+  const retries = options.notificationRetries ?? 3
+  if (!Number.isInteger(retries) || retries < 0) throw new Error('notificationRetries must be a non-negative integer')
+  const batchSize = positive(options.notificationBatchSize, 'notificationBatchSize', 100)
+
+  const app = Fastify({ logger: loggerOptions(options.logger) })
+  const state = new MicrosoftState({
+    now: options.clock ?? Date.now,
+    keys: await createSigningKeys(),
+    lifetimes: {
+      accessTokenSec: positive(options.accessTokenLifetimeSec, 'accessTokenLifetimeSec', 3599),
+      idTokenSec: positive(options.idTokenLifetimeSec, 'idTokenLifetimeSec', 3600),
+      codeSec: positive(options.codeLifetimeSec, 'codeLifetimeSec', 600),
+      refreshTokenSec: positive(options.refreshTokenLifetimeSec, 'refreshTokenLifetimeSec', 90 * 24 * 3600)
+    },
+    delivery: {
+      timeoutMs: positive(options.notificationTimeoutMs, 'notificationTimeoutMs', 3000),
+      validationTimeoutMs: positive(options.validationTimeoutMs, 'validationTimeoutMs', 10_000),
+      retries,
+      retryBaseDelayMs: positive(options.notificationRetryDelayMs, 'notificationRetryDelayMs', 1000),
+      batchSize: Math.floor(batchSize)
+    },
+    log: app.log
+  })
+  try {
+    for (const client of options.clients ?? []) state.registerClient(client)
+    for (const account of options.accounts ?? []) state.createAccount(account)
+    await app.register(microsoftApp, { state })
+    const sweep = setInterval(() => state.sweep(), SWEEP_INTERVAL_MS)
+    sweep.unref()
+    app.addHook('onClose', async () => {
+      clearInterval(sweep)
+      await state.subscriptions.close()
+    })
+  } catch (err) {
+    await app.close()
+    throw err
+  }
+  const url = await listenOnLoopback(app, options.port, 'microsoft stand-in')
+  // Set before the event loop turns, so no request is answered without it.
+  state.origin = url
+  return {
+    url,
+    discoveryUrl: `${url}/common/v2.0/.well-known/openid-configuration`,
+    graphUrl: `${url}/v1.0`,
+    control: state,
+    notificationsSettled: async () => await state.subscriptions.settled(),
+    close: async () => { await app.close() }
+  }
+}
