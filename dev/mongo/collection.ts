@@ -19,6 +19,8 @@ export interface IndexSpec {
 interface IndexKey { key: string, values: unknown[] }
 
 const SEPARATOR = '\u0001'
+/** Index lookups of more `$in` combinations than this scan instead, as a real planner would weigh it. */
+const MAX_COMBINATIONS = 100_000
 
 export class Index {
   readonly spec: IndexSpec
@@ -78,6 +80,42 @@ export class Index {
       parts.push(keyOf(value))
     }
     return this.entries.get(parts.join(SEPARATOR)) ?? new Set()
+  }
+
+  /**
+   * Ids under an equality or an `$in` list on every field of the index (each combination looked
+   * up, as mongod's index bounds do); undefined when this index cannot answer the filter. A
+   * partial index answers only when the filter implies its partial filter, as mongod requires.
+   */
+  lookupCombinations (equalities: Map<string, unknown>, ins: Map<string, unknown[]>): Set<string> | undefined {
+    if (this.#partial !== undefined && !this.#impliedBy(equalities, ins)) return undefined
+    let combinations: string[][] = [[]]
+    for (const field of this.fields) {
+      const values = equalities.has(field) ? [equalities.get(field)] : ins.get(field)
+      if (values === undefined || !values.every(isIndexableScalar)) return undefined
+      combinations = combinations.flatMap((parts) => values.map((value) => [...parts, keyOf(value)]))
+      if (combinations.length > MAX_COMBINATIONS) return undefined
+    }
+    const ids = new Set<string>()
+    for (const parts of combinations) {
+      for (const id of this.entries.get(parts.join(SEPARATOR)) ?? []) ids.add(id)
+    }
+    return ids
+  }
+
+  /**
+   * Whether every document the filter can match is in this partial index. Only the common form is
+   * recognised: a partial filter of `{ field: { $exists: true } }` clauses, implied by an equality
+   * or an `$in` of non-null values on each such field.
+   */
+  #impliedBy (equalities: Map<string, unknown>, ins: Map<string, unknown[]>): boolean {
+    const partial = this.spec.partialFilterExpression
+    if (partial === undefined) return true
+    return Object.entries(partial).every(([field, condition]) => {
+      if (!isPlainObject(condition) || Object.keys(condition).length !== 1 || (condition as Doc).$exists !== true) return false
+      const values = equalities.has(field) ? [equalities.get(field)] : ins.get(field)
+      return values !== undefined && values.every(isIndexableScalar)
+    })
   }
 
   /** For a compound index: ids whose first field equals the filter's; a superset of the matches. */
@@ -253,6 +291,18 @@ export class Collection {
         const ids = index.lookup(equalities)
         if (ids !== undefined) return { entries: this.#byIds(ids), exact: plainEquality(index.fields), index: index.spec }
       }
+    }
+    if (ins.size > 0 || equalities.size > 0) {
+      for (const index of this.indexes.values()) {
+        const ids = index.lookupCombinations(equalities, ins)
+        if (ids === undefined) continue
+        // Exact when the filter says nothing beyond what the lookup decided.
+        const exact = filterKeys.length === index.fields.length && filterKeys.every((key) => index.fields.includes(key) &&
+          ((isIndexableScalar(filter[key]) && !isPlainObject(filter[key])) || ins.has(key)))
+        return { entries: this.#byIds(ids), exact, index: index.spec }
+      }
+    }
+    if (equalities.size > 0) {
       for (const index of this.indexes.values()) {
         const ids = index.lookupFirstField(equalities)
         if (ids !== undefined) return { entries: this.#byIds(ids), exact: false, index: index.spec }

@@ -152,6 +152,19 @@ test('indexes: kinds, errors and lookups', async (t) => {
     t.same((await events.find({ user: 'u1', start: { $gte: 100, $lt: 130 } }).sort({ start: 1 }).toArray()).map((d) => d.start), [100, 103, 106, 109, 112, 115, 118, 121, 124, 127])
   })
 
+  t.test('equality and $in on every field of a compound index, partial on $exists, examine only the matches', async (t) => {
+    const copies = db.collection('copies')
+    await copies.insertMany(Array.from({ length: 600 }, (_, i) => ({ user: `u${i % 2}`, calendar: 'c', ...(i % 3 === 0 ? {} : { remote: `r${i}` }) })))
+    await copies.createIndex({ user: 1, calendar: 1, remote: 1 }, { unique: true, partialFilterExpression: { remote: { $exists: true } } })
+    const wanted = ['r1', 'r2', 'r4', 'r5', 'r9', 'r-none']
+    const found = await copies.find({ user: 'u1', calendar: 'c', remote: { $in: wanted } }).explain('executionStats')
+    t.equal(found.executionStats.nReturned, 2, 'r1 and r5 are u1\'s (r9 has no remote field: 9 % 3 === 0)')
+    t.equal(found.executionStats.totalDocsExamined, 2, 'only the matches are examined')
+    t.same((await copies.find({ user: 'u0', calendar: 'c', remote: { $in: wanted } }).toArray()).map((d) => d.remote).sort(), ['r2', 'r4'])
+    const existsNotImplied = await copies.find({ user: 'u1', calendar: 'c' }).explain('executionStats')
+    t.equal(existsNotImplied.executionStats.nReturned, 300, 'without a condition on remote the partial index cannot answer: documents without remote match too')
+  })
+
   t.test('a TTL index removes expired documents on the monitor pass', async (t) => {
     const admin = target.client.db('admin')
     const previous = await admin.command({ setParameter: 1, ttlMonitorSleepSecs: 1 })
