@@ -1,0 +1,168 @@
+// What the self-host stack's one-shot steps (stack.ts, run by compose.yaml) derive from the one
+// config.yaml: the files each container reads its secrets from, the Sync service's narrower copy
+// of the configuration, and the database users. Rules only; stack.ts writes and connects.
+import { stringify } from 'yaml'
+import type { Config } from '../schemas/config.js'
+import { databaseNameOf, type RuleFinding } from './config-rules.js'
+import { STACK_NAMES } from './setup.js'
+
+// The users the images run as: node in ours, mongodb and postgres (999) in the database images.
+export const STACK_UIDS = { root: 0, node: 1000, database: 999 } as const
+
+/**
+ * One named volume per consumer, each mounted read-only at /run/calendar in its container only: the
+ * Sync container never holds the root database password, Postgres never sees the API key.
+ */
+export type StackVolume = 'backend' | 'sync' | 'mongo' | 'sessions-db' | 'session-core'
+export const STACK_VOLUMES: readonly StackVolume[] = ['backend', 'sync', 'mongo', 'sessions-db', 'session-core']
+
+export interface StackFile {
+  volume: StackVolume
+  name: string
+  content: string
+  uid: number
+  mode: number
+}
+
+export interface MongoCredentials {
+  user: string
+  password: string
+  /** The database the user is defined in (authSource). */
+  authSource: string
+}
+
+interface ParsedMongoUri {
+  scheme: string
+  credentials: { user: string, password: string } | undefined
+  hosts: string
+  database: string
+  params: URLSearchParams
+}
+
+export function parseMongoUri (uri: string): ParsedMongoUri | undefined {
+  const match = /^(mongodb(?:\+srv)?):\/\/(?:([^:@/?]*)(?::([^@/?]*))?@)?([^/?]*)\/?([^?]*)(?:\?(.*))?$/.exec(uri)
+  if (match === null) return undefined
+  const [, scheme = '', user, password, hosts = '', , query = ''] = match
+  return {
+    scheme,
+    credentials: user === undefined ? undefined : { user: decodeURIComponent(user), password: decodeURIComponent(password ?? '') },
+    hosts,
+    database: databaseNameOf(uri),
+    params: new URLSearchParams(query)
+  }
+}
+
+const BASE64 = /^[A-Za-z0-9+/=]+$/
+// Values that the session core's entrypoint writes unquoted into its own YAML file.
+const PLAIN_WORD = /^[A-Za-z0-9_-]+$/
+const SQL_NAME = /^[a-z_][a-z0-9_]*$/
+// The core accepts API keys of at least 20 letters, digits, '=' and '-'.
+const CORE_API_KEY = /^[A-Za-z0-9=-]{20,}$/
+
+function finding (key: string, rule: string): RuleFinding {
+  return { key, rule, severity: 'error' }
+}
+
+/** The rules the self-host stack adds to the service's own: the keys it needs, in the forms its containers take. */
+export function selfHostFindings (config: Config): RuleFinding[] {
+  const findings: RuleFinding[] = []
+  const { database, sessions, sync } = config
+  if (database.username === undefined) findings.push(finding('database.username', 'is required by the self-host stack (the root user created at first start)'))
+  if (database.password === undefined) findings.push(finding('database.password', 'is required by the self-host stack'))
+  if (database.replicaSetKey === undefined) {
+    findings.push(finding('database.replicaSetKey', 'is required by the self-host stack'))
+  } else if (!BASE64.test(database.replicaSetKey) || database.replicaSetKey.length < 6 || database.replicaSetKey.length > 1024) {
+    findings.push(finding('database.replicaSetKey', 'must be 6 to 1024 base64 characters (it becomes the replica set keyfile)'))
+  }
+
+  const api = parseMongoUri(database.uri)
+  if (api === undefined || api.scheme !== 'mongodb') {
+    findings.push(finding('database.uri', 'must be a mongodb:// URI naming the stack\'s MongoDB'))
+  } else {
+    if (api.credentials === undefined || api.credentials.user !== database.username || api.credentials.password !== database.password) {
+      findings.push(finding('database.uri', 'must carry database.username and database.password as its credentials'))
+    }
+    if (api.params.get('authSource') !== 'admin') findings.push(finding('database.uri', 'must say authSource=admin (the root user lives in admin)'))
+    if (api.params.get('replicaSet') !== STACK_NAMES.replicaSet) findings.push(finding('database.uri', `must say replicaSet=${STACK_NAMES.replicaSet} (compose.yaml starts mongod with that replica set)`))
+  }
+
+  const syncUri = parseMongoUri(sync.databaseUri)
+  if (syncUri === undefined || syncUri.scheme !== 'mongodb' || syncUri.credentials === undefined) {
+    findings.push(finding('sync.databaseUri', 'must be a mongodb:// URI with the Sync service\'s own user and password'))
+  } else {
+    if (syncUri.credentials.user === database.username) findings.push(finding('sync.databaseUri', 'must use a user of its own, not the root user'))
+    if (syncUri.credentials.password === '') findings.push(finding('sync.databaseUri', 'must carry a password'))
+    if (api !== undefined && syncUri.hosts !== api.hosts) findings.push(finding('sync.databaseUri', 'must name the same MongoDB hosts as database.uri'))
+    if (syncUri.params.get('replicaSet') !== STACK_NAMES.replicaSet) findings.push(finding('sync.databaseUri', `must say replicaSet=${STACK_NAMES.replicaSet} (compose.yaml starts mongod with that replica set)`))
+  }
+
+  if (!CORE_API_KEY.test(sessions.key)) findings.push(finding('sessions.key', 'must be at least 20 letters, digits, "=" or "-" (the session core refuses other API keys)'))
+  const db = sessions.db
+  if (db?.user === undefined || !SQL_NAME.test(db.user)) findings.push(finding('sessions.db.user', 'is required by the self-host stack: lowercase letters, digits and _'))
+  if (db?.database === undefined || !SQL_NAME.test(db.database)) findings.push(finding('sessions.db.database', 'is required by the self-host stack: lowercase letters, digits and _'))
+  if (db?.password === undefined || !PLAIN_WORD.test(db.password)) findings.push(finding('sessions.db.password', 'is required by the self-host stack: letters, digits, _ and - only'))
+  return findings
+}
+
+/** The Sync service's own database user: readWrite on its database, nothing on the API database. */
+export function syncDatabaseUser (config: Config): MongoCredentials & { database: string } {
+  const parsed = parseMongoUri(config.sync.databaseUri)
+  if (parsed?.credentials === undefined) throw new Error('sync.databaseUri carries no credentials')
+  return {
+    ...parsed.credentials,
+    authSource: parsed.params.get('authSource') ?? parsed.database,
+    database: parsed.database
+  }
+}
+
+/**
+ * How the database step reaches MongoDB before the replica set exists: the first host directly,
+ * as root. The member is named as the other containers reach it.
+ */
+export function rootConnection (config: Config): { uri: string, member: string, replicaSet: string } {
+  const parsed = parseMongoUri(config.database.uri)
+  const member = parsed?.hosts.split(',')[0]
+  if (parsed === undefined || member === undefined || config.database.username === undefined || config.database.password === undefined) {
+    throw new Error('database.uri, database.username and database.password are required')
+  }
+  const credentials = `${encodeURIComponent(config.database.username)}:${encodeURIComponent(config.database.password)}`
+  return {
+    uri: `mongodb://${credentials}@${member}/?authSource=admin&directConnection=true`,
+    member: member.includes(':') ? member : `${member}:27017`,
+    replicaSet: parsed.params.get('replicaSet') ?? 'rs0'
+  }
+}
+
+/**
+ * The Sync service's copy of the configuration: without the API database's URI and root
+ * credentials, the session core and the backend-only blocks. `sync.apiDatabase` names the database
+ * its least-privilege check must be denied.
+ */
+export function syncConfigDocument (document: Record<string, unknown>, config: Config): Record<string, unknown> {
+  const { database: _database, sessions: _sessions, idsignin: _idsignin, billing: _billing, email: _email, ...rest } = document
+  const sync = { ...(document.sync as Record<string, unknown>), apiDatabase: config.sync.apiDatabase ?? databaseNameOf(config.database.uri) }
+  return { ...rest, sync }
+}
+
+/** Every file the stack's containers read, by volume. */
+export function stackFiles (configText: string, document: Record<string, unknown>, config: Config): StackFile[] {
+  const { node, database: databaseUid, root } = STACK_UIDS
+  const file = (volume: StackVolume, name: string, content: string, uid: number): StackFile => ({ volume, name, content, uid, mode: 0o400 })
+  const db = config.sessions.db ?? {}
+  return [
+    file('backend', 'config.yaml', configText, node),
+    file('sync', 'config.yaml', '# Derived from config.yaml by the stack\'s config step; edit config.yaml instead.\n' + stringify(syncConfigDocument(document, config), { lineWidth: 0 }), node),
+    // mongod refuses a keyfile that others can read; the image runs mongod as 999.
+    file('mongo', 'keyfile', `${config.database.replicaSetKey ?? ''}\n`, databaseUid),
+    file('mongo', 'root-username', config.database.username ?? '', databaseUid),
+    file('mongo', 'root-password', config.database.password ?? '', databaseUid),
+    file('sessions-db', 'user', db.user ?? '', databaseUid),
+    file('sessions-db', 'password', db.password ?? '', databaseUid),
+    file('sessions-db', 'database', db.database ?? '', databaseUid),
+    // Read by the entrypoint wrapper in compose.yaml, as root, before the core drops to its user.
+    file('session-core', 'api-key', config.sessions.key, root),
+    file('session-core', 'db-user', db.user ?? '', root),
+    file('session-core', 'db-password', db.password ?? '', root),
+    file('session-core', 'db-name', db.database ?? '', root)
+  ]
+}
