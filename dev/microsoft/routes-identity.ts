@@ -54,7 +54,7 @@ function issuerOf (origin: string, tenant: string): string {
 }
 
 function sendAnswer (reply: FastifyReply, answer: Answer): FastifyReply {
-  if (answer.signIn !== undefined) reply.header('set-cookie', `${SESSION_COOKIE}=${answer.signIn}; Path=/; HttpOnly; SameSite=None; Secure`)
+  if (answer.signIn !== undefined) reply.header('set-cookie', `${SESSION_COOKIE}=${answer.signIn}; Path=/; HttpOnly; SameSite=Lax`)
   reply.header('cache-control', 'no-store, no-cache')
   if (answer.mode === 'form_post') return reply.type('text/html; charset=utf-8').send(formPostPage(answer.redirectUri, answer.params))
   return reply.redirect(answerLocation(answer), 302)
