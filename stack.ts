@@ -1,0 +1,161 @@
+// The self-host stack's own steps, run from the backend image by compose.yaml:
+//   node dist/stack.js files --config FILE --out DIR   derive every container's secret files from config.yaml
+//   node dist/stack.js database                        initiate the replica set and create the Sync user
+//   node dist/stack.js health backend|sync             the containers' health checks
+// Each prints one line per thing it did and never a secret.
+import { chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { MongoClient } from 'mongodb'
+import { parse as parseYaml, stringify } from 'yaml'
+import { ConfigError, loadConfig, parseConfig } from './lib/config.js'
+import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from './lib/loopback.js'
+import { environmentDrift } from './lib/setup.js'
+import { rootConnection, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser } from './lib/setup-stack.js'
+import { DATABASE_DEADLINES } from './lib/mongo-errors.js'
+
+class StackError extends Error {}
+
+function say (line: string): void {
+  process.stdout.write(`stack: ${line}\n`)
+}
+
+async function files (configPath: string, outDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  let text: string
+  try {
+    text = await readFile(configPath, 'utf8')
+  } catch {
+    throw new ConfigError(`config: cannot read ${configPath} (compose mounts ./config.yaml there; run \`npm run setup\` first)`)
+  }
+  const override = loopbackOverride(env[LOOPBACK_TEST_OVERRIDE], text)
+  if (override === 'mismatch') throw new ConfigError(`config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
+  const acceptLoopback = override === 'granted'
+  const { config } = parseConfig(text, 'backend', { acceptLoopback })
+  const problem = selfHostFindings(config)[0]
+  if (problem !== undefined) throw new ConfigError(`config: ${problem.key} ${problem.rule}`)
+  const drift = environmentDrift(config, env)[0]
+  if (drift !== undefined) throw new ConfigError(drift)
+
+  const document = parseYaml(text) as Record<string, unknown>
+  // The Sync copy must pass the Sync service's own checks before any container reads it.
+  parseConfig(stringify(syncConfigDocument(document, config)), 'sync', { acceptLoopback })
+
+  const asRoot = process.getuid?.() === 0
+  const written = stackFiles(text, document, config)
+  for (const file of written) {
+    const dir = join(outDir, file.volume)
+    await mkdir(dir, { recursive: true })
+    const target = join(dir, file.name)
+    const staging = `${target}.${process.pid}`
+    await writeFile(staging, file.content, { mode: file.mode })
+    // Only root can hand a file to another user; a test run as anyone else keeps its own.
+    if (asRoot) await chown(staging, file.uid, file.uid)
+    await rename(staging, target)
+  }
+  say(`wrote the secret files of ${[...new Set(written.map((file) => file.volume))].join(', ')}`)
+}
+
+async function sleep (ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+async function connectWithin (uri: string, deadlineMs: number): Promise<MongoClient> {
+  const deadline = Date.now() + deadlineMs
+  for (;;) {
+    const client = new MongoClient(uri, { appName: 'calendar-stack', ...DATABASE_DEADLINES })
+    try {
+      await client.connect()
+      await client.db('admin').command({ ping: 1 })
+      return client
+    } catch (error) {
+      await client.close()
+      if (Date.now() > deadline) throw error
+      await sleep(1000)
+    }
+  }
+}
+
+const ALREADY_INITIALIZED = 23
+const USER_EXISTS = 51003
+
+async function database (env: NodeJS.ProcessEnv): Promise<void> {
+  const { config } = loadConfig({ argv: [], env, service: 'backend' })
+  const problem = selfHostFindings(config)[0]
+  if (problem !== undefined) throw new ConfigError(`config: ${problem.key} ${problem.rule}`)
+  const root = rootConnection(config)
+  const client = await connectWithin(root.uri, 60_000)
+  try {
+    const admin = client.db('admin')
+    const hello = await admin.command({ hello: 1 })
+    if (typeof hello.setName === 'string') {
+      if (hello.setName !== root.replicaSet) throw new StackError(`MongoDB belongs to replica set "${hello.setName}", database.uri names "${root.replicaSet}"`)
+      say(`replica set ${root.replicaSet} already initiated`)
+    } else {
+      try {
+        await admin.command({ replSetInitiate: { _id: root.replicaSet, members: [{ _id: 0, host: root.member }] } })
+        say(`replica set ${root.replicaSet} initiated with member ${root.member}`)
+      } catch (error) {
+        if ((error as { code?: number }).code !== ALREADY_INITIALIZED) throw error
+        say(`replica set ${root.replicaSet} already initiated`)
+      }
+    }
+    const deadline = Date.now() + 60_000
+    while ((await admin.command({ hello: 1 })).isWritablePrimary !== true) {
+      if (Date.now() > deadline) throw new StackError('MongoDB did not become primary within 60 s')
+      await sleep(500)
+    }
+
+    const sync = syncDatabaseUser(config)
+    try {
+      await client.db(sync.authSource).command({
+        createUser: sync.user,
+        pwd: sync.password,
+        roles: [{ role: 'readWrite', db: sync.database }]
+      })
+      say(`created the Sync database user "${sync.user}" (readWrite on ${sync.database} only)`)
+    } catch (error) {
+      if ((error as { code?: number }).code !== USER_EXISTS) throw error
+      // Its password is not changed here: see README, "changing the database password".
+      say(`the Sync database user "${sync.user}" exists`)
+    }
+  } finally {
+    await client.close()
+  }
+}
+
+async function health (service: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const url = service === 'backend'
+    ? `http://127.0.0.1:${loadConfig({ argv: [], env, service: 'backend' }).config.backend.port}/api/health`
+    : service === 'sync'
+      ? `http://127.0.0.1:${loadConfig({ argv: [], env, service: 'sync' }).config.sync.port}/health/ready`
+      : undefined
+  if (url === undefined) throw new StackError('health needs backend or sync')
+  const response = await fetch(url, { signal: AbortSignal.timeout(3000) })
+  if (response.status !== 200) throw new StackError(`${service} answered ${response.status}`)
+}
+
+async function main (argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { config: { type: 'string' }, out: { type: 'string' } }
+  })
+  const [command, service] = positionals
+  if (command === 'files') {
+    await files(resolve(values.config ?? env.CONFIG_FILE ?? 'config.yaml'), resolve(values.out ?? '/stack'), env)
+  } else if (command === 'database') {
+    await database(env)
+  } else if (command === 'health') {
+    await health(service ?? '', env)
+  } else {
+    throw new StackError('usage: node dist/stack.js files [--config FILE] [--out DIR] | database | health backend|sync')
+  }
+}
+
+try {
+  await main(process.argv.slice(2), process.env)
+} catch (error) {
+  const message = error instanceof ConfigError ? error.message : `stack: ${(error as Error).message.split('\n')[0]}`
+  process.stderr.write(`${message}\n`)
+  process.exitCode = 1
+}

@@ -1,0 +1,273 @@
+// compose.yaml and the two Containerfiles, checked without a container engine: the Compose
+// Specification's JSON schema, the promises of the specification (127.0.0.1, runtime.version, rs0,
+// no secret in the file), and that every value they read is a key of the configuration schema.
+import { readFileSync } from 'node:fs'
+import { test } from 'tap'
+import { Ajv } from 'ajv'
+import type { TSchema } from '@sinclair/typebox'
+import { parse } from 'yaml'
+import { parseConfig } from '../../lib/config.js'
+import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/setup.js'
+import { STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/setup-stack.js'
+import { ConfigSchema } from '../../schemas/config.js'
+import { valuesFromConfigFile, valuesFromEnvironment } from '../../web/build.js'
+import { writeTempFile } from '../processes.js'
+
+const root = new URL('../../', import.meta.url)
+const read = (path: string) => readFileSync(new URL(path, root), 'utf8')
+const composeText = read('compose.yaml')
+const schema = JSON.parse(read('test/deploy/compose-spec.json')) as Record<string, unknown>
+
+interface Service {
+  image?: string
+  build?: { args?: Record<string, string>, dockerfile?: string }
+  command?: string[]
+  entrypoint?: string[]
+  environment?: Record<string, string>
+  ports?: string[]
+  volumes?: string[]
+  depends_on?: Record<string, { condition: string }>
+  healthcheck?: { test: string[] }
+  restart?: string
+  user?: string
+  network_mode?: string
+  secrets?: Array<{ source: string, target: string }>
+}
+interface ComposeFile {
+  services: Record<string, Service>
+  volumes: Record<string, unknown>
+  secrets: Record<string, { file: string }>
+}
+
+// Compose's interpolation: ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:?error}, ${NAME?error}; $$ is a dollar.
+function interpolate (text: string, env: Record<string, string>): string {
+  return text.replace(/\$\$|\$\{([A-Z0-9_]+)(?:(:?)([-?])([^}]*))?\}/g, (match, name: string | undefined, colon: string, kind: string, rest: string) => {
+    if (name === undefined) return '$'
+    const value = env[name]
+    const missing = value === undefined || (colon === ':' && value === '')
+    if (!missing) return value
+    if (kind === '?') throw new Error(`${name}: ${rest}`)
+    return kind === '-' ? rest : ''
+  })
+}
+
+function variablesIn (text: string): string[] {
+  return [...new Set([...text.replace(/\$\$/g, '').matchAll(/\$\{([A-Z0-9_]+)/g)].map((match) => match[1] as string))].sort()
+}
+
+function schemaHasKey (key: string): boolean {
+  let node: TSchema | undefined = ConfigSchema
+  for (const part of key.split('.')) node = (node as { properties?: Record<string, TSchema> } | undefined)?.properties?.[part]
+  return node !== undefined
+}
+
+function sampleConfigText (overrides: Record<string, unknown> = {}, secrets = generateSecrets()): string {
+  const document = productionConfig({ webUrl: 'https://calendar.example.org', apiUrl: 'https://calendar.example.org/api', version: '1.4.0', webPort: 9443, backendPort: 3443 }, secrets)
+  return renderConfigYaml({ ...document, ...overrides }, new Date())
+}
+
+const validate = new Ajv({ strict: false, allErrors: true, validateSchema: false }).compile(schema)
+const raw = parse(composeText) as ComposeFile
+const services = Object.entries(raw.services)
+const ONE_SHOT = ['config', 'mongo-init']
+const OURS = (service: Service) => service.image?.startsWith('calendar-') === true
+
+test('compose.yaml is valid Compose Specification, as written and with a generated .env', async (t) => {
+  validate(raw)
+  t.same(validate.errors ?? [], [], 'as written')
+  const env = composeEnvironment(parseConfig(sampleConfigText(), 'backend').config)
+  validate(parse(interpolate(composeText, env)))
+  t.same(validate.errors ?? [], [], 'with the values of a generated .env')
+  t.notOk(validate({ ...raw, services: { ...raw.services, web: { ...raw.services.web, prots: ['80'] } } }), 'a misspelt key is caught: the validator is not vacuous')
+  t.throws(() => interpolate(composeText, {}), /BACKEND_API_URL: .env has no BACKEND_API_URL; run npm run setup first/, 'without .env the web build stops with what to do')
+})
+
+test('every service has a restart policy; every long-running one a health check', async (t) => {
+  for (const [name, service] of services) {
+    if (ONE_SHOT.includes(name)) {
+      t.equal(service.restart, 'no', `${name} runs once`)
+      t.notOk(service.healthcheck, `${name} needs no health check`)
+    } else {
+      t.equal(service.restart, 'unless-stopped', `${name} restarts`)
+      t.ok(Array.isArray(service.healthcheck?.test) && service.healthcheck.test[0]?.startsWith('CMD'), `${name} has a health check`)
+    }
+  }
+  t.same(services.map(([name]) => name).sort(), ['backend', 'config', 'mongo', 'mongo-init', 'session-core', 'sessions-db', 'sync', 'web'])
+})
+
+test('only web and backend publish ports, on 127.0.0.1, at web.port and backend.port', async (t) => {
+  const published = services.filter(([, service]) => service.ports !== undefined).map(([name]) => name).sort()
+  t.same(published, ['backend', 'web'])
+  const env = composeEnvironment(parseConfig(sampleConfigText(), 'backend').config)
+  const compose = parse(interpolate(composeText, env)) as ComposeFile
+  t.same(compose.services.web?.ports, ['127.0.0.1:9443:9080'])
+  t.same(compose.services.backend?.ports, ['127.0.0.1:3443:3443'], 'the backend listens on backend.port inside its container too')
+})
+
+test('our images carry runtime.version as their tag (latest by default); the others are pinned', async (t) => {
+  const env = composeEnvironment(parseConfig(sampleConfigText(), 'backend').config)
+  const pinned = parse(interpolate(composeText, env)) as ComposeFile
+  const unpinned = parse(interpolate(composeText, { BACKEND_API_URL: 'https://calendar.example.org/api' })) as ComposeFile
+  for (const [name, service] of services) {
+    if (OURS(service)) {
+      t.match(service.image, /:\$\{RUNTIME_VERSION:-latest\}$/, `${name}`)
+      t.match(pinned.services[name]?.image, /:1\.4\.0$/)
+      t.match(unpinned.services[name]?.image, /:latest$/)
+    } else {
+      t.match(service.image, /:\d+(\.\d+)*(-[a-z]+)?$/, `${name} is pinned to a version`)
+    }
+  }
+})
+
+test('data lives in named volumes; there are no bind mounts; secret volumes are read-only where they are read', async (t) => {
+  const declared = Object.keys(raw.volumes)
+  for (const [name, service] of services) {
+    for (const volume of service.volumes ?? []) {
+      const [source = '', target, mode] = volume.split(':')
+      t.ok(declared.includes(source), `${name}: ${source} is a named volume`)
+      if (source.endsWith('-secrets') && name !== 'config') {
+        t.equal(target, '/run/calendar', `${name} reads its secrets at /run/calendar`)
+        t.equal(mode, 'ro', `${name} cannot change its secrets`)
+      }
+    }
+  }
+  t.ok(raw.services.mongo?.volumes?.includes('mongo-data:/data/db'))
+  t.ok(raw.services['sessions-db']?.volumes?.includes('sessions-db-data:/var/lib/postgresql/data'))
+  t.same(raw.secrets, { config: { file: './config.yaml' } }, 'config.yaml reaches the config step as a secret, never as a bind mount')
+})
+
+test('no secret is written in compose.yaml or reaches it through .env', async (t) => {
+  const secrets = generateSecrets()
+  const { config } = parseConfig(sampleConfigText({}, secrets), 'backend')
+  const interpolated = interpolate(composeText, composeEnvironment(config))
+  for (const secret of Object.values(secrets)) t.notOk(interpolated.includes(secret), 'a generated secret never appears in the interpolated file')
+
+  // The values of COMPOSE_VARIABLES are public (the specification fixes them into the web bundle).
+  const publicVariables: string[] = COMPOSE_VARIABLES.map(variableNameOf)
+  for (const [name, service] of services) {
+    for (const [variable, value] of Object.entries(service.environment ?? {})) {
+      if (/PASSWORD|SECRET|TOKEN|KEY/.test(variable) && !publicVariables.includes(variable)) {
+        t.match(variable, /_FILE$/, `${name}: ${variable} names a file`)
+        t.match(value, /^\/run\/calendar\//)
+      }
+    }
+  }
+})
+
+test('each container reads exactly the secret files the config step writes into its volume', async (t) => {
+  const text = sampleConfigText()
+  const { config } = parseConfig(text, 'backend')
+  const files = stackFiles(text, parse(text) as Record<string, unknown>, config)
+  const written = (volume: StackVolume) => files.filter((file) => file.volume === volume).map((file) => file.name)
+
+  const step = raw.services.config as Service
+  t.same(step.command, ['node', 'dist/stack.js', 'files', '--config', '/run/secrets/config.yaml', '--out', '/stack'])
+  t.same(step.secrets, [{ source: 'config', target: 'config.yaml' }])
+  t.same(step.volumes, STACK_VOLUMES.map((volume) => `${volume}-secrets:/stack/${volume}`), 'the step writes every volume')
+  t.equal(step.network_mode, 'none')
+  t.equal(step.user, '0:0', 'root, to hand each file to the user that reads it')
+
+  const containerfile = read('Containerfile')
+  t.match(containerfile, /CONFIG_FILE=\/run\/calendar\/config\.yaml/)
+  for (const [name, service] of services) {
+    const mount = service.volumes?.find((volume) => volume.includes(':/run/calendar'))
+    const referenced = [...new Set([...JSON.stringify([service.command, service.entrypoint, service.environment, service.healthcheck]).matchAll(/\/run\/calendar\/([a-z.-]+)/g)].map((match) => match[1] as string))]
+    if (mount === undefined) {
+      t.same(referenced, [], `${name} reads no secret file`)
+      continue
+    }
+    const volume = (mount.split(':')[0] ?? '').replace(/-secrets$/, '') as StackVolume
+    t.ok(STACK_VOLUMES.includes(volume), `${name} mounts a volume the step writes`)
+    // Our images read CONFIG_FILE, /run/calendar/config.yaml, set by the Containerfile.
+    const reads = OURS(service) ? [...referenced, 'config.yaml'] : referenced
+    t.same(reads.sort(), written(volume).sort(), `${name} reads every file of ${volume} and nothing else`)
+  }
+  t.equal(written('sync').length, 1, 'the Sync container gets its own narrower configuration and nothing else')
+})
+
+test('the stack starts in order: files, databases, the replica set, then the services', async (t) => {
+  const wants = (service: string, on: string, condition: string) =>
+    t.equal(raw.services[service]?.depends_on?.[on]?.condition, condition, `${service} waits for ${on} (${condition})`)
+  wants('mongo', 'config', 'service_completed_successfully')
+  wants('sessions-db', 'config', 'service_completed_successfully')
+  wants('session-core', 'config', 'service_completed_successfully')
+  wants('mongo-init', 'mongo', 'service_healthy')
+  wants('session-core', 'sessions-db', 'service_healthy')
+  wants('sync', 'mongo-init', 'service_completed_successfully')
+  wants('backend', 'mongo-init', 'service_completed_successfully')
+  wants('backend', 'session-core', 'service_healthy')
+  wants('backend', 'sync', 'service_healthy')
+  for (const [name, service] of services) {
+    for (const on of Object.keys(service.depends_on ?? {})) t.ok(raw.services[on], `${name} depends on a service that exists`)
+  }
+})
+
+test('MongoDB runs replica set rs0 with the keyfile; the configuration names the same set', async (t) => {
+  const command = raw.services.mongo?.command ?? []
+  t.equal(command[command.indexOf('--replSet') + 1], 'rs0')
+  t.equal(command[command.indexOf('--keyFile') + 1], '/run/calendar/keyfile')
+  t.equal(STACK_NAMES.replicaSet, 'rs0')
+  const { config } = parseConfig(sampleConfigText(), 'backend')
+  t.match(config.database.uri, /[?&]replicaSet=rs0(&|$)/)
+  t.match(config.sync.databaseUri, /[?&]replicaSet=rs0(&|$)/)
+})
+
+test('every variable compose reads is a configuration key, and .env holds exactly those', async (t) => {
+  t.same(variablesIn(composeText), COMPOSE_VARIABLES.map(variableNameOf).sort())
+  for (const key of COMPOSE_VARIABLES) t.ok(schemaHasKey(key), `${key} is in the configuration schema`)
+  t.equal(variableNameOf('maps.placesApiKey'), 'MAPS_PLACES_API_KEY')
+  t.equal(variableNameOf('extprovider.clientId'), 'EXTPROVIDER_CLIENT_ID')
+  const environment = raw.services.config?.environment ?? {}
+  t.same(Object.keys(environment).sort(), COMPOSE_VARIABLES.map(variableNameOf).sort(), 'the config step compares every one with config.yaml')
+})
+
+test('the images read only keys of the configuration: the web image\'s build arguments are the bundle\'s keys', async (t) => {
+  const argsOf = (file: string) => [...new Set([...read(file).matchAll(/^ARG (\w+)/gm)].map((match) => match[1] as string))].filter((name) => name !== 'NODE_IMAGE').sort()
+  t.same(argsOf('Containerfile'), [], 'the backend image takes no build argument; it reads CONFIG_FILE at run time')
+  t.same(argsOf('web/Containerfile'), Object.keys(WEB_BUILD_ARGS).sort())
+  for (const [arg, key] of Object.entries(WEB_BUILD_ARGS)) {
+    t.ok(schemaHasKey(key), `${arg} comes from ${key}`)
+    t.match(raw.services.web?.build?.args?.[arg], new RegExp(`^\\$\\{${variableNameOf(key)}[:}]`), `compose passes ${variableNameOf(key)} as ${arg}`)
+  }
+
+  // The image builds from the arguments (valuesFromEnvironment); npm run build:web from the file.
+  // Both must give the bundle the same values.
+  const text = sampleConfigText({
+    extprovider: { clientId: '1234.apps.googleusercontent.com', clientSecret: 'google-secret' },
+    analytics: { key: 'phc_key', host: 'https://analytics.example.org' },
+    maps: { placesApiKey: 'places-key' }
+  })
+  const { config } = parseConfig(text, 'backend')
+  const path = await writeTempFile('config.yaml', text)
+  const env = composeEnvironment(config)
+  const args = Object.fromEntries(Object.entries(WEB_BUILD_ARGS).map(([arg, key]) => [arg, env[variableNameOf(key)] ?? '']))
+  const fromFile = await valuesFromConfigFile(path)
+  const fromArgs = valuesFromEnvironment(args)
+  t.same({ ...fromArgs, googleEndpointBase: undefined }, { ...fromFile, googleEndpointBase: undefined })
+  t.equal(fromArgs.apiUrl, 'https://calendar.example.org/api')
+  t.equal(fromArgs.googleClientId, '1234.apps.googleusercontent.com')
+})
+
+test('both images are multi-stage, run as node under tini, and start compiled JavaScript without tsx', async (t) => {
+  for (const file of ['Containerfile', 'web/Containerfile']) {
+    const text = read(file)
+    const stages = text.split(/^FROM /m).slice(1)
+    t.ok(stages.length >= 2, `${file} is multi-stage`)
+    const final = stages.at(-1) ?? ''
+    t.match(final, /^USER node$/m, `${file} runs as node`)
+    t.match(final, /^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m)
+    t.match(final, /apt-get install -y --no-install-recommends tini/)
+    t.match(final, /^CMD \["node", "[\w/]+\.js"/m, 'the command is node and a .js file')
+    t.notMatch(final, /tsx|npm install|npm ci(?! --omit=dev)/, 'the final stage installs no dev dependency and no tsx')
+  }
+  t.match(read('Containerfile'), /npm ci --omit=dev --ignore-scripts/)
+  t.match(read('web/Containerfile'), /COPY --from=build \/app\/node_modules\/yaml \.\/node_modules\/yaml/)
+  for (const [name, service] of services) {
+    if (OURS(service) && service.command !== undefined) {
+      t.equal(service.command[0], 'node', `${name} runs node`)
+      t.match(service.command[1], /^dist\/[\w/]+\.js$/, `${name} runs compiled output`)
+    }
+  }
+  const ignored = read('.dockerignore').split('\n')
+  for (const entry of ['config.yaml', '.env', '.data', 'node_modules', 'dist']) t.ok(ignored.includes(entry), `${entry} never enters a build context`)
+})
