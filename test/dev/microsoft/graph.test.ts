@@ -2,6 +2,7 @@
 // events with change keys and If-Match, time zones by Windows name, series masters with their
 // occurrences and exceptions, and Graph's error answers.
 import { test } from 'tap'
+import type { Test } from 'tap'
 import { CLIENT, connect, control, graph, startStandIn } from './harness.js'
 import type { Json } from './harness.js'
 
@@ -11,7 +12,7 @@ const BERLIN = 'W. Europe Standard Time'
 
 interface CalendarEntry { id: string, name: string, isDefaultCalendar: boolean, canEdit: boolean }
 
-async function setUp (t: Tap.Test, scope?: string): Promise<{ microsoft: Awaited<ReturnType<typeof startStandIn>>, token: string, calendars: CalendarEntry[] }> {
+async function setUp (t: Test, scope?: string): Promise<{ microsoft: Awaited<ReturnType<typeof startStandIn>>, token: string, calendars: CalendarEntry[] }> {
   const microsoft = await startStandIn(t, {
     accounts: [{ email: ALICE, name: 'Alice Example', timeZone: BERLIN, calendars: [{ name: 'Work' }, { name: 'Birthdays', canEdit: false }] }]
   })
@@ -221,7 +222,9 @@ test('series: the master\'s recurrence, occurrences across a daylight-saving cha
   ], 'the last Friday of each month')
   t.match(await graph(microsoft, token, 'GET', `/me/events/${third}`), { status: 404 })
   t.match(await graph(microsoft, token, 'POST', `/me/calendars/${work}/events`, {
-    subject: 'bad', start: { dateTime: '2030-03-04T09:00:00', timeZone: BERLIN }, end: { dateTime: '2030-03-04T09:30:00', timeZone: BERLIN },
+    subject: 'bad',
+    start: { dateTime: '2030-03-04T09:00:00', timeZone: BERLIN },
+    end: { dateTime: '2030-03-04T09:30:00', timeZone: BERLIN },
     recurrence: { pattern: { type: 'weekly', interval: 1 }, range: { type: 'numbered', startDate: '2030-03-04', numberOfOccurrences: 2 } }
   }), { status: 400, body: { error: { code: 'ErrorPropertyValidationFailure', message: /daysOfWeek/ } } })
 })
