@@ -14,7 +14,7 @@ import type { Account, AccountInput, ClientRegistration, Lifetimes, RevocationRe
 import type { SigningKeys } from './keys.js'
 import { dateTimeOffset, Subscriptions } from './subscriptions.js'
 import type { DeliveryCounts, DeliveryOptions, LifecycleEvent, Subscription } from './subscriptions.js'
-import { ianaZone, millisToWall, wallToMillis } from './zones.js'
+import { ianaZone, millisToWall, utcText, wallToMillis } from './zones.js'
 import type { Wall } from './zones.js'
 import { instanceItemId } from './secrets.js'
 
@@ -265,12 +265,12 @@ export class MicrosoftState {
         createdBy: event.createdBy,
         lastModifiedBy: event.lastModifiedBy,
         exceptions: [...event.exceptions.values()].map((exception) => ({
-          originalStart: new Date(exception.originalStartMs).toISOString(),
-          cancelled: exception.cancelled,
-          lastModifiedBy: exception.lastModifiedBy,
           ...(exception.cancelled
             ? { id: instanceItemId(event.id, exception.originalStartMs) }
-            : renderInstance(this.calendars.instanceOf({ kind: 'instance', master: event, originalStartMs: exception.originalStartMs, exception }), options))
+            : renderInstance(this.calendars.instanceOf({ kind: 'instance', master: event, originalStartMs: exception.originalStartMs, exception }), options)),
+          originalStart: utcText(exception.originalStartMs),
+          cancelled: exception.cancelled,
+          lastModifiedBy: exception.lastModifiedBy
         }))
       }
     })

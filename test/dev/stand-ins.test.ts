@@ -17,6 +17,7 @@ test('every stand-in refuses to start when NODE_ENV is production', async (t) =>
     ['dev/mongo', async () => await startMongo()],
     ['dev/session-core', async () => await startSessionCore()],
     ['dev/google', async () => await startGoogle()],
+    ['dev/microsoft', async () => await (await import('../../dev/microsoft/index.js')).startMicrosoft()],
     ['dev/mail', async () => await startMailCatcher()]
   ]
   for (const [name, start] of starts) {
