@@ -1,0 +1,308 @@
+// The production build, tested without a container engine: `npm run build`, then the compiled
+// processes run the way the images run them (production settings, the image's file layout with
+// production dependencies only) against the MongoDB and session-core stand-ins, which the test
+// starts itself. The stand-ins listen on loopback, which production refuses, so the processes get
+// the test-only override, bound to each configuration file's fingerprint.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { builtinModules } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative, resolve } from 'node:path'
+import { test, type Test } from 'tap'
+import ts from 'typescript'
+import { parse } from 'yaml'
+import { startMongo } from '../../dev/mongo/index.js'
+import { startSessionCore } from '../../dev/session-core/index.js'
+import { parseConfig } from '../../lib/config.js'
+import { configFingerprint, LOOPBACK_TEST_OVERRIDE } from '../../lib/loopback.js'
+import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, WEB_BUILD_ARGS, variableNameOf } from '../../lib/setup.js'
+import { STACK_UIDS } from '../../lib/setup-stack.js'
+import { freePort } from '../ports.js'
+import { waitFor, waitUntil } from '../processes.js'
+
+const root = resolve(new URL('../../', import.meta.url).pathname)
+const dist = join(root, 'dist')
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>, devDependencies: Record<string, string> }
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean, hasInstallScript?: boolean }> }
+
+interface Run {
+  child: ChildProcess
+  output: () => string
+  exited: Promise<number | null>
+}
+
+function run (t: Test, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}, command = process.execPath): Run {
+  const child = spawn(command, args, {
+    cwd,
+    // Nothing of the test's own environment that could change the outcome.
+    env: { PATH: process.env.PATH, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stdout?.on('data', (chunk) => { output += chunk })
+  child.stderr?.on('data', (chunk) => { output += chunk })
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return { child, output: () => output, exited }
+}
+
+async function finished (t: Test, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, output: string }> {
+  const process = run(t, cwd, args, env)
+  const code = await process.exited
+  return { code, output: process.output() }
+}
+
+function packageOf (specifier: string): string {
+  const parts = specifier.split('/')
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0] ?? specifier
+}
+
+const isBuiltin = (specifier: string) => specifier.startsWith('node:') || builtinModules.includes(specifier)
+
+function jsFilesUnder (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    return entry.isDirectory() ? jsFilesUnder(path) : path.endsWith('.js') ? [path] : []
+  })
+}
+
+interface Graph { files: Set<string>, packages: Set<string>, dynamicPackages: Set<string>, missing: string[] }
+
+/**
+ * Every module a compiled entry point loads: static and dynamic imports (TypeScript's own scanner
+ * reads them), plus the folders @fastify/autoload loads (`dir: join(here, 'routes')`).
+ */
+function importGraph (entries: string[], options: { staticOnly?: boolean } = {}): Graph {
+  const graph: Graph = { files: new Set(), packages: new Set(), dynamicPackages: new Set(), missing: [] }
+  const queue = [...entries]
+  while (queue.length > 0) {
+    const file = queue.pop() as string
+    if (graph.files.has(file)) continue
+    graph.files.add(file)
+    const text = readFileSync(file, 'utf8')
+    const info = ts.preProcessFile(text, true, true)
+    const dynamic = new Set([...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((match) => match[1]))
+    for (const { fileName: specifier } of info.importedFiles) {
+      const isDynamic = dynamic.has(specifier)
+      if (isDynamic && options.staticOnly === true) {
+        if (!specifier.startsWith('.')) graph.dynamicPackages.add(packageOf(specifier))
+        continue
+      }
+      if (isBuiltin(specifier)) continue
+      if (specifier.startsWith('.')) {
+        const target = resolve(dirname(file), specifier)
+        try {
+          statSync(target)
+          queue.push(target)
+        } catch {
+          graph.missing.push(`${relative(dist, file)} -> ${specifier}`)
+        }
+      } else {
+        graph.packages.add(packageOf(specifier))
+      }
+    }
+    for (const match of text.matchAll(/dir: join\(here((?:, '[^']+')+)\)/g)) {
+      const parts = [...(match[1] as string).matchAll(/'([^']+)'/g)].map((part) => part[1] as string)
+      queue.push(...jsFilesUnder(join(dirname(file), ...parts)))
+    }
+  }
+  return graph
+}
+
+/**
+ * The image's layout: /app/dist, /app/package.json and a node_modules holding the production
+ * dependencies only (those package-lock.json does not mark dev), so a process that needed a
+ * devDependency, tsx or a stand-in fails here as it would in the image.
+ */
+async function temporaryDir (t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function productionLayout (t: Test): Promise<string> {
+  const app = await temporaryDir(t, 'calendar-image-')
+  await cp(dist, join(app, 'dist'), { recursive: true })
+  await cp(join(root, 'package.json'), join(app, 'package.json'))
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (!path.startsWith('node_modules/') || path.slice('node_modules/'.length).includes('node_modules/') || entry.dev === true) continue
+    await mkdir(dirname(join(app, path)), { recursive: true })
+    await symlink(join(root, path), join(app, path))
+  }
+  return app
+}
+
+test('the production build runs as the images run it', { timeout: 120_000 }, async (t) => {
+  const building = run(t, root, ['run', 'build', '--silent'], {}, 'npm')
+  const built = await building.exited
+  t.equal(built, 0, 'npm run build succeeds')
+  if (built !== 0) {
+    t.comment(building.output())
+    return
+  }
+
+  await t.test('the compiled import graphs hold no dev/ module, no devDependency and no tsx', async (t) => {
+    const devDependencies = Object.keys(manifest.devDependencies)
+    for (const entry of ['server.js', 'sync/server.js', 'stack.js']) {
+      const graph = importGraph([join(dist, entry)])
+      t.same(graph.missing, [], `${entry}: every module it imports was built`)
+      t.ok(graph.files.size > 5, `${entry} loads ${graph.files.size} modules`)
+      t.same([...graph.files].filter((file) => relative(dist, file).split('/').includes('dev')), [], `${entry} loads nothing from dev/`)
+      t.same([...graph.packages].filter((name) => devDependencies.includes(name)), [], `${entry} needs no devDependency`)
+      t.same([...graph.packages].filter((name) => manifest.dependencies[name] === undefined), [], `${entry} needs only declared dependencies`)
+    }
+    t.ok(importGraph([join(dist, 'server.js')]).files.has(join(dist, 'routes/health/index.js')), 'autoloaded routes are part of the graph')
+
+    // The web image ships yaml alone: the server must need nothing else when it starts.
+    const web = importGraph([join(dist, 'web/server.js')], { staticOnly: true })
+    t.same([...web.packages], ['yaml'])
+    t.same([...web.dynamicPackages], ['vite'], 'vite is imported only when building')
+
+    t.same(Object.entries(lock.packages).filter(([, entry]) => entry.hasInstallScript === true && entry.dev !== true).map(([path]) => path), [],
+      'no production dependency has an install script, so the image installs them with --ignore-scripts')
+    for (const name of ['tsx', 'mingo', 'typescript']) t.ok(manifest.devDependencies[name] !== undefined && manifest.dependencies[name] === undefined, `${name} is a devDependency`)
+  })
+
+  const app = await productionLayout(t)
+  const secrets = generateSecrets()
+  const password = secrets.databasePassword
+  const mongo = await startMongo({ replicaSet: 'rs0', users: [{ user: 'root', password, db: 'admin', roles: [{ role: 'root', db: 'admin' }] }] })
+  t.teardown(() => mongo.close())
+  const core = await startSessionCore({ apiKey: secrets.sessionsKey })
+  t.teardown(() => core.close())
+  const [backendPort, syncPort, webPort] = [await freePort(), await freePort(), await freePort()]
+
+  // What npm run setup writes, with the container names replaced by the stand-ins' addresses.
+  const document = productionConfig({ webUrl: `http://127.0.0.1:${webPort}`, apiUrl: `http://127.0.0.1:${backendPort}/api`, version: 'latest', webPort, backendPort }, secrets)
+  const database = document.database as Record<string, string>
+  const sync = document.sync as Record<string, unknown>
+  database.uri = database.uri?.replace('mongo:27017', `127.0.0.1:${mongo.port}`) ?? ''
+  sync.databaseUri = String(sync.databaseUri).replace('mongo:27017', `127.0.0.1:${mongo.port}`)
+  sync.port = syncPort
+  sync.serviceUrl = `http://127.0.0.1:${syncPort}`
+  sync.backendUrl = `http://127.0.0.1:${backendPort}`
+  ;(document.sessions as Record<string, unknown>).uri = core.uri
+  const text = renderConfigYaml(document, new Date())
+  const work = await temporaryDir(t, 'calendar-stack-')
+  const configPath = join(work, 'config.yaml')
+  await writeFile(configPath, text, { mode: 0o600 })
+  const composeEnv = composeEnvironment(parseConfig(text, 'backend', { acceptLoopback: true }).config)
+  const stackDir = join(work, 'stack')
+  const override = (file: string) => ({ [LOOPBACK_TEST_OVERRIDE]: configFingerprint(readFileSync(file, 'utf8')) })
+  const production = { NODE_ENV: 'production', HOST: '127.0.0.1' }
+  const allSecrets = Object.values(secrets)
+
+  await t.test('the config step derives each container\'s secret files, and stops on a stale .env', async (t) => {
+    const stale = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv, BACKEND_PORT: '1' })
+    t.equal(stale.code, 1, 'a stale .env stops the step')
+    t.equal(stale.output.trim(), 'config: .env gives BACKEND_PORT another value than backend.port in config.yaml; run `npm run setup -- --env-only` and start again')
+    const refused = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], composeEnv)
+    t.equal(refused.code, 1, 'without the override the stand-ins\' loopback addresses are refused')
+    t.match(refused.output, /^config: database\.uri points at a loopback address/)
+
+    const { code, output } = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv })
+    t.equal(code, 0, 'the step succeeds')
+    t.equal(output, 'stack: wrote the secret files of backend, sync, mongo, sessions-db, session-core\n')
+    t.equal(await readFile(join(stackDir, 'backend/config.yaml'), 'utf8'), text, 'the backend reads config.yaml as it is')
+    t.equal(await readFile(join(stackDir, 'mongo/keyfile'), 'utf8'), `${secrets.replicaSetKey}\n`, 'the keyfile is database.replicaSetKey')
+    t.equal(await readFile(join(stackDir, 'session-core/api-key'), 'utf8'), secrets.sessionsKey, 'the core\'s API key is sessions.key')
+    const syncCopy = await readFile(join(stackDir, 'sync/config.yaml'), 'utf8')
+    t.notOk(syncCopy.includes(password) || syncCopy.includes(secrets.sessionsKey), 'the Sync copy holds neither the root password nor the core\'s key')
+    t.equal((parse(syncCopy) as { sync: { apiDatabase: string } }).sync.apiDatabase, 'calendar', 'and names the database its least-privilege check must be denied')
+    const keyfile = await stat(join(stackDir, 'mongo/keyfile'))
+    t.equal(keyfile.mode & 0o777, 0o400, 'mongod accepts only a keyfile nobody else can read')
+    if (process.getuid?.() === 0) {
+      t.equal(keyfile.uid, STACK_UIDS.database, 'owned by the user mongod runs as')
+      t.equal((await stat(join(stackDir, 'backend/config.yaml'))).uid, STACK_UIDS.node, 'the configuration belongs to the image\'s node user')
+    }
+    t.same(allSecrets.filter((secret) => output.includes(secret)), [], 'no secret is printed')
+  })
+
+  const backendConfig = join(stackDir, 'backend/config.yaml')
+  const syncConfig = join(stackDir, 'sync/config.yaml')
+
+  await t.test('the database step creates the Sync user once and finds it after', async (t) => {
+    const env = { CONFIG_FILE: backendConfig, ...override(backendConfig) }
+    const first = await finished(t, app, ['dist/stack.js', 'database'], env)
+    t.equal(first.code, 0, 'the first run succeeds')
+    t.match(first.output, /^stack: replica set rs0 already initiated\nstack: created the Sync database user "sync" \(readWrite on sync only\)\n$/)
+    const again = await finished(t, app, ['dist/stack.js', 'database'], env)
+    t.equal(again.code, 0, 'so does the next')
+    t.match(again.output, /stack: the Sync database user "sync" exists/)
+  })
+
+  await t.test('production refuses the stand-ins without the override, and with one for another file', async (t) => {
+    const backend = await finished(t, app, ['dist/server.js'], { ...production, CONFIG_FILE: backendConfig })
+    t.equal(backend.code, 1, 'the backend exits')
+    t.match(backend.output.trim(), /^config: database\.uri points at a loopback address, which a production process refuses/)
+    const syncRun = await finished(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig, ...override(backendConfig) })
+    t.equal(syncRun.code, 1, 'Sync exits')
+    t.equal(syncRun.output.trim(), `config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
+  })
+
+  await t.test('Sync and the backend start in production mode, answer their health checks and sign a user up', async (t) => {
+    const syncProcess = run(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig, ...override(syncConfig) })
+    const health = async (service: string, file: string) =>
+      (await finished(t, app, ['dist/stack.js', 'health', service], { CONFIG_FILE: file, ...override(file) })).code === 0
+    await waitUntil(async () => syncProcess.child.exitCode === null ? await health('sync', syncConfig) : true, 'the Sync health check', 30_000)
+    if (syncProcess.child.exitCode !== null) t.comment(syncProcess.output())
+    t.equal(syncProcess.child.exitCode, null, 'Sync runs and answers its health check')
+
+    const backendProcess = run(t, app, ['dist/server.js'], { ...production, CONFIG_FILE: backendConfig, ...override(backendConfig) })
+    await waitUntil(async () => backendProcess.child.exitCode === null ? await health('backend', backendConfig) : true, 'the backend health check', 30_000)
+    if (backendProcess.child.exitCode !== null) t.comment(backendProcess.output())
+    t.equal(backendProcess.child.exitCode, null, 'the backend runs and answers its health check')
+
+    const api = `http://127.0.0.1:${backendPort}/api`
+    const healthBody = await (await fetch(`${api}/health`)).json() as { status: string }
+    t.equal(healthBody.status, 'ok', 'GET /api/health')
+    const email = `someone-${Date.now()}@example.com`
+    const signup = await fetch(`${api}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', rid: 'emailpassword', 'sx-auth-mode': 'header' },
+      body: JSON.stringify({ formFields: [{ id: 'name', value: 'Grace Hopper' }, { id: 'email', value: email }, { id: 'password', value: 'correct horse 1' }] })
+    })
+    t.equal(signup.status, 200, 'sign-up answers 200')
+    t.equal((await signup.json() as { status: string }).status, 'OK')
+    const token = signup.headers.get('sx-access-token')
+    t.type(token, 'string', 'with an access token')
+    const profile = await fetch(`${api}/user/profile`, { headers: { authorization: `Bearer ${token ?? ''}` } })
+    t.equal(profile.status, 200, 'which opens the profile')
+    t.equal((await profile.json() as { email: string }).email, email)
+
+    for (const [name, process] of [['Sync', syncProcess], ['backend', backendProcess]] as const) {
+      t.match(process.output(), new RegExp(`${LOOPBACK_TEST_OVERRIDE} accepts loopback addresses`), `${name} says at start that the override is in force`)
+      t.same(allSecrets.filter((secret) => process.output().includes(secret)), [], `${name} logs no secret`)
+      process.child.kill('SIGTERM')
+      t.equal(await process.exited, 0, `${name} stops cleanly on SIGTERM`)
+    }
+  })
+
+  await t.test('the web image: the bundle built from its build arguments, served by the compiled server', async (t) => {
+    const image = await temporaryDir(t, 'calendar-web-image-')
+    const args = Object.fromEntries(Object.entries(WEB_BUILD_ARGS).map(([arg, key]) => [arg, composeEnv[variableNameOf(key)] ?? '']))
+    // The Containerfile's step, `npx tsx web/build.ts --out ...`, with no config.yaml where it runs.
+    const bundle = await finished(t, image, ['--import', import.meta.resolve('tsx'), join(root, 'web/build.ts'), '--out', join(image, 'web/dist')], args)
+    if (bundle.code !== 0) t.comment(bundle.output)
+    t.equal(bundle.code, 0, 'the bundle builds from the build arguments')
+    await cp(join(dist, 'web'), join(image, 'web'), { recursive: true })
+    await cp(join(root, 'package.json'), join(image, 'package.json'))
+    await mkdir(join(image, 'node_modules'))
+    await symlink(join(root, 'node_modules/yaml'), join(image, 'node_modules/yaml'))
+
+    const port = await freePort()
+    const server = run(t, image, ['web/server.js', '--dist', 'web/dist'], { ...args, NODE_ENV: 'production', HOST: '127.0.0.1', WEB_PORT: String(port) })
+    t.ok(await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined))?.ok === true, 10_000), 'the web server answers (its health check)')
+    const page = await fetch(`http://127.0.0.1:${port}/day`)
+    t.equal(page.status, 200, 'a client route gets the page')
+    t.match(page.headers.get('content-security-policy'), new RegExp(`connect-src 'self' http://127\\.0\\.0\\.1:${backendPort}`))
+    const html = await page.text()
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1]
+    t.ok(script, 'the page loads its bundle')
+    const code = await (await fetch(`http://127.0.0.1:${port}${script ?? ''}`)).text()
+    t.ok(code.includes(`http://127.0.0.1:${backendPort}/api`), 'the API URL is fixed into the bundle')
+    server.child.kill('SIGTERM')
+    t.equal(await server.exited, 0, 'and stops on SIGTERM')
+  })
+})
