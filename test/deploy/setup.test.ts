@@ -128,8 +128,7 @@ test('without a terminal setup asks nothing and takes the local URLs of the publ
   t.equal(config.sync.backendUrl, 'http://backend:8081')
 })
 
-test('on a terminal setup asks for the public URLs, offering defaults', async (t) => {
-  if (!existsSync('/usr/bin/script')) return t.skip('needs script(1) for a terminal')
+test('on a terminal setup asks for the public URLs, offering defaults', { skip: existsSync('/usr/bin/script') ? false : 'needs script(1) for a terminal' }, async (t) => {
   const dir = await freshDir()
   // script(1) gives the command a pseudo-terminal and forwards what is written to its input.
   const child = spawn('script', ['-qec', `${process.execPath} --import tsx setup.ts --dir ${dir}`, '/dev/null'], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] })
