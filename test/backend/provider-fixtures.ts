@@ -8,7 +8,7 @@ import type { Test } from 'tap'
 import { startGoogle, type GoogleStandIn } from '../../dev/google/index.js'
 import { startOidcProvider, type OidcStandIn } from '../../dev/oidc/index.js'
 import { SYNC_PATHS, type ConnectionSummary, type CredentialHandOver, type CursorRequest, type Invalidation } from '../../schemas/sync/index.js'
-import { WEB_URL } from '../helper.js'
+import { WEB_URL, type SignedIn } from '../helper.js'
 
 export const CALLBACK = `${WEB_URL}/auth/extprovider/callback`
 export const GOOGLE_CLIENT = { clientId: '123456789012-web.apps.googleusercontent.com', clientSecret: 'GOCSPX-web-test-secret' }
@@ -97,7 +97,7 @@ export async function startProviderSync (t: Test): Promise<ProviderSync> {
   server.post<{ Body: { users: CursorRequest[] } }>(SYNC_PATHS.changesBatch, async (request) => ({
     pages: request.body.users.map(({ userId, cursor }) => {
       const invalidations = cursor === null ? [] : state.feed.get(userId) ?? []
-      state.feed.delete(userId)
+      if (cursor !== null) state.feed.delete(userId)
       position += 1
       return { userId, cursor: `cursor-${position}`, invalidations, hasMore: false, resyncRequired: false }
     })
@@ -167,4 +167,59 @@ export function googleConnectUrl (google: GoogleStandIn, options: { scope?: stri
   if (options.prompt !== null) url.searchParams.set('prompt', options.prompt ?? 'consent')
   url.searchParams.set('state', randomBytes(8).toString('hex'))
   return url.toString()
+}
+
+export type ThirdPartyId = 'google' | 'microsoft' | 'apple'
+
+export interface SignInAnswer {
+  statusCode: number
+  body: Record<string, unknown>
+  session: SignedIn | undefined
+}
+
+export function sessionOf (headers: Record<string, unknown>): SignedIn | undefined {
+  const accessToken = headers['sx-access-token']
+  if (typeof accessToken !== 'string') return undefined
+  const payload = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }
+  return { userId: payload.sub, accessToken, refreshToken: String(headers['sx-refresh-token']), headers: { authorization: `Bearer ${accessToken}` } }
+}
+
+/** The web client's side of a provider sign-in against an app. */
+export function signInThrough (app: FastifyInstance) {
+  /** The web client's first step: the library's authorization URL (and PKCE verifier) for the one callback. */
+  async function authorisationUrl (thirdPartyId: ThirdPartyId): Promise<{ url: URL, pkceCodeVerifier: string | undefined }> {
+    const response = await app.inject({
+      method: 'GET',
+      url: `/api/auth/authorisationurl?thirdPartyId=${thirdPartyId}&redirectURIOnProviderDashboard=${encodeURIComponent(CALLBACK)}`
+    })
+    const body = response.json() as { status: string, urlWithQueryParams: string, pkceCodeVerifier?: string }
+    if (body.status !== 'OK') throw new Error(`no authorization URL: ${response.body}`)
+    return { url: new URL(body.urlWithQueryParams), pkceCodeVerifier: body.pkceCodeVerifier }
+  }
+
+  async function postSignInUp (thirdPartyId: ThirdPartyId, redirect: Redirect, pkceCodeVerifier: string | undefined, redirectUri = CALLBACK): Promise<SignInAnswer> {
+    const redirectURIQueryParams: Record<string, string> = { code: redirect.code }
+    if (redirect.state !== undefined) redirectURIQueryParams['state'] = redirect.state
+    if (redirect.scope !== undefined) redirectURIQueryParams['scope'] = redirect.scope
+    if (redirect.user !== undefined) redirectURIQueryParams['user'] = redirect.user
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/auth/signinup',
+      headers: { 'sx-auth-mode': 'header', rid: 'thirdparty' },
+      payload: {
+        thirdPartyId,
+        redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams, ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier }) }
+      }
+    })
+    return { statusCode: response.statusCode, body: response.json(), session: sessionOf(response.headers) }
+  }
+
+  /** A whole provider sign-in as a browser and the web client make it. */
+  async function providerSignIn (thirdPartyId: ThirdPartyId, email: string, adjust?: (url: URL) => void): Promise<SignInAnswer> {
+    const { url, pkceCodeVerifier } = await authorisationUrl(thirdPartyId)
+    adjust?.(url)
+    return await postSignInUp(thirdPartyId, await authorize(url.toString(), email), pkceCodeVerifier)
+  }
+
+  return { authorisationUrl, postSignInUp, providerSignIn }
 }

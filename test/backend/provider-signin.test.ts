@@ -9,7 +9,7 @@ import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { buildApp, signIn, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
 import { createCredentialCipher, userRefreshTokenBinding } from '../../lib/credential-cipher.js'
 import type { UserDocument } from '../../plugins/app/users.js'
-import { authorize, CALLBACK, googleConnection, startProviderSync, startProviders, type ProviderSync, type Redirect } from './provider-fixtures.js'
+import { authorize, CALLBACK, googleConnection, signInThrough, startProviderSync, startProviders, type ProviderSync, type SignInAnswer } from './provider-fixtures.js'
 
 const deps = await startDependencies(tap)
 const providers = await startProviders(tap)
@@ -18,55 +18,7 @@ const { app, config, log } = await buildApp(tap, deps, { syncUrl: sync.url, extr
 const users = app.mongo.db.collection<UserDocument>('users')
 const cipher = createCredentialCipher(config.sync.credentialEncryptionKey ?? '')
 
-type ThirdPartyId = 'google' | 'microsoft' | 'apple'
-
-interface SignInAnswer {
-  statusCode: number
-  body: Record<string, unknown>
-  session: SignedIn | undefined
-}
-
-function sessionOf (headers: Record<string, unknown>): SignedIn | undefined {
-  const accessToken = headers['sx-access-token']
-  if (typeof accessToken !== 'string') return undefined
-  const payload = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }
-  return { userId: payload.sub, accessToken, refreshToken: String(headers['sx-refresh-token']), headers: { authorization: `Bearer ${accessToken}` } }
-}
-
-/** The web client's first step: the library's authorization URL (and PKCE verifier) for the one callback. */
-async function authorisationUrl (thirdPartyId: ThirdPartyId): Promise<{ url: URL, pkceCodeVerifier: string | undefined }> {
-  const response = await app.inject({
-    method: 'GET',
-    url: `/api/auth/authorisationurl?thirdPartyId=${thirdPartyId}&redirectURIOnProviderDashboard=${encodeURIComponent(CALLBACK)}`
-  })
-  const body = response.json() as { status: string, urlWithQueryParams: string, pkceCodeVerifier?: string }
-  if (body.status !== 'OK') throw new Error(`no authorization URL: ${response.body}`)
-  return { url: new URL(body.urlWithQueryParams), pkceCodeVerifier: body.pkceCodeVerifier }
-}
-
-async function postSignInUp (thirdPartyId: ThirdPartyId, redirect: Redirect, pkceCodeVerifier: string | undefined, redirectUri = CALLBACK): Promise<SignInAnswer> {
-  const redirectURIQueryParams: Record<string, string> = { code: redirect.code }
-  if (redirect.state !== undefined) redirectURIQueryParams['state'] = redirect.state
-  if (redirect.scope !== undefined) redirectURIQueryParams['scope'] = redirect.scope
-  if (redirect.user !== undefined) redirectURIQueryParams['user'] = redirect.user
-  const response = await app.inject({
-    method: 'POST',
-    url: '/api/auth/signinup',
-    headers: { 'sx-auth-mode': 'header', rid: 'thirdparty' },
-    payload: {
-      thirdPartyId,
-      redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams, ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier }) }
-    }
-  })
-  return { statusCode: response.statusCode, body: response.json(), session: sessionOf(response.headers) }
-}
-
-/** A whole provider sign-in as a browser and the web client make it. */
-async function providerSignIn (thirdPartyId: ThirdPartyId, email: string, adjust?: (url: URL) => void): Promise<SignInAnswer> {
-  const { url, pkceCodeVerifier } = await authorisationUrl(thirdPartyId)
-  adjust?.(url)
-  return await postSignInUp(thirdPartyId, await authorize(url.toString(), email), pkceCodeVerifier)
-}
+const { authorisationUrl, postSignInUp, providerSignIn } = signInThrough(app)
 
 function signedIn (t: Test, answer: SignInAnswer): SignedIn {
   t.equal(answer.statusCode, 200)

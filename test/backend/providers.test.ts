@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { buildApp, startDependencies, WEB_URL } from '../helper.js'
 import { signInProviders } from '../../lib/identity-providers.js'
+import { checkCrossKeyRules } from '../../lib/config-rules.js'
 
 test('provider sign-in is offered only for configured providers', async (t) => {
   t.same(signInProviders({}), [])
@@ -52,4 +53,14 @@ test('with Google configured, the authorisation URL asks for offline calendar ac
 
   const unknown = await app.inject({ method: 'GET', url: '/api/auth/authorisationurl?thirdPartyId=apple&redirectURIOnProviderDashboard=x' })
   t.not(unknown.json().status, 'OK', 'an unconfigured provider is not offered')
+})
+
+test('stand-in origins are development only, Apple\'s included', async (t) => {
+  const production = {
+    runtime: { nodeEnv: 'production' as const, timezone: 'UTC' as const, logLevel: 'info' as const, version: 'latest' },
+    sync: { databaseUri: 'mongodb://x/sync', internalAuthToken: 't', callbackBaseUrl: 'http://x', serviceUrl: 'http://x', port: 3010, cloudMutationMode: 'enabled' as const, execution: 'passive' as const, postConnectRedirectUrl: 'http://x' },
+    idsignin: { endpointBase: 'http://127.0.0.1:4030' }
+  }
+  t.same(checkCrossKeyRules(production, 'backend').filter((finding) => finding.key.endsWith('endpointBase')).map((finding) => finding.key), ['idsignin.endpointBase'])
+  t.same(checkCrossKeyRules({ ...production, runtime: { ...production.runtime, nodeEnv: 'development' } }, 'backend').filter((finding) => finding.key.endsWith('endpointBase')), [])
 })
