@@ -26,6 +26,14 @@ export type WatchAction = 'renew' | 'stop' | 'keep'
  */
 export const FALLBACK_PULL_AFTER_MS = 15 * 60_000
 
+/**
+ * How long a pull asked for by a notification waits before it runs: providers send one
+ * notification per change, so a burst of changes (an import elsewhere, a bulk edit) arrives as a
+ * burst of notifications, and all that arrive meanwhile join the one waiting pull. Notifications
+ * that arrive while it runs make it run once more (the job queue's rerun), not once each.
+ */
+export const NOTIFICATION_PULL_DELAY_MS = 500
+
 /** Whether a calendar of a live connection is due for a pull no notification asked for. */
 export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): boolean {
   if (calendar.cursor === null) return false

@@ -15,7 +15,9 @@ import type { Clock } from '../lib/clock.js'
 import type { ConnectionRecord } from '../lib/connections/record.js'
 import { isLive } from '../lib/connections/state-machine.js'
 import type { ProviderCredential } from '../lib/credentials.js'
-import { DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, WATCH_LIFETIME_MS, watchAction } from '../lib/provider-sync.js'
+import {
+  DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, NOTIFICATION_PULL_DELAY_MS, WATCH_LIFETIME_MS, watchAction
+} from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
@@ -175,7 +177,7 @@ export class SyncEngine {
     }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
-    await this.#queueCalendarPull(watch)
+    await this.#queueCalendarPull(watch, new Date(this.#parts.clock.now().getTime() + NOTIFICATION_PULL_DELAY_MS))
     return { result: 'queued' }
   }
 
@@ -199,13 +201,14 @@ export class SyncEngine {
   }
 
   /** One pull of one calendar; a pull already waiting for it absorbs this one (its coalescing key). */
-  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }): Promise<void> {
+  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }, runAt?: Date): Promise<void> {
     await this.#parts.queue.enqueue({
       type: 'pull',
       coalescingKey: jobKeys.calendarPull(target.connectionId, target.calendarId),
       userId: target.userId,
       connectionId: target.connectionId,
-      payload: { calendarId: target.calendarId }
+      payload: { calendarId: target.calendarId },
+      ...(runAt === undefined ? {} : { runAt })
     })
   }
 

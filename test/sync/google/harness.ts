@@ -16,6 +16,7 @@ import {
 } from '../../../schemas/sync/index.js'
 import type { BeginConnectionResponse, ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch } from '../../../schemas/sync/index.js'
 import app from '../../../sync/app.js'
+import { NOTIFICATION_PULL_DELAY_MS } from '../../../sync/lib/provider-sync.js'
 import type { SyncAppOptions } from '../../../sync/app.js'
 import { databaseUri, freePort, INTERNAL_TOKEN, ManualClock, newUserId, startDatabase, testConfig } from '../helper.js'
 import type { SyncConfig } from '../../../schemas/config.js'
@@ -168,6 +169,8 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
   await sync.listen({ host: '127.0.0.1', port })
   t.teardown(() => sync.close())
   const drain = async (rounds = 10): Promise<number> => {
+    // Pulls asked for by notifications wait a moment for the rest of a burst: that moment passes.
+    clock.advance(NOTIFICATION_PULL_DELAY_MS)
     let ran = 0
     for (let round = 0; round < rounds; round++) {
       const now = await sync.syncJobWorker.tick()

@@ -3,6 +3,7 @@
 import { test } from 'tap'
 import type { Invalidation } from '../../../schemas/sync/index.js'
 import { ALICE, connectAndSync, SAMPLE_EVENTS, startStack } from './harness.js'
+import { NOTIFICATION_PULL_DELAY_MS } from '../../../sync/lib/provider-sync.js'
 import type { Stack } from './harness.js'
 
 async function feedSince (stack: Stack, userId: string, cursor: string): Promise<{ items: Invalidation[], cursor: string }> {
@@ -62,6 +63,8 @@ test('a burst of notifications for one calendar is one pull; a pull that learns 
   // A notification while the pull runs: the running job runs once more.
   stack.google.control.insertEvent(ALICE, { ...SAMPLE_EVENTS.allDay, summary: 'During' })
   await stack.google.notificationsSettled()
+  t.equal(await stack.sync.syncJobQueue.claim('test-worker'), null, 'the pull waits a moment for the rest of a burst')
+  stack.clock.advance(NOTIFICATION_PULL_DELAY_MS)
   const claimed = await stack.sync.syncJobQueue.claim('test-worker')
   t.match(claimed, { type: 'pull' })
   stack.google.control.insertEvent(ALICE, { ...SAMPLE_EVENTS.allDay, summary: 'Later' })
