@@ -145,7 +145,12 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       return
     }
     if (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries) {
-      writes.push({ kind: 'touch', eventId: existing._id, set: bookkeeping(item) })
+      // A replayed page (or the full pass of an import after its window pass) has nothing to
+      // write at all; an echo of our own write brings a new etag to remember.
+      const set = bookkeeping(item)
+      if ((Object.keys(set) as Array<keyof ProviderFields>).some((key) => existing[key] !== set[key])) {
+        writes.push({ kind: 'touch', eventId: existing._id, set })
+      }
       counts.unchanged++
       return
     }
