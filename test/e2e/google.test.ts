@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { waitUntil } from '../processes.js'
+import { signIn } from '../helper.js'
 import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
 
 // A user's Google calendar both ways, live, through the real interfaces: the backend's routes and
@@ -71,7 +72,8 @@ test('Google Calendar through the Sync service, end to end', async (t) => {
     t.equal(copies.length, 1, 'Google echoing the write back does not make a second event')
   })
 
-  await t.test('revoked at Google: attention with both codes on the stream, 410 for its events, reconnect repairs', async (t) => {
+  await t.test('revoked at Google: attention with both codes, then every session ends (invalid_grant); signed in again, 410 for its events until a reconnect repairs', async (t) => {
+    const holiday = (await events()).find((event) => event.title === 'Holiday')
     google.revoke(primary)
     // The next pull meets invalid_grant.
     const refresh = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
@@ -81,16 +83,24 @@ test('Google Calendar through the Sync service, end to end', async (t) => {
     t.ok(codes.includes('CONNECTION_REVOKED') && codes.includes('GOOGLE_REVOKED'), 'the current code and its legacy alias')
     const connectionId = messagesOf('syncStatusChanged').find((message) => message.code === 'CONNECTION_REVOKED')?.connectionId
 
-    const holiday = (await events()).find((event) => event.title === 'Holiday')
-    const refused = await stack.backend.app.inject({ method: 'PUT', url: `/api/event/${holiday?._id ?? ''}`, headers: user.headers, payload: { title: 'Holiday!', startDate: '2026-12-24', endDate: '2026-12-27', isAllDay: true, calendarId: primary } })
+    // A dead grant ends the user's sessions: the stream closes and REST answers 401, so the client
+    // goes back to login.
+    await stream.untilEnded(20_000)
+    t.equal((await stack.backend.app.inject({ method: 'GET', url: `/api/event?${RANGE}`, headers: user.headers })).statusCode, 401)
+    const back = { ...await signIn(stack.backend.app, { email: user.email, password: 'pw-for-ada-1' }), email: user.email }
+    const reopened = await RawSseReader.open(`${stack.backendOrigin}/api/events/stream`, { authorization: back.headers.authorization ?? '' })
+    t.teardown(() => reopened.close())
+    await reopened.untilMessages(1)
+
+    const write = async () => await stack.backend.app.inject({ method: 'PUT', url: `/api/event/${holiday?._id ?? ''}`, headers: back.headers, payload: { title: 'Holiday!', startDate: '2026-12-24', endDate: '2026-12-27', isAllDay: true, calendarId: primary } })
+    const refused = await write()
     t.equal(refused.statusCode, 410)
     t.equal(refused.json().code, 'CONNECTION_REVOKED')
     t.equal(refused.json().connectionId, connectionId)
 
-    const landed = await connectGoogle(stack, user, { provider: 'google', intent: 'reconnect', connectionId })
+    const landed = await connectGoogle(stack, back, { provider: 'google', intent: 'reconnect', connectionId })
     t.equal(landed.searchParams.get('status'), 'connected')
-    await stream.until(() => messagesOf('syncStatusChanged').filter((message) => message.status === 'healthy').length >= 2, 20_000)
-    const again = await stack.backend.app.inject({ method: 'PUT', url: `/api/event/${holiday?._id ?? ''}`, headers: user.headers, payload: { title: 'Holiday!', startDate: '2026-12-24', endDate: '2026-12-27', isAllDay: true, calendarId: primary } })
-    t.equal(again.statusCode, 204, 'writable again after the reconnect')
+    await reopened.until(() => reopened.messages().some((message) => (message as Record<string, unknown>)['status'] === 'healthy'), 20_000)
+    t.equal((await write()).statusCode, 204, 'writable again after the reconnect')
   })
 })
