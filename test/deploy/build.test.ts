@@ -35,8 +35,9 @@ interface Run {
 function run (t: Test, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}, command = process.execPath): Run {
   const child = spawn(command, args, {
     cwd,
-    // Nothing of the test's own environment that could change the outcome.
-    env: { PATH: process.env.PATH, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, ...env },
+    // Nothing of the test's own environment that could change the outcome (nor coverage: these run
+    // a copy of dist/ outside the repository, as the images do).
+    env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let output = ''
