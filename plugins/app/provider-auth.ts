@@ -206,20 +206,27 @@ export default fp(async function providerAuth (fastify) {
 
   async function exchange (request: ProviderConnectRequest): Promise<{ tokens: GoogleTokens, accountId: string, email: string | undefined }> {
     const { client, clientId } = googleClient(request.redirectUri)
+    let tokens: GoogleTokens
     try {
-      const { tokens } = await client.getToken({ code: request.code, ...(request.codeVerifier === undefined ? {} : { codeVerifier: request.codeVerifier }) })
-      if (typeof tokens.id_token !== 'string') throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google issued no ID token: the openid scope is required')
-      const payload = (await client.verifyIdToken({ idToken: tokens.id_token, audience: clientId })).getPayload()
-      if (payload === undefined) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s ID token names nobody')
-      // An address Google does not vouch for cannot match the signed-in user's.
-      const email = payload.email !== undefined && payload.email_verified === true ? normalizeEmail(payload.email) : undefined
-      return { tokens, accountId: payload.sub, email }
+      tokens = (await client.getToken({ code: request.code, ...(request.codeVerifier === undefined ? {} : { codeVerifier: request.codeVerifier }) })).tokens
     } catch (error) {
-      if (error instanceof TypedHttpError) throw error
       if (googleAnswered(error)) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google did not accept the authorization code; start connecting again')
-      log.warn({ reason: (error as Error).message }, 'Google could not be reached to exchange an authorization code')
+      // The error's name only: library messages may quote what was sent or received.
+      log.warn({ errorClass: (error as Error).name }, 'Google could not be reached to exchange an authorization code')
       throw new TypedHttpError(503, 'PROVIDER_UNAVAILABLE', 'Google could not be reached; try again shortly', {}, 5)
     }
+    if (typeof tokens.id_token !== 'string') throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google issued no ID token: the openid scope is required')
+    let payload
+    try {
+      payload = (await client.verifyIdToken({ idToken: tokens.id_token, audience: clientId })).getPayload()
+    } catch (error) {
+      log.warn({ errorClass: (error as Error).name }, 'Google\'s ID token could not be verified')
+      throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s answer could not be verified; start connecting again')
+    }
+    if (payload === undefined) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s ID token names nobody')
+    // An address Google does not vouch for cannot match the signed-in user's.
+    const email = payload.email !== undefined && payload.email_verified === true ? normalizeEmail(payload.email) : undefined
+    return { tokens, accountId: payload.sub, email }
   }
 
   async function connectGoogle (userId: string, request: ProviderConnectRequest): Promise<ProviderConnectResponse> {

@@ -232,7 +232,14 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                   if (!isAllowedRedirectUri(redirect.redirectURIOnProviderDashboard, config.web.url)) {
                     throw new TypedHttpError(400, 'REDIRECT_URI_NOT_ALLOWED', 'The redirect URI is not this service\'s provider callback')
                   }
-                  const result = await original.signInUpPOST!(input)
+                  const result = await original.signInUpPOST!(input).catch((error: unknown) => {
+                    // The library reports a provider's refusal of the code (reused, expired,
+                    // forged) as a plain error carrying the provider's status.
+                    if (error instanceof Error && /^Received response with status 4\d\d/.test(error.message)) {
+                      throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'The provider did not accept the authorization code; sign in again')
+                    }
+                    throw error
+                  })
                   if (result.status !== 'OK') return result
                   const method = result.user.loginMethods.find((login) => login.recipeId === 'thirdparty' && login.thirdParty?.id === input.provider.id)
                   if (method?.thirdParty === undefined) throw new Error('the provider login is missing from the library\'s answer')

@@ -84,8 +84,11 @@ test('the one redirect URI is enforced before any exchange; tokens instead of a 
   t.equal(tokens.statusCode, 400)
   t.equal(tokens.json().code, 'AUTHORIZATION_CODE_REQUIRED')
 
-  // The same code, still unused, works with the right address.
+  // The same code, still unused, works with the right address; used once, it is refused.
   signedIn(t, await postSignInUp('google', redirect, pkceCodeVerifier))
+  const reused = await postSignInUp('google', redirect, pkceCodeVerifier)
+  t.equal(reused.statusCode, 400)
+  t.equal(reused.body['code'], 'AUTHORIZATION_CODE_REJECTED')
 })
 
 test('the authorization URL asks Google for offline calendar access at the stand-in', async (t) => {
