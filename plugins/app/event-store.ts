@@ -56,6 +56,12 @@ export class EventStore {
         name: 'user_provider_event_unique',
         unique: true,
         partialFilterExpression: { providerEventId: { $exists: true } }
+      },
+      // Exceptions that arrived before their series master, found when it comes.
+      {
+        key: { user: 1, calendarId: 1, waitingForSeries: 1 },
+        name: 'user_waiting_for_series',
+        partialFilterExpression: { waitingForSeries: { $exists: true } }
       }
     ])
   }

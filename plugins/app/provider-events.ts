@@ -24,10 +24,12 @@ export default fp(async function providerEvents (fastify) {
   async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
     const providerIds = batch.events.map((item) => item.providerEventId)
     const masterIds = [...new Set(batch.events.flatMap((item) => item.recurringEventId === undefined ? [] : [item.recurringEventId]))]
+    // Only a series master can release exceptions that wait for it.
+    const seriesInBatch = batch.events.flatMap((item) => item.content?.recurrence === undefined ? [] : [item.providerEventId])
     const linkedIds = batch.events.flatMap((item) => item.eventId === undefined ? [] : [item.eventId])
     const [stored, waiting, linked] = await Promise.all([
       store.findByProviderIds(batch.userId, batch.calendarId, [...new Set([...providerIds, ...masterIds])]),
-      store.findWaitingFor(batch.userId, batch.calendarId, providerIds),
+      store.findWaitingFor(batch.userId, batch.calendarId, seriesInBatch),
       store.findByIds(batch.userId, linkedIds)
     ])
     const plan = planProviderBatch({ batch, stored, waiting, linked, mintId: mintEventId })
