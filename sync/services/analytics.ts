@@ -2,6 +2,7 @@
 // small interface, so the analytics client is one class behind it; without a client the events are
 // log lines with the same fields.
 import type { FastifyBaseLogger } from 'fastify'
+import { PostHog } from 'posthog-node'
 
 export interface OAuthCallbackEvent {
   name: 'oauth_callback'
@@ -40,4 +41,27 @@ export class LogAnalytics implements Analytics {
   }
 
   async close (): Promise<void> {}
+}
+
+/** Sends each event to the configured PostHog host (`analytics.key`, `analytics.host`), in the background. */
+export class PostHogAnalytics implements Analytics {
+  readonly #client: PostHog
+  readonly #log: FastifyBaseLogger
+
+  constructor (settings: { key: string, host: string }, log: FastifyBaseLogger) {
+    this.#client = new PostHog(settings.key, { host: settings.host, flushAt: 20, flushInterval: 10_000, disableGeoip: true })
+    this.#log = log
+  }
+
+  capture (event: AnalyticsEvent): void {
+    try {
+      this.#client.capture({ distinctId: event.distinctId, event: event.name, properties: event.properties })
+    } catch (error) {
+      this.#log.warn({ err: error, analyticsEvent: event.name }, 'analytics event dropped')
+    }
+  }
+
+  async close (): Promise<void> {
+    await this.#client.shutdown(5000)
+  }
 }

@@ -124,6 +124,7 @@ export interface StackOptions {
   pageSize?: number
   sync?: Partial<SyncConfig['sync']>
   appOptions?: Partial<SyncAppOptions>
+  analytics?: { key: string, host: string }
 }
 
 export async function startStack (t: Test, options: StackOptions = {}): Promise<Stack> {
@@ -147,7 +148,8 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
   const config: SyncConfig = {
     ...base,
     backend: { port: 3000, apiUrl: 'http://127.0.0.1:9/api', originsAllowed: ['https://web.example.test'], serviceToken: SERVICE_TOKEN },
-    extprovider: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: google.url }
+    extprovider: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: google.url },
+    ...(options.analytics === undefined ? {} : { analytics: options.analytics })
   }
   const logs: Array<Record<string, unknown>> = []
   const stream = new Writable({
