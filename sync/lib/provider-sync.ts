@@ -33,6 +33,8 @@ export const FALLBACK_PULL_AFTER_MS = 15 * 60_000
  * that arrive while it runs make it run once more (the job queue's rerun), not once each.
  */
 export const NOTIFICATION_PULL_DELAY_MS = 500
+/** However long a burst lasts, its pull waits at most this long after the burst's first notification. */
+export const NOTIFICATION_PULL_MAX_WAIT_MS = 5000
 
 /** Whether a calendar of a live connection is due for a pull no notification asked for. */
 export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): boolean {

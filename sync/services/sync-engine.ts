@@ -16,7 +16,8 @@ import type { ConnectionRecord } from '../lib/connections/record.js'
 import { isLive } from '../lib/connections/state-machine.js'
 import type { ProviderCredential } from '../lib/credentials.js'
 import {
-  DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, NOTIFICATION_PULL_DELAY_MS, WATCH_LIFETIME_MS, watchAction
+  DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, NOTIFICATION_PULL_DELAY_MS, NOTIFICATION_PULL_MAX_WAIT_MS,
+  WATCH_LIFETIME_MS, watchAction
 } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
@@ -177,7 +178,12 @@ export class SyncEngine {
     }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
-    await this.#queueCalendarPull(watch, new Date(this.#parts.clock.now().getTime() + NOTIFICATION_PULL_DELAY_MS))
+    // Each notification of a burst moves the waiting pull back a little, so the burst is one pull.
+    const now = this.#parts.clock.now().getTime()
+    const queued = await this.#queueCalendarPull(watch, new Date(now + NOTIFICATION_PULL_DELAY_MS))
+    if (queued.coalesced) {
+      await this.#parts.queue.postpone(queued.job, new Date(now + NOTIFICATION_PULL_DELAY_MS), new Date(queued.job.createdAt.getTime() + NOTIFICATION_PULL_MAX_WAIT_MS))
+    }
     return { result: 'queued' }
   }
 
@@ -201,8 +207,8 @@ export class SyncEngine {
   }
 
   /** One pull of one calendar; a pull already waiting for it absorbs this one (its coalescing key). */
-  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }, runAt?: Date): Promise<void> {
-    await this.#parts.queue.enqueue({
+  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }, runAt?: Date): Promise<{ job: JobRecord, coalesced: boolean }> {
+    return await this.#parts.queue.enqueue({
       type: 'pull',
       coalescingKey: jobKeys.calendarPull(target.connectionId, target.calendarId),
       userId: target.userId,

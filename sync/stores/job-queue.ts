@@ -113,6 +113,17 @@ export class JobQueue {
   }
 
   /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. */
+  /**
+   * Moves a queued job's start to `runAt` (never earlier than it was, never later than `latest`):
+   * a debounce, for requests that keep arriving while the job waits. A running job is left alone.
+   */
+  async postpone (job: JobRecord, runAt: Date, latest: Date): Promise<void> {
+    if (job.status !== 'queued') return
+    const start = new Date(Math.min(latest.getTime(), Math.max(job.runAt.getTime(), runAt.getTime())))
+    if (start.getTime() === job.runAt.getTime()) return
+    await this.#rows.updateOne({ _id: job._id, status: 'queued' }, { $set: { runAt: start, updatedAt: this.#clock.now() } })
+  }
+
   async claim (owner: string): Promise<JobRecord | null> {
     for (;;) {
       const now = this.#clock.now()

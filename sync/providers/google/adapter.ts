@@ -260,9 +260,13 @@ export class GoogleCalendarAdapter implements ProviderPort {
   }
 
   /** Lists every page after `pageToken` into the sink; the sync token of the last page, if any. */
+  /**
+   * Every page of a list, in order, each handed to the sink before the next; the next page is read
+   * from Google while the sink applies the current one, so reading and writing overlap. A page the
+   * sink did not take is never read past: a failure stops the list where the checkpoint stands.
+   */
   async #list (context: ProviderContext, calendar: ProviderCalendar, query: CalendarV3.Params$Resource$Events$List, pageToken: string | null, sink: ProviderEventSink): Promise<string | null> {
-    let token = pageToken
-    for (;;) {
+    const read = async (token: string | null) => {
       const params: CalendarV3.Params$Resource$Events$List = {
         calendarId: calendar.calendarId,
         maxResults: this.#options.pageSize ?? 2500,
@@ -271,10 +275,22 @@ export class GoogleCalendarAdapter implements ProviderPort {
         ...(token ? { pageToken: token } : {})
       }
       const { data } = await this.#call(context, 'events.list', async (api) => await api.events.list(params))
+      return data
+    }
+    let data = await read(pageToken)
+    for (;;) {
       const events = (data.items ?? []).map((item) => toProviderEvent(item, data.timeZone ?? calendar.timeZone)).filter((event): event is ProviderEvent => event !== null)
-      token = data.nextPageToken ?? null
-      await sink({ events, nextPageToken: token })
-      if (token === null) return data.nextSyncToken ?? null
+      const token = data.nextPageToken ?? null
+      const ahead = token === null ? null : read(token)
+      try {
+        await sink({ events, nextPageToken: token })
+      } catch (error) {
+        // The page read ahead is not wanted any more; its own failure must not surface unhandled.
+        ahead?.catch(() => {})
+        throw error
+      }
+      if (ahead === null) return data.nextSyncToken ?? null
+      data = await ahead
     }
   }
 
