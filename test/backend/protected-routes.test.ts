@@ -2,8 +2,10 @@ import { test } from 'tap'
 import { buildApp, startDependencies } from '../helper.js'
 
 // The specification: /api/health is the only intentionally unauthenticated route. The session
-// library's own routes under /api/auth (sign-up, sign-in, refresh, reset) authenticate themselves.
-const PUBLIC = [/^\/api\/health\/?$/, /^\/api\/auth\//, /^\*$/]
+// library's own routes under /api/auth (sign-up, sign-in, refresh, reset) authenticate themselves,
+// /sync/* are the Sync service's callbacks, verified inside the Sync service (test/backend/sync-proxy
+// .test.ts), and /api/internal/* take the service token (test/events/provider-events.test.ts).
+const PUBLIC = [/^\/api\/health\/?$/, /^\/api\/auth\//, /^\/sync\//, /^\*$/]
 
 test('every route other than health and the auth routes answers 401 without a session', async (t) => {
   const deps = await startDependencies(t)
