@@ -26,6 +26,7 @@ import credentialsPlugin from './plugins/credentials.js'
 import connectionsPlugin from './plugins/connections.js'
 import calendarsPlugin from './plugins/calendars.js'
 import watchesPlugin from './plugins/watches.js'
+import credentialHandOversPlugin from './plugins/credential-hand-overs.js'
 import jobQueuePlugin from './plugins/job-queue.js'
 import syncEnginePlugin from './plugins/sync-engine.js'
 import eventChangesPlugin from './plugins/event-changes.js'
@@ -77,6 +78,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(connectionsPlugin)
   await fastify.register(calendarsPlugin)
   await fastify.register(watchesPlugin)
+  await fastify.register(credentialHandOversPlugin)
   await fastify.register(activityPlugin)
   await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
   await fastify.register(syncEnginePlugin)

@@ -8,10 +8,10 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { Static, TSchema } from '@sinclair/typebox'
 import {
-  BACKEND_INTERNAL_PATHS, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema
+  BACKEND_INTERNAL_PATHS, GrantRevokedResultSchema, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema
 } from '../../schemas/sync/index.js'
 import type {
-  ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult
+  GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult
 } from '../../schemas/sync/index.js'
 
 /** What the Sync service asks of the backend; tests may give a recording one. */
@@ -20,6 +20,8 @@ export interface BackendPort {
   applyEvents: (batch: ProviderEventBatch) => Promise<ProviderEventBatchResult>
   /** Removes a provider calendar's events (or all of a connection's) from the user's data. */
   removeCalendar: (removal: ProviderCalendarRemoval) => Promise<ProviderCalendarRemovalResult>
+  /** A provider refused the user's grant for good: the backend revokes the user's sessions. */
+  grantRevoked: (notice: GrantRevokedNotice) => Promise<GrantRevokedResult>
   close: () => Promise<void>
 }
 
@@ -45,7 +47,8 @@ export interface BackendClientOptions {
 
 const checkers = {
   batch: TypeCompiler.Compile(ProviderEventBatchResultSchema),
-  removal: TypeCompiler.Compile(ProviderCalendarRemovalResultSchema)
+  removal: TypeCompiler.Compile(ProviderCalendarRemovalResultSchema),
+  revoked: TypeCompiler.Compile(GrantRevokedResultSchema)
 }
 
 export class BackendClient implements BackendPort {
@@ -67,6 +70,10 @@ export class BackendClient implements BackendPort {
 
   async removeCalendar (removal: ProviderCalendarRemoval): Promise<ProviderCalendarRemovalResult> {
     return await this.#post(BACKEND_INTERNAL_PATHS.providerCalendarRemoval, removal, checkers.removal)
+  }
+
+  async grantRevoked (notice: GrantRevokedNotice): Promise<GrantRevokedResult> {
+    return await this.#post(BACKEND_INTERNAL_PATHS.grantRevoked, notice, checkers.revoked)
   }
 
   async close (): Promise<void> {

@@ -16,6 +16,7 @@ export default fp(async function syncEngine (fastify) {
     queue: fastify.syncJobQueue,
     watches: fastify.syncWatches,
     activity: fastify.syncActivity,
+    handOvers: fastify.syncCredentialHandOvers,
     providers: fastify.syncProviders,
     backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
@@ -26,6 +27,6 @@ export default fp(async function syncEngine (fastify) {
   name: 'sync-engine',
   dependencies: [
     'sync-config', 'sync-providers', 'sync-backend', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars',
-    'sync-watches', 'sync-activity', 'sync-job-queue'
+    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs'
   ]
 })

@@ -9,7 +9,8 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
 import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
 import type {
-  EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteSubject
+  CredentialHandOver, CredentialHandOverResult, EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult,
+  ProviderWriteSubject
 } from '../../schemas/sync/index.js'
 import type { Clock } from '../lib/clock.js'
 import type { ConnectionRecord } from '../lib/connections/record.js'
@@ -24,6 +25,8 @@ import type { PullOutcome } from '../lib/pull-rule.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
 import type { BackendPort } from '../clients/backend.js'
+import { SyncServiceError } from '../lib/errors.js'
+import type { CredentialHandOverStore } from '../stores/credential-hand-overs.js'
 import type { CalendarRecord, CalendarStore, ImportCheckpoint } from '../stores/calendars.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
 import type { ConnectionStore } from '../stores/connections.js'
@@ -42,6 +45,7 @@ export interface SyncEngineParts {
   queue: JobQueue
   watches: WatchStore
   activity: UserActivityStore
+  handOvers: CredentialHandOverStore
   providers: ProviderRegistry
   /** The backend's provider-events endpoints; null when the configuration names no backend. */
   backend: BackendPort | null
@@ -115,6 +119,44 @@ export class SyncEngine {
     // Each authorization is a new import run: its calendars are read again from the start.
     await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation, run: randomUUID() } })
     return authorized ?? record
+  }
+
+  /**
+   * A credential the backend obtained at a provider sign-in or a connect from a signed-in session
+   * (specification, "Provider sign-in and sign-up": the modes). SIGNUP (or no connection yet)
+   * creates the connection and imports; RECONNECT_REPAIR (or a connection that needs the user)
+   * repairs it with this credential; SIGNIN_INCREMENTAL keeps the connection, checks its channels
+   * (starts the missing ones) and pulls. A repeated hand-over is answered as the first one was.
+   */
+  async handOverCredential (userId: string, handOver: CredentialHandOver): Promise<CredentialHandOverResult> {
+    const { connections, credentials, handOvers, queue, clock, providers } = this.#parts
+    const previous = await handOvers.find(userId, handOver.idempotencyKey)
+    if (previous !== null) return previous
+    if (providers[handOver.provider] === undefined || !credentials.available) {
+      throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', `Provider ${handOver.provider} is not configured on this Sync service`)
+    }
+    const credential: ProviderCredential = { refreshToken: handOver.refreshToken, scope: handOver.scopes.join(' '), subject: handOver.providerAccountId }
+    const existing = (await connections.listByUser(userId)).filter((connection) => connection.provider === handOver.provider).at(-1)
+    let result: CredentialHandOverResult
+    if (existing === undefined) {
+      const created = await this.authorize(userId, handOver.provider, credential, null)
+      result = { connectionId: created._id.toHexString(), created: true, queued: 'import' }
+    } else if (handOver.mode === 'RECONNECT_REPAIR' || !isLive(existing.state) || handOver.mode === 'SIGNUP') {
+      const repaired = await this.authorize(userId, handOver.provider, credential, existing._id.toHexString())
+      result = { connectionId: repaired._id.toHexString(), created: false, queued: 'repair' }
+    } else {
+      const id = existing._id.toHexString()
+      await credentials.save(id, userId, credential)
+      const acting = await this.#context(existing)
+      if (acting !== null) {
+        const known = await this.#parts.calendars.listByConnection(id)
+        await this.#ensureWatches(acting.provider, acting.context, known.map(calendarOf))
+      }
+      const queued = await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(id), userId, connectionId: id })
+      result = { connectionId: id, created: false, queued: queued.coalesced ? 'none' : 'incremental' }
+    }
+    await handOvers.record(userId, handOver.idempotencyKey, result, clock.now())
+    return result
   }
 
   /** Queues the next step for each live connection of a user; returns how many are queued. */
@@ -291,6 +333,22 @@ export class SyncEngine {
   }
 
   /** The provider and context to act for a connection; null without an adapter or a credential. */
+  /**
+   * The backend revokes the user's sessions for a dead grant (specification, States and
+   * transitions: session / invalid_grant), also when no stream of the user would read the feed.
+   * The connection's state already says it; a backend that cannot be told now learns it from the
+   * feed when the user's next stream opens.
+   */
+  async #tellBackendOfRevocation (connection: ConnectionRecord): Promise<void> {
+    const backend = this.#parts.backend
+    if (backend === null) return
+    try {
+      await backend.grantRevoked({ userId: connection.userId, provider: connection.provider, connectionId: connection._id.toHexString() })
+    } catch (error) {
+      this.#parts.log.warn({ connectionId: connection._id.toHexString(), err: error }, 'the backend was not told of a revoked grant; it learns it from the change feed')
+    }
+  }
+
   async #context (connection: ConnectionRecord): Promise<{ provider: ProviderPort, context: ProviderContext } | null> {
     const connectionId = connection._id.toHexString()
     const provider = this.#parts.providers[connection.provider]
@@ -322,6 +380,7 @@ export class SyncEngine {
       if (error instanceof ProviderAuthorizationRevokedError) {
         log.warn({ connectionId, jobId: job._id.toHexString() }, 'provider grant revoked; connection needs the user')
         await connections.apply(connectionId, { type: 'grantRevoked' })
+        await this.#tellBackendOfRevocation(connection)
         return
       }
       if (job.type !== 'providerWrite') await connections.apply(connectionId, { type: 'readFailed' })

@@ -1,6 +1,6 @@
 // The backend's provider-events endpoints in memory, for tests that do not look at what reaches
 // the backend: every batch is kept, and counted as the backend would count a first delivery.
-import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
 import type { BackendPort } from '../../sync/clients/backend.js'
 
 export class RecordingBackend implements BackendPort {
@@ -16,6 +16,13 @@ export class RecordingBackend implements BackendPort {
   async removeCalendar (removal: ProviderCalendarRemoval): Promise<{ deleted: number }> {
     this.removals.push(removal)
     return { deleted: 0 }
+  }
+
+  readonly revocations: GrantRevokedNotice[] = []
+
+  async grantRevoked (notice: GrantRevokedNotice): Promise<GrantRevokedResult> {
+    this.revocations.push(notice)
+    return { sessionsRevoked: 0, streamsClosed: 0 }
   }
 
   async close (): Promise<void> {}

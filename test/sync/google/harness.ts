@@ -39,6 +39,8 @@ export interface BackendStandIn {
   url: string
   batches: ProviderEventBatch[]
   removals: ProviderCalendarRemoval[]
+  /** Revoked grants Sync told the backend of. */
+  revocations: Array<{ userId: string, provider: string, connectionId?: string }>
   /** The next `count` batches answer 500 after nothing was applied. */
   failNext: (count: number) => void
   /** Events the user would see now, per calendar. */
@@ -86,6 +88,11 @@ async function startBackend (t: Test): Promise<BackendStandIn> {
     }
     return { created, updated, deleted, unchanged, waiting: 0, superseded: 0, rejected: 0 }
   })
+  const revocations: BackendStandIn['revocations'] = []
+  server.post(BACKEND_INTERNAL_PATHS.grantRevoked, async (request) => {
+    revocations.push(request.body as BackendStandIn['revocations'][number])
+    return { sessionsRevoked: 1, streamsClosed: 0 }
+  })
   server.post(BACKEND_INTERNAL_PATHS.providerCalendarRemoval, async (request, reply) => {
     if (!removalCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
     removals.push(request.body)
@@ -101,6 +108,7 @@ async function startBackend (t: Test): Promise<BackendStandIn> {
     url: `http://127.0.0.1:${address.port}`,
     batches,
     removals,
+    revocations,
     failNext: (count) => { failures = count },
     events: (calendarId) => new Map([...(stored.get(calendarId) ?? new Map<string, { event: ProviderEvent }>())].map(([id, entry]) => [id, entry.event]))
   }

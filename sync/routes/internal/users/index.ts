@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  BeginConnectionRequestSchema, BeginConnectionResponseSchema, RestartSyncResponseSchema, StopWatchesResponseSchema,
-  SyncMetadataSchema, UserParamsSchema
+  BeginConnectionRequestSchema, BeginConnectionResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
+  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncMetadataSchema, UserParamsSchema
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
 import { connectionSummary } from '../../../lib/connections/record.js'
@@ -33,6 +33,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: BeginConnectionResponseSchema, ...errorResponses }
     }
   }, async (request) => await fastify.syncConnect.begin(request.params.userId, request.body))
+
+  fastify.post('/:userId/credentials', {
+    schema: {
+      description: 'A provider credential the backend obtained (provider sign-in, or connect from a signed-in session): stored ' +
+        'encrypted; the connection is created, repaired or kept as the mode says, and its import, repair or pull queued',
+      params: UserParamsSchema,
+      body: CredentialHandOverSchema,
+      response: { 200: CredentialHandOverResultSchema, ...errorResponses }
+    }
+  }, async (request) => await fastify.syncEngine.handOverCredential(request.params.userId, request.body))
 
   fastify.post('/:userId/watches/stop', {
     schema: {
