@@ -29,7 +29,7 @@ export class CredentialStore {
   }
 
   async save (connectionId: string, userId: string, credential: ProviderCredential): Promise<void> {
-    const sealed = this.#require().encrypt(JSON.stringify(credential), connectionId)
+    const sealed = this.#require().seal(JSON.stringify(credential), connectionId)
     await this.#rows.updateOne(
       { _id: connectionId },
       { $set: { userId, sealed, updatedAt: this.#clock.now() } },
@@ -40,7 +40,7 @@ export class CredentialStore {
   async load (connectionId: string): Promise<ProviderCredential | null> {
     const row = await this.#rows.findOne({ _id: connectionId })
     if (!row) return null
-    return JSON.parse(this.#require().decrypt(row.sealed, connectionId)) as ProviderCredential
+    return JSON.parse(this.#require().open(row.sealed, connectionId)) as ProviderCredential
   }
 
   async discard (connectionId: string): Promise<void> {

@@ -4,27 +4,27 @@ import { buildSyncApp, ENCRYPTION_KEY, newUserId, startDatabase } from './helper
 
 test('AES-256-GCM round trip, bound to its connection', async (t) => {
   const cipher = createCredentialCipher(ENCRYPTION_KEY)
-  const sealed = cipher.encrypt('refresh-token-value', 'connection-a')
+  const sealed = cipher.seal('refresh-token-value', 'connection-a')
   t.notOk(sealed.includes('refresh-token-value'))
-  t.equal(cipher.decrypt(sealed, 'connection-a'), 'refresh-token-value')
-  t.not(cipher.encrypt('refresh-token-value', 'connection-a'), sealed, 'a fresh IV each time')
-  t.throws(() => cipher.decrypt(sealed, 'connection-b'), CredentialDecryptionError, 'moved to another connection')
+  t.equal(cipher.open(sealed, 'connection-a'), 'refresh-token-value')
+  t.not(cipher.seal('refresh-token-value', 'connection-a'), sealed, 'a fresh IV each time')
+  t.throws(() => cipher.open(sealed, 'connection-b'), CredentialDecryptionError, 'moved to another connection')
   const otherKey = createCredentialCipher(Buffer.alloc(32, 9).toString('base64'))
-  t.throws(() => otherKey.decrypt(sealed, 'connection-a'), CredentialDecryptionError, 'under another key')
+  t.throws(() => otherKey.open(sealed, 'connection-a'), CredentialDecryptionError, 'under another key')
 })
 
 test('tampered ciphertext, tag or IV is refused', async (t) => {
   const cipher = createCredentialCipher(ENCRYPTION_KEY)
-  const sealed = cipher.encrypt('{"refreshToken":"r"}', 'c')
+  const sealed = cipher.seal('{"refreshToken":"r"}', 'c')
   const parts = sealed.split('.')
   for (const index of [1, 2, 3]) {
     const bytes = Buffer.from(parts[index] ?? '', 'base64url')
     bytes[0] = (bytes[0] ?? 0) ^ 1
     const tampered = parts.map((part, at) => at === index ? bytes.toString('base64url') : part).join('.')
-    t.throws(() => cipher.decrypt(tampered, 'c'), CredentialDecryptionError, `part ${index} flipped`)
+    t.throws(() => cipher.open(tampered, 'c'), CredentialDecryptionError, `part ${index} flipped`)
   }
-  t.throws(() => cipher.decrypt('v2.' + parts.slice(1).join('.'), 'c'), CredentialDecryptionError, 'unknown format')
-  t.throws(() => cipher.decrypt(parts.slice(0, 3).join('.'), 'c'), CredentialDecryptionError, 'truncated')
+  t.throws(() => cipher.open('v2.' + parts.slice(1).join('.'), 'c'), CredentialDecryptionError, 'unknown format')
+  t.throws(() => cipher.open(parts.slice(0, 3).join('.'), 'c'), CredentialDecryptionError, 'truncated')
 })
 
 test('a key that is not 32 bytes of base64 is refused without echoing it', async (t) => {
