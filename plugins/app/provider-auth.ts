@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
 import type Session from 'supertokens-node/recipe/session'
 import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
@@ -66,18 +67,6 @@ export const RESTART_FLAGS = { sync: { importGCal: 'RESTART', incrementalGCalSyn
 
 // A sign-in asks Sync how the user's sync is doing; it does not wait longer than this for the answer.
 const SYNC_VIEW_DEADLINE_MS = 3000
-
-/** The OAuth 2.0 endpoints google-auth-library uses, on an origin that serves Google's paths. */
-function googleLibraryEndpointsAt (origin: string) {
-  return {
-    oauth2AuthBaseUrl: `${origin}/o/oauth2/v2/auth`,
-    oauth2TokenUrl: `${origin}/token`,
-    oauth2RevokeUrl: `${origin}/revoke`,
-    tokenInfoUrl: `${origin}/tokeninfo`,
-    oauth2FederatedSignonPemCertsUrl: `${origin}/oauth2/v1/certs`,
-    oauth2FederatedSignonJwkCertsUrl: `${origin}/oauth2/v3/certs`
-  }
-}
 
 /** Whether google-auth-library failed because Google answered (a refusal) rather than because it could not be reached. */
 function googleAnswered (error: unknown): boolean {

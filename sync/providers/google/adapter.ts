@@ -2,6 +2,7 @@
 // through @googleapis/calendar. Production talks to Google's own endpoints; a development
 // configuration (extprovider.endpointBase) points both libraries at another origin that serves
 // Google's paths, and nothing else changes.
+import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
 import { calendar } from '@googleapis/calendar'
@@ -41,18 +42,6 @@ export interface GoogleAdapterOptions {
 /** The insufficient scopes of a grant: the user unticked the calendar on the consent page. */
 export class GoogleScopeMissingError extends Error {
   override name = 'GoogleScopeMissingError'
-}
-
-/** The OAuth 2.0 endpoints of an origin that serves Google's own paths. */
-function endpointsAt (origin: string) {
-  return {
-    oauth2AuthBaseUrl: `${origin}/o/oauth2/v2/auth`,
-    oauth2TokenUrl: `${origin}/token`,
-    oauth2RevokeUrl: `${origin}/revoke`,
-    tokenInfoUrl: `${origin}/tokeninfo`,
-    oauth2FederatedSignonPemCertsUrl: `${origin}/oauth2/v1/certs`,
-    oauth2FederatedSignonJwkCertsUrl: `${origin}/oauth2/v3/certs`
-  }
 }
 
 /** Reads what a google-auth-library / gaxios error says, without keeping the request (it holds tokens). */
@@ -307,7 +296,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       clientSecret,
       ...(endpointBase === undefined
         ? {}
-        : { endpoints: endpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })
+        : { endpoints: googleLibraryEndpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })
     })
     if (credentials) client.setCredentials(credentials)
     return client
