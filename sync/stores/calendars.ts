@@ -37,14 +37,8 @@ export interface CalendarRecord {
   lastUpdatedAt: Date
 }
 
-export interface CalendarFacts {
-  connectionId: string
-  userId: string
-  calendarId: string
-  name: string
-  primary: boolean
-  timeZone: string
-}
+/** What the provider says of a calendar, and whose it is. */
+export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone'>
 
 function rowId (connectionId: string, calendarId: string): string {
   return `${connectionId}:${calendarId}`
