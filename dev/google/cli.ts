@@ -1,6 +1,6 @@
 // npx tsx dev/google/cli.ts [--port 4010] [--client ID:SECRET:REDIRECT_URI[,REDIRECT_URI...]]...
 //   [--account EMAIL[:Display Name]]... [--access-token-lifetime SECONDS]
-import { wholeNumberFlag } from '../stand-in.js'
+import { wholeNumberFlag } from '../stand-in/index.js'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { LOG_REDACT, startGoogle } from './index.js'

@@ -11,7 +11,7 @@ import { ApiError, ControlError } from './errors.js'
 import { isValidZone, readEventWrite, renderEvent } from './events.js'
 import type { EventResource, EventWrite, StoredEvent, StoredTime } from './events.js'
 import { Counters, Faults, readFaultInput } from './faults.js'
-import type { Fault, OperationCount } from './faults.js'
+import type { Fault, FaultInput, OperationCount } from './faults.js'
 import { Identity } from './identity.js'
 import type { Account, ClientRegistration, Lifetimes } from './identity.js'
 import type { SigningKeys } from './keys.js'
@@ -97,7 +97,7 @@ export class GoogleState {
   readonly calendars: Calendars
   readonly channels: Channels
   readonly authorization: AuthorizationEndpoint
-  readonly faults = new Faults()
+  readonly faults = new Faults<FaultInput>()
   readonly counters = new Counters()
   readonly now: () => number
 

@@ -2,7 +2,7 @@
 // login) on 127.0.0.1, keeps the latest ones in memory, and shows them on a small web page and as
 // JSON. Account emails (password reset links) of the local stack land here, so a person can click
 // them and a test can read them.
-import { LOOPBACK, refuseProduction } from '../stand-in.js'
+import { LOOPBACK, refuseProduction } from '../stand-in/index.js'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { simpleParser, type AddressObject } from 'mailparser'

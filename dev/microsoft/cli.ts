@@ -1,6 +1,6 @@
 // npx tsx dev/microsoft/cli.ts [--port 4020] [--client ID:SECRET:REDIRECT_URI[,REDIRECT_URI...]]...
 //   [--account EMAIL[:Display Name]]... [--work-account EMAIL[:Display Name]]... [--access-token-lifetime SECONDS]
-import { wholeNumberFlag } from '../stand-in.js'
+import { wholeNumberFlag } from '../stand-in/index.js'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { LOG_REDACT, startMicrosoft } from './index.js'

@@ -83,9 +83,5 @@ export class AuthorizePageError extends Error {
   }
 }
 
-/** A control-surface refusal: `{ error: message }`. */
-export class ControlError extends Error {
-  constructor (readonly statusCode: number, message: string) {
-    super(message)
-  }
-}
+// The control surface refuses the same way on every stand-in.
+export { ControlError } from '../stand-in/control.js'

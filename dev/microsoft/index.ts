@@ -1,4 +1,4 @@
-import { listenOnLoopback, refuseProduction } from '../stand-in.js'
+import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
 import Fastify from 'fastify'
 import type { FastifyServerOptions } from 'fastify'
 import { microsoftApp } from './app.js'

@@ -8,7 +8,7 @@ import { ControlError, GraphError } from './errors.js'
 import { readEventWrite, renderInstance } from './events.js'
 import type { EventResource, EventTime, EventWrite } from './events.js'
 import { Counters, Faults, readFaultInput } from './faults.js'
-import type { Fault, OperationCount } from './faults.js'
+import type { Fault, FaultInput, OperationCount } from './faults.js'
 import { Identity } from './identity.js'
 import type { Account, AccountInput, ClientRegistration, Lifetimes, RevocationReason } from './identity.js'
 import type { SigningKeys } from './keys.js'
@@ -96,7 +96,7 @@ export class MicrosoftState {
   readonly calendars: Calendars
   readonly subscriptions: Subscriptions
   readonly authorization: AuthorizationEndpoint
-  readonly faults = new Faults()
+  readonly faults = new Faults<FaultInput>()
   readonly counters = new Counters()
   readonly now: () => number
 

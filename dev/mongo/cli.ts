@@ -1,5 +1,5 @@
 // `npm run mongo`: runs the stand-in until interrupted and prints its connection string.
-import { wholeNumberFlag } from '../stand-in.js'
+import { wholeNumberFlag } from '../stand-in/index.js'
 import { parseArgs } from 'node:util'
 import { startMongo } from './index.js'
 import type { MongoUser, StartMongoOptions } from './index.js'

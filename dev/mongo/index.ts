@@ -1,6 +1,6 @@
 // A MongoDB wire-protocol server for tests and the local stack. The real `mongodb` driver talks
 // to it over TCP as it would to mongod; see README.md in this folder for what it covers.
-import { refuseProduction } from '../stand-in.js'
+import { refuseProduction } from '../stand-in/index.js'
 import { createServer } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import { randomBytes } from 'node:crypto'

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import formbody from '@fastify/formbody'
 import { exportJWK, importSPKI, jwtVerify, SignJWT } from 'jose'
 import type { JSONWebKeySet, JWTPayload } from 'jose'
-import { listenOnLoopback, refuseProduction } from '../stand-in.js'
+import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
 
 export type OidcPreset = 'microsoft' | 'apple'
 

@@ -1,6 +1,6 @@
 // npm run session-core -- [--port 3567] [--api-key KEY] [--mongo-uri URI]
 //   [--access-token-validity SECONDS] [--refresh-token-validity MINUTES]
-import { wholeNumberFlag } from '../stand-in.js'
+import { wholeNumberFlag } from '../stand-in/index.js'
 import { parseArgs } from 'node:util'
 import closeWithGrace from 'close-with-grace'
 import { LOG_REDACT, startSessionCore } from './index.js'

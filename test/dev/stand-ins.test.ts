@@ -3,7 +3,7 @@ import { startMongo } from '../../dev/mongo/index.js'
 import { startSessionCore } from '../../dev/session-core/index.js'
 import { startGoogle } from '../../dev/google/index.js'
 import { startMailCatcher } from '../../dev/mail/index.js'
-import { wholeNumberFlag } from '../../dev/stand-in.js'
+import { wholeNumberFlag } from '../../dev/stand-in/index.js'
 
 // What every stand-in promises (DESIGN.md): development only, never in a production process.
 test('every stand-in refuses to start when NODE_ENV is production', async (t) => {
