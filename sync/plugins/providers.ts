@@ -5,6 +5,10 @@ import { SyncStartupError } from '../lib/isolation.js'
 import type { ProviderRegistry } from '../lib/providers/port.js'
 import { GoogleCalendarAdapter } from '../providers/google/adapter.js'
 import type { GoogleAdapterOptions } from '../providers/google/adapter.js'
+import { CalDavAdapter } from '../providers/caldav/adapter.js'
+import type { CalDavAdapterOptions } from '../providers/caldav/adapter.js'
+import { MicrosoftCalendarAdapter } from '../providers/microsoft/adapter.js'
+import type { MicrosoftAdapterOptions } from '../providers/microsoft/adapter.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,25 +21,35 @@ export interface SyncProvidersOptions {
   providers?: ProviderRegistry
   /** Settings of the Google adapter that the configuration does not hold (page size, deadlines). */
   google?: Pick<GoogleAdapterOptions, 'pageSize' | 'timeoutMs'>
+  /** Settings of the CalDAV adapter (page size, deadlines, poll interval). */
+  caldav?: Pick<CalDavAdapterOptions, 'pageSize' | 'timeoutMs' | 'pollIntervalMs'>
+  /** Settings of the Microsoft adapter that the configuration does not hold (page size, deadlines, clock). */
+  microsoft?: Pick<MicrosoftAdapterOptions, 'pageSize' | 'timeoutMs' | 'now'>
 }
 
 /** The adapters the configuration sets up: Google when extprovider holds real credentials. */
-export function configuredProviders (config: SyncConfig, google: SyncProvidersOptions['google'] = {}): ProviderRegistry {
+export function configuredProviders (config: SyncConfig, google: SyncProvidersOptions['google'] = {}, microsoft: SyncProvidersOptions['microsoft'] = {}): ProviderRegistry {
   const registry: ProviderRegistry = {}
   const { clientId, clientSecret, endpointBase } = config.extprovider ?? {}
   if (isRealValue(clientId) && isRealValue(clientSecret)) {
     registry.google = new GoogleCalendarAdapter({ clientId, clientSecret, endpointBase, ...google })
+  }
+  const provider2 = config.extprovider2
+  if (isRealValue(provider2?.clientId) && isRealValue(provider2?.clientSecret)) {
+    registry.microsoft = new MicrosoftCalendarAdapter({ clientId: provider2.clientId, clientSecret: provider2.clientSecret, endpointBase: provider2.endpointBase, ...microsoft })
   }
   return registry
 }
 
 export default fp<SyncProvidersOptions>(async function syncProviders (fastify, options) {
   const config = fastify.syncConfig
-  const fromConfig = configuredProviders(config, options.google)
+  const fromConfig = configuredProviders(config, options.google, { now: () => fastify.syncClock.now(), ...options.microsoft })
   // Imported events reach the user only through the backend, so a provider without it is refused
   // at start rather than failing every import later.
   if (Object.keys(fromConfig).length > 0 && config.backend === undefined) {
     throw new SyncStartupError('extprovider is configured but the backend block is missing: the Sync service needs backend.apiUrl (or sync.backendUrl) and backend.serviceToken to hand imported events to the backend')
   }
-  fastify.decorate('syncProviders', { ...fromConfig, ...options.providers })
+  // CalDAV needs no configuration of its own (each account names its server); its imports need the backend.
+  const caldav: ProviderRegistry = config.backend === undefined ? {} : { caldav: new CalDavAdapter({ now: () => fastify.syncClock.now(), ...options.caldav }) }
+  fastify.decorate('syncProviders', { ...fromConfig, ...caldav, ...options.providers })
 }, { name: 'sync-providers', dependencies: ['sync-config'] })

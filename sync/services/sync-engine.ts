@@ -207,19 +207,25 @@ export class SyncEngine {
    * constant time with the stored digest; a notification that fails changes nothing. A channel we
    * do not know is stopped at the provider when its resource tells whose it is.
    */
-  async notify (provider: Provider, notification: { channelId: string, token: string, resourceId: string, state: string }): Promise<NotificationOutcome> {
+  async notify (provider: Provider, notification: { channelId: string, token: string, resourceId?: string, state: string }): Promise<NotificationOutcome> {
     const { watches, log } = this.#parts
     const watch = await watches.get(notification.channelId)
     if (watch === null) {
-      await this.#stopUnknownChannel(provider, notification.channelId, notification.resourceId)
+      await this.#stopUnknownChannel(provider, notification.channelId, notification.resourceId ?? '')
       return { result: 'unknownChannel' }
     }
-    if (!WatchStore.tokenMatches(watch, notification.token) || watch.resourceId !== notification.resourceId) {
+    // A provider whose notifications name no channel resource (Microsoft: the changed event) leaves it out.
+    if (!WatchStore.tokenMatches(watch, notification.token) || (notification.resourceId !== undefined && watch.resourceId !== notification.resourceId)) {
       log.warn({ channelId: notification.channelId }, 'provider notification refused: its channel token or resource does not match')
       return { result: 'refused' }
     }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
+    // Microsoft's lifecycle events: the subscription needs a renewal (which reauthorizes it), or it
+    // ended and needs a new one. Either way a pull follows, for changes it may not have told.
+    if (notification.state === 'reauthorizationRequired' || notification.state === 'subscriptionRemoved') {
+      await this.#replaceWatch(watch, notification.state === 'reauthorizationRequired' ? 'renew' : 'recreate')
+    }
     // Each notification of a burst moves the waiting pull back a little, so the burst is one pull.
     const now = this.#parts.clock.now().getTime()
     const queued = await this.#queueCalendarPull(watch, new Date(now + NOTIFICATION_PULL_DELAY_MS))
@@ -238,10 +244,15 @@ export class SyncEngine {
     const now = clock.now()
     const inactiveDays = settings.inactiveUserDays ?? DEFAULT_INACTIVE_USER_DAYS
     let queued = 0
-    for (const calendar of await calendars.listPulledBefore(new Date(now.getTime() - FALLBACK_PULL_AFTER_MS), MAINTENANCE_BATCH)) {
-      if (!fallbackPullDue(calendar, await activity.lastSeen(calendar.userId), now, inactiveDays)) continue
+    // A provider without notifications (pollIntervalMs) is always overdue after its own interval.
+    const polled = Object.values(this.#parts.providers).flatMap((provider) => provider?.pollIntervalMs === undefined ? [] : [provider.pollIntervalMs])
+    for (const calendar of await calendars.listPulledBefore(new Date(now.getTime() - Math.min(FALLBACK_PULL_AFTER_MS, ...polled)), MAINTENANCE_BATCH)) {
       const connection = await connections.get(calendar.connectionId)
       if (connection === null || !isLive(connection.state) || connection.state === 'importing') continue
+      const interval = this.#parts.providers[connection.provider]?.pollIntervalMs
+      if (!fallbackPullDue(calendar, await activity.lastSeen(calendar.userId), now, inactiveDays, interval ?? FALLBACK_PULL_AFTER_MS)) continue
+      // Backoff: a polled connection whose reads fail waits for the job ladder's next attempt.
+      if (interval !== undefined && connection.state === 'delayed') continue
       await this.#queueCalendarPull(calendar)
       queued++
     }
@@ -286,8 +297,7 @@ export class SyncEngine {
           report.stopped++
           continue
         }
-        await this.#stopWatch(watch)
-        await this.#watchCalendar(context.provider, context.context, watch.calendarId)
+        await this.#renewWatch(context.provider, context.context, watch)
         await this.#queueCalendarPull(watch)
         report.renewed++
       } catch (error) {
@@ -297,6 +307,49 @@ export class SyncEngine {
       }
     }
     return report
+  }
+
+  /** A channel the provider asked to renew, or told us it ended; a dead grant makes the connection need the user. */
+  async #replaceWatch (watch: WatchRecord, how: 'renew' | 'recreate'): Promise<void> {
+    const { connections, watches, log } = this.#parts
+    const connection = await connections.get(watch.connectionId)
+    const acting = connection && isLive(connection.state) ? await this.#context(connection) : null
+    if (connection === null || acting === null) return
+    try {
+      if (how === 'renew') {
+        await this.#renewWatch(acting.provider, acting.context, watch)
+      } else {
+        await watches.remove(watch._id)
+        await this.#watchCalendar(acting.provider, acting.context, watch.calendarId)
+      }
+    } catch (error) {
+      if (error instanceof ProviderAuthorizationRevokedError) {
+        await connections.apply(watch.connectionId, { type: 'grantRevoked' })
+        await this.#tellBackendOfRevocation(connection)
+        return
+      }
+      // Watch maintenance and the timer's pulls cover a calendar whose channel could not be replaced.
+      log.warn({ channelId: watch._id, err: error }, 'replacing a provider channel failed; the calendar is pulled on the timer meanwhile')
+    }
+  }
+
+  /** Extends a channel: in place where the provider can, else a new channel replaces it. */
+  async #renewWatch (provider: ProviderPort, context: ProviderContext, watch: WatchRecord): Promise<void> {
+    const { watches, clock } = this.#parts
+    if (provider.renewWatch !== undefined) {
+      try {
+        const renewed = await provider.renewWatch(context, { channelId: watch._id, resourceId: watch.resourceId }, new Date(clock.now().getTime() + WATCH_LIFETIME_MS))
+        await watches.renew(watch._id, renewed.expiresAt)
+        return
+      } catch (error) {
+        // The channel is gone at the provider: a new one replaces it below.
+        if (!(error instanceof ProviderNotFoundError)) throw error
+      }
+      await watches.remove(watch._id)
+    } else {
+      await this.#stopWatch(watch)
+    }
+    await this.#watchCalendar(provider, context, watch.calendarId)
   }
 
   async #stopUnknownChannel (provider: Provider, channelId: string, resourceId: string): Promise<void> {
@@ -354,7 +407,13 @@ export class SyncEngine {
     const provider = this.#parts.providers[connection.provider]
     const credential = provider ? await this.#parts.credentials.load(connectionId) : null
     if (!provider || !credential) return null
-    return { provider, context: { connectionId, userId: connection.userId, credential } }
+    return { provider, context: this.#providerContext(connectionId, connection.userId, credential) }
+  }
+
+  /** A provider that replaces the credential while acting (rotating refresh tokens) stores it here. */
+  #providerContext (connectionId: string, userId: string, credential: ProviderCredential): ProviderContext {
+    const credentials = this.#parts.credentials
+    return { connectionId, userId, credential, saveCredential: async (renewed) => { await credentials.save(connectionId, userId, renewed) } }
   }
 
   async #guard (
@@ -374,7 +433,7 @@ export class SyncEngine {
       return
     }
     try {
-      await work(connection, { connectionId, userId: connection.userId, credential }, provider)
+      await work(connection, this.#providerContext(connectionId, connection.userId, credential), provider)
     } catch (error) {
       if (error instanceof NothingToDo) return
       if (error instanceof ProviderAuthorizationRevokedError) {
@@ -542,6 +601,8 @@ export class SyncEngine {
 
   /** One channel per calendar; a calendar whose watch fails is left to watch maintenance and pulls. */
   async #ensureWatches (provider: ProviderPort, context: ProviderContext, found: ProviderCalendar[]): Promise<void> {
+    // A provider without notifications is pulled on the timer instead.
+    if (provider.pollIntervalMs !== undefined) return
     const existing = new Set((await this.#parts.watches.listByConnection(context.connectionId)).map((watch) => watch.calendarId))
     for (const calendar of found) {
       if (existing.has(calendar.calendarId)) continue

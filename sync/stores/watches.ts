@@ -53,6 +53,11 @@ export class WatchStore {
     await this.#rows.insertOne({ _id: channelId, ...rest, tokenDigest: digest(token).toString('hex') })
   }
 
+  /** A channel the provider extended in place. */
+  async renew (channelId: string, expiresAt: Date): Promise<void> {
+    await this.#rows.updateOne({ _id: channelId }, { $set: { expiresAt } })
+  }
+
   async listByUser (userId: string): Promise<WatchRecord[]> {
     return await this.#rows.find({ userId }).toArray()
   }

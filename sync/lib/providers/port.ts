@@ -41,6 +41,11 @@ export interface ProviderContext {
   connectionId: string
   userId: string
   credential: ProviderCredential
+  /**
+   * Stores a credential the provider replaced while acting (a refresh token that rotates on use);
+   * the adapter calls it before it relies on the new one.
+   */
+  saveCredential?: (credential: ProviderCredential) => Promise<void>
 }
 
 export interface ProviderCalendar {
@@ -140,6 +145,16 @@ export interface ProviderPort {
   writeEvent: (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite) => Promise<WriteResult>
   watch: (context: ProviderContext, calendarId: string, request: WatchRequest) => Promise<Watch>
   unwatch: (context: ProviderContext, watch: { channelId: string, resourceId: string }) => Promise<void>
+  /**
+   * Set by a provider without change notifications (CalDAV): its calendars are never watched and
+   * are pulled by the timer this long after their last pull.
+   */
+  readonly pollIntervalMs?: number
+  /**
+   * Extends a channel in place (Microsoft: PATCH of the subscription). Absent: a channel is renewed
+   * by stopping it and watching anew. Throws ProviderNotFoundError when the channel is gone.
+   */
+  renewWatch?: (context: ProviderContext, watch: { channelId: string, resourceId: string }, expiresAt: Date) => Promise<Watch>
 }
 
 export type ProviderRegistry = Partial<Record<Provider, ProviderPort>>
