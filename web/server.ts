@@ -70,6 +70,11 @@ async function sourceFingerprint (): Promise<string> {
   return hash.digest('hex')
 }
 
+function webValuesOf (values: WebValues): WebValues {
+  const { apiUrl, googleClientId, googleEndpointBase, analyticsKey, analyticsHost, placesApiKey } = values
+  return { apiUrl, googleClientId, googleEndpointBase, analyticsKey, analyticsHost, placesApiKey }
+}
+
 /**
  * Vite sets process.env.NODE_ENV to `production` while it builds, which would leak into everything
  * else running in this process (tests, the local stack), so the build runs in its own process.
@@ -77,7 +82,9 @@ async function sourceFingerprint (): Promise<string> {
 async function buildInChildProcess (outDir: string, values: WebValues): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(webDir, 'build.ts'), '--out', outDir], {
     cwd: repositoryRoot,
-    env: { ...process.env, WEB_BUILD_VALUES: JSON.stringify(bundleValues(values)) },
+    // The values as given, not their bundle form: the child derives that itself, and reading the
+    // bundle form again as values would drop what it renames (the stand-in's consent origin).
+    env: { ...process.env, WEB_BUILD_VALUES: JSON.stringify(webValuesOf(values)) },
     stdio: ['ignore', 'ignore', 'pipe']
   })
   let stderr = ''

@@ -11,6 +11,7 @@ import syncApp from '../../sync/app.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
 import { testConfig as syncTestConfig } from '../sync/helper.js'
+import { startWebServer, type WebServer } from '../../web/server.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 
@@ -21,6 +22,8 @@ export interface FullStack {
   sync: FastifyInstance
   syncConfig: SyncConfig
   webUrl: string
+  /** The web client, when `web` was asked for. */
+  web?: WebServer
 }
 
 export interface FullStackOptions {
@@ -28,15 +31,22 @@ export interface FullStackOptions {
   webUrl?: string
   /** The change-feed bridge's poll interval; tests shorten it, benchmarks keep the real 2 s. */
   feedPollIntervalMs?: number
+  /**
+   * Also serve the web client (browser tests): built with the Google client id and the stand-in's
+   * origin, at `webUrl`; the backend gets the same Google client, so the client's own connect
+   * (`/auth/extprovider/callback` -> `POST /api/auth/extprovider/connect`) reaches the stand-in.
+   */
+  web?: boolean
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
   const test = t as Test
   const deps = await startDependencies(test, { replicaSet: true })
   const [backendPort, syncPort] = [await freePort(), await freePort()]
+  const webPort = options.web === true ? await freePort() : null
   const backendOrigin = `http://127.0.0.1:${backendPort}`
   const syncUrl = `http://127.0.0.1:${syncPort}`
-  const webUrl = options.webUrl ?? 'http://127.0.0.1:9'
+  const webUrl = webPort === null ? options.webUrl ?? 'http://127.0.0.1:9' : `http://127.0.0.1:${webPort}`
   const internalAuthToken = randomBytes(16).toString('hex')
   const google = await startGoogle({
     clients: [{ ...GOOGLE_CLIENT, redirectUris: [`${backendOrigin}/sync/oauth/google/callback`, `${webUrl}/auth/extprovider/callback`] }],
@@ -49,7 +59,8 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     ...config,
     web: { ...config.web, url: webUrl },
     backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl] },
-    sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl }
+    sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl },
+    ...(webPort === null ? {} : { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } })
   }))
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Stream tests wait for fan-out; a shorter poll keeps them quick without changing what happens.
@@ -72,7 +83,10 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   await sync.register(fp(syncApp), { config: syncConfig, worker: { pollIntervalMs: 50 }, maintenance: { autoStart: false } })
   await sync.listen({ port: syncPort, host: '127.0.0.1' })
   t.teardown(() => sync.close())
-  return { google, backend, backendOrigin, sync, syncConfig, webUrl }
+  if (webPort === null) return { google, backend, backendOrigin, sync, syncConfig, webUrl }
+  const web = await startWebServer({ port: webPort, apiUrl: `${backendOrigin}/api`, googleClientId: GOOGLE_CLIENT.clientId, googleEndpointBase: google.url })
+  t.teardown(() => web.close())
+  return { google, backend, backendOrigin, sync, syncConfig, webUrl, web }
 }
 
 /** A signed-up user of the backend whose Google account (the stand-in's) has the same email. */

@@ -26,10 +26,15 @@ export async function newContext (browser: Browser, options: { timezoneId?: stri
   })
 }
 
-/** The page's own errors fail the test that reads them. */
-export function collectErrors (page: Page): string[] {
+/**
+ * The page's own errors fail the test that reads them. `foreign` names addresses whose failures
+ * are not the client's (another site's page the test passes through).
+ */
+export function collectErrors (page: Page, options: { foreign?: (url: string) => boolean } = {}): string[] {
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(error.message))
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()) })
+  page.on('console', (message) => {
+    if (message.type() === 'error' && options.foreign?.(message.location().url) !== true) errors.push(message.text())
+  })
   return errors
 }

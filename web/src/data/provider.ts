@@ -58,7 +58,7 @@ export async function finishCallback (): Promise<CallbackOutcome> {
     }
     // Connect: pending local events go first, then the code is exchanged on the current session.
     await carryLocalEvents()
-    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, redirectUri: redirectUri(), scope: params.scope } })
+    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), ...(params.scope === null ? {} : { scope: params.scope }) } })
     return { ok: true, returnPath, message: 'Google Calendar is connected. Your events are being imported.' }
   } catch (error) {
     if (error instanceof ApiError && error.status === 409) {

@@ -12,7 +12,8 @@ import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
 
 export type SessionState =
   | { status: 'unknown' }
-  | { status: 'signedOut' }
+  /** `ended`: the session was ended for the person (revoked, expired), not by their own sign-out. */
+  | { status: 'signedOut', ended?: boolean }
   | { status: 'signedIn', userId: string, email: string | null }
 
 export const session = createStore<SessionState>({ status: 'unknown' })
@@ -20,6 +21,14 @@ export const session = createStore<SessionState>({ status: 'unknown' })
 export interface Profile { id: string, email: string, name?: string, providerConnected: boolean }
 
 let initialised = false
+
+/**
+ * The backend ended the session (a dead provider grant revokes every session of its user, or the
+ * refresh token expired): the person is asked to sign in again rather than left signed out.
+ */
+export function endSession (): void {
+  if (session.get().status === 'signedIn') session.set({ status: 'signedOut', ended: true })
+}
 
 export function initSession (): void {
   if (initialised) return
@@ -31,7 +40,8 @@ export function initSession (): void {
       Session.init({
         tokenTransferMethod: 'cookie',
         onHandleEvent: (event) => {
-          if (event.action === 'UNAUTHORISED' || event.action === 'SIGN_OUT') session.set({ status: 'signedOut' })
+          if (event.action === 'SIGN_OUT') session.set({ status: 'signedOut' })
+          else if (event.action === 'UNAUTHORISED') endSession()
         }
       }),
       EmailPassword.init()

@@ -2,7 +2,7 @@
 // manual button and focus refresh.
 import { apiUrl } from '../config.js'
 import { api, ApiError } from './api.js'
-import { attemptRefresh, session } from './session.js'
+import { attemptRefresh, endSession } from './session.js'
 import { createStore } from './store.js'
 import { invalidateEvents, notify, queryClient } from './calendar.js'
 import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, type Refetch, type SyncView } from '../lib/stream-reactions.js'
@@ -70,7 +70,7 @@ export function openStream (): void {
     streamStatus.set('retrying')
     attemptRefresh().then((alive) => {
       if (!alive) {
-        session.set({ status: 'signedOut' })
+        endSession()
         return
       }
       retryTimer = setTimeout(openStream, 1000)

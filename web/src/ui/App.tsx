@@ -8,7 +8,7 @@ import { AuthDialog } from './AuthDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
-import { notices, useEvents, userZone } from '../data/calendar.js'
+import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startGoogle } from '../data/provider.js'
 import { step, viewDays, viewRange, type View } from '../lib/grid.js'
@@ -48,6 +48,13 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)
   const [refreshing, setRefreshing] = useState(false)
   const view = props.view
+
+  const ended = state.status === 'signedOut' && state.ended === true
+  useEffect(() => {
+    if (!ended) return
+    setAuth('login')
+    notify('Your session has ended. Please sign in again.')
+  }, [ended])
 
   useEffect(() => {
     const onPop = () => setAnchor(anchorFromUrl())

@@ -1,0 +1,117 @@
+// In Chromium against the whole system with the Google stand-in: a person connects their Google
+// calendar through the stand-in's consent page and sees its events; a change made at Google (the
+// stand-in's control surface, "another device") appears without a reload; a revocation at Google
+// sends the person back to sign in, then the reconnect banner takes them through consent again and
+// the calendar is writable afterwards.
+import { test } from 'tap'
+import type { Page } from 'playwright-core'
+import { launchBrowser, newContext, collectErrors } from './browser.js'
+import { eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { startFullStack } from '../e2e/stack.js'
+import { uniqueEmail } from '../helper.js'
+import { waitUntil } from '../processes.js'
+
+// A Monday before the summer time change, so the zone's offset is +01:00 all along.
+const DAY = '2026-03-02'
+
+/** The stand-in's consent page, answered as a person would: pick the account, press Allow. */
+async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
+  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
+  await page.getByLabel(email).check()
+  await page.getByRole('button', { name: 'Allow' }).click()
+}
+
+test('Google Calendar in the browser: connect, live change, revoke and reconnect', async (t) => {
+  const stack = await startFullStack(t, { web: true })
+  const google = stack.google.control
+  const email = uniqueEmail('ada')
+  const password = 'correct horse 1'
+  google.createAccount({ email, name: 'Ada Example', timeZone: 'Europe/Berlin' })
+  const dentist = google.insertEvent(email, { summary: 'Dentist', start: { dateTime: `${DAY}T15:00:00+01:00`, timeZone: 'Europe/Berlin' }, end: { dateTime: `${DAY}T16:00:00+01:00`, timeZone: 'Europe/Berlin' } })
+  google.insertEvent(email, {
+    summary: 'Weekly review',
+    start: { dateTime: '2026-02-16T09:00:00+01:00', timeZone: 'Europe/Berlin' },
+    end: { dateTime: '2026-02-16T10:00:00+01:00', timeZone: 'Europe/Berlin' },
+    recurrence: ['RRULE:FREQ=WEEKLY;COUNT=10']
+  })
+
+  const browser = await launchBrowser(t)
+  const page = await (await newContext(browser)).newPage()
+  // The stand-in's consent page has no favicon; that is not the client's error.
+  const errors = collectErrors(page, { foreign: (url) => url.startsWith(stack.google.url) })
+  const status = page.locator('p.status')
+
+  await t.test('connect: the button, the consent page, back through /auth/extprovider/callback, the imported events', async (t) => {
+    await signUpThroughUi(page, stack.webUrl, { name: 'Ada', email, password }, `/day?date=${DAY}`)
+    const callback = page.waitForRequest((request) => request.url().startsWith(`${stack.webUrl}/auth/extprovider/callback?`))
+    const connect = page.waitForRequest((request) => request.method() === 'POST' && request.url() === `${stack.backendOrigin}/api/auth/extprovider/connect`)
+    await page.getByRole('button', { name: 'Connect Google Calendar' }).click()
+    await consent(page, stack.google.url, email)
+    t.match(new URL((await callback).url()).searchParams.get('code'), /.+/, 'the stand-in sent the browser back with a code')
+    const connected = await (await connect).response()
+    t.equal(connected?.status(), 200, `the client posted the code to the backend: ${await connected?.text() ?? ''} ${(await connect).postData() ?? ''}`)
+    await page.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
+    await eventBlock(page, 'Dentist').waitFor({ timeout: 20_000 })
+    t.match(await eventBlock(page, 'Dentist').textContent(), /15:00 – 16:00/, 'in the browser\'s zone')
+    t.equal(await eventBlock(page, 'Weekly review').count(), 1, 'a series occurrence on this day')
+    await status.filter({ hasText: 'Google Calendar up to date' }).waitFor({ timeout: 20_000 })
+    t.equal(await page.getByRole('button', { name: 'Connect Google Calendar' }).count(), 0, 'no connect button once connected')
+
+    await page.getByRole('link', { name: 'Week' }).click()
+    await eventBlock(page, 'Weekly review').waitFor()
+    t.match(page.url(), /\/week\?date=2026-03-02$/)
+    t.equal(await eventBlock(page, 'Weekly review').count(), 1, 'the week shows the series once, on Monday')
+    t.equal(await eventBlock(page, 'Dentist').count(), 1)
+    await page.getByRole('link', { name: 'Day' }).click()
+  })
+
+  await t.test('a change at Google appears without a reload', async (t) => {
+    let navigations = 0
+    page.on('framenavigated', (frame) => { if (frame === page.mainFrame()) navigations++ })
+    google.patchEvent(email, String(dentist['id']), { summary: 'Dentist (moved)', start: { dateTime: `${DAY}T17:00:00+01:00`, timeZone: 'Europe/Berlin' }, end: { dateTime: `${DAY}T18:00:00+01:00`, timeZone: 'Europe/Berlin' } })
+    await eventBlock(page, 'Dentist (moved)').waitFor({ timeout: 20_000 })
+    t.match(await eventBlock(page, 'Dentist (moved)').textContent(), /17:00 – 18:00/)
+    t.equal(await eventBlock(page, 'Dentist').count(), 1, 'the old version is gone')
+    t.equal(navigations, 0, 'no reload')
+  })
+
+  await t.test('revoked at Google: back to sign-in, the reconnect banner, consent again, writable again', async (t) => {
+    google.revoke(email)
+    // The next pull meets invalid_grant; the person asks for one.
+    await page.getByRole('button', { name: 'Refresh events' }).click()
+    const signIn = page.getByRole('dialog', { name: 'Sign in' })
+    await signIn.waitFor({ timeout: 20_000 })
+    t.pass('the ended session sends the person to sign in')
+    await signInThroughUi(page, { email, password })
+    await signIn.waitFor({ state: 'hidden' })
+
+    const banner = page.getByRole('region', { name: 'Calendar connection' })
+    await banner.waitFor({ timeout: 20_000 })
+    t.match(await banner.textContent(), /access was revoked/)
+    await status.filter({ hasText: 'Google Calendar access was revoked' }).waitFor()
+
+    const begin = page.waitForRequest((request) => request.method() === 'POST' && request.url() === `${stack.backendOrigin}/api/auth/connections/begin`)
+    await banner.getByRole('button', { name: 'Reconnect Google Calendar' }).click()
+    const body = (await begin).postDataJSON() as Record<string, unknown>
+    t.match(body, { provider: 'google', intent: 'reconnect', connectionId: /.+/ }, 'begin with intent reconnect and the connection')
+    await consent(page, stack.google.url, email)
+    await page.waitForURL((url) => url.origin === stack.webUrl && url.pathname === '/day')
+    await page.getByRole('status').filter({ hasText: 'Google Calendar is reconnected.' }).waitFor()
+    t.notMatch(page.url(), /status=|cid=/, 'the redirect\'s parameters left the URL')
+    await banner.waitFor({ state: 'detached', timeout: 20_000 })
+    await status.filter({ hasText: 'Google Calendar up to date' }).waitFor({ timeout: 20_000 })
+    t.pass('the banner is gone and the connection is healthy')
+
+    await page.goto(`${stack.webUrl}/day?date=${DAY}`)
+    await eventBlock(page, 'Dentist (moved)').click()
+    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    await dialog.getByLabel('Title').fill('Dentist (confirmed)')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    await dialog.waitFor({ state: 'hidden' })
+    await eventBlock(page, 'Dentist (confirmed)').waitFor()
+    await waitUntil(() => google.storedEvents(email).some((event) => event['summary'] === 'Dentist (confirmed)'), 'the edit at Google', 20_000)
+    t.pass('an edit of an imported event reaches Google again')
+  })
+
+  t.same(errors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
+})
