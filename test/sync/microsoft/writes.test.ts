@@ -1,0 +1,112 @@
+// Own-data changes reported by the backend reaching Microsoft (insert, PATCH and DELETE with the
+// change key), the newer version winning, 429 with Retry-After retried on the job ladder, and a
+// revoked grant making the connection need the user.
+import { test } from 'tap'
+import { signInternalRequest } from '../../../lib/internal-auth.js'
+import type { EventChangeReport, ProviderWriteSubject } from '../../../schemas/sync/index.js'
+import { INTERNAL_TOKEN } from '../helper.js'
+import { ALICE, connectAndSync, defaultCalendar, SAMPLE_EVENTS, startStack } from './harness.js'
+import type { Stack } from './harness.js'
+
+async function report (stack: Stack, body: EventChangeReport): Promise<number> {
+  const url = '/internal/event-changes'
+  const payload = JSON.stringify(body)
+  const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId: body.userId }, stack.clock.now().getTime())
+  const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
+  return answer.statusCode
+}
+
+function subject (stack: Stack, fields: Partial<ProviderWriteSubject> = {}): ProviderWriteSubject {
+  return {
+    content: { title: 'Lunch with Bo', startDate: '2026-11-24T12:00:00+01:00', endDate: '2026-11-24T13:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' },
+    lastUpdated: stack.clock.now().toISOString(),
+    ...fields
+  }
+}
+
+test('provider writes: an own event is created in the default calendar and linked, then patched and deleted with If-Match', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId, connectionId } = await connectAndSync(stack)
+  const eventId = '6b0400000000000000000001'
+  const batches = stack.backend.batches.length
+
+  t.equal(await report(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: subject(stack) }), 202)
+  await stack.drain()
+  const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
+  t.ok(inserted, 'the event reached the default calendar')
+  t.match(inserted, { createdBy: /.+/, isAllDay: false })
+  const [link] = stack.backend.batches.slice(batches)
+  t.match(link, { calendarId, events: [{ providerEventId: inserted?.['id'], eventId, status: 'confirmed', etag: /.+/, content: { title: 'Lunch with Bo', startDate: '2026-11-24T12:00:00+01:00', timeZone: 'Europe/Berlin' } }] },
+    'one batch tells the backend the new provider id')
+
+  const providerEventId = String(inserted?.['id'])
+  const updatesBefore = stack.microsoft.control.counts().operations['event.update']?.statuses['200'] ?? 0
+  stack.clock.advance(60_000)
+  t.equal(await report(stack, {
+    userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId, subject: subject(stack, { providerEventId, content: { ...subject(stack).content!, title: 'Lunch with Bo and Cy' } })
+  }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { subject: 'Lunch with Bo and Cy' })
+  t.equal(stack.microsoft.control.counts().operations['event.update']?.statuses['200'], updatesBefore + 1, 'one PATCH')
+
+  stack.clock.advance(60_000)
+  t.equal(await report(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId, subject: subject(stack, { providerEventId }) }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { deleted: true })
+  await stack.microsoft.notificationsSettled()
+  await stack.drain()
+  t.same(await stack.sync.syncJobQueue.list(), [])
+  t.equal((await stack.sync.syncConnections.get(connectionId))?.state, 'healthy')
+})
+
+test('a newer version at Microsoft wins over an older change of the backend and goes to the backend instead', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const event = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.timed)
+  const { userId } = await connectAndSync(stack)
+  const lastUpdated = new Date(stack.clock.now().getTime() - 60_000).toISOString()
+  const providerEventId = String(event.id)
+  const batches = stack.backend.batches.length
+  t.equal(await report(stack, { userId, eventId: '6b0400000000000000000002', operation: 'update', idempotencyKey: 'older-0001', calendarId, subject: subject(stack, { providerEventId, lastUpdated }) }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((item) => item['id'] === providerEventId), { subject: 'Dentist' }, 'Microsoft keeps its version')
+  t.match(stack.backend.batches.slice(batches)[0]?.events, [{ providerEventId, content: { title: 'Dentist' } }])
+})
+
+test('429 with Retry-After: the pull fails, nothing is saved, and the retry on the ladder gets the change', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { connectionId } = await connectAndSync(stack)
+  const cursor = (await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor
+  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/calendars', method: 'GET', status: 429, retryAfterSec: 30, count: 1 })
+  const event = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.allDay)
+  await stack.microsoft.notificationsSettled()
+  const batches = stack.backend.batches.length
+  await stack.drain()
+  const [job] = await stack.sync.syncJobQueue.list()
+  t.match(job, { type: 'pull', status: 'queued', attempts: 1, lastError: /unavailable.*429.*retry after 30/ })
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure' })
+  t.equal((await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor, cursor, 'the cursor is kept')
+  t.equal(stack.backend.batches.length, batches)
+
+  stack.clock.advance(40_000)
+  await stack.drain()
+  t.same(await stack.sync.syncJobQueue.list(), [])
+  t.match(stack.backend.batches.at(-1)?.events, [{ providerEventId: event.id }], 'the change arrived on the retry')
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+})
+
+test('revocation at Microsoft (invalid_grant): actionRequired, credential discarded, the backend told', async (t) => {
+  const stack = await startStack(t)
+  const { userId, connectionId } = await connectAndSync(stack)
+  stack.microsoft.control.revoke(ALICE)
+  stack.microsoft.control.expireAccessTokens(ALICE)
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'actionRequired', reason: 'authorizationRevoked' })
+  t.equal(await stack.sync.syncCredentials.load(connectionId), null, 'credential discarded')
+  // The revocation's reauthorizationRequired notification and the pull may each find the dead grant.
+  t.ok(stack.backend.revocations.length >= 1, 'the backend was told, to revoke the user\'s sessions')
+  t.ok(stack.backend.revocations.every((told) => told.userId === userId && told.provider === 'microsoft' && told.connectionId === connectionId))
+})
