@@ -53,6 +53,20 @@ export const BeginConnectionResponseSchema = Type.Object({
   connectionId: Type.Union([ConnectionIdSchema, Type.Null()], { description: 'The connection the signed state names, if any' })
 }, { additionalProperties: false })
 
+/** A CalDAV account (for example iCloud with an app password): connected without OAuth. */
+export const CalDavConnectRequestSchema = Type.Object({
+  serverUrl: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://', description: 'The CalDAV server (its origin is enough where it serves /.well-known/caldav)' }),
+  username: Type.String({ minLength: 1, maxLength: 256 }),
+  password: Type.String({ minLength: 1, maxLength: 1024, description: 'An app password; stored encrypted, never logged' }),
+  connectionId: Type.Optional(ConnectionIdSchema)
+}, { additionalProperties: false, description: 'With connectionId (or the same server and user name as a connection of the user): that connection is repaired' })
+
+export const CalDavConnectResponseSchema = Type.Object({
+  connectionId: ConnectionIdSchema,
+  created: Type.Boolean({ description: 'false: the user\'s connection of the same account was repaired with the new password' }),
+  calendars: Type.Integer({ minimum: 0, description: 'Calendars found on the server; the import reads them next' })
+}, { additionalProperties: false })
+
 export const StopWatchesResponseSchema = Type.Object({
   stopped: Type.Integer({ minimum: 0, description: 'Notification channels stopped at the provider' })
 }, { additionalProperties: false })
@@ -66,5 +80,7 @@ export type ConnectionSummary = Static<typeof ConnectionSummarySchema>
 export type SyncMetadata = Static<typeof SyncMetadataSchema>
 export type BeginConnectionRequest = Static<typeof BeginConnectionRequestSchema>
 export type BeginConnectionResponse = Static<typeof BeginConnectionResponseSchema>
+export type CalDavConnectRequest = Static<typeof CalDavConnectRequestSchema>
+export type CalDavConnectResponse = Static<typeof CalDavConnectResponseSchema>
 export type StopWatchesResponse = Static<typeof StopWatchesResponseSchema>
 export type RestartSyncResponse = Static<typeof RestartSyncResponseSchema>

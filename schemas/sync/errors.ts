@@ -12,6 +12,9 @@ export const SyncErrorCodeSchema = Type.Union([
   Type.Literal('IDEMPOTENCY_KEY_REUSED'),
   Type.Literal('EXECUTION_PASSIVE'),
   Type.Literal('PROVIDER_NOT_CONFIGURED'),
+  Type.Literal('CREDENTIAL_ENCRYPTION_KEY_MISSING'),
+  Type.Literal('CALDAV_CREDENTIALS_REFUSED'),
+  Type.Literal('CALDAV_DISCOVERY_FAILED'),
   Type.Literal('MAINTENANCE'),
   Type.Literal('INTERNAL')
 ], { description: 'Machine-readable error code of a Sync service answer' })
@@ -35,6 +38,9 @@ export const SYNC_ERROR_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 409,
   EXECUTION_PASSIVE: 409,
   PROVIDER_NOT_CONFIGURED: 400,
+  CREDENTIAL_ENCRYPTION_KEY_MISSING: 400,
+  CALDAV_CREDENTIALS_REFUSED: 422,
+  CALDAV_DISCOVERY_FAILED: 422,
   MAINTENANCE: 503,
   INTERNAL: 500
 } as const satisfies Record<Static<typeof SyncErrorCodeSchema>, number>

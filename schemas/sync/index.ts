@@ -14,6 +14,7 @@ export const SYNC_PATHS = {
   eventChanges: '/internal/event-changes',
   metadata: (userId: string) => `/internal/users/${userId}/metadata`,
   beginConnection: (userId: string) => `/internal/users/${userId}/connections/begin`,
+  connectCalDav: (userId: string) => `/internal/users/${userId}/connections/caldav`,
   stopWatches: (userId: string) => `/internal/users/${userId}/watches/stop`,
   restartSync: (userId: string) => `/internal/users/${userId}/sync/restart`,
   credentials: (userId: string) => `/internal/users/${userId}/credentials`

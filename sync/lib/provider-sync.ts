@@ -37,9 +37,9 @@ export const NOTIFICATION_PULL_DELAY_MS = 500
 export const NOTIFICATION_PULL_MAX_WAIT_MS = 5000
 
 /** Whether a calendar of a live connection is due for a pull no notification asked for. */
-export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): boolean {
+export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number, afterMs = FALLBACK_PULL_AFTER_MS): boolean {
   if (calendar.cursor === null) return false
-  if (now.getTime() - calendar.lastUpdatedAt.getTime() < FALLBACK_PULL_AFTER_MS) return false
+  if (now.getTime() - calendar.lastUpdatedAt.getTime() < afterMs) return false
   // Nobody looks at an inactive user's calendar; its channels are stopped too.
   return lastSeenAt !== null && now.getTime() - lastSeenAt.getTime() <= inactiveDays * DAY_MS
 }

@@ -3,7 +3,7 @@
 // exchange, encrypted credential, import, and the browser's redirect with the outcome).
 import type { FastifyBaseLogger } from 'fastify'
 import type { SyncConfig } from '../../schemas/config.js'
-import type { BeginConnectionRequest, BeginConnectionResponse, Provider } from '../../schemas/sync/index.js'
+import type { BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, Provider } from '../../schemas/sync/index.js'
 import { INTERNAL_AUTH_HEADERS, verifyInternalRequest } from '../../lib/internal-auth.js'
 import type { Clock } from '../lib/clock.js'
 import { SyncServiceError } from '../lib/errors.js'
@@ -11,6 +11,7 @@ import {
   newCorrelationId, newNonce, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, pkcePair, readOAuthState, signOAuthState
 } from '../lib/oauth-state.js'
 import type { ProviderRegistry } from '../lib/providers/port.js'
+import { CalDavAdapter, CalDavCredentialsRefusedError, CalDavDiscoveryError } from '../providers/caldav/adapter.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { OAuthAttemptStore } from '../stores/oauth-attempts.js'
@@ -73,6 +74,59 @@ export class ConnectFlow {
 
   constructor (parts: ConnectFlowParts) {
     this.#parts = parts
+  }
+
+  /**
+   * Connects a CalDAV account (no OAuth): the server is discovered and the password checked before
+   * anything is stored; then the credential is stored encrypted and the import queued, as after an
+   * OAuth callback. The connection named, or the user's connection of the same server and user
+   * name, is repaired instead of a new one being made.
+   */
+  async connectCalDav (userId: string, request: CalDavConnectRequest): Promise<CalDavConnectResponse> {
+    const { settings, providers, credentials, connections, engine, log } = this.#parts
+    if (settings.cloudMutationMode === 'maintenance') {
+      throw new SyncServiceError('MAINTENANCE', 'Connecting calendars is paused for maintenance; try again later')
+    }
+    if (settings.execution !== 'active') {
+      throw new SyncServiceError('EXECUTION_PASSIVE', 'This Sync service runs passively (sync.execution) and cannot connect providers')
+    }
+    const adapter = providers.caldav
+    if (!(adapter instanceof CalDavAdapter)) {
+      throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', 'CalDAV is not configured on this Sync service (it needs the backend block)')
+    }
+    if (!credentials.available) {
+      throw new SyncServiceError('CREDENTIAL_ENCRYPTION_KEY_MISSING', 'sync.credentialEncryptionKey is not set, so a CalDAV password cannot be stored')
+    }
+    const own = (await connections.listByUser(userId)).filter((connection) => connection.provider === 'caldav')
+    let repair: string | null = null
+    if (request.connectionId !== undefined) {
+      if (!own.some((connection) => connection._id.toHexString() === request.connectionId)) {
+        throw new SyncServiceError('CONNECTION_NOT_FOUND', 'The user has no such CalDAV connection')
+      }
+      repair = request.connectionId
+    }
+    let credential
+    try {
+      credential = await adapter.verifyAccount({ serverUrl: request.serverUrl, username: request.username, password: request.password })
+    } catch (error) {
+      if (error instanceof CalDavCredentialsRefusedError) {
+        throw new SyncServiceError('CALDAV_CREDENTIALS_REFUSED', 'The CalDAV server refused this user name and password', repair ?? undefined)
+      }
+      if (error instanceof CalDavDiscoveryError) {
+        log.info({ userId, reason: error.message }, 'CalDAV discovery failed')
+        throw new SyncServiceError('CALDAV_DISCOVERY_FAILED', 'No CalDAV calendars were found at this server URL', repair ?? undefined)
+      }
+      throw error
+    }
+    if (repair === null) {
+      for (const connection of own) {
+        const stored = await credentials.load(connection._id.toHexString())
+        if (stored?.['serverUrl'] === credential['serverUrl'] && stored?.['username'] === credential['username']) repair = connection._id.toHexString()
+      }
+    }
+    const calendars = (await adapter.listCalendars({ connectionId: repair ?? 'new', userId, credential })).length
+    const record = await engine.authorize(userId, 'caldav', credential, repair)
+    return { connectionId: record._id.toHexString(), created: repair === null, calendars }
   }
 
   /**

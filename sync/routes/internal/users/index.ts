@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  BeginConnectionRequestSchema, BeginConnectionResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
-  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncMetadataSchema, UserParamsSchema
+  BeginConnectionRequestSchema, BeginConnectionResponseSchema, CalDavConnectRequestSchema, CalDavConnectResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
+  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncErrorBodySchema, SyncMetadataSchema, UserParamsSchema
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
 import { connectionSummary } from '../../../lib/connections/record.js'
@@ -33,6 +33,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: BeginConnectionResponseSchema, ...errorResponses }
     }
   }, async (request) => await fastify.syncConnect.begin(request.params.userId, request.body))
+
+  fastify.post('/:userId/connections/caldav', {
+    schema: {
+      description: 'Connects (or repairs) a CalDAV account with a server URL, user name and app password: checked at the server ' +
+        'before anything is stored (CALDAV_CREDENTIALS_REFUSED, CALDAV_DISCOVERY_FAILED), stored encrypted, the import queued',
+      params: UserParamsSchema,
+      body: CalDavConnectRequestSchema,
+      response: { 200: CalDavConnectResponseSchema, 422: SyncErrorBodySchema, ...errorResponses }
+    }
+  }, async (request) => await fastify.syncConnect.connectCalDav(request.params.userId, request.body))
 
   fastify.post('/:userId/credentials', {
     schema: {

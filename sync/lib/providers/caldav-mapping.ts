@@ -1,0 +1,273 @@
+// iCalendar resources of a CalDAV calendar <-> the backend's event content, as pure functions over
+// ical.js components. The adapter in sync/providers/caldav/ does the I/O. One resource holds one
+// event, or one series with its overrides (RFC 4791 4.1): the series keeps the resource's href
+// as its provider id, an override adds `#<original start>`.
+import { createHash } from 'node:crypto'
+import ICAL from 'ical.js'
+import { DateTime } from 'luxon'
+import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
+
+type Component = InstanceType<typeof ICAL.Component>
+type Property = InstanceType<typeof ICAL.Property>
+type Time = InstanceType<typeof ICAL.Time>
+
+/** Carries the backend's id of an event the Sync service wrote, like Google's private property. */
+export const EVENT_ID_PROPERTY = 'x-calendar-event-id'
+/** The zone of an event written in UTC date-times, so it reads back in the zone it was written in. */
+export const TIME_ZONE_PROPERTY = 'x-calendar-time-zone'
+
+const LIMITS = { title: 1024, description: 8192, location: 1024, recurrenceLines: 20, id: 1024, etag: 256 }
+const RECURRENCE_PROPERTIES = ['rrule', 'rdate', 'exdate'] as const
+
+function cut (value: string, max: number): string {
+  return value.length > max ? value.slice(0, max) : value
+}
+
+function pad (value: number, width = 2): string {
+  return String(Math.abs(value)).padStart(width, '0')
+}
+
+function isIanaZone (zone: string | null | undefined): zone is string {
+  return typeof zone === 'string' && zone.length > 0 && DateTime.local().setZone(zone).isValid
+}
+
+/** An override's provider id: the series' id and the occurrence's original start. */
+export function overrideId (seriesId: string, originalStartDate: string): string {
+  return `${seriesId}#${originalStartDate}`
+}
+
+/** The resource an event id names (an override lives in its series' resource). */
+export function resourceOf (providerEventId: string): string {
+  const hash = providerEventId.indexOf('#')
+  return hash === -1 ? providerEventId : providerEventId.slice(0, hash)
+}
+
+/** The name a new event's resource gets: the same on every attempt, so a retried insert finds its first copy. */
+export function resourceNameFor (connectionId: string, eventId: string): string {
+  return `${createHash('sha256').update(`${connectionId}:${eventId}`).digest('hex').slice(0, 32)}.ics`
+}
+
+/**
+ * A date or date-time property as the contract writes it: `YYYY-MM-DD` for a date, else the wall
+ * time with the offset its zone has then. The zone comes from the TZID when it is an IANA name,
+ * else from the resource's VTIMEZONE, else (floating time) from the calendar.
+ */
+export function timeOf (property: Property, calendar: Component, calendarTimeZone: string, writtenZone: string | null = null): { value: string, zone: string, isDate: boolean } | null {
+  const time = property.getFirstValue() as Time | null
+  if (time === null || typeof time !== 'object' || !('isDate' in time)) return null
+  const date = `${pad(time.year, 4)}-${pad(time.month)}-${pad(time.day)}`
+  if (time.isDate) return { value: date, zone: calendarTimeZone, isDate: true }
+  const wall = `${date}T${pad(time.hour)}:${pad(time.minute)}:${pad(time.second)}`
+  if (time.zone?.tzid === 'UTC' || property.toICALString().endsWith('Z')) {
+    if (isIanaZone(writtenZone)) {
+      const local = DateTime.fromISO(`${wall}Z`, { setZone: true }).setZone(writtenZone)
+      return { value: local.toISO({ suppressMilliseconds: true, includeOffset: true }) ?? `${wall}Z`, zone: writtenZone, isDate: false }
+    }
+    return { value: `${wall}Z`, zone: 'UTC', isDate: false }
+  }
+  const tzid = property.getParameter('tzid')
+  const tzidName = typeof tzid === 'string' ? tzid : null
+  let offsetSeconds: number
+  let zone: string
+  if (isIanaZone(tzidName)) {
+    zone = tzidName
+    offsetSeconds = DateTime.fromObject({ year: time.year, month: time.month, day: time.day, hour: time.hour, minute: time.minute, second: time.second }, { zone }).offset * 60
+  } else {
+    const definition = tzidName === null ? undefined : calendar.getAllSubcomponents('vtimezone').find((candidate) => candidate.getFirstPropertyValue('tzid') === tzidName)
+    if (definition !== undefined) {
+      zone = calendarTimeZone
+      offsetSeconds = new ICAL.Timezone(definition).utcOffset(time)
+    } else {
+      zone = isIanaZone(calendarTimeZone) ? calendarTimeZone : 'UTC'
+      offsetSeconds = DateTime.fromObject({ year: time.year, month: time.month, day: time.day, hour: time.hour, minute: time.minute, second: time.second }, { zone }).offset * 60
+    }
+  }
+  const sign = offsetSeconds < 0 ? '-' : '+'
+  const minutes = Math.round(Math.abs(offsetSeconds) / 60)
+  return { value: `${wall}${sign}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`, zone, isDate: false }
+}
+
+function instant (event: Component): string {
+  const stamp = (event.getFirstPropertyValue('last-modified') ?? event.getFirstPropertyValue('dtstamp')) as Time | null
+  const ms = stamp !== null && typeof stamp === 'object' && 'toJSDate' in stamp ? stamp.toJSDate().getTime() : Number.NaN
+  return new Date(Number.isNaN(ms) ? 0 : ms).toISOString()
+}
+
+function addDays (date: string, days: number): string {
+  return DateTime.fromISO(date, { zone: 'UTC' }).plus({ days }).toISODate() ?? date
+}
+
+/** The content of a VEVENT, or null when it has no usable start. */
+export function contentOf (event: Component, calendar: Component, calendarTimeZone: string): EventContent | null {
+  const written = event.getFirstPropertyValue(TIME_ZONE_PROPERTY)
+  const writtenZone = typeof written === 'string' ? written : null
+  const startProperty = event.getFirstProperty('dtstart')
+  const start = startProperty === null ? null : timeOf(startProperty, calendar, calendarTimeZone, writtenZone)
+  if (start === null) return null
+  const endProperty = event.getFirstProperty('dtend')
+  let endDate = endProperty === null ? null : timeOf(endProperty, calendar, calendarTimeZone, writtenZone)?.value ?? null
+  if (endDate === null) {
+    const duration = event.getFirstPropertyValue('duration') as InstanceType<typeof ICAL.Duration> | null
+    if (duration !== null && typeof duration === 'object' && 'toSeconds' in duration) {
+      endDate = start.isDate
+        ? addDays(start.value, Math.max(1, Math.round(duration.toSeconds() / 86_400)))
+        : DateTime.fromISO(start.value, { setZone: true }).plus({ seconds: duration.toSeconds() }).toISO({ suppressMilliseconds: true }) ?? start.value
+    } else {
+      // RFC 5545 3.6.1: without DTEND or DURATION a date event lasts one day, a date-time one none.
+      endDate = start.isDate ? addDays(start.value, 1) : start.value
+    }
+  }
+  const recurrence = RECURRENCE_PROPERTIES
+    .flatMap((name) => event.getAllProperties(name))
+    .map((property) => property.toICALString())
+    .filter((line) => line.length > 0 && line.length <= 1024)
+    .slice(0, LIMITS.recurrenceLines)
+  const text = (name: string): string | null => {
+    const value = event.getFirstPropertyValue(name)
+    return typeof value === 'string' && value.length > 0 ? value : null
+  }
+  const description = text('description')
+  const location = text('location')
+  return {
+    title: cut(text('summary') ?? '', LIMITS.title),
+    ...(description === null ? {} : { description: cut(description, LIMITS.description) }),
+    ...(location === null ? {} : { location: cut(location, LIMITS.location) }),
+    startDate: start.value,
+    endDate,
+    isAllDay: start.isDate,
+    timeZone: start.zone,
+    ...(recurrence.length > 0 ? { recurrence } : {})
+  }
+}
+
+/**
+ * Every event of one calendar resource as the backend is told of it: the series or single event
+ * under the resource's href, each override under `href#<original start>`.
+ */
+export function eventsOfResource (href: string, ics: string, etag: string | null, calendarTimeZone: string): ProviderEvent[] {
+  let calendar: Component
+  try {
+    calendar = new ICAL.Component(ICAL.parse(ics))
+  } catch {
+    return []
+  }
+  const found: ProviderEvent[] = []
+  const vevents = calendar.getAllSubcomponents('vevent')
+  const master = vevents.find((event) => event.getFirstProperty('recurrence-id') === null)
+  const shared = {
+    ...(etag !== null && etag.length <= LIMITS.etag ? { etag } : {})
+  }
+  for (const event of vevents) {
+    const uid = event.getFirstPropertyValue('uid')
+    const recurrenceId = event.getFirstProperty('recurrence-id')
+    const original = recurrenceId === null ? null : timeOf(recurrenceId, calendar, calendarTimeZone)
+    if (recurrenceId !== null && original === null) continue
+    const providerEventId = original === null ? href : overrideId(href, original.value)
+    if (providerEventId.length > LIMITS.id) continue
+    const cancelled = String(event.getFirstPropertyValue('status') ?? '').toUpperCase() === 'CANCELLED'
+    const content = cancelled ? null : contentOf(event, calendar, calendarTimeZone)
+    if (!cancelled && content === null) continue
+    const eventId = event.getFirstPropertyValue(EVENT_ID_PROPERTY) ?? (original === null ? null : master?.getFirstPropertyValue(EVENT_ID_PROPERTY))
+    found.push({
+      providerEventId,
+      ...(typeof uid === 'string' && uid.length > 0 ? { iCalUID: cut(uid, 1024) } : {}),
+      ...shared,
+      updated: instant(event),
+      status: cancelled ? 'cancelled' : 'confirmed',
+      ...(content === null ? {} : { content }),
+      ...(original === null ? {} : { recurringEventId: href, originalStartDate: original.value }),
+      ...(typeof eventId === 'string' && eventId.length > 0 && original === null ? { eventId } : {})
+    })
+  }
+  return found
+}
+
+/** A resource that is gone (deleted at the server): the backend drops its event and overrides. */
+export function removedResource (href: string, updated: Date): ProviderEvent {
+  return { providerEventId: href, updated: updated.toISOString(), status: 'cancelled' }
+}
+
+function utcStamp (iso: string): Time {
+  return ICAL.Time.fromJSDate(new Date(iso), true)
+}
+
+function timeFor (value: string, isAllDay: boolean): Time {
+  if (isAllDay) return ICAL.Time.fromDateString(value.slice(0, 10))
+  // A date-time is written in UTC: the server then needs no VTIMEZONE of ours to read it.
+  return ICAL.Time.fromJSDate(new Date(value), true)
+}
+
+/** Sets the content's properties on a VEVENT; a cleared field is removed there too. */
+export function applyContent (event: Component, content: EventContent, lastUpdated: string): void {
+  event.updatePropertyWithValue('summary', content.title)
+  for (const [name, value] of [['description', content.description], ['location', content.location]] as const) {
+    if (value === undefined || value === '') event.removeAllProperties(name)
+    else event.updatePropertyWithValue(name, value)
+  }
+  event.removeAllProperties('dtstart')
+  event.removeAllProperties('dtend')
+  event.removeAllProperties('duration')
+  event.addPropertyWithValue('dtstart', timeFor(content.startDate, content.isAllDay))
+  event.addPropertyWithValue('dtend', timeFor(content.endDate, content.isAllDay))
+  if (content.isAllDay) event.removeAllProperties(TIME_ZONE_PROPERTY)
+  else event.updatePropertyWithValue(TIME_ZONE_PROPERTY, content.timeZone)
+  if (event.getFirstProperty('recurrence-id') === null) {
+    for (const name of RECURRENCE_PROPERTIES) event.removeAllProperties(name)
+    for (const line of content.recurrence ?? []) {
+      try {
+        event.addProperty(ICAL.Property.fromString(line))
+      } catch {
+        // A line the library cannot read is left out rather than failing the whole write.
+      }
+    }
+  }
+  event.removeAllProperties('status')
+  // The write's version, so the pull that reads it back finds the backend's own change.
+  event.updatePropertyWithValue('last-modified', utcStamp(lastUpdated))
+  event.updatePropertyWithValue('dtstamp', utcStamp(lastUpdated))
+}
+
+/** A new resource with one VEVENT for a backend event. */
+export function newResource (uid: string, eventId: string, content: EventContent, lastUpdated: string): Component {
+  const calendar = new ICAL.Component('vcalendar')
+  calendar.updatePropertyWithValue('prodid', '-//calendar//sync//EN')
+  calendar.updatePropertyWithValue('version', '2.0')
+  const event = new ICAL.Component('vevent')
+  event.updatePropertyWithValue('uid', uid)
+  event.updatePropertyWithValue(EVENT_ID_PROPERTY, eventId)
+  applyContent(event, content, lastUpdated)
+  calendar.addSubcomponent(event)
+  return calendar
+}
+
+export function parseResource (ics: string): Component {
+  return new ICAL.Component(ICAL.parse(ics))
+}
+
+/** The VEVENT of the series (no RECURRENCE-ID). */
+export function masterOf (calendar: Component): Component | null {
+  return calendar.getAllSubcomponents('vevent').find((event) => event.getFirstProperty('recurrence-id') === null) ?? null
+}
+
+/** The override of one occurrence, matched by its original start as the contract writes it. */
+export function overrideOf (calendar: Component, originalStartDate: string, calendarTimeZone: string): Component | null {
+  const wanted = Date.parse(originalStartDate.length === 10 ? `${originalStartDate}T00:00:00Z` : originalStartDate)
+  return calendar.getAllSubcomponents('vevent').find((event) => {
+    const property = event.getFirstProperty('recurrence-id')
+    const original = property === null ? null : timeOf(property, calendar, calendarTimeZone)
+    if (original === null) return false
+    return original.value === originalStartDate || Date.parse(original.isDate ? `${original.value}T00:00:00Z` : original.value) === wanted
+  }) ?? null
+}
+
+/** The RECURRENCE-ID (or EXDATE) value of an occurrence, in the form of the series' DTSTART. */
+export function occurrenceTime (master: Component, originalStartDate: string): Time {
+  const start = master.getFirstPropertyValue('dtstart') as Time | null
+  if (start !== null && typeof start === 'object' && 'isDate' in start && start.isDate) return ICAL.Time.fromDateString(originalStartDate.slice(0, 10))
+  return ICAL.Time.fromJSDate(new Date(originalStartDate), true)
+}
+
+/** The version of an event for the newer-wins rule: its LAST-MODIFIED (else DTSTAMP) as an instant. */
+export function versionOf (event: Component): string {
+  return instant(event)
+}

@@ -1,0 +1,464 @@
+// The CalDAV adapter of the provider port (RFC 4791, RFC 6578): a server URL, a user name and an
+// app password instead of OAuth. WebDAV requests and their multistatus answers go through tsdav's
+// davRequest, iCalendar through ical.js (sync/lib/providers/caldav-mapping.ts). CalDAV has no push,
+// so the service pulls each calendar on a timer (pollIntervalMs).
+import ICAL from 'ical.js'
+import { davRequest } from 'tsdav'
+import type { DAVResponse } from 'tsdav'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import type { ProviderCredential } from '../../lib/credentials.js'
+import {
+  applyContent, eventsOfResource, masterOf, newResource, occurrenceTime, overrideOf, parseResource, removedResource, resourceNameFor,
+  resourceOf, versionOf
+} from '../../lib/providers/caldav-mapping.js'
+import { providerVersionWins } from '../../lib/provider-sync.js'
+import {
+  ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
+  ProviderVersionConflictError
+} from '../../lib/providers/port.js'
+import type {
+  GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink, ProviderPort, ProviderWrite,
+  PullResult, Watch, WriteResult
+} from '../../lib/providers/port.js'
+
+export interface CalDavAdapterOptions {
+  /** Resources per page handed to the backend. */
+  pageSize?: number
+  /** Deadline of one server request. */
+  timeoutMs?: number
+  /** How long after its last pull a calendar is pulled again. */
+  pollIntervalMs?: number
+  /** The instant a removal is dated with (the service's clock). */
+  now?: () => Date
+}
+
+/** What connecting needs from the person: where the server is and how to sign in. */
+export interface CalDavAccount {
+  serverUrl: string
+  username: string
+  password: string
+}
+
+/** The server refused the user name and password. */
+export class CalDavCredentialsRefusedError extends Error {
+  override name = 'CalDavCredentialsRefusedError'
+}
+
+/** No CalDAV calendar home was found at the URL (not a CalDAV server, or a wrong URL). */
+export class CalDavDiscoveryError extends Error {
+  override name = 'CalDavDiscoveryError'
+}
+
+export const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
+/** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
+const WRITE_ATTEMPTS = 3
+
+const DAV_NAMESPACES = 'xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav" xmlns:cs="http://calendarserver.org/ns/"'
+
+function xmlEscape (value: string): string {
+  return value.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;')
+}
+
+/** A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`. */
+function text (value: unknown): string | null {
+  if (typeof value === 'string') return value
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  if (typeof value === 'object' && value !== null && '_text' in value) return text((value as { _text: unknown })._text)
+  return null
+}
+
+function hrefOf (value: unknown): string | null {
+  if (typeof value === 'object' && value !== null && 'href' in value) {
+    const href = (value as { href: unknown }).href
+    return text(Array.isArray(href) ? href[0] : href)
+  }
+  return text(value)
+}
+
+function propsOf (response: DAVResponse): Record<string, unknown> {
+  return (response.props ?? {}) as Record<string, unknown>
+}
+
+/** The collection's own time zone (`calendar-timezone` holds a VTIMEZONE): its TZID, else UTC. */
+function zoneOf (vtimezone: string | null): string {
+  const tzid = vtimezone === null ? null : /TZID:([^\r\n]+)/.exec(vtimezone)?.[1]?.trim() ?? null
+  return tzid ?? 'UTC'
+}
+
+/** The cursor of a calendar: the server's sync token, or (without RFC 6578) its ctag and etags. */
+type Cursor = { kind: 'token', token: string } | { kind: 'etags', ctag: string | null, etags: Record<string, string> }
+
+function encodeCursor (cursor: Cursor): string {
+  return cursor.kind === 'token' ? `token:${cursor.token}` : `etags:${JSON.stringify({ c: cursor.ctag, e: cursor.etags })}`
+}
+
+function decodeCursor (value: string): Cursor {
+  if (value.startsWith('token:')) return { kind: 'token', token: value.slice('token:'.length) }
+  if (value.startsWith('etags:')) {
+    try {
+      const parsed = JSON.parse(value.slice('etags:'.length)) as { c?: unknown, e?: unknown }
+      const etags: Record<string, string> = {}
+      if (typeof parsed.e === 'object' && parsed.e !== null) {
+        for (const [href, etag] of Object.entries(parsed.e)) if (typeof etag === 'string') etags[href] = etag
+      }
+      return { kind: 'etags', ctag: typeof parsed.c === 'string' ? parsed.c : null, etags }
+    } catch {}
+  }
+  throw new ProviderCursorExpiredError('the stored CalDAV cursor cannot be read')
+}
+
+interface Resource {
+  href: string
+  etag: string | null
+  ics: string
+}
+
+export class CalDavAdapter implements ProviderPort {
+  readonly provider = 'caldav' as const
+  readonly pollIntervalMs: number
+  readonly #options: CalDavAdapterOptions
+
+  constructor (options: CalDavAdapterOptions = {}) {
+    this.#options = options
+    this.pollIntervalMs = options.pollIntervalMs ?? CALDAV_POLL_INTERVAL_MS
+  }
+
+  authorizationUrl (): string {
+    throw new Error('CalDAV connects with a user name and password, not through an authorization URL')
+  }
+
+  async exchangeCode (): Promise<GrantedCredential> {
+    throw new Error('CalDAV connects with a user name and password, not with an authorization code')
+  }
+
+  /**
+   * Checks an account before anything is stored: discovery (RFC 6764 `/.well-known/caldav`, then
+   * the URL itself; current-user-principal; calendar-home-set) and at least one calendar. Answers
+   * the credential to store, with the home found, so later calls skip discovery.
+   */
+  async verifyAccount (account: CalDavAccount): Promise<ProviderCredential> {
+    let server: URL
+    try {
+      server = new URL(account.serverUrl)
+    } catch {
+      throw new CalDavDiscoveryError('the server URL is not a URL')
+    }
+    if (server.protocol !== 'https:' && server.protocol !== 'http:') throw new CalDavDiscoveryError('the server URL must be http or https')
+    const credential: ProviderCredential = { serverUrl: server.toString(), username: account.username, password: account.password }
+    const context: ProviderContext = { connectionId: 'verify', userId: 'verify', credential }
+    try {
+      const home = await this.#discoverHome(context, server)
+      const verified = { ...credential, homeUrl: home }
+      await this.listCalendars({ ...context, credential: verified })
+      return verified
+    } catch (error) {
+      if (error instanceof ProviderAuthorizationRevokedError) throw new CalDavCredentialsRefusedError('the CalDAV server refused the user name and password')
+      if (error instanceof CalDavDiscoveryError) throw error
+      throw new CalDavDiscoveryError(`no CalDAV calendars were found at the server URL (${error instanceof Error ? error.message : 'unknown failure'})`)
+    }
+  }
+
+  async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
+    const home = context.credential['homeUrl'] ?? await this.#discoverHome(context, new URL(this.#server(context)))
+    const responses = await this.#dav(context, home, 'PROPFIND', '1',
+      `<d:propfind ${DAV_NAMESPACES}><d:prop><d:resourcetype/><d:displayname/><c:calendar-timezone/><c:supported-calendar-component-set/></d:prop></d:propfind>`)
+    const found: ProviderCalendar[] = []
+    for (const response of responses) {
+      const props = propsOf(response)
+      const type = props['resourcetype']
+      if (typeof type !== 'object' || type === null || !('calendar' in type) || response.href === undefined) continue
+      const components = JSON.stringify(props['supportedCalendarComponentSet'] ?? '')
+      if (components.length > 2 && !components.includes('VEVENT')) continue
+      const url = new URL(response.href, home).toString()
+      found.push({ calendarId: url, name: text(props['displayname']) ?? url, primary: false, timeZone: zoneOf(text(props['calendarTimezone'])) })
+    }
+    found.sort((a, b) => a.calendarId.localeCompare(b.calendarId))
+    // CalDAV names no default calendar: the first one takes the user's own events.
+    if (found[0] !== undefined) found[0].primary = true
+    return found
+  }
+
+  async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
+    // Read before the listing, so a change made while the listing runs is pulled afterwards.
+    const state = request.window ? null : await this.#collectionState(context, calendar.calendarId)
+    const range = request.window
+      ? `<c:time-range start="${ICAL.Time.fromJSDate(request.window.from, true).toICALString()}" end="${ICAL.Time.fromJSDate(request.window.to, true).toICALString()}"/>`
+      : ''
+    const resources = await this.#query(context, calendar.calendarId,
+      `<c:calendar-query ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`)
+    await this.#pages(resources.map((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)), Number(request.pageToken ?? 0) || 0, sink)
+    if (state === null) return { cursor: null }
+    if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken }) }
+    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags: Object.fromEntries(resources.map((resource) => [resource.href, resource.etag ?? ''])) }) }
+  }
+
+  async pullChanges (context: ProviderContext, calendar: ProviderCalendar, cursor: string, sink: ProviderEventSink): Promise<PullResult> {
+    const previous = decodeCursor(cursor)
+    const now = this.#options.now?.() ?? new Date()
+    if (previous.kind === 'token') {
+      const responses = await this.#dav(context, calendar.calendarId, 'REPORT', '1',
+        `<d:sync-collection ${DAV_NAMESPACES}><d:sync-token>${xmlEscape(previous.token)}</d:sync-token><d:sync-level>1</d:sync-level><d:prop><d:getetag/></d:prop></d:sync-collection>`,
+        { syncCollection: true })
+      const collection = new URL(calendar.calendarId).pathname
+      const changed: string[] = []
+      const removed: string[] = []
+      for (const response of responses) {
+        if (response.href === undefined) continue
+        const href = new URL(response.href, calendar.calendarId).pathname
+        if (href === collection) continue
+        if (response.status === 404) removed.push(href)
+        else changed.push(href)
+      }
+      const token = text((responses[0]?.raw as { multistatus?: { syncToken?: unknown } } | undefined)?.multistatus?.syncToken)
+      if (token === null) throw new ProviderUnavailableError('the CalDAV server answered a sync-collection report without a sync token', null)
+      await this.#deliver(context, calendar, changed, removed, now, sink)
+      return { cursor: encodeCursor({ kind: 'token', token }) }
+    }
+    // Without RFC 6578: an unchanged ctag says nothing changed; else the etags tell what did.
+    const state = await this.#collectionState(context, calendar.calendarId)
+    if (state.ctag !== null && state.ctag === previous.ctag) {
+      await sink({ events: [], nextPageToken: null })
+      return { cursor }
+    }
+    const listing = await this.#dav(context, calendar.calendarId, 'PROPFIND', '1', `<d:propfind ${DAV_NAMESPACES}><d:prop><d:getetag/><d:resourcetype/></d:prop></d:propfind>`)
+    const collection = new URL(calendar.calendarId).pathname
+    const etags: Record<string, string> = {}
+    for (const response of listing) {
+      if (response.href === undefined) continue
+      const href = new URL(response.href, calendar.calendarId).pathname
+      if (href === collection) continue
+      etags[href] = text(propsOf(response)['getetag']) ?? ''
+    }
+    const changed = Object.keys(etags).filter((href) => previous.etags[href] !== etags[href])
+    const removed = Object.keys(previous.etags).filter((href) => etags[href] === undefined)
+    await this.#deliver(context, calendar, changed, removed, now, sink)
+    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags }) }
+  }
+
+  /**
+   * A write with the resource's etag as `If-Match` (or `If-None-Match: *` for a new resource). A
+   * 412 means someone changed it meanwhile: it is read again and the newer version wins.
+   */
+  async writeEvent (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite): Promise<WriteResult> {
+    const { subject } = write
+    const occurrence = subject.providerEventId?.includes('#') === true
+      ? subject.providerEventId.slice(subject.providerEventId.indexOf('#') + 1)
+      : (subject.seriesProviderEventId !== undefined ? subject.originalStartDate ?? null : null)
+    const resourceId = subject.providerEventId !== undefined
+      ? resourceOf(subject.providerEventId)
+      : subject.seriesProviderEventId !== undefined ? resourceOf(subject.seriesProviderEventId) : null
+    const isNew = resourceId === null
+    const href = resourceId ?? new URL(resourceNameFor(context.connectionId, write.eventId), calendar.calendarId.endsWith('/') ? calendar.calendarId : `${calendar.calendarId}/`).pathname
+    const url = new URL(href, calendar.calendarId).toString()
+    const removal = write.operation === 'delete' || subject.cancelled === true
+
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.#get(context, url)
+      const parsed = current === null ? null : parseResource(current.ics)
+      const master = parsed === null ? null : masterOf(parsed)
+      const target = parsed === null || master === null
+        ? null
+        : occurrence === null ? master : overrideOf(parsed, occurrence, calendar.timeZone)
+      const mapped = (resource: Resource | null) => resource === null ? [] : eventsOfResource(href, resource.ics, resource.etag, calendar.timeZone)
+      const wanted = occurrence === null ? href : `${href}#${occurrence}`
+      if (target !== null && providerVersionWins(versionOf(target), subject.lastUpdated)) {
+        return { outcome: 'providerNewer', event: mapped(current).find((event) => event.providerEventId === wanted) ?? null }
+      }
+      try {
+        if (current === null || parsed === null || master === null) {
+          if (removal) return { outcome: 'nothingToDo', event: null }
+          if (!isNew) throw new ProviderNotFoundError('the CalDAV server has no resource for the linked event')
+          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          const created = newResource(href.split('/').at(-1)?.replace(/\.ics$/, '') ?? write.eventId, write.eventId, subject.content, subject.lastUpdated)
+          const etag = await this.#put(context, url, created.toString(), null)
+          const resource: Resource = { href, etag, ics: created.toString() }
+          return { outcome: isNew ? 'inserted' : 'written', event: mapped(resource).find((event) => event.providerEventId === href) ?? null }
+        }
+        if (occurrence === null) {
+          if (removal) {
+            await this.#delete(context, url, current.etag)
+            return { outcome: 'written', event: null }
+          }
+          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          applyContent(master, subject.content, subject.lastUpdated)
+        } else if (removal) {
+          // A cancelled occurrence leaves its series as an EXDATE, and its override goes.
+          if (target !== null) parsed.removeSubcomponent(target)
+          master.addPropertyWithValue('exdate', occurrenceTime(master, occurrence))
+        } else {
+          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          let override = target
+          if (override === null) {
+            override = new ICAL.Component('vevent')
+            override.updatePropertyWithValue('uid', master.getFirstPropertyValue('uid') ?? href)
+            override.updatePropertyWithValue('recurrence-id', occurrenceTime(master, occurrence))
+            parsed.addSubcomponent(override)
+          }
+          applyContent(override, { ...subject.content, recurrence: undefined }, subject.lastUpdated)
+        }
+        const ics = parsed.toString()
+        const etag = await this.#put(context, url, ics, current.etag ?? '*')
+        return { outcome: 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
+      } catch (error) {
+        if (error instanceof ProviderVersionConflictError && attempt < WRITE_ATTEMPTS) continue
+        throw error
+      }
+    }
+  }
+
+  async watch (): Promise<Watch> {
+    throw new Error('CalDAV has no change notifications; its calendars are pulled on a timer')
+  }
+
+  async unwatch (): Promise<void> {}
+
+  async #pages (events: ProviderEvent[][], offset: number, sink: ProviderEventSink): Promise<void> {
+    const size = this.#options.pageSize ?? 250
+    if (events.length <= offset) {
+      await sink({ events: [], nextPageToken: null })
+      return
+    }
+    for (let start = offset; start < events.length; start += size) {
+      const next = start + size < events.length ? String(start + size) : null
+      await sink({ events: events.slice(start, start + size).flat(), nextPageToken: next })
+    }
+  }
+
+  async #deliver (context: ProviderContext, calendar: ProviderCalendar, changed: string[], removed: string[], now: Date, sink: ProviderEventSink): Promise<void> {
+    const size = this.#options.pageSize ?? 250
+    const removals = removed.map((href) => removedResource(href, now))
+    if (changed.length === 0) {
+      await sink({ events: removals, nextPageToken: null })
+      return
+    }
+    for (let start = 0; start < changed.length; start += size) {
+      const chunk = changed.slice(start, start + size)
+      const hrefs = chunk.map((href) => `<d:href>${xmlEscape(href)}</d:href>`).join('')
+      const resources = await this.#query(context, calendar.calendarId,
+        `<c:calendar-multiget ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop>${hrefs}</c:calendar-multiget>`)
+      const events = resources.flatMap((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
+      const last = start + size >= changed.length
+      await sink({ events: start === 0 ? [...removals, ...events] : events, nextPageToken: last ? null : String(start + size) })
+    }
+  }
+
+  async #collectionState (context: ProviderContext, calendarUrl: string): Promise<{ syncToken: string | null, ctag: string | null }> {
+    const [response] = await this.#dav(context, calendarUrl, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><d:sync-token/><cs:getctag/></d:prop></d:propfind>`)
+    const props = response === undefined ? {} : propsOf(response)
+    return { syncToken: text(props['syncToken']), ctag: text(props['getctag']) }
+  }
+
+  async #query (context: ProviderContext, calendarUrl: string, body: string): Promise<Resource[]> {
+    const responses = await this.#dav(context, calendarUrl, 'REPORT', '1', body)
+    const found: Resource[] = []
+    for (const response of responses) {
+      const props = propsOf(response)
+      const ics = text(props['calendarData'])
+      if (response.href === undefined || ics === null || response.status === 404) continue
+      found.push({ href: new URL(response.href, calendarUrl).pathname, etag: text(props['getetag']), ics })
+    }
+    return found
+  }
+
+  async #discoverHome (context: ProviderContext, server: URL): Promise<string> {
+    const principalBody = `<d:propfind ${DAV_NAMESPACES}><d:prop><d:current-user-principal/></d:prop></d:propfind>`
+    let principal: string | null = null
+    for (const start of [new URL('/.well-known/caldav', server).toString(), server.toString()]) {
+      try {
+        const [response] = await this.#dav(context, start, 'PROPFIND', '0', principalBody)
+        const href = response === undefined ? null : hrefOf(propsOf(response)['currentUserPrincipal'])
+        if (href !== null) {
+          principal = new URL(href, start).toString()
+          break
+        }
+      } catch (error) {
+        if (error instanceof ProviderAuthorizationRevokedError) throw error
+      }
+    }
+    if (principal === null) throw new CalDavDiscoveryError('the server names no current-user-principal')
+    const [response] = await this.#dav(context, principal, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><c:calendar-home-set/></d:prop></d:propfind>`)
+    const home = response === undefined ? null : hrefOf(propsOf(response)['calendarHomeSet'])
+    if (home === null) throw new CalDavDiscoveryError('the principal names no calendar-home-set')
+    return new URL(home, principal).toString()
+  }
+
+  #server (context: ProviderContext): string {
+    const server = context.credential['serverUrl']
+    if (server === undefined) throw new ProviderAuthorizationRevokedError('the stored CalDAV credential has no server URL')
+    return server
+  }
+
+  #headers (context: ProviderContext): Record<string, string> {
+    const { username, password } = context.credential
+    if (username === undefined || password === undefined) throw new ProviderAuthorizationRevokedError('the stored CalDAV credential has no user name or password')
+    return { Authorization: `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}` }
+  }
+
+  async #dav (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
+    let responses: DAVResponse[]
+    try {
+      responses = await davRequest({
+        url,
+        init: { method, headers: { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }, body },
+        convertIncoming: false,
+        fetchOptions: { signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) }
+      })
+    } catch (error) {
+      if (error instanceof ProviderAuthorizationRevokedError) throw error
+      throw new ProviderUnavailableError(`the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`, null)
+    }
+    const first = responses[0]
+    // A failed request comes back as a single answer without a multistatus.
+    if (first !== undefined && responses.length === 1 && first.props === undefined && !first.ok) {
+      if (options.syncCollection === true && (first.status === 403 || first.status === 409 || first.status === 410)) {
+        throw new ProviderCursorExpiredError(`the CalDAV server no longer accepts the sync token (${first.status})`)
+      }
+      throw this.#failure(first.status, method)
+    }
+    return responses
+  }
+
+  #failure (status: number, what: string): Error {
+    if (status === 401) return new ProviderAuthorizationRevokedError(`the CalDAV server refused the stored password (${what}: 401)`)
+    if (status === 404 || status === 410) return new ProviderNotFoundError(`the CalDAV server has no such resource (${what}: ${status})`)
+    if (status === 412) return new ProviderVersionConflictError(`the CalDAV server holds another version (${what}: 412)`)
+    if (status === 429 || status >= 500) return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status)
+    return new Error(`the CalDAV server refused (${what}: ${status})`)
+  }
+
+  async #fetch (context: ProviderContext, url: string, init: { method: string, headers?: Record<string, string>, body?: string }): Promise<Response> {
+    try {
+      return await fetch(url, { ...init, headers: { ...this.#headers(context), ...init.headers }, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
+    } catch (error) {
+      if (error instanceof ProviderAuthorizationRevokedError) throw error
+      throw new ProviderUnavailableError(`the CalDAV server did not answer ${init.method} (${error instanceof Error ? error.name : 'failure'})`, null)
+    }
+  }
+
+  async #get (context: ProviderContext, url: string): Promise<Resource | null> {
+    const response = await this.#fetch(context, url, { method: 'GET' })
+    const body = await response.text()
+    if (response.status === 404 || response.status === 410) return null
+    if (!response.ok) throw this.#failure(response.status, 'GET')
+    return { href: new URL(url).pathname, etag: response.headers.get('etag'), ics: body }
+  }
+
+  /** PUT with `If-Match: <etag>`, or `If-None-Match: *` when `etag` is null; answers the new etag. */
+  async #put (context: ProviderContext, url: string, ics: string, etag: string | null): Promise<string | null> {
+    const response = await this.#fetch(context, url, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'text/calendar; charset=utf-8', ...(etag === null ? { 'If-None-Match': '*' } : { 'If-Match': etag }) },
+      body: ics
+    })
+    await response.arrayBuffer()
+    if (!response.ok) throw this.#failure(response.status, 'PUT')
+    return response.headers.get('etag')
+  }
+
+  async #delete (context: ProviderContext, url: string, etag: string | null): Promise<void> {
+    const response = await this.#fetch(context, url, { method: 'DELETE', headers: etag === null ? {} : { 'If-Match': etag } })
+    await response.arrayBuffer()
+    if (response.status === 404 || response.status === 410) return
+    if (!response.ok) throw this.#failure(response.status, 'DELETE')
+  }
+}

@@ -1,0 +1,123 @@
+// After the import: changes another client makes on Radicale arrive on the timer's next pull
+// (sync-collection), writes from the backend reach Radicale with If-Match, a 412 is resolved by
+// the newer-wins rule, and a changed password makes the connection need the user.
+import { test } from 'tap'
+import type { ProviderWriteSubject } from '../../../schemas/sync/index.js'
+import { allDayIcs, connectAndImport, ics, PASSWORD, POLL_MS, startCalDavStack, USER } from './harness.js'
+import type { CalDavStack } from './harness.js'
+import { radicaleMissing } from './radicale.js'
+
+const missing = radicaleMissing()
+
+/** The timer's pass once the poll interval has gone by, then the pulls it queued. */
+async function nextPoll (stack: CalDavStack): Promise<number> {
+  stack.clock.advance(POLL_MS + 1000)
+  const queued = await stack.sync.syncEngine.pullOverdueCalendars()
+  await stack.drain()
+  return queued
+}
+
+async function seen (stack: CalDavStack, userId: string): Promise<void> {
+  await stack.sync.syncActivity.touch([userId], stack.clock.now())
+}
+
+function subject (lastUpdated: string, title: string, extra: Partial<ProviderWriteSubject> = {}): ProviderWriteSubject {
+  return {
+    lastUpdated,
+    content: { title, startDate: '2026-11-25T10:00:00+01:00', endDate: '2026-11-25T11:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' },
+    ...extra
+  }
+}
+
+test('changes on Radicale arrive on the next poll; an idle poll changes nothing; a deleted resource leaves the backend', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  await stack.radicale.put(`${stack.calendarUrl}holiday.ics`, USER, PASSWORD, allDayIcs())
+  const { userId, connectionId } = await connectAndImport(stack)
+  await seen(stack, userId)
+  t.equal(stack.backend.events(stack.calendarUrl).size, 1)
+  const cursor = (await stack.sync.syncCalendars.get(connectionId, stack.calendarUrl))?.cursor
+  t.match(cursor, /^token:/, 'Radicale speaks RFC 6578: the cursor is its sync token')
+
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0, 'not due before its interval')
+  await stack.radicale.put(`${stack.calendarUrl}dentist.ics`, USER, PASSWORD, ics(['UID:dentist', 'DTSTAMP:20261121T000000Z', 'DTSTART:20261123T140000Z', 'DTEND:20261123T150000Z', 'SUMMARY:Dentist']))
+  t.equal(await nextPoll(stack), 1, 'one pull for the calendar')
+  t.match(stack.backend.events(stack.calendarUrl).get('/alice/work/dentist.ics'), { content: { title: 'Dentist', startDate: '2026-11-23T14:00:00Z' } })
+  t.not((await stack.sync.syncCalendars.get(connectionId, stack.calendarUrl))?.cursor, cursor, 'the new sync token is stored')
+
+  const batches = stack.backend.batches.length
+  await seen(stack, userId)
+  await nextPoll(stack)
+  t.equal(stack.backend.batches.length, batches, 'an idle poll sends nothing')
+
+  const gone = await fetch(`${stack.calendarUrl}dentist.ics`, { method: 'DELETE', headers: { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` } })
+  t.equal(gone.status, 200)
+  await seen(stack, userId)
+  await nextPoll(stack)
+  t.notOk(stack.backend.events(stack.calendarUrl).has('/alice/work/dentist.ics'), 'the deleted resource is gone at the backend')
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  t.equal(connection?.state, 'healthy')
+})
+
+test('writes: an insert reaches Radicale and links back; an update goes with If-Match; a 412 is re-read and the newer version wins', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  const { userId, connectionId } = await connectAndImport(stack)
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  if (!connection) throw new Error('no connection')
+
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'create', calendarId: null, subject: subject('2026-11-21T10:00:00.000Z', 'Planning') })
+  await stack.drain()
+  const linked = stack.backend.batches.at(-1)?.events[0]
+  t.match(linked, { eventId: 'own-1', content: { title: 'Planning', startDate: '2026-11-25T10:00:00+01:00', timeZone: 'Europe/Berlin' } }, 'the insert is told to the backend with its eventId')
+  const href = String(linked?.providerEventId)
+  const stored = await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)
+  t.equal(stored.status, 200)
+  t.match(stored.body, /SUMMARY:Planning/)
+
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject('2026-11-21T11:00:00.000Z', 'Planning v2', { providerEventId: href }) })
+  await stack.drain()
+  t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /SUMMARY:Planning v2/)
+
+  // Another client changes the event between our read and our write: our PUT gets 412.
+  const realFetch = globalThis.fetch
+  let raced = false
+  t.teardown(() => { globalThis.fetch = realFetch })
+  globalThis.fetch = async (input, init) => {
+    if (!raced && init?.method === 'PUT' && String(input).endsWith(href)) {
+      raced = true
+      const current = await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)
+      const newer = current.body.replace(/SUMMARY:[^\r\n]*/, 'SUMMARY:Changed elsewhere').replace(/LAST-MODIFIED:[^\r\n]*/, 'LAST-MODIFIED:20261121T130000Z')
+      t.equal((await stack.radicale.put(`${stack.radicale.url}${href}`, USER, PASSWORD, newer)).status, 201)
+    }
+    return await realFetch(input, init)
+  }
+  const before = stack.backend.batches.length
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject('2026-11-21T12:00:00.000Z', 'Planning v3', { providerEventId: href }) })
+  await stack.drain()
+  t.ok(raced, 'the write met a concurrent change')
+  t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /SUMMARY:Changed elsewhere/, 'the newer change stays at the server')
+  t.match(stack.backend.batches.slice(before).at(-1)?.events[0], { providerEventId: href, content: { title: 'Changed elsewhere' } }, 'and goes to the backend instead')
+  globalThis.fetch = realFetch
+
+  // A backend change newer than the server's: written, with the server's current etag.
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject('2026-11-21T14:00:00.000Z', 'Planning v4', { providerEventId: href }) })
+  await stack.drain()
+  t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /SUMMARY:Planning v4/)
+
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'delete', calendarId: stack.calendarUrl, subject: { lastUpdated: '2026-11-21T15:00:00.000Z', providerEventId: href } })
+  await stack.drain()
+  t.equal((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).status, 404, 'a delete removes the resource')
+  t.same(await stack.sync.syncJobQueue.list(), [], 'no job left failing')
+  t.equal((await stack.sync.syncConnections.get(connectionId))?.state, 'healthy')
+})
+
+test('the password changes at the server: the next poll gets 401, the connection needs the user, the backend is told', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  const { userId, connectionId } = await connectAndImport(stack)
+  await seen(stack, userId)
+  await stack.radicale.setPassword(USER, 'a-new-password')
+  await nextPoll(stack)
+  const connection = await stack.sync.syncConnections.get(connectionId)
+  t.match(connection, { state: 'actionRequired', reason: 'authorizationRevoked' })
+  t.match(stack.backend.revocations, [{ userId, provider: 'caldav', connectionId }])
+  t.equal(await stack.sync.syncCredentials.load(connectionId), null, 'the refused password is discarded')
+})
