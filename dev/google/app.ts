@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import formbody from '@fastify/formbody'
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import { isControlPath, pathOf, scaffold } from '../stand-in/app.js'
 import { ApiError, AuthorizationPageError, ControlError, OAuthError } from './errors.js'
 import { faultError } from './faults.js'
 import { calendarRoutes } from './routes-calendar.js'
@@ -7,21 +7,14 @@ import { controlRoutes } from './routes-control.js'
 import { authorizationPageError, oauthRoutes } from './routes-oauth.js'
 import type { GoogleState } from './state.js'
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The name requests are counted under (Google's method ids, e.g. `calendar.events.list`). */
-    operation?: string
-  }
-}
+// Operations are counted under Google's method ids, e.g. `calendar.events.list`.
 
 type Family = 'calendar' | 'control' | 'authorization' | 'oauth'
-
-const pathOf = (request: FastifyRequest): string => request.url.split('?', 1)[0] ?? ''
 
 /** Which error shape a path answers with: each of Google's endpoints has its own. */
 function familyOf (path: string): Family {
   if (path.startsWith('/calendar/')) return 'calendar'
-  if (path.startsWith('/_control')) return 'control'
+  if (isControlPath(path)) return 'control'
   if (path.startsWith('/o/oauth2/')) return 'authorization'
   return 'oauth'
 }
@@ -35,32 +28,7 @@ function sendApiError (reply: FastifyReply, error: ApiError): FastifyReply {
 export async function googleApp (app: FastifyInstance, options: { state: GoogleState }): Promise<void> {
   const { state } = options
 
-  // Google's clients send DELETE and POST with a JSON content type and no body at all.
-  const parseJson = app.getDefaultJsonParser('error', 'error')
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8')
-    if (text === '') {
-      done(null, undefined)
-      return
-    }
-    parseJson(request, text, done)
-  })
-  await app.register(formbody)
-
-  app.addHook('onRequest', async (request, reply) => {
-    const path = pathOf(request)
-    if (familyOf(path) === 'control') return
-    const fault = state.faults.take(request.method, path)
-    if (fault === undefined) return
-    if (fault.retryAfterSec !== undefined) reply.header('retry-after', String(fault.retryAfterSec))
-    throw faultError(fault, path)
-  })
-
-  app.addHook('onResponse', async (request, reply) => {
-    const operation = request.routeOptions.config.operation ?? 'unknown'
-    if (operation !== 'control') state.counters.count(operation, reply.statusCode)
-  })
+  await scaffold(app, { faults: state.faults, counters: state.counters, faultError })
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     const family = familyOf(pathOf(request))

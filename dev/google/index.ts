@@ -1,5 +1,5 @@
-import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
-import Fastify from 'fastify'
+import { refuseProduction } from '../stand-in/index.js'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, serve } from '../stand-in/server.js'
 import type { FastifyServerOptions } from 'fastify'
 import { googleApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
@@ -53,37 +53,11 @@ export interface GoogleStandIn {
   close (): Promise<void>
 }
 
-const SWEEP_INTERVAL_MS = 60 * 1000
-
 // Values of these query parameters are secrets (or single-use credentials) and never reach a log line.
 const SECRET_PARAMETERS = ['token', 'access_token', 'oauth_token', 'refresh_token', 'code', 'code_verifier', 'client_secret', 'id_token']
 
-/** A request URL with secret query values replaced, for logging. */
-export function scrubUrl (url: string): string {
-  const question = url.indexOf('?')
-  if (question < 0) return url
-  const params = new URLSearchParams(url.slice(question + 1))
-  for (const name of SECRET_PARAMETERS) if (params.has(name)) params.set(name, '[redacted]')
-  return `${url.slice(0, question)}?${params.toString()}`
-}
-
 /** Redacts what must never reach a log line if request headers are ever logged. */
-export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', 'req.headers["x-goog-channel-token"]']
-
-function loggerOptions (logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
-  if (logger === undefined || logger === false) return false
-  const serializers = {
-    req: (request: { method: string, url: string }) => ({ method: request.method, url: scrubUrl(request.url) })
-  }
-  if (logger === true) return { level: 'info', serializers, redact: LOG_REDACT }
-  return { ...logger, serializers: { ...serializers, ...logger.serializers }, redact: logger.redact ?? LOG_REDACT }
-}
-
-function positive (value: number | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`)
-  return value
-}
+export const LOG_REDACT = [...COMMON_LOG_REDACT, 'req.headers["x-goog-channel-token"]']
 
 export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleStandIn> {
   refuseProduction('dev/google')
@@ -93,10 +67,9 @@ export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleS
     idTokenSec: positive(options.idTokenLifetimeSec, 'idTokenLifetimeSec', 3600),
     codeSec: positive(options.codeLifetimeSec, 'codeLifetimeSec', 600)
   }
-  const retries = options.notificationRetries ?? 3
-  if (!Number.isInteger(retries) || retries < 0) throw new Error('notificationRetries must be a non-negative integer')
+  const retries = notificationRetries(options.notificationRetries)
 
-  const app = Fastify({ logger: loggerOptions(options.logger) })
+  const app = createServer(options.logger, SECRET_PARAMETERS, LOG_REDACT)
   const state = new GoogleState({
     now,
     keys: await createSigningKeys(new Date(now())),
@@ -108,21 +81,17 @@ export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleS
     },
     log: app.log
   })
-  try {
-    for (const client of options.clients ?? []) state.registerClient(client)
-    for (const account of options.accounts ?? []) state.createAccount(account)
-    await app.register(googleApp, { state })
-    const sweep = setInterval(() => state.sweep(), SWEEP_INTERVAL_MS)
-    sweep.unref()
-    app.addHook('onClose', async () => {
-      clearInterval(sweep)
-      await state.channels.close()
-    })
-  } catch (err) {
-    await app.close()
-    throw err
-  }
-  const url = await listenOnLoopback(app, options.port, 'google stand-in')
+  const url = await serve(app, {
+    setUp: async () => {
+      for (const client of options.clients ?? []) state.registerClient(client)
+      for (const account of options.accounts ?? []) state.createAccount(account)
+      await app.register(googleApp, { state })
+    },
+    sweep: () => state.sweep(),
+    closeDelivery: async () => await state.channels.close(),
+    port: options.port,
+    what: 'google stand-in'
+  })
   // Set before the event loop turns, so no request is answered without it.
   state.origin = url
   return {

@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import formbody from '@fastify/formbody'
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import { isControlPath, pathOf, scaffold } from '../stand-in/app.js'
 import { AuthorizePageError, ControlError, GraphError, TokenError, graphErrors } from './errors.js'
 import { faultError } from './faults.js'
 import { controlRoutes } from './routes-control.js'
@@ -7,21 +7,14 @@ import { graphRequestIds, graphRoutes, sendGraphError } from './routes-graph.js'
 import { authorizePageError, identityRoutes } from './routes-identity.js'
 import type { MicrosoftState } from './state.js'
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The name requests are counted under (e.g. `event.list`, `calendarView.delta`, `oauth2.token`). */
-    operation?: string
-  }
-}
+// Operations are counted under names like `event.list`, `calendarView.delta`, `oauth2.token`.
 
 type Family = 'graph' | 'control' | 'authorize' | 'token'
-
-const pathOf = (request: FastifyRequest): string => request.url.split('?', 1)[0] ?? ''
 
 /** Which error shape a path answers with: Graph, the control surface, the sign-in pages, or the identity platform's JSON. */
 function familyOf (path: string): Family {
   if (path.startsWith('/v1.0/')) return 'graph'
-  if (path.startsWith('/_control')) return 'control'
+  if (isControlPath(path)) return 'control'
   if (/^\/[^/]+\/oauth2\/v2\.0\/(authorize|logout)$/.test(path)) return 'authorize'
   return 'token'
 }
@@ -30,33 +23,14 @@ function familyOf (path: string): Family {
 export async function microsoftApp (app: FastifyInstance, options: { state: MicrosoftState }): Promise<void> {
   const { state } = options
 
-  // Clients send DELETE and POST with a JSON content type and no body at all.
-  const parseJson = app.getDefaultJsonParser('error', 'error')
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8')
-    if (text === '') {
-      done(null, undefined)
-      return
-    }
-    parseJson(request, text, done)
-  })
-  await app.register(formbody)
-
+  // Graph's request ids are set before a fault can fire, so a faulted answer carries them too.
   app.addHook('onRequest', async (request, reply) => {
-    const path = pathOf(request)
-    const family = familyOf(path)
-    if (family === 'graph') graphRequestIds(request, reply)
-    if (family === 'control') return
-    const fault = state.faults.take(request.method, path)
-    if (fault === undefined) return
-    if (fault.retryAfterSec !== undefined) reply.header('retry-after', String(fault.retryAfterSec))
-    throw faultError(fault, family === 'graph' ? 'graph' : 'token')
+    if (familyOf(pathOf(request)) === 'graph') graphRequestIds(request, reply)
   })
-
-  app.addHook('onResponse', async (request, reply) => {
-    const operation = request.routeOptions.config.operation ?? 'unknown'
-    if (operation !== 'control') state.counters.count(operation, reply.statusCode)
+  await scaffold(app, {
+    faults: state.faults,
+    counters: state.counters,
+    faultError: (fault, path) => faultError(fault, familyOf(path) === 'graph' ? 'graph' : 'token')
   })
 
   const sendToken = (reply: FastifyReply, error: TokenError): FastifyReply =>

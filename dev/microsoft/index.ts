@@ -1,5 +1,5 @@
-import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
-import Fastify from 'fastify'
+import { refuseProduction } from '../stand-in/index.js'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, serve } from '../stand-in/server.js'
 import type { FastifyServerOptions } from 'fastify'
 import { microsoftApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
@@ -62,45 +62,18 @@ export interface MicrosoftStandIn {
   close (): Promise<void>
 }
 
-const SWEEP_INTERVAL_MS = 60 * 1000
-
 // Values of these query parameters are secrets (or single-use credentials) and never reach a log line.
 const SECRET_PARAMETERS = ['code', 'code_verifier', 'client_secret', 'refresh_token', 'access_token', 'id_token', 'validationToken']
 
-/** A request URL with secret query values replaced, for logging. */
-export function scrubUrl (url: string): string {
-  const question = url.indexOf('?')
-  if (question < 0) return url
-  const params = new URLSearchParams(url.slice(question + 1))
-  for (const name of SECRET_PARAMETERS) if (params.has(name)) params.set(name, '[redacted]')
-  return `${url.slice(0, question)}?${params.toString()}`
-}
-
 /** Redacts what must never reach a log line if request headers are ever logged. */
-export const LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]']
-
-function loggerOptions (logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
-  if (logger === undefined || logger === false) return false
-  const serializers = {
-    req: (request: { method: string, url: string }) => ({ method: request.method, url: scrubUrl(request.url) })
-  }
-  if (logger === true) return { level: 'info', serializers, redact: LOG_REDACT }
-  return { ...logger, serializers: { ...serializers, ...logger.serializers }, redact: logger.redact ?? LOG_REDACT }
-}
-
-function positive (value: number | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`)
-  return value
-}
+export const LOG_REDACT = COMMON_LOG_REDACT
 
 export async function startMicrosoft (options: MicrosoftOptions = {}): Promise<MicrosoftStandIn> {
   refuseProduction('dev/microsoft')
-  const retries = options.notificationRetries ?? 3
-  if (!Number.isInteger(retries) || retries < 0) throw new Error('notificationRetries must be a non-negative integer')
+  const retries = notificationRetries(options.notificationRetries)
   const batchSize = positive(options.notificationBatchSize, 'notificationBatchSize', 100)
 
-  const app = Fastify({ logger: loggerOptions(options.logger) })
+  const app = createServer(options.logger, SECRET_PARAMETERS, LOG_REDACT)
   const state = new MicrosoftState({
     now: options.clock ?? Date.now,
     keys: await createSigningKeys(),
@@ -119,21 +92,17 @@ export async function startMicrosoft (options: MicrosoftOptions = {}): Promise<M
     },
     log: app.log
   })
-  try {
-    for (const client of options.clients ?? []) state.registerClient(client)
-    for (const account of options.accounts ?? []) state.createAccount(account)
-    await app.register(microsoftApp, { state })
-    const sweep = setInterval(() => state.sweep(), SWEEP_INTERVAL_MS)
-    sweep.unref()
-    app.addHook('onClose', async () => {
-      clearInterval(sweep)
-      await state.subscriptions.close()
-    })
-  } catch (err) {
-    await app.close()
-    throw err
-  }
-  const url = await listenOnLoopback(app, options.port, 'microsoft stand-in')
+  const url = await serve(app, {
+    setUp: async () => {
+      for (const client of options.clients ?? []) state.registerClient(client)
+      for (const account of options.accounts ?? []) state.createAccount(account)
+      await app.register(microsoftApp, { state })
+    },
+    sweep: () => state.sweep(),
+    closeDelivery: async () => await state.subscriptions.close(),
+    port: options.port,
+    what: 'microsoft stand-in'
+  })
   // Set before the event loop turns, so no request is answered without it.
   state.origin = url
   return {
