@@ -1,0 +1,81 @@
+// The pure rules of the Microsoft adapter: Windows zones, Graph patterns <-> RRULE, events, failures.
+import { test } from 'tap'
+import {
+  classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, toProviderEvent
+} from '../../../sync/lib/providers/microsoft-mapping.js'
+import { ianaZoneOf, windowsZoneOf } from '../../../sync/lib/windows-zones.js'
+
+test('Windows zone names map to IANA zones; IANA names pass; unknown ones are null', async (t) => {
+  t.equal(ianaZoneOf('W. Europe Standard Time'), 'Europe/Berlin')
+  t.equal(ianaZoneOf('Eastern Standard Time'), 'America/New_York')
+  t.equal(ianaZoneOf('Tokyo Standard Time'), 'Asia/Tokyo')
+  t.equal(ianaZoneOf('India Standard Time'), 'Asia/Calcutta')
+  t.equal(ianaZoneOf('UTC'), 'UTC')
+  t.equal(ianaZoneOf('tzone://Microsoft/Utc'), 'UTC')
+  t.equal(ianaZoneOf('Europe/Paris'), 'Europe/Paris')
+  t.equal(ianaZoneOf('Customized Time Zone'), null)
+  t.equal(windowsZoneOf('Europe/Berlin'), 'W. Europe Standard Time')
+  t.equal(windowsZoneOf('America/Los_Angeles'), 'Pacific Standard Time')
+  t.equal(windowsZoneOf('Europe/Zurich'), 'Europe/Zurich', 'a zone without a primary row keeps its IANA name')
+})
+
+test('Graph patterns as RRULE lines, and back', async (t) => {
+  t.same(rruleLines({ pattern: { type: 'daily', interval: 2 }, range: { type: 'noEnd', startDate: '2026-11-02' } }, false, 'UTC'), ['RRULE:FREQ=DAILY;INTERVAL=2'])
+  t.same(rruleLines({ pattern: { type: 'relativeMonthly', interval: 1, daysOfWeek: ['thursday'], index: 'last' }, range: { type: 'numbered', numberOfOccurrences: 5 } }, false, 'UTC'),
+    ['RRULE:FREQ=MONTHLY;BYDAY=TH;BYSETPOS=-1;COUNT=5'])
+  t.same(rruleLines({ pattern: { type: 'absoluteYearly', interval: 1, dayOfMonth: 24, month: 12 }, range: { type: 'endDate', endDate: '2030-12-31' } }, true, 'UTC'),
+    ['RRULE:FREQ=YEARLY;BYMONTH=12;BYMONTHDAY=24;UNTIL=20301231'])
+  t.same(rruleLines({ pattern: { type: 'weekly', interval: 1, daysOfWeek: ['monday', 'wednesday'] }, range: { type: 'endDate', endDate: '2026-12-31', recurrenceTimeZone: 'W. Europe Standard Time' } }, false, 'Europe/Berlin'),
+    ['RRULE:FREQ=WEEKLY;BYDAY=MO,WE;UNTIL=20261231T225959Z'], 'UNTIL is the last second of the end date in the series zone')
+  t.equal(rruleLines({ pattern: { type: 'weekly', daysOfWeek: [] }, range: { type: 'noEnd' } }, false, 'UTC'), null)
+
+  t.match(graphRecurrenceOf(['RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10'], '2026-11-02T09:00:00+01:00', 'Europe/Berlin'), {
+    pattern: { type: 'weekly', interval: 1, daysOfWeek: ['monday'] },
+    range: { type: 'numbered', startDate: '2026-11-02', numberOfOccurrences: 10, recurrenceTimeZone: 'W. Europe Standard Time' }
+  })
+  t.match(graphRecurrenceOf(['RRULE:FREQ=MONTHLY;BYDAY=TH;BYSETPOS=-1'], '2026-11-26T09:00:00Z', 'UTC'), { pattern: { type: 'relativeMonthly', index: 'last', daysOfWeek: ['thursday'] }, range: { type: 'noEnd' } })
+  t.equal(graphRecurrenceOf(['RRULE:FREQ=HOURLY'], '2026-11-26T09:00:00Z', 'UTC'), null)
+  t.equal(graphRecurrenceOf(['RRULE:FREQ=DAILY', 'EXDATE:20261127T090000Z'], '2026-11-26T09:00:00Z', 'UTC'), null)
+})
+
+test('Graph events as provider events', async (t) => {
+  const master = {
+    id: 'AAMk-master',
+    '@odata.etag': 'W/"key1"',
+    type: 'seriesMaster',
+    subject: 'Standup',
+    body: { contentType: 'text', content: 'Daily' },
+    start: { dateTime: '2026-03-27T08:00:00.0000000', timeZone: 'UTC' },
+    end: { dateTime: '2026-03-27T08:15:00.0000000', timeZone: 'UTC' },
+    originalStartTimeZone: 'W. Europe Standard Time',
+    recurrence: { pattern: { type: 'daily', interval: 1 }, range: { type: 'numbered', numberOfOccurrences: 3 } },
+    lastModifiedDateTime: '2026-11-20T10:00:00.1234567Z'
+  }
+  t.match(toProviderEvent(master, 'UTC', new Date()), {
+    providerEventId: 'AAMk-master',
+    etag: 'W/"key1"',
+    updated: '2026-11-20T10:00:00.123Z',
+    status: 'confirmed',
+    content: { title: 'Standup', description: 'Daily', startDate: '2026-03-27T09:00:00+01:00', timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=DAILY;COUNT=3'] }
+  })
+  t.equal(toProviderEvent({ ...master, id: 'occ', type: 'occurrence', seriesMasterId: 'AAMk-master' }, 'UTC', new Date()), null)
+  // After the clocks change the offset follows the zone.
+  t.match(toProviderEvent({ ...master, id: 'exc', type: 'exception', seriesMasterId: 'AAMk-master', originalStart: '2026-03-29T07:00:00Z', start: { dateTime: '2026-03-29T09:00:00.0000000', timeZone: 'UTC' } }, 'UTC', new Date()), {
+    recurringEventId: 'AAMk-master', originalStartDate: '2026-03-29T09:00:00+02:00', content: { startDate: '2026-03-29T11:00:00+02:00' }
+  })
+  const removedAt = new Date('2026-11-21T09:00:00Z')
+  t.same(toProviderEvent({ id: 'gone', '@removed': { reason: 'deleted' } }, 'UTC', removedAt), { providerEventId: 'gone', updated: '2026-11-21T09:00:00.000Z', status: 'cancelled' })
+  t.match(contentOf({ id: 'a', isAllDay: true, start: { dateTime: '2026-12-24T00:00:00.0000000', timeZone: 'UTC' }, end: { dateTime: '2026-12-25T00:00:00.0000000', timeZone: 'UTC' } }, 'UTC'), { startDate: '2026-12-24', endDate: '2026-12-25', isAllDay: true })
+})
+
+test('content as Graph fields, and failures', async (t) => {
+  t.match(graphFieldsOf({ title: 'Lunch', startDate: '2026-11-24T12:00:00+01:00', endDate: '2026-11-24T13:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' }, { recurrence: true }), {
+    subject: 'Lunch', start: { dateTime: '2026-11-24T12:00:00', timeZone: 'W. Europe Standard Time' }, isAllDay: false
+  })
+  t.equal(classifyFailure({ status: 400, code: 'invalid_grant' }), 'revoked')
+  t.equal(classifyFailure({ status: 410, code: 'SyncStateNotFound' }), 'cursorExpired')
+  t.equal(classifyFailure({ status: 429, code: 'TooManyRequests' }), 'unavailable')
+  t.equal(classifyFailure({ status: null, code: null }), 'unavailable')
+  t.equal(classifyFailure({ status: 412, code: 'ErrorIrresolvableConflict' }), 'conflict')
+  t.equal(classifyFailure({ status: 404, code: 'ErrorItemNotFound' }), 'notFound')
+})
