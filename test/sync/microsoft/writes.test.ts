@@ -110,3 +110,24 @@ test('revocation at Microsoft (invalid_grant): actionRequired, credential discar
   t.ok(stack.backend.revocations.length >= 1, 'the backend was told, to revoke the user\'s sessions')
   t.ok(stack.backend.revocations.every((told) => told.userId === userId && told.provider === 'microsoft' && told.connectionId === connectionId))
 })
+
+test('an occurrence changed by the backend is found through its series and becomes an exception at Microsoft', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const series = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series)
+  const { userId } = await connectAndSync(stack)
+  stack.clock.advance(60_000)
+  const content = { title: 'Weekly review (moved)', startDate: '2026-11-30T11:00:00+01:00', endDate: '2026-11-30T12:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+  t.equal(await report(stack, {
+    userId,
+    eventId: '6b0400000000000000000003',
+    operation: 'update',
+    idempotencyKey: 'occurrence-0001',
+    calendarId,
+    subject: subject(stack, { seriesProviderEventId: String(series.id), originalStartDate: '2026-11-30T09:00:00+01:00', content })
+  }), 202)
+  await stack.drain()
+  t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
+  const master = stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === series.id)
+  t.match(master?.['exceptions'], [{ subject: 'Weekly review (moved)' }], 'the occurrence is an exception now')
+})
