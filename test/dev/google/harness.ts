@@ -1,13 +1,13 @@
 // Shared pieces of the Google stand-in's tests: a started stand-in, Google's own OAuth client
 // pointed at it, the authorization step without a browser, and a receiver for push notifications.
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { OAuth2Client, CodeChallengeMethod } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
 import { startGoogle } from '../../../dev/google/index.js'
 import type { GoogleOptions, GoogleStandIn } from '../../../dev/google/index.js'
+import { startWebhookServer, visit, waitForCount } from '../stand-in-harness.js'
+import type { Teardown, Visit } from '../stand-in-harness.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+export { control, testClock, visit } from '../stand-in-harness.js'
 
 export const CLIENT = {
   clientId: '123456789012-standin.apps.googleusercontent.com',
@@ -19,12 +19,6 @@ export const CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
 export const CALENDAR_READONLY_SCOPE = 'https://www.googleapis.com/auth/calendar.readonly'
 export const EMAIL_SCOPE = 'https://www.googleapis.com/auth/userinfo.email'
 export const PROFILE_SCOPE = 'https://www.googleapis.com/auth/userinfo.profile'
-
-/** A settable clock: tests move time instead of waiting. */
-export function testClock (start = Date.now()): { now: () => number, advance: (ms: number) => void } {
-  let current = start
-  return { now: () => current, advance: (ms) => { current += ms } }
-}
 
 export async function startStandIn (t: Teardown, options: GoogleOptions = {}): Promise<GoogleStandIn> {
   const google = await startGoogle({ clients: [CLIENT], ...options })
@@ -51,24 +45,8 @@ export function oauthClient (google: GoogleStandIn, options: { basic?: boolean, 
   })
 }
 
-export interface Redirect {
-  location: URL
-  /** The sign-in cookie the stand-in set, as a browser would keep it. */
-  cookie: string | undefined
-}
-
-/** Follows nothing: answers where the authorization endpoint sends the browser. */
-export async function visit (url: string, cookie?: string): Promise<Redirect & { status: number, body: string }> {
-  const response = await fetch(url, { redirect: 'manual', headers: cookie === undefined ? {} : { cookie } })
-  const location = response.headers.get('location')
-  const setCookie = response.headers.get('set-cookie')
-  return {
-    status: response.status,
-    body: await response.text(),
-    location: new URL(location ?? 'about:blank'),
-    cookie: setCookie === null ? cookie : setCookie.split(';', 1)[0]
-  }
-}
+/** Where the authorization endpoint sent the browser. */
+export type Redirect = Visit
 
 export interface Connection {
   client: OAuth2Client
@@ -120,38 +98,15 @@ export interface Receiver {
 export async function startReceiver (t: Teardown): Promise<Receiver> {
   const messages: ReceivedMessage[] = []
   let status = 200
-  const server = createServer((request, response) => {
-    let body = ''
-    request.on('data', (chunk: Buffer) => { body += chunk.toString('utf8') })
-    request.on('end', () => {
-      const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(request.headers)) if (typeof value === 'string') headers[name] = value
-      messages.push({ headers, body, at: Date.now() })
-      response.statusCode = status
-      response.end()
-    })
+  const url = await startWebhookServer(t, ({ headers, body }, response) => {
+    messages.push({ headers, body, at: Date.now() })
+    response.statusCode = status
+    response.end()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}/notifications`,
+    url,
     messages,
     respondWith: (next) => { status = next },
-    waitForMessages: async (count, timeoutMs = 5000) => {
-      const deadline = Date.now() + timeoutMs
-      while (messages.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-      return messages
-    }
+    waitForMessages: async (count, timeoutMs = 5000) => await waitForCount(() => messages, count, timeoutMs)
   }
-}
-
-/** Calls the control surface over HTTP, as the local stack and benchmarks do. */
-export async function control<T = Record<string, unknown>> (google: GoogleStandIn, method: string, path: string, body?: unknown): Promise<{ status: number, body: T }> {
-  const response = await fetch(`${google.url}/_control${path}`, {
-    method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T }
 }

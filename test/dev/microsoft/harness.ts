@@ -2,12 +2,13 @@
 // application runs it (PKCE, state, the stand-in's non-interactive consent), Graph calls over
 // HTTP, and a webhook receiver that answers the validation handshake.
 import { createHash, randomBytes } from 'node:crypto'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { startMicrosoft } from '../../../dev/microsoft/index.js'
 import type { MicrosoftOptions, MicrosoftStandIn } from '../../../dev/microsoft/index.js'
+import { control, startWebhookServer, visit, waitForCount } from '../stand-in-harness.js'
+import type { Teardown, Visit } from '../stand-in-harness.js'
 
-interface Teardown { teardown (fn: () => unknown): void }
+export { control, testClock, visit } from '../stand-in-harness.js'
+export type { Visit } from '../stand-in-harness.js'
 
 export const CLIENT = {
   clientId: '8f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e',
@@ -16,12 +17,6 @@ export const CLIENT = {
 }
 export const REDIRECT_URI = CLIENT.redirectUris[0] ?? ''
 export const SCOPES = 'offline_access openid email profile Calendars.ReadWrite User.Read'
-
-/** A settable clock: tests move time instead of waiting. */
-export function testClock (start = Date.now()): { now: () => number, advance: (ms: number) => void } {
-  let current = start
-  return { now: () => current, advance: (ms) => { current += ms } }
-}
 
 export async function startStandIn (t: Teardown, options: MicrosoftOptions = {}): Promise<MicrosoftStandIn> {
   const microsoft = await startMicrosoft({ clients: [CLIENT], ...options })
@@ -37,27 +32,6 @@ export function pkce (): { verifier: string, challenge: string } {
 export function authorizeUrl (microsoft: MicrosoftStandIn, params: Record<string, string>, tenant = 'common'): string {
   const query = new URLSearchParams({ client_id: CLIENT.clientId, redirect_uri: REDIRECT_URI, response_type: 'code', scope: SCOPES, ...params })
   return `${microsoft.url}/${tenant}/oauth2/v2.0/authorize?${query.toString()}`
-}
-
-export interface Visit {
-  status: number
-  body: string
-  location: URL
-  /** The sign-in cookie the stand-in set, as a browser would keep it. */
-  cookie: string | undefined
-}
-
-/** Follows nothing: answers where the authorization endpoint sends the browser. */
-export async function visit (url: string, cookie?: string, init: RequestInit = {}): Promise<Visit> {
-  const response = await fetch(url, { redirect: 'manual', ...init, headers: { ...(cookie === undefined ? {} : { cookie }), ...(init.headers as Record<string, string> | undefined) } })
-  const location = response.headers.get('location')
-  const setCookie = response.headers.get('set-cookie')
-  return {
-    status: response.status,
-    body: await response.text(),
-    location: new URL(location ?? 'about:blank'),
-    cookie: setCookie === null ? cookie : setCookie.split(';', 1)[0]
-  }
 }
 
 export interface Json {
@@ -110,16 +84,6 @@ export async function graph (microsoft: MicrosoftStandIn, token: string, method:
   return { status: response.status, headers: response.headers, body: (text === '' ? {} : JSON.parse(text)) as Record<string, unknown> }
 }
 
-/** Calls the control surface over HTTP, as the local stack and benchmarks do. */
-export async function control<T = Record<string, unknown>> (microsoft: MicrosoftStandIn, method: string, path: string, body?: unknown): Promise<{ status: number, body: T }> {
-  const response = await fetch(`${microsoft.url}/_control${path}`, {
-    method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T }
-}
-
 export async function defaultCalendarId (microsoft: MicrosoftStandIn, email: string): Promise<string> {
   const account = await control<{ calendars: Array<{ id: string, isDefaultCalendar: boolean }> }>(microsoft, 'GET', `/accounts/${email}`)
   const calendar = account.body.calendars.find((entry) => entry.isDefaultCalendar)
@@ -155,43 +119,29 @@ export async function startReceiver (t: Teardown, slowMs = 1500): Promise<Receiv
   const notifications: Received[] = []
   let mode: 'echo' | 'no-echo' | 'html' | 'slow' = 'echo'
   let status = 202
-  const server = createServer((request, response) => {
-    let body = ''
-    request.on('data', (chunk: Buffer) => { body += chunk.toString('utf8') })
-    request.on('end', () => {
-      const url = new URL(request.url ?? '/', 'http://127.0.0.1')
-      const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(request.headers)) if (typeof value === 'string') headers[name] = value
-      const received = { path: url.pathname, query: url.searchParams, headers, body }
-      const token = url.searchParams.get('validationToken')
-      if (token !== null) {
-        validations.push(received)
-        if (mode === 'echo') response.writeHead(200, { 'content-type': 'text/plain' }).end(token)
-        else if (mode === 'no-echo') response.writeHead(200, { 'content-type': 'text/plain' }).end('')
-        else if (mode === 'html') response.writeHead(200, { 'content-type': 'text/html' }).end(token)
-        else setTimeout(() => response.writeHead(200, { 'content-type': 'text/plain' }).end(token), slowMs)
-        return
-      }
-      notifications.push(received)
-      response.writeHead(status).end()
-    })
+  const url = await startWebhookServer(t, ({ url, headers, body }, response) => {
+    const received = { path: url.pathname, query: url.searchParams, headers, body }
+    const token = url.searchParams.get('validationToken')
+    if (token !== null) {
+      validations.push(received)
+      if (mode === 'echo') response.writeHead(200, { 'content-type': 'text/plain' }).end(token)
+      else if (mode === 'no-echo') response.writeHead(200, { 'content-type': 'text/plain' }).end('')
+      else if (mode === 'html') response.writeHead(200, { 'content-type': 'text/html' }).end(token)
+      else setTimeout(() => response.writeHead(200, { 'content-type': 'text/plain' }).end(token), slowMs)
+      return
+    }
+    notifications.push(received)
+    response.writeHead(status).end()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve) }))
-  const { port } = server.address() as AddressInfo
   const items = (): Array<Record<string, unknown>> =>
     notifications.flatMap((notification) => (JSON.parse(notification.body) as { value: Array<Record<string, unknown>> }).value)
   return {
-    url: `http://127.0.0.1:${port}/notifications`,
+    url,
     validations,
     notifications,
     validateWith: (next) => { mode = next },
     respondWith: (next) => { status = next },
     items,
-    waitForItems: async (count, timeoutMs = 5000) => {
-      const deadline = Date.now() + timeoutMs
-      while (items().length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-      return items()
-    }
+    waitForItems: async (count, timeoutMs = 5000) => await waitForCount(items, count, timeoutMs)
   }
 }
