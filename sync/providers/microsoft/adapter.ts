@@ -304,8 +304,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   async #delta (context: ProviderContext, calendar: ProviderCalendar, link: string, sink: ProviderEventSink): Promise<string> {
     const masters = new Set<string>()
     const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
-    let next: string | null = link
-    while (next !== null) {
+    let next = link
+    for (;;) {
       const page: GraphPage = await this.#graphCall(context, 'calendarView.delta', 'GET', next, undefined, headers)
       const now = this.#now()
       const events: ProviderEvent[] = []
@@ -329,7 +329,6 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       }
       next = nextLink
     }
-    throw new Error('unreachable')
   }
 
   /** The event as Graph holds it now; null when it is gone. */

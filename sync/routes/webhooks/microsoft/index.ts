@@ -4,8 +4,9 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 
-// Graph's validation tokens are opaque text of a few hundred characters at most.
-const MAX_VALIDATION_TOKEN = 1024
+// Graph's validation tokens are opaque text of a few hundred characters; the bound only keeps
+// arbitrary input out of the echo.
+const MAX_VALIDATION_TOKEN = 4096
 
 const microsoft: FastifyPluginAsyncTypebox = async (fastify) => {
   // The handshake posts text/plain (its body is not read); notifications are JSON.
