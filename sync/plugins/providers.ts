@@ -27,7 +27,7 @@ export interface SyncProvidersOptions {
   microsoft?: Pick<MicrosoftAdapterOptions, 'pageSize' | 'timeoutMs' | 'now'>
 }
 
-/** The adapters the configuration sets up: Google when extprovider holds real credentials. */
+/** The adapters the configuration sets up: Google when extprovider holds real credentials, Microsoft when extprovider2 does. */
 export function configuredProviders (config: SyncConfig, google: SyncProvidersOptions['google'] = {}, microsoft: SyncProvidersOptions['microsoft'] = {}): ProviderRegistry {
   const registry: ProviderRegistry = {}
   const { clientId, clientSecret, endpointBase } = config.extprovider ?? {}
