@@ -8,11 +8,11 @@ import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { TSchema, Static } from '@sinclair/typebox'
 import { signInternalRequest } from './internal-auth.js'
 import {
-  BeginConnectionResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
+  BeginConnectionResponseSchema, CalDavConnectResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
   RestartSyncResponseSchema, StopWatchesResponseSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
 } from '../schemas/sync/index.js'
 import type {
-  BeginConnectionRequest, BeginConnectionResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
+  BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
   EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncErrorCode, SyncHealth, SyncMetadata
 } from '../schemas/sync/index.js'
 
@@ -66,6 +66,7 @@ const checkers = {
   accepted: TypeCompiler.Compile(EventChangeAcceptedSchema),
   metadata: TypeCompiler.Compile(SyncMetadataSchema),
   begin: TypeCompiler.Compile(BeginConnectionResponseSchema),
+  caldav: TypeCompiler.Compile(CalDavConnectResponseSchema),
   stopped: TypeCompiler.Compile(StopWatchesResponseSchema),
   restarted: TypeCompiler.Compile(RestartSyncResponseSchema),
   handedOver: TypeCompiler.Compile(CredentialHandOverResultSchema),
@@ -128,6 +129,11 @@ export class SyncClient {
 
   async beginConnection (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
     return await this.#call('POST', SYNC_PATHS.beginConnection(userId), userId, request, checkers.begin)
+  }
+
+  /** Connects (or repairs) a CalDAV account; Sync checks the password at the server before storing it. */
+  async connectCalDav (userId: string, request: CalDavConnectRequest): Promise<CalDavConnectResponse> {
+    return await this.#call('POST', SYNC_PATHS.connectCalDav(userId), userId, request, checkers.caldav)
   }
 
   async stopWatches (userId: string): Promise<StopWatchesResponse> {

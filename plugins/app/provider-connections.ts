@@ -1,11 +1,13 @@
 import fp from 'fastify-plugin'
-import type { BeginConnectionRequest, BeginConnectionResponse } from '../../schemas/sync/index.js'
+import type { BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse } from '../../schemas/sync/index.js'
 import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 
 export interface ProviderConnections {
   /** Starts a provider authorization in the Sync service; the answer names where the browser goes. */
   begin: (userId: string, request: BeginConnectionRequest) => Promise<BeginConnectionResponse>
+  /** Connects a CalDAV account with a server URL, user name and app password (no OAuth). */
+  connectCalDav: (userId: string, request: CalDavConnectRequest) => Promise<CalDavConnectResponse>
   /** Asks Sync to pull the user's connected calendars now (the refresh button, focus refresh). */
   refresh: (userId: string) => Promise<{ queued: number }>
 }
@@ -34,6 +36,7 @@ export default fp(async function providerConnections (fastify) {
   const sync = fastify.syncClient
   fastify.decorate('providerConnections', {
     begin: async (userId: string, request: BeginConnectionRequest) => await asked(async () => await sync.beginConnection(userId, request)),
+    connectCalDav: async (userId: string, request: CalDavConnectRequest) => await asked(async () => await sync.connectCalDav(userId, request)),
     refresh: async (userId: string) => await asked(async () => await sync.restartSync(userId))
   })
 }, { name: 'provider-connections', dependencies: ['sync-client'] })
