@@ -1,19 +1,9 @@
 // The few HTML pages a person sees: the consent page of the authorization endpoint, the error page
 // Google shows instead of redirecting, and the control surface's list of accounts.
+import { escapeHtml, page as framedPage } from '../stand-in/pages.js'
 import type { AccountView, ChannelView } from './state.js'
 
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char)
-
-function page (title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-  body { font-family: system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #202124; }
+const STYLE = `  body { font-family: system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #202124; }
   h1 { font-size: 1.4rem; font-weight: 500; }
   .note { color: #5f6368; font-size: .9rem; }
   fieldset { border: 1px solid #dadce0; border-radius: 8px; padding: 1rem; margin: 1rem 0; }
@@ -25,14 +15,9 @@ function page (title: string, body: string): string {
   button.allow { background: #1a73e8; color: #fff; border-color: #1a73e8; }
   table { border-collapse: collapse; width: 100%; font-size: .9rem; }
   td, th { border-bottom: 1px solid #dadce0; padding: .3rem; text-align: left; }
-</style>
-</head>
-<body>
-${body}
-</body>
-</html>
 `
-}
+
+const page = (title: string, body: string): string => framedPage(title, STYLE, body)
 
 export interface ConsentPageInput {
   requestId: string

@@ -1,20 +1,10 @@
 // The few HTML pages a person sees: the consent page of the authorization endpoint, the error page
 // shown instead of redirecting, the page that posts an answer back (response_mode=form_post), and
 // the control surface's overview.
+import { escapeHtml, page as framedPage } from '../stand-in/pages.js'
 import { graphPermissions } from './identity.js'
 
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char)
-
-function page (title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-  body { font-family: "Segoe UI", system-ui, sans-serif; max-width: 34rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
+const STYLE = `  body { font-family: "Segoe UI", system-ui, sans-serif; max-width: 34rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
   h1 { font-size: 1.4rem; font-weight: 600; }
   .note { color: #605e5c; font-size: .9rem; }
   fieldset { border: 1px solid #c8c6c4; padding: 1rem; margin: 1rem 0; }
@@ -26,14 +16,9 @@ function page (title: string, body: string): string {
   button.accept { background: #0067b8; color: #fff; border-color: #0067b8; }
   table { border-collapse: collapse; width: 100%; font-size: .9rem; }
   td, th { border-bottom: 1px solid #edebe9; padding: .3rem; text-align: left; vertical-align: top; }
-</style>
-</head>
-<body>
-${body}
-</body>
-</html>
 `
-}
+
+const page = (title: string, body: string): string => framedPage(title, STYLE, body)
 
 export interface ConsentPageInput {
   action: string
