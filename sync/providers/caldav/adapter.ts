@@ -401,6 +401,8 @@ export class CalDavAdapter implements ProviderPort {
         url,
         init: { method, headers: { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }, body },
         convertIncoming: false,
+        // The same fetch as the adapter's other requests (tsdav would otherwise keep its own).
+        fetch: async (input, init) => await fetch(input, init),
         fetchOptions: { signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) }
       })
     } catch (error) {

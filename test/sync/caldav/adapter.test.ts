@@ -1,0 +1,91 @@
+// The CalDAV adapter alone against Radicale: the ctag/etag fallback of a server without RFC 6578,
+// and writes of single occurrences (an override, an EXDATE) into a series' resource.
+import { test } from 'tap'
+import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import type { ProviderCalendar, ProviderContext, ProviderEventPage } from '../../../sync/lib/providers/port.js'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import { allDayIcs, ics, PASSWORD, USER } from './harness.js'
+import { radicaleMissing, startRadicale } from './radicale.js'
+import type { Radicale } from './radicale.js'
+
+const missing = radicaleMissing()
+
+async function setUp (t: Parameters<typeof startRadicale>[0]): Promise<{ radicale: Radicale, adapter: CalDavAdapter, context: ProviderContext, calendar: ProviderCalendar, calendarUrl: string }> {
+  const radicale = await startRadicale(t)
+  await radicale.setPassword(USER, PASSWORD)
+  const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'work')
+  const adapter = new CalDavAdapter()
+  const credential = await adapter.verifyAccount({ serverUrl: radicale.url, username: USER, password: PASSWORD })
+  const context: ProviderContext = { connectionId: 'c'.repeat(24), userId: 'u'.repeat(24), credential }
+  const [calendar] = await adapter.listCalendars(context)
+  if (!calendar) throw new Error('no calendar')
+  return { radicale, adapter, context, calendar, calendarUrl }
+}
+
+function collect (): { events: ProviderEvent[], sink: (page: ProviderEventPage) => Promise<void> } {
+  const events: ProviderEvent[] = []
+  return { events, sink: async (page) => { events.push(...page.events) } }
+}
+
+test('a server without sync-token: the cursor keeps the ctag and etags; an unchanged ctag reads nothing, a change and a removal are found', { skip: missing ?? false }, async (t) => {
+  const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t)
+  await radicale.put(`${calendarUrl}holiday.ics`, USER, PASSWORD, allDayIcs())
+  await radicale.put(`${calendarUrl}other.ics`, USER, PASSWORD, allDayIcs('other', 'Other'))
+  // Hide RFC 6578 from the adapter: answers lose their sync-token.
+  const realFetch = globalThis.fetch
+  t.teardown(() => { globalThis.fetch = realFetch })
+  let reports = 0
+  globalThis.fetch = async (input, init) => {
+    if (init?.method === 'REPORT' && String(init.body).includes('sync-collection')) reports++
+    const response = await realFetch(input, init)
+    if (init?.method !== 'PROPFIND') return response
+    const body = (await response.text()).replace(/<[A-Za-z]*:?sync-token>[^<]*<\/[A-Za-z]*:?sync-token>/g, '')
+    return new Response(body, { status: response.status, headers: response.headers })
+  }
+  const imported = collect()
+  const { cursor } = await adapter.importCalendar(context, calendar, {}, imported.sink)
+  t.equal(imported.events.length, 2)
+  t.match(cursor, /^etags:/)
+
+  const idle = collect()
+  const same = await adapter.pullChanges(context, calendar, String(cursor), idle.sink)
+  t.same(idle.events, [], 'an unchanged ctag: nothing')
+  t.equal(same.cursor, cursor)
+
+  await radicale.put(`${calendarUrl}holiday.ics`, USER, PASSWORD, allDayIcs('holiday-1', 'Holiday (longer)'))
+  await realFetch(`${calendarUrl}other.ics`, { method: 'DELETE', headers: { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` } })
+  const changed = collect()
+  const next = await adapter.pullChanges(context, calendar, String(cursor), changed.sink)
+  t.match(changed.events, [
+    { providerEventId: '/alice/work/other.ics', status: 'cancelled' },
+    { providerEventId: '/alice/work/holiday.ics', content: { title: 'Holiday (longer)' } }
+  ])
+  t.not(next.cursor, cursor)
+  t.equal(reports, 0, 'no sync-collection report was sent')
+})
+
+test('occurrence writes: a changed occurrence becomes an override, a cancelled one an EXDATE', { skip: missing ?? false }, async (t) => {
+  const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t)
+  await radicale.put(`${calendarUrl}series.ics`, USER, PASSWORD, ics(['UID:s1', 'DTSTAMP:20261101T000000Z', 'LAST-MODIFIED:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', 'SUMMARY:Standup', 'RRULE:FREQ=DAILY;COUNT=5']))
+  const moved = await adapter.writeEvent(context, calendar, {
+    eventId: 'e1',
+    operation: 'update',
+    subject: {
+      lastUpdated: '2026-11-21T10:00:00.000Z',
+      seriesProviderEventId: '/alice/work/series.ics',
+      originalStartDate: '2026-11-03T08:00:00Z',
+      content: { title: 'Standup (late)', startDate: '2026-11-03T10:00:00Z', endDate: '2026-11-03T11:00:00Z', isAllDay: false, timeZone: 'UTC' }
+    }
+  })
+  t.match(moved, { outcome: 'written', event: { providerEventId: '/alice/work/series.ics#2026-11-03T08:00:00Z', recurringEventId: '/alice/work/series.ics', content: { title: 'Standup (late)' } } })
+  const cancelled = await adapter.writeEvent(context, calendar, {
+    eventId: 'e2',
+    operation: 'delete',
+    subject: { lastUpdated: '2026-11-21T10:00:00.000Z', seriesProviderEventId: '/alice/work/series.ics', originalStartDate: '2026-11-04T08:00:00Z', cancelled: true }
+  })
+  t.equal(cancelled.outcome, 'written')
+  const stored = (await radicale.get(`${calendarUrl}series.ics`, USER, PASSWORD)).body
+  t.match(stored, /RECURRENCE-ID:20261103T080000Z/)
+  t.match(stored, /EXDATE:20261104T080000Z/)
+  t.match(stored, /SUMMARY:Standup \(late\)/)
+})
