@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { revocationMessages } from '../../lib/change-translation.js'
 import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
 import type Session from 'supertokens-node/recipe/session'
 import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
@@ -275,6 +276,10 @@ export default fp(async function providerAuth (fastify) {
   }
 
   async function grantRevoked (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }): Promise<GrantRevokedResult> {
+    // Sync's own notice can overtake the feed: the open streams hear why before they close.
+    if (notice.source === 'sync' && notice.connectionId !== undefined) {
+      for (const message of revocationMessages(notice.connectionId)) fastify.sse.publish(notice.userId, message)
+    }
     const result = await sessionRevocations.revokeUser(notice.userId)
     log.warn({
       user: trace(notice.userId),
