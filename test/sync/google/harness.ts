@@ -6,16 +6,13 @@ import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Test } from 'tap'
 import { startGoogle } from '../../../dev/google/index.js'
 import type { AccountSetup, GoogleStandIn } from '../../../dev/google/index.js'
 import { signInternalRequest } from '../../../lib/internal-auth.js'
-import {
-  BACKEND_INTERNAL_PATHS, ProviderCalendarRemovalSchema, ProviderEventBatchSchema
-} from '../../../schemas/sync/index.js'
-import type { BeginConnectionResponse, ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch } from '../../../schemas/sync/index.js'
+import type { BeginConnectionResponse } from '../../../schemas/sync/index.js'
 import app from '../../../sync/app.js'
+import { SERVICE_TOKEN, startBackendStandIn, type BackendStandIn } from '../backend-stand-in.js'
 import { NOTIFICATION_PULL_DELAY_MS } from '../../../sync/lib/provider-sync.js'
 import type { SyncAppOptions } from '../../../sync/app.js'
 import { databaseUri, freePort, INTERNAL_TOKEN, ManualClock, newUserId, startDatabase, testConfig } from '../helper.js'
@@ -23,96 +20,9 @@ import type { SyncConfig } from '../../../schemas/config.js'
 
 export const CLIENT_ID = '123456789012-sync.apps.googleusercontent.com'
 export const CLIENT_SECRET = 'GOCSPX-sync-test-secret'
-export const SERVICE_TOKEN = 'backend-service-token-0123456789'
+export { SERVICE_TOKEN } from '../backend-stand-in.js'
 export const WEB_CALLBACK = 'https://web.example.test/auth/extprovider/callback'
 export const ALICE = 'alice@example.com'
-
-const batchCheck = TypeCompiler.Compile(ProviderEventBatchSchema)
-const removalCheck = TypeCompiler.Compile(ProviderCalendarRemovalSchema)
-
-/**
- * The backend's provider-events endpoint as a test fixture: checks the service token and the
- * contract, records every batch, and keeps each calendar's events by provider id per generation
- * as the backend would (a `complete` page drops the other generations).
- */
-export interface BackendStandIn {
-  url: string
-  batches: ProviderEventBatch[]
-  removals: ProviderCalendarRemoval[]
-  /** Revoked grants Sync told the backend of. */
-  revocations: Array<{ userId: string, provider: string, connectionId?: string }>
-  /** The next `count` batches answer 500 after nothing was applied. */
-  failNext: (count: number) => void
-  /** Events the user would see now, per calendar. */
-  events: (calendarId: string) => Map<string, ProviderEvent>
-}
-
-async function startBackend (t: Test): Promise<BackendStandIn> {
-  const server = Fastify({ bodyLimit: 16 * 1024 * 1024 })
-  const batches: ProviderEventBatch[] = []
-  const removals: ProviderCalendarRemoval[] = []
-  // calendarId -> providerEventId -> { generation, event }
-  const stored = new Map<string, Map<string, { generation: string | null, event: ProviderEvent }>>()
-  let failures = 0
-  server.addHook('onRequest', async (request, reply) => {
-    if (request.headers.authorization !== `Bearer ${SERVICE_TOKEN}`) return await reply.code(401).send({ code: 'SERVICE_TOKEN_REQUIRED' })
-  })
-  server.post(BACKEND_INTERNAL_PATHS.providerEvents, async (request, reply) => {
-    if (!batchCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
-    if (failures > 0) {
-      failures--
-      return await reply.code(500).send({ code: 'INTERNAL' })
-    }
-    const batch = request.body
-    batches.push(batch)
-    const calendar = stored.get(batch.calendarId) ?? new Map()
-    stored.set(batch.calendarId, calendar)
-    let created = 0
-    let updated = 0
-    let deleted = 0
-    let unchanged = 0
-    for (const event of batch.events) {
-      const before = calendar.get(event.providerEventId)
-      if (event.status === 'cancelled' && event.recurringEventId === undefined) {
-        if (before) deleted++
-        calendar.delete(event.providerEventId)
-        continue
-      }
-      if (before && JSON.stringify(before.event.content) === JSON.stringify(event.content) && before.event.status === event.status) unchanged++
-      else if (before) updated++
-      else created++
-      calendar.set(event.providerEventId, { generation: batch.generation ?? before?.generation ?? null, event })
-    }
-    if (batch.complete === true) {
-      for (const [id, entry] of calendar) if (entry.generation !== batch.generation) calendar.delete(id)
-    }
-    return { created, updated, deleted, unchanged, waiting: 0, superseded: 0, rejected: 0 }
-  })
-  const revocations: BackendStandIn['revocations'] = []
-  server.post(BACKEND_INTERNAL_PATHS.grantRevoked, async (request) => {
-    revocations.push(request.body as BackendStandIn['revocations'][number])
-    return { sessionsRevoked: 1, streamsClosed: 0 }
-  })
-  server.post(BACKEND_INTERNAL_PATHS.providerCalendarRemoval, async (request, reply) => {
-    if (!removalCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
-    removals.push(request.body)
-    const deleted = request.body.calendarId === undefined ? 0 : stored.get(request.body.calendarId)?.size ?? 0
-    if (request.body.calendarId !== undefined) stored.delete(request.body.calendarId)
-    return { deleted }
-  })
-  await server.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => server.close())
-  const address = server.server.address()
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    batches,
-    removals,
-    revocations,
-    failNext: (count) => { failures = count },
-    events: (calendarId) => new Map([...(stored.get(calendarId) ?? new Map<string, { event: ProviderEvent }>())].map(([id, entry]) => [id, entry.event]))
-  }
-}
 
 export interface Stack {
   google: GoogleStandIn
@@ -146,7 +56,7 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
     notificationRetries: 0
   })
   t.teardown(() => google.close())
-  const backend = await startBackend(t)
+  const backend = await startBackendStandIn(t)
   const base = testConfig(databaseUri(await startDatabase(t), `sync_${randomBytes(4).toString('hex')}`), {
     callbackBaseUrl: syncUrl,
     postConnectRedirectUrl: WEB_CALLBACK,
