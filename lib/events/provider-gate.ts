@@ -46,9 +46,11 @@ export function gateProviderEffect (facts: ProviderGateFacts, sync?: SyncAnswer)
   if (sync === undefined) return { outcome: 'askSync' }
   if (sync.kind === 'unavailable') return { outcome: 'write', note: 'SyncUnavailable' }
   if (sync.kind === 'maintenance' || sync.metadata.cloudMutationMode === 'maintenance') return maintenance()
-  const google = sync.metadata.connections.filter((connection) => connection.provider === 'google')
-  const revoked = google.find((connection) => connection.reason === 'authorizationRevoked')
-  const live = google.some((connection) => connection.state !== 'actionRequired' && connection.state !== 'disconnected')
+  // Every provider kind counts, as in Sync's own answer to the report: a CalDAV account whose
+  // password was withdrawn refuses like a Google grant that was revoked.
+  const { connections } = sync.metadata
+  const revoked = connections.find((connection) => connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
+  const live = connections.some((connection) => connection.state !== 'actionRequired' && connection.state !== 'disconnected')
   if (revoked !== undefined && !live) {
     return {
       outcome: 'refuse',

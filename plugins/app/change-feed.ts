@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import { isObjectIdString } from '../../lib/ids.js'
 import { backoffDelay } from '../../lib/backoff.js'
-import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest } from '../../schemas/sync/index.js'
+import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest, type Provider } from '../../schemas/sync/index.js'
 import { isRevocation, resyncMessages, translatePage } from '../../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
 
@@ -42,7 +42,7 @@ export interface ChangeSource {
 interface ReadResult { ok: boolean, more: boolean, error?: unknown }
 
 /** Told of a revoked grant (the provider answered invalid_grant); must not throw. */
-export type RevocationListener = (userId: string, connectionId: string) => void
+export type RevocationListener = (userId: string, connectionId: string, provider: Provider) => void
 
 type BrokerPort = Pick<SseBroker, 'publish' | 'onUserActive' | 'onUserIdle' | 'users'>
 
@@ -273,7 +273,8 @@ export class ChangeFeedBridge {
     if (sentCursor !== null) {
       for (const invalidation of page.invalidations) {
         if (invalidation.kind !== 'connection' || !isRevocation(invalidation)) continue
-        for (const listener of this.#revocationListeners) listener(userId, invalidation.connectionId)
+        // Entries written before the feed named the provider came from Google connections.
+        for (const listener of this.#revocationListeners) listener(userId, invalidation.connectionId, invalidation.provider ?? 'google')
       }
     }
     this.#wake(userId)

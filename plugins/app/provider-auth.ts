@@ -4,7 +4,7 @@ import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
 import type Session from 'supertokens-node/recipe/session'
 import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
-import type { ConnectionSummary, GrantRevokedResult, Provider } from '../../schemas/sync/index.js'
+import { grantIsRefreshToken, type ConnectionSummary, type GrantRevokedResult, type Provider } from '../../schemas/sync/index.js'
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
@@ -280,6 +280,7 @@ export default fp(async function providerAuth (fastify) {
     if (notice.source === 'sync' && notice.connectionId !== undefined) {
       for (const message of revocationMessages(notice.connectionId)) fastify.sse.publish(notice.userId, message)
     }
+    if (!grantIsRefreshToken(notice.provider)) return { sessionsRevoked: 0, streamsClosed: 0 }
     const result = await sessionRevocations.revokeUser(notice.userId)
     log.warn({
       user: trace(notice.userId),
@@ -293,8 +294,8 @@ export default fp(async function providerAuth (fastify) {
 
   // Users with an open stream hear of a revoked grant through the change feed; Sync also tells
   // the backend directly (POST /api/internal/grant-revoked), which covers everyone else.
-  fastify.changeFeed.onConnectionRevoked((userId, connectionId) => {
-    grantRevoked({ userId, provider: 'google', connectionId, source: 'changeFeed' })
+  fastify.changeFeed.onConnectionRevoked((userId, connectionId, provider) => {
+    grantRevoked({ userId, provider, connectionId, source: 'changeFeed' })
       .catch((error: unknown) => { log.error({ err: error, connectionId }, 'revoking the sessions of a revoked grant failed') })
   })
 

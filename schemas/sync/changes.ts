@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import {
   CalendarIdSchema, ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, EventIdSchema, ImportCountsSchema, ImportOperationSchema,
-  IsoDateTimeSchema, UserIdSchema
+  IsoDateTimeSchema, ProviderSchema, UserIdSchema
 } from './common.js'
 
 // Invalidations carry ids only: the backend refetches nothing from them, it only turns each into
@@ -28,6 +28,7 @@ export const ConnectionInvalidationSchema = Type.Object({
   kind: Type.Literal('connection'),
   at: IsoDateTimeSchema,
   connectionId: ConnectionIdSchema,
+  provider: Type.Optional(ProviderSchema),
   state: ConnectionStateSchema,
   reason: Type.Union([ConnectionReasonSchema, Type.Null()])
 }, { additionalProperties: false, description: 'A connection moved to a new state; reason `authorizationRevoked` means CONNECTION_REVOKED' })

@@ -14,6 +14,7 @@ import type { ProviderRegistry } from '../lib/providers/port.js'
 import { CalDavAdapter, CalDavCredentialsRefusedError, CalDavDiscoveryError } from '../providers/caldav/adapter.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
+import type { ProviderCredential } from '../lib/credentials.js'
 import type { OAuthAttemptStore } from '../stores/oauth-attempts.js'
 import type { Analytics } from './analytics.js'
 import type { SyncEngine } from './sync-engine.js'
@@ -69,6 +70,11 @@ function single (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? undefined : value
 }
 
+/** A CalDAV account is its user name at its server (discovered, so spelled the same each time). */
+function calDavAccount (credential: ProviderCredential): string {
+  return `${credential['username'] ?? ''}@${credential['serverUrl'] ?? ''}`
+}
+
 export class ConnectFlow {
   readonly #parts: ConnectFlowParts
 
@@ -118,14 +124,16 @@ export class ConnectFlow {
       }
       throw error
     }
+    const account = calDavAccount(credential)
     if (repair === null) {
       for (const connection of own) {
-        const stored = await credentials.load(connection._id.toHexString())
-        if (stored?.['serverUrl'] === credential['serverUrl'] && stored?.['username'] === credential['username']) repair = connection._id.toHexString()
+        // A revoked connection's credential is gone; older connections only have their credential.
+        const known = connection.account ?? calDavAccount(await credentials.load(connection._id.toHexString()) ?? {})
+        if (known === account) repair = connection._id.toHexString()
       }
     }
     const calendars = (await adapter.listCalendars({ connectionId: repair ?? 'new', userId, credential })).length
-    const record = await engine.authorize(userId, 'caldav', credential, repair)
+    const record = await engine.authorize(userId, 'caldav', credential, repair, account)
     return { connectionId: record._id.toHexString(), created: repair === null, calendars }
   }
 

@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
-import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
+import { grantIsRefreshToken, ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
 import type {
   CredentialHandOver, CredentialHandOverResult, EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult,
   ProviderWriteSubject
@@ -105,14 +105,15 @@ export class SyncEngine {
    * Stores a granted credential and starts the import: a new connection for `connect`, the named
    * one (repair) for a reconnect. The OAuth callback calls this.
    */
-  async authorize (userId: string, provider: Provider, credential: ProviderCredential, connectionId: string | null): Promise<ConnectionRecord> {
+  async authorize (userId: string, provider: Provider, credential: ProviderCredential, connectionId: string | null, account?: string): Promise<ConnectionRecord> {
     const { connections, credentials, queue } = this.#parts
     const existing = connectionId === null ? null : await connections.get(connectionId)
     if (connectionId !== null && (!existing || existing.userId !== userId || existing.provider !== provider)) {
       throw new Error('the connection to reconnect is not this user\'s connection of this provider')
     }
-    const record = existing ?? await connections.create(userId, provider)
+    const record = existing ?? await connections.create(userId, provider, account)
     const id = record._id.toHexString()
+    if (existing !== null && account !== undefined && existing.account !== account) await connections.recordAccount(id, account)
     await credentials.save(id, userId, credential)
     const authorized = await connections.apply(id, { type: 'authorized' })
     const operation: ImportOperation = existing ? 'repair' : 'full'
@@ -394,7 +395,7 @@ export class SyncEngine {
    */
   async #tellBackendOfRevocation (connection: ConnectionRecord): Promise<void> {
     const backend = this.#parts.backend
-    if (backend === null) return
+    if (backend === null || !grantIsRefreshToken(connection.provider)) return
     try {
       await backend.grantRevoked({ userId: connection.userId, provider: connection.provider, connectionId: connection._id.toHexString() })
     } catch (error) {

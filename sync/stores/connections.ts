@@ -33,12 +33,13 @@ export class ConnectionStore {
   }
 
   /** A new connection in state `connecting`; its first invalidation tells the user's tabs. */
-  async create (userId: string, provider: Provider): Promise<ConnectionRecord> {
+  async create (userId: string, provider: Provider, account?: string): Promise<ConnectionRecord> {
     const now = this.#clock.now()
     const record: ConnectionRecord = {
       _id: new ObjectId(),
       userId,
       provider,
+      ...(account === undefined ? {} : { account }),
       state: 'connecting',
       reason: null,
       lastReadFailureAt: null,
@@ -49,8 +50,14 @@ export class ConnectionStore {
       updatedAt: now
     }
     await this.#rows.insertOne(record)
-    await this.#feed.append(userId, { kind: 'connection', connectionId: record._id.toHexString(), state: record.state, reason: null })
+    await this.#feed.append(userId, { kind: 'connection', connectionId: record._id.toHexString(), provider, state: record.state, reason: null })
     return record
+  }
+
+  /** Names the provider account of a connection made before accounts were recorded. */
+  async recordAccount (connectionId: string, account: string): Promise<void> {
+    const id = objectIdFrom(connectionId)
+    if (id) await this.#rows.updateOne({ _id: id }, { $set: { account } })
   }
 
   async get (connectionId: string): Promise<ConnectionRecord | null> {
@@ -84,7 +91,7 @@ export class ConnectionStore {
       if (!updated) continue
       if (next.changed) {
         await this.#feed.append(current.userId, {
-          kind: 'connection', connectionId, state: next.state, reason: next.reason
+          kind: 'connection', connectionId, provider: current.provider, state: next.state, reason: next.reason
         })
       }
       return updated

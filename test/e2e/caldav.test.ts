@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { waitUntil } from '../processes.js'
-import { signIn, signUp, uniqueEmail } from '../helper.js'
+import { signUp, uniqueEmail } from '../helper.js'
 import { basic, radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { allDayIcs, BERLIN, ics } from '../sync/caldav/harness.js'
 import { startFullStack } from './stack.js'
@@ -105,14 +105,22 @@ test('a CalDAV account through the backend route and the Sync service, end to en
     await stack.backend.app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
     await waitUntil(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'actionRequired', 'actionRequired', 20_000)
     t.match((await stack.sync.syncConnections.listByUser(user.userId))[0], { state: 'actionRequired', reason: 'authorizationRevoked' })
-    // A revoked grant also ends the user's sessions (the backend's rule for every provider), which
-    // may close this stream before the feed's message reaches it.
-    await stream.until((reader) => reader.ended || messagesOf('syncStatusChanged').some((message) => message.code === 'CONNECTION_REVOKED'), 20_000)
-    const back = await signIn(stack.backend.app, { email: user.email, password: 'pw-for-caldav-1' })
-
-    // The new password repairs the connection the attention named.
     const connectionId = (await stack.sync.syncConnections.listByUser(user.userId))[0]?._id.toHexString()
-    const repaired = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: back.headers, payload: { serverUrl: radicale.url, username: USER, password: 'a-new-app-password', connectionId } })
+    await stream.until(() => messagesOf('syncStatusChanged').some((message) => message.code === 'CONNECTION_REVOKED'), 20_000)
+    t.match(messagesOf('syncStatusChanged').find((message) => message.code === 'CONNECTION_REVOKED'), { connectionId, status: 'attention', retryable: false })
+
+    // An app password is not a sign-in grant: the user stays signed in, and the stream stays open.
+    t.equal((await stack.backend.app.inject({ method: 'GET', url: '/api/user/profile', headers: user.headers })).statusCode, 200, 'the session lives on')
+    t.notOk(stream.ended, 'the stream stays open')
+
+    const imported = (await events()).find((event) => event.title === 'Holiday')
+    const refused = await stack.backend.app.inject({ method: 'DELETE', url: `/api/event/${imported?._id ?? ''}`, headers: user.headers })
+    t.equal(refused.statusCode, 410, 'a change to the account\'s events is refused')
+    t.match(refused.json(), { code: 'CONNECTION_REVOKED', connectionId })
+    t.ok((await events()).some((event) => event.title === 'Holiday'), 'and changes nothing')
+
+    // Connecting the same account again with its new password repairs the connection, without naming it.
+    const repaired = await connect('a-new-app-password')
     t.equal(repaired.statusCode, 200)
     t.match(repaired.json(), { created: false, connectionId })
     await waitUntil(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'healthy', 'healthy again', 20_000)

@@ -32,13 +32,13 @@ test('mutations of provider calendar events are refused before anything is writt
     return signedIn
   }
 
-  async function connection (userId: string, state: string, reason: string | null): Promise<ObjectId> {
+  async function connection (userId: string, state: string, reason: string | null, provider = 'google'): Promise<ObjectId> {
     const now = new Date()
     const connectionId = new ObjectId()
     await sync.db.collection('connections').insertOne({
       _id: connectionId,
       userId,
-      provider: 'google',
+      provider,
       state,
       reason,
       lastReadFailureAt: null,
@@ -85,6 +85,25 @@ test('mutations of provider calendar events are refused before anything is writt
     const local = id()
     t.equal((await asEve.post({ ...CLOUD_EVENT, calendarId: undefined, _id: local })).statusCode, 204, 'an event of no provider calendar is not a cloud edit')
     t.ok(await events.findOne({ _id: local }))
+  })
+
+  await t.test('410 CONNECTION_REVOKED for an event of a CalDAV account whose password was withdrawn', async (t) => {
+    // A CalDAV account keeps its credential at the Sync service only: the user record holds no
+    // refresh token, the imported event its provider copy's id.
+    const ivy = await signUp(app, { email: uniqueEmail('ivy'), password: 'correct horse 7' })
+    const asIvy = call(ivy.headers)
+    const imported = id()
+    t.equal((await asIvy.post({ ...CLOUD_EVENT, calendarId: '/ivy/home/', _id: imported })).statusCode, 204)
+    await events.updateOne({ _id: imported }, { $set: { providerEventId: '/ivy/home/board.ics' } })
+    const healthy = await connection(ivy.userId, 'healthy', null, 'caldav')
+    t.equal((await asIvy.put(imported, { ...CLOUD_EVENT, calendarId: '/ivy/home/', title: 'agenda' })).statusCode, 204, 'allowed while the account answers')
+    await sync.db.collection('connections').updateOne({ _id: healthy }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
+    const storedBefore = await events.findOne({ _id: imported })
+
+    const refused = await asIvy.delete(imported)
+    t.equal(refused.statusCode, 410)
+    t.match(refused.json(), { code: 'CONNECTION_REVOKED', connectionId: healthy.toHexString() })
+    t.same(await events.findOne({ _id: imported }), storedBefore, 'nothing changed')
   })
 
   await t.test('503 MAINTENANCE for cloud edits while Sync is in maintenance', async (t) => {

@@ -15,6 +15,12 @@ export interface ConnectionRecord {
   _id: ObjectId
   userId: string
   provider: Provider
+  /**
+   * Which account at the provider this is, without any secret (for CalDAV the server and user
+   * name), so a new connect of the same account repairs it even after its credential was
+   * discarded. Absent on connections made before it was recorded.
+   */
+  account?: string
   state: ConnectionState
   reason: ConnectionReason | null
   lastReadFailureAt: Date | null

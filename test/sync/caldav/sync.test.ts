@@ -110,14 +110,17 @@ test('writes: an insert reaches Radicale and links back; an update goes with If-
   t.equal((await stack.sync.syncConnections.get(connectionId))?.state, 'healthy')
 })
 
-test('the password changes at the server: the next poll gets 401, the connection needs the user, the backend is told', { skip: missing ?? false }, async (t) => {
+test('the password changes at the server: the next poll gets 401, the connection needs the user, the feed says so', { skip: missing ?? false }, async (t) => {
   const stack = await startCalDavStack(t)
   const { userId, connectionId } = await connectAndImport(stack)
   await seen(stack, userId)
+  const before = (await stack.sync.syncFeed.page(userId, null, 1)).cursor
   await stack.radicale.setPassword(USER, 'a-new-password')
   await nextPoll(stack)
   const connection = await stack.sync.syncConnections.get(connectionId)
   t.match(connection, { state: 'actionRequired', reason: 'authorizationRevoked' })
-  t.match(stack.backend.revocations, [{ userId, provider: 'caldav', connectionId }])
+  const { invalidations } = await stack.sync.syncFeed.page(userId, before, 100)
+  t.match(invalidations.filter((entry) => entry.kind === 'connection'), [{ connectionId, provider: 'caldav', state: 'actionRequired', reason: 'authorizationRevoked' }], 'the revocation reaches the stream through the feed')
+  t.same(stack.backend.revocations, [], 'an app password is no sign-in grant: the user\'s sessions are not ended')
   t.equal(await stack.sync.syncCredentials.load(connectionId), null, 'the refused password is discarded')
 })
