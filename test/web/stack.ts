@@ -1,12 +1,13 @@
 // The whole system for browser tests, on free ports of 127.0.0.1: the MongoDB and session-core
 // stand-ins, the real Sync service, the backend app listening, and the web client served by
-// web/server.ts with the backend's web.url pointing at it. The backend's log is captured, so a
-// test can read the password-reset link the backend logs in the `test` environment.
+// web/server.ts with the backend's web.url pointing at it. With `mail`, the backend also delivers
+// its account emails over SMTP to a mail catcher (dev/mail), as the local stack does.
 import { randomBytes } from 'node:crypto'
 import type { Test } from 'tap'
 import { buildApp, freePort, startDependencies, type BuiltApp, type Teardown } from '../helper.js'
 import { startSyncService, type SyncService } from '../events/sync-service.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
+import { startMailCatcher, type MailCatcher } from '../../dev/mail/index.js'
 
 export interface WebStack {
   webUrl: string
@@ -14,31 +15,55 @@ export interface WebStack {
   backend: BuiltApp
   sync: SyncService
   web: WebServer
+  /** Present when the stack was started with `mail: true`. */
+  mail?: MailCatcher
 }
 
-export async function startWebStack (t: Teardown, options: { pollIntervalMs?: number, webValues?: { googleClientId?: string } } = {}): Promise<WebStack> {
+export interface WebStackOptions {
+  pollIntervalMs?: number
+  webValues?: { googleClientId?: string }
+  /** Deliver account emails over SMTP to a mail catcher instead of only logging their links. */
+  mail?: boolean
+}
+
+export async function startWebStack (t: Teardown, options: WebStackOptions = {}): Promise<WebStack> {
   const test = t as Test
   const deps = await startDependencies(test, { replicaSet: true })
   const sync = await startSyncService(test, deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`))
   const [backendPort, webPort] = [await freePort(), await freePort()]
   const webUrl = `http://127.0.0.1:${webPort}`
   const apiUrl = `http://127.0.0.1:${backendPort}/api`
-  const backend = await buildApp(test, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken }, (config) => ({
+  let mail: MailCatcher | undefined
+  if (options.mail === true) {
+    const catcher = await startMailCatcher()
+    t.teardown(() => catcher.close())
+    mail = catcher
+  }
+  const backend = await buildApp(test, deps, {
+    syncUrl: sync.url,
+    internalAuthToken: sync.internalAuthToken,
+    // Only the `test` environment skips delivery (specification, "Password reset delivery" 2), so
+    // a stack that really sends runs as `development`, like `npm start`.
+    ...(mail === undefined ? {} : { nodeEnv: 'development' as const })
+  }, (config) => ({
     ...config,
     web: { ...config.web, url: webUrl },
-    backend: { ...config.backend, apiUrl, originsAllowed: [webUrl] }
+    backend: { ...config.backend, apiUrl, originsAllowed: [webUrl] },
+    // As dev/start.ts wires it. The catcher takes any login, but nodemailer will not log in to a
+    // server that offers AUTH with an empty password.
+    ...(mail === undefined
+      ? {}
+      : {
+          sessions: {
+            ...config.sessions,
+            smtp: { host: '127.0.0.1', port: mail.smtpPort, secure: false, user: 'calendar', password: 'mail-catcher', fromName: 'Calendar (test)', fromEmail: 'calendar@localhost' }
+          }
+        })
   }))
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Tests wait for stream fan-out; a shorter poll keeps them quick without changing what happens.
   backend.app.changeFeed.configure({ pollIntervalMs: options.pollIntervalMs ?? 250 })
   const web = await startWebServer({ port: webPort, apiUrl, ...options.webValues })
   t.teardown(() => web.close())
-  return { webUrl, apiUrl, backend, sync, web }
-}
-
-/** The password-reset links the backend logged (test environment: logged, not sent). */
-export function resetLinks (stack: WebStack): string[] {
-  return stack.backend.log.lines()
-    .filter((line) => line.msg === 'password reset link (not delivered in test)')
-    .map((line) => String(line.passwordResetLink))
+  return { webUrl, apiUrl, backend, sync, web, ...(mail === undefined ? {} : { mail }) }
 }
