@@ -2,11 +2,12 @@
 // backend alone against the services named there. Without one it runs the whole system on this
 // machine: the MongoDB and session-core stand-ins (data under .data/), the Sync service and the
 // backend, with a generated development configuration, a mail catcher that receives the account
-// emails, the Google stand-in with a demo account to connect, and the web client. The Sync service
+// emails, the Google stand-in with a demo account to connect, Radicale (a real CalDAV server, when
+// Debian's package is installed) with a demo account to connect, and the web client. The Sync service
 // and the backend are supervised: one that dies is restarted with backoff, as a container runtime
 // would, and the rest keeps running (a service that never becomes healthy at start still ends the
 // stack with status 1). Ctrl-C (or SIGTERM) stops everything, the last started first. DEV_DATA_DIR
-// and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,WEB}_PORT move it when the defaults
+// and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,CALDAV,WEB}_PORT move it when the defaults
 // are taken.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -17,9 +18,11 @@ import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { startWebServer } from '../web/server.js'
 import { DEMO_ACCOUNT, seedGoogleDemo } from './google-demo.js'
+import { CALDAV_DEMO_USER, seedCalDavDemo } from './caldav-demo.js'
 import { startGoogle } from './google/index.js'
 import { startMailCatcher } from './mail/index.js'
 import { startMongo } from './mongo/index.js'
+import { radicaleMissing, startRadicale } from './radicale.js'
 import { startSessionCore } from './session-core/index.js'
 import { supervise, type Supervisor } from './supervisor.js'
 
@@ -39,6 +42,7 @@ interface DevSecrets {
   serviceToken: string
   credentialEncryptionKey: string
   googleClientSecret: string
+  caldavDemoPassword: string
 }
 
 const PORTS = {
@@ -49,6 +53,7 @@ const PORTS = {
   mail: Number(process.env.DEV_MAIL_PORT ?? 8025),
   mailSmtp: Number(process.env.DEV_MAIL_SMTP_PORT ?? 1025),
   google: Number(process.env.DEV_GOOGLE_PORT ?? 4010),
+  caldav: Number(process.env.DEV_CALDAV_PORT ?? 5232),
   web: Number(process.env.DEV_WEB_PORT ?? 9080)
 }
 
@@ -77,7 +82,8 @@ async function devSecrets (dataDir: string): Promise<DevSecrets> {
     internalAuthToken: kept.internalAuthToken ?? token(),
     serviceToken: kept.serviceToken ?? token(),
     credentialEncryptionKey: kept.credentialEncryptionKey ?? randomBytes(32).toString('base64'),
-    googleClientSecret: kept.googleClientSecret ?? token()
+    googleClientSecret: kept.googleClientSecret ?? token(),
+    caldavDemoPassword: kept.caldavDemoPassword ?? randomBytes(9).toString('base64url')
   }
   if (Object.keys(secrets).some((key) => !(key in kept))) {
     await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
@@ -228,6 +234,13 @@ async function startLocalStack (): Promise<void> {
   })
   running.push({ name: 'Google stand-in', stop: google.close })
   await seedGoogleDemo(google.url)
+  // CalDAV needs no stand-in: the real server runs when it is installed, and is simply left out otherwise.
+  const caldavMissing = radicaleMissing()
+  const radicale = caldavMissing === null ? await startRadicale({ dataDir: join(dataDir, 'radicale'), port: PORTS.caldav }) : null
+  if (radicale !== null) {
+    running.push({ name: 'Radicale', stop: radicale.close })
+    await seedCalDavDemo(radicale, secrets.caldavDemoPassword)
+  }
 
   const configPath = join(dataDir, 'config.dev.yaml')
   await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort, google.url)), { mode: 0o600 })
@@ -253,12 +266,17 @@ async function startLocalStack (): Promise<void> {
     `  Sync service    http://127.0.0.1:${PORTS.sync}   (${pid(sync)})`,
     `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
     `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort})`,
+    radicale === null ? `  CalDAV server   not started: ${caldavMissing ?? ''}` : `  CalDAV server   ${radicale.url}   (Radicale; data in ${join(dataDir, 'radicale')})`,
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,
     `  configuration   ${configPath}`,
     `Google is the stand-in: its consent page lets you pick the demo account ${DEMO_ACCOUNT.email} (${DEMO_ACCOUNT.name}),`,
     'whose two calendars hold a few events around today, made again at every start (the stand-in keeps',
     'nothing when it stops); its control page lists the accounts, their grants and push channels.',
+    ...(radicale === null
+      ? []
+      : [`To connect a CalDAV calendar, use server ${radicale.url}, user name ${CALDAV_DEMO_USER} and the app password kept as`,
+          `caldavDemoPassword in ${join(dataDir, 'dev-secrets.json')}; its "Personal (CalDAV)" calendar holds a few events, and Radicale keeps what you change there.`]),
     'The Sync service and the backend are restarted if they stop. Press Ctrl-C to stop everything.',
     ''
   ].join('\n'))

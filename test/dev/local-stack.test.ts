@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
 import type { CaughtMail } from '../../dev/mail/index.js'
+import { basic, radicaleMissing } from '../../dev/radicale.js'
 import { freePort } from '../helper.js'
 import { startScript, waitFor } from '../processes.js'
 
@@ -42,7 +43,7 @@ interface DemoAccount {
 // answers in the browser, the Google stand-in holds the demo account, the health endpoint answers
 // 200, a user can sign up, reset a forgotten password through the mail the stack catches, a crashed
 // Sync service comes back by itself, and Ctrl-C stops everything with status 0.
-test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
+test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
   const ports = {
     mongo: await freePort(),
     core: await freePort(),
@@ -51,6 +52,7 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
     mail: await freePort(),
     mailSmtp: await freePort(),
     google: await freePort(),
+    caldav: await freePort(),
     web: await freePort()
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'calendar-stack-'))
@@ -63,6 +65,7 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
     DEV_MAIL_PORT: String(ports.mail),
     DEV_MAIL_SMTP_PORT: String(ports.mailSmtp),
     DEV_GOOGLE_PORT: String(ports.google),
+    DEV_CALDAV_PORT: String(ports.caldav),
     DEV_WEB_PORT: String(ports.web),
     LOG_LEVEL: 'warn'
   }
@@ -150,7 +153,33 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
   const signUp = await post('/auth/signup', { formFields: fields({ name: 'New Comer', email, password: 'first-try-pw-1' }) })
   t.equal(signUp.status, 200)
   t.equal((await signUp.json() as { status: string }).status, 'OK')
-  t.ok(signUp.headers.get('sx-access-token'), 'a session was issued through the whole stack')
+  const accessToken = signUp.headers.get('sx-access-token')
+  t.ok(accessToken, 'a session was issued through the whole stack')
+
+  const caldavOrigin = `http://127.0.0.1:${ports.caldav}`
+  await t.test('Radicale runs with a demo account, which the new user connects', { skip: radicaleMissing() ?? false }, async (t) => {
+    t.match(stack.output(), `CalDAV server   ${caldavOrigin}   (Radicale; data in ${join(dataDir, 'radicale')})`)
+    t.match(stack.output(), `user name demo and the app password kept as\ncaldavDemoPassword in ${join(dataDir, 'dev-secrets.json')}`)
+    const { caldavDemoPassword } = JSON.parse(await readFile(join(dataDir, 'dev-secrets.json'), 'utf8')) as { caldavDemoPassword: string }
+    t.notMatch(stack.output(), caldavDemoPassword, 'the password itself is not printed')
+    const authorization = `Bearer ${accessToken ?? ''}`
+    const connected = await fetch(`${api}/connections/caldav`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ serverUrl: caldavOrigin, username: 'demo', password: caldavDemoPassword })
+    })
+    t.equal(connected.status, 200)
+    t.match(await connected.json(), { created: true, calendars: 1 })
+    const now = Date.now()
+    const range = `start=${new Date(now - 86_400_000).toISOString()}&end=${new Date(now + 7 * 86_400_000).toISOString()}`
+    let titles: string[] = []
+    await waitFor(async () => {
+      const listed = await (await fetch(`${api}/event?${range}`, { headers: { authorization } })).json() as Array<{ title: string }>
+      titles = listed.map((event) => event.title)
+      return titles.includes('Dinner with friends')
+    }, 20_000)
+    t.ok(titles.includes('Yoga') && titles.includes('Weekend trip') && titles.includes('Dinner with friends'), 'the demo calendar\'s events were imported')
+  })
 
   await t.test('a forgotten password is reset through the mail the stack catches', async (t) => {
     const requested = await post('/auth/user/password/reset/token', { formFields: fields({ email }) })
@@ -214,6 +243,12 @@ test('npm start brings up the local stack', { timeout: 90_000 }, async (t) => {
   t.equal((await demoAccount()).status, 200, 'the demo account is there again in the new Google stand-in')
   const configAgain = parse(await readFile(configPath, 'utf8')) as GeneratedConfig
   t.equal(configAgain.extprovider?.clientSecret, config.extprovider?.clientSecret, 'the client secret is kept with the data')
+  if (radicaleMissing() === null) {
+    const { caldavDemoPassword } = JSON.parse(await readFile(join(dataDir, 'dev-secrets.json'), 'utf8')) as { caldavDemoPassword: string }
+    const demoCalendar = await fetch(`${caldavOrigin}/demo/personal/`, { headers: { authorization: basic('demo', caldavDemoPassword) } })
+    t.equal((await demoCalendar.text()).match(/BEGIN:VEVENT/g)?.length, 3, 'Radicale kept the demo calendar, and it was not seeded twice')
+  }
   again.child.kill('SIGINT')
   t.equal(await again.exited, 0)
+  t.notOk(await answers(`${caldavOrigin}/.web/`), 'Radicale stopped with the stack')
 })
