@@ -1,5 +1,5 @@
 // The Microsoft Graph v1.0 subset under `/v1.0`, as on graph.microsoft.com: the signed-in user,
-// calendars, events (list, create, get, update, delete, instances), calendar views and their
+// mailbox settings, calendars, events (list, create, get, update, delete, instances), calendar views and their
 // delta query, and change-notification subscriptions.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Calendar, DeltaItem, DeltaPosition, Target } from './calendars.js'
@@ -30,6 +30,7 @@ declare module 'fastify' {
 const READ_USER = ['User.Read', 'User.ReadWrite', 'User.ReadBasic.All', 'User.Read.All']
 const READ_CALENDARS = ['Calendars.Read', 'Calendars.ReadBasic', 'Calendars.ReadWrite', 'Calendars.Read.Shared', 'Calendars.ReadWrite.Shared']
 const WRITE_CALENDARS = ['Calendars.ReadWrite', 'Calendars.ReadWrite.Shared']
+const READ_MAILBOX_SETTINGS = ['MailboxSettings.Read', 'MailboxSettings.ReadWrite']
 const DEFAULT_PAGE = 10
 const MAX_PAGE = 1000
 const UNSUPPORTED_OPTIONS = ['$filter', '$search', '$expand', '$count']
@@ -248,6 +249,48 @@ export async function graphRoutes (app: FastifyInstance, options: { state: Micro
       userPrincipalName: account.email,
       id: account.graphId
     }
+  })
+
+  // Outlook's settings of the mailbox (Get user mailbox settings): the zone is the one the account
+  // was created with, in the format it is kept in (Windows by default); the rest are Outlook's defaults.
+  const mailboxSettings = (account: Account): Record<string, unknown> => ({
+    automaticRepliesSetting: {
+      status: 'disabled',
+      externalAudience: 'all',
+      scheduledStartDateTime: { dateTime: '0001-01-01T00:00:00.0000000', timeZone: 'UTC' },
+      scheduledEndDateTime: { dateTime: '0001-01-01T00:00:00.0000000', timeZone: 'UTC' },
+      internalReplyMessage: '',
+      externalReplyMessage: ''
+    },
+    timeZone: account.timeZone,
+    language: { locale: 'en-US', displayName: 'English (United States)' },
+    workingHours: {
+      daysOfWeek: ['monday', 'tuesday', 'wednesday', 'thursday', 'friday'],
+      startTime: '08:00:00.0000000',
+      endTime: '17:00:00.0000000',
+      timeZone: { name: account.timeZone }
+    },
+    userPurpose: { value: 'user' },
+    dateFormat: 'MM/dd/yyyy',
+    timeFormat: 'hh:mm tt',
+    delegateMeetingMessageDeliveryOptions: 'sendToDelegateOnly'
+  })
+
+  app.get('/me/mailboxSettings', { config: { operation: 'mailboxSettings.get' } }, async (request) => {
+    const { account } = requirePermission(request, READ_MAILBOX_SETTINGS)
+    return { '@odata.context': `${state.origin}/v1.0/$metadata#Me/mailboxSettings`, ...mailboxSettings(account) }
+  })
+
+  app.get('/me/mailboxSettings/:setting', { config: { operation: 'mailboxSettings.get' } }, async (request) => {
+    const { account } = requirePermission(request, READ_MAILBOX_SETTINGS)
+    const requested = paramsOf(request)['setting'] ?? ''
+    const settings = mailboxSettings(account)
+    const name = Object.keys(settings).find((key) => key.toLowerCase() === requested.toLowerCase())
+    if (name === undefined) throw graphErrors.unknownSegment(requested)
+    const value = settings[name]
+    const context = `${state.origin}/v1.0/$metadata#users('${account.graphId}')/mailboxSettings/${name}`
+    // A setting that is a string is answered as OData's `value`; an object as its properties.
+    return typeof value === 'string' ? { '@odata.context': context, value } : { '@odata.context': context, ...(value as Record<string, unknown>) }
   })
 
   const renderCalendar = (calendar: Calendar): Record<string, unknown> => ({

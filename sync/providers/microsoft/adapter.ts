@@ -3,13 +3,16 @@
 // delta queries and change-notification subscriptions, over plain HTTP (fetch). Production talks to
 // login.microsoftonline.com and graph.microsoft.com; a development configuration
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
-import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import { DateTime } from 'luxon'
+import { compileSeries, expandSeries, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
+import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import {
   classifyFailure, graphFieldsOf, rruleLines, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
+import { ianaZoneOf } from '../../lib/windows-zones.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
@@ -20,8 +23,14 @@ import type {
 } from '../../lib/providers/port.js'
 
 export const MICROSOFT_CALENDAR_SCOPE = 'Calendars.ReadWrite'
+/** Reads the mailbox's time zone (Get user mailbox settings); a grant without it keeps calendars in UTC. */
+export const MICROSOFT_MAILBOX_SETTINGS_SCOPE = 'MailboxSettings.Read'
 // offline_access brings the refresh token; openid/email/profile the ID token that names the account.
 const SCOPES = ['openid', 'email', 'profile', 'offline_access', MICROSOFT_CALENDAR_SCOPE]
+// A refresh may only name scopes the grant holds (else AADSTS65001, taken for a revocation), and grants
+// made before the mailbox scope was asked for lack it: it is asked for at consent, and on refresh only
+// when the stored grant has it.
+const CONSENT_SCOPES = [...SCOPES, MICROSOFT_MAILBOX_SETTINGS_SCOPE]
 
 const DAY_MS = 24 * 60 * 60_000
 /** The whole range an import and its delta cursor cover: a year back, two years ahead. */
@@ -31,6 +40,18 @@ const SUBSCRIPTION_MAX_MS = 10_080 * 60_000 - 5 * 60_000
 /** An access token is refreshed this long before Microsoft's expiry, so no call carries a dying one. */
 const EXPIRY_MARGIN_MS = 60_000
 const CLIENT_CACHE_SIZE = 1000
+/**
+ * Occurrence ids seen in delta rounds, with their series: Graph tells of a deleted occurrence by its
+ * id alone. Bounded; an id no longer known costs a check of every series of the calendar instead.
+ */
+const SEEN_IDS_SIZE = 50_000
+/** Exceptions moved further than this from their original start may be taken for deleted occurrences. */
+const MOVED_EXCEPTION_MARGIN_MS = 31 * DAY_MS
+/** The contract's recurrence holds at most 20 lines of at most 1024 characters, one of them the RRULE. */
+const EXDATE_LINES_MAX = 19
+const EXDATE_LINE_LENGTH = 1024
+/** A daily series over the whole range has about 1,100 occurrences. */
+const OCCURRENCES_MAX = 5000
 
 export interface MicrosoftAdapterOptions {
   clientId: string
@@ -68,6 +89,10 @@ interface GraphCalendar {
   id: string
   name?: string
   isDefaultCalendar?: boolean
+}
+
+interface GraphMailboxSettings {
+  timeZone?: string | null
 }
 
 interface GraphSubscription {
@@ -116,8 +141,44 @@ function claimsOf (idToken: string | undefined): { email?: string, sub?: string 
   }
 }
 
-function grantedCalendarScope (scope: string): boolean {
-  return scope.split(' ').some((entry) => entry === MICROSOFT_CALENDAR_SCOPE || entry.endsWith(`/${MICROSOFT_CALENDAR_SCOPE}`))
+function grantedScope (scope: string, wanted: string): boolean {
+  return scope.split(' ').some((entry) => entry === wanted || entry.endsWith(`/${wanted}`))
+}
+
+/** Graph's UTC date-time (with or without its `Z`) as milliseconds; NaN when it is none. */
+function utcMs (value: string | null | undefined): number {
+  if (!value) return Number.NaN
+  return Date.parse(value.endsWith('Z') || /[+-]\d{2}:\d{2}$/.test(value) ? value : `${value}Z`)
+}
+
+/**
+ * Which occurrence of the series an instance at Graph stands for: its original start (UTC), or for an
+ * all-day series its date in the series' zone; an occurrence's own start is its original one.
+ */
+function occurrenceKey (instance: GraphEvent, content: EventContent): string | null {
+  if (content.isAllDay) {
+    if (instance.type === 'occurrence' && instance.start?.dateTime) return instance.start.dateTime.slice(0, 10)
+    const ms = utcMs(instance.originalStart)
+    return Number.isNaN(ms) ? null : DateTime.fromMillis(ms, { zone: content.timeZone }).toISODate()
+  }
+  let ms = utcMs(instance.originalStart)
+  if (Number.isNaN(ms) && instance.type === 'occurrence') ms = utcMs(instance.start?.dateTime)
+  return Number.isNaN(ms) ? null : String(ms)
+}
+
+/** EXDATE lines of the given values, as few as fit the contract's line length. */
+function exdateLines (head: string, values: string[]): string[] {
+  const lines: string[] = []
+  let current: string[] = []
+  for (const value of values) {
+    if (current.length > 0 && head.length + 1 + [...current, value].join(',').length > EXDATE_LINE_LENGTH) {
+      lines.push(`${head}:${current.join(',')}`)
+      current = []
+    }
+    current.push(value)
+  }
+  if (current.length > 0) lines.push(`${head}:${current.join(',')}`)
+  return lines
 }
 
 export class MicrosoftCalendarAdapter implements ProviderPort {
@@ -127,6 +188,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   readonly #graph: string
   /** Access tokens by connection, with the refresh token they came from. */
   readonly #tokens = new Map<string, { refreshToken: string, accessToken: string, expiresAt: number }>()
+  /** Graph ids seen in a calendar: an occurrence's with its series master's id, others with ''. */
+  readonly #seen = new Map<string, string>()
 
   constructor (options: MicrosoftAdapterOptions) {
     this.#options = options
@@ -142,7 +205,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       response_type: 'code',
       redirect_uri: request.redirectUri,
       response_mode: 'query',
-      scope: SCOPES.join(' '),
+      scope: CONSENT_SCOPES.join(' '),
       state: request.state,
       code_challenge: request.codeChallenge,
       code_challenge_method: 'S256',
@@ -158,10 +221,10 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       code: request.code,
       code_verifier: request.codeVerifier,
       redirect_uri: request.redirectUri,
-      scope: SCOPES.join(' ')
+      scope: CONSENT_SCOPES.join(' ')
     })
     const scope = tokens.scope ?? ''
-    if (!grantedCalendarScope(scope)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
+    if (!grantedScope(scope, MICROSOFT_CALENDAR_SCOPE)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
     const claims = claimsOf(tokens.id_token)
     return {
       credential: {
@@ -176,13 +239,14 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
 
   async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
     const found: ProviderCalendar[] = []
+    const timeZone = await this.#mailboxZone(context)
     let next: string | null = `${this.#graph}/me/calendars?$top=100`
     while (next !== null) {
       const page: { value?: GraphCalendar[], '@odata.nextLink'?: string } = await this.#graphCall(context, 'calendars.list', 'GET', next)
       for (const entry of page.value ?? []) {
         if (!entry.id) continue
-        // Graph's calendar has no zone of its own; times arrive in UTC with their event's zone.
-        found.push({ calendarId: entry.id, name: entry.name ?? entry.id, primary: entry.isDefaultCalendar === true, timeZone: 'UTC' })
+        // Graph's calendar has no zone of its own: the mailbox's is the one its owner sees it in.
+        found.push({ calendarId: entry.id, name: entry.name ?? entry.id, primary: entry.isDefaultCalendar === true, timeZone })
       }
       next = page['@odata.nextLink'] ?? null
     }
@@ -232,10 +296,12 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (current !== null) {
       // The pattern is written only when it changed: Graph drops a series' exceptions on every write of it.
       const held = current.type === 'seriesMaster' && current.recurrence ? rruleLines(current.recurrence, current.isAllDay === true, content.timeZone) : null
-      const recurrence = current.type !== 'occurrence' && current.type !== 'exception' && content.recurrence !== undefined &&
-        JSON.stringify(held) !== JSON.stringify(content.recurrence)
+      // Exclusions are Graph's deleted occurrences read back (a series master has no list of them to write).
+      const pattern = content.recurrence?.filter((line) => line.startsWith('RRULE'))
+      const recurrence = current.type !== 'occurrence' && current.type !== 'exception' && pattern !== undefined &&
+        JSON.stringify(held) !== JSON.stringify(pattern)
       const patched: GraphEvent = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(current.id)}`,
-        graphFieldsOf(content, { recurrence }), ifMatch)
+        graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence }), ifMatch)
       return { outcome: 'written', event: await this.#mapped(context, patched, calendar) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
@@ -300,25 +366,45 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * Every page of a delta round from `link` (the first request, a nextLink or a deltaLink), each
    * handed to the sink before the next is read. Masters are not part of a calendar view: the
    * master of each series seen is read once per round and sent with its rule before its exceptions.
+   * A deleted occurrence comes as `@removed` with its id only, and its series master keeps no list
+   * of them: the series is read again and sent with the occurrences Graph no longer has as EXDATEs.
    */
   async #delta (context: ProviderContext, calendar: ProviderCalendar, link: string, sink: ProviderEventSink): Promise<string> {
     const masters = new Set<string>()
+    let everySeriesChecked = false
     const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
     let next = link
     for (;;) {
       const page: GraphPage = await this.#graphCall(context, 'calendarView.delta', 'GET', next, undefined, headers)
       const now = this.#now()
       const events: ProviderEvent[] = []
+      const sendSeries = async (masterId: string): Promise<void> => {
+        if (masters.has(masterId)) return
+        masters.add(masterId)
+        const master = await this.#current(context, masterId)
+        const mapped = master === null
+          // Graph answers a deleted series as its occurrences removed, never the master itself.
+          ? { providerEventId: masterId, updated: now.toISOString(), status: 'cancelled' as const }
+          : await this.#seriesEvent(context, master, calendar, now)
+        if (mapped !== null) events.push(mapped)
+      }
+      let unknownRemoval = false
       for (const item of page.value ?? []) {
-        const masterId = item['@removed'] === undefined ? item.seriesMasterId : undefined
-        if (masterId && !masters.has(masterId)) {
-          masters.add(masterId)
-          const master = await this.#current(context, masterId)
-          const mapped = master === null ? null : toProviderEvent(master, calendar.timeZone, now)
-          if (mapped !== null) events.push(mapped)
+        if (item['@removed'] !== undefined) {
+          const seriesId = this.#seen.get(item.id)
+          if (seriesId === undefined) unknownRemoval = true
+          else if (seriesId !== '') await sendSeries(seriesId)
+        } else {
+          if (item.id) this.#remember(item.id, item.seriesMasterId ?? '')
+          if (item.seriesMasterId) await sendSeries(item.seriesMasterId)
         }
         const mapped = toProviderEvent(item, calendar.timeZone, now)
         if (mapped !== null) events.push(mapped)
+      }
+      if (unknownRemoval && !everySeriesChecked) {
+        // Which series lost an occurrence is not known (the id was never seen here): every one is checked.
+        everySeriesChecked = true
+        for (const masterId of await this.#seriesIds(context, calendar)) await sendSeries(masterId)
       }
       const nextLink = page['@odata.nextLink'] ?? null
       await sink({ events, nextPageToken: nextLink })
@@ -328,6 +414,106 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         return deltaLink
       }
       next = nextLink
+    }
+  }
+
+  #remember (id: string, seriesId: string): void {
+    this.#seen.delete(id)
+    this.#seen.set(id, seriesId)
+    if (this.#seen.size > SEEN_IDS_SIZE) {
+      const oldest = this.#seen.keys().next().value
+      if (oldest !== undefined) this.#seen.delete(oldest)
+    }
+  }
+
+  /** The ids of the calendar's series masters (`/events` lists single events and masters, not occurrences). */
+  async #seriesIds (context: ProviderContext, calendar: ProviderCalendar): Promise<string[]> {
+    const ids: string[] = []
+    let next: string | null = `${this.#graph}/me/calendars/${encodeURIComponent(calendar.calendarId)}/events?` +
+      new URLSearchParams({ $select: 'id,type', $top: String(this.#options.pageSize ?? 500) }).toString()
+    while (next !== null) {
+      const page: GraphPage = await this.#graphCall(context, 'event.list', 'GET', next)
+      for (const item of page.value ?? []) {
+        this.#remember(item.id, '')
+        if (item.type === 'seriesMaster') ids.push(item.id)
+      }
+      next = page['@odata.nextLink'] ?? null
+    }
+    return ids
+  }
+
+  /** A series master as the backend is told of it: its rule, and the occurrences Graph no longer has as EXDATEs. */
+  async #seriesEvent (context: ProviderContext, master: GraphEvent, calendar: ProviderCalendar, now: Date): Promise<ProviderEvent | null> {
+    const mapped = toProviderEvent(master, calendar.timeZone, now)
+    const content = mapped?.content
+    if (mapped === null || content?.recurrence === undefined) return mapped
+    const excluded = await this.#deletedOccurrences(context, master.id, content, now)
+    return excluded.length === 0 ? mapped : { ...mapped, content: { ...content, recurrence: [...content.recurrence, ...excluded] } }
+  }
+
+  /**
+   * EXDATE lines for the occurrences of the rule, within the range the calendar is synchronised over,
+   * that are not among the series' instances at Graph (expanded as the backend expands them).
+   */
+  async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date): Promise<string[]> {
+    let series: ReturnType<typeof compileSeries>
+    try {
+      series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+    } catch (error) {
+      // The backend refuses such a rule anyway; there is nothing to exclude from.
+      if (error instanceof RecurrenceRuleError) return []
+      throw error
+    }
+    const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
+    const to = new Date(now.getTime() + FULL_RANGE.afterMs)
+    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
+    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
+    if (expected.length === 0) return []
+    const present = new Set<string>()
+    // Wider than the range, so an exception moved across its edge still shows its original start.
+    let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
+      startDateTime: new Date(from.getTime() - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
+      endDateTime: new Date(to.getTime() + MOVED_EXCEPTION_MARGIN_MS).toISOString(),
+      $select: 'id,type,start,originalStart,isAllDay'
+    }).toString()
+    const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
+    while (next !== null) {
+      const page: GraphPage = await this.#graphCall(context, 'event.instances', 'GET', next, undefined, headers)
+      for (const instance of page.value ?? []) {
+        const key = occurrenceKey(instance, content)
+        if (key !== null) present.add(key)
+        this.#remember(instance.id, masterId)
+      }
+      next = page['@odata.nextLink'] ?? null
+    }
+    let missing = expected.filter((occurrence) => !present.has(content.isAllDay ? occurrence.startDate : String(occurrence.start.getTime())))
+    if (missing.length === 0) return []
+    const head = content.isAllDay ? 'EXDATE;VALUE=DATE' : 'EXDATE'
+    const value = (start: Date, startDate: string): string => content.isAllDay
+      ? startDate.replaceAll('-', '')
+      : DateTime.fromJSDate(start).toUTC().toFormat("yyyyMMdd'T'HHmmss'Z'")
+    const perLine = Math.floor((EXDATE_LINE_LENGTH - head.length) / (value(now, '2000-01-01').length + 1))
+    if (missing.length > perLine * EXDATE_LINES_MAX) {
+      // More than the contract holds: those nearest today matter most.
+      const distance = (start: Date): number => Math.abs(start.getTime() - now.getTime())
+      const kept = new Set([...missing].sort((a, b) => distance(a.start) - distance(b.start)).slice(0, perLine * EXDATE_LINES_MAX))
+      missing = missing.filter((occurrence) => kept.has(occurrence))
+    }
+    return exdateLines(head, missing.map((occurrence) => value(occurrence.start, occurrence.startDate)))
+  }
+
+  /**
+   * The zone of the mailbox (Outlook's setting, a Windows or IANA name) as an IANA name. UTC when it
+   * cannot be read: a grant from before the mailbox scope was asked for, or a custom zone.
+   */
+  async #mailboxZone (context: ProviderContext): Promise<string> {
+    try {
+      const settings: GraphMailboxSettings = await this.#graphCall(context, 'mailboxSettings.get', 'GET', `${this.#graph}/me/mailboxSettings`)
+      return ianaZoneOf(settings.timeZone) ?? 'UTC'
+    } catch (error) {
+      // Only a refusal of this read falls back; a dead grant or an unavailable Graph stops the job as any call would.
+      if (error instanceof ProviderUnavailableError || error instanceof ProviderAuthorizationRevokedError) throw error
+      return 'UTC'
     }
   }
 
@@ -357,6 +543,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   }
 
   async #mapped (context: ProviderContext, event: GraphEvent, calendar: ProviderCalendar): Promise<ProviderEvent> {
+    if (event.type === 'seriesMaster') {
+      // Sent without its exclusions, a master would bring back the occurrences deleted at Microsoft.
+      const series = await this.#seriesEvent(context, event, calendar, this.#now())
+      if (series !== null) return series
+    }
     // An occurrence becomes an exception once written; a plain one is told of as its master's exception.
     const described = event.type === 'occurrence' ? { ...event, type: 'exception' } : event
     const mapped = toProviderEvent(described, calendar.timeZone, this.#now())
@@ -394,7 +585,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Microsoft credential has no refresh token')
     const cached = this.#tokens.get(context.connectionId)
     if (cached !== undefined && cached.refreshToken === refreshToken && cached.expiresAt > Date.now() + EXPIRY_MARGIN_MS) return cached.accessToken
-    const tokens = await this.#token('token refresh', { grant_type: 'refresh_token', refresh_token: refreshToken, scope: SCOPES.join(' ') })
+    const scopes = grantedScope(context.credential['scope'] ?? '', MICROSOFT_MAILBOX_SETTINGS_SCOPE) ? CONSENT_SCOPES : SCOPES
+    const tokens = await this.#token('token refresh', { grant_type: 'refresh_token', refresh_token: refreshToken, scope: scopes.join(' ') })
     if (!tokens.access_token) throw new Error('Microsoft answered a refresh without an access token')
     let current = refreshToken
     if (tokens.refresh_token && tokens.refresh_token !== refreshToken) {

@@ -228,3 +228,30 @@ test('series: the master\'s recurrence, occurrences across a daylight-saving cha
     recurrence: { pattern: { type: 'weekly', interval: 1 }, range: { type: 'numbered', startDate: '2030-03-04', numberOfOccurrences: 2 } }
   }), { status: 400, body: { error: { code: 'ErrorPropertyValidationFailure', message: /daysOfWeek/ } } })
 })
+
+test('mailbox settings: the mailbox\'s zone (Windows name by default) with MailboxSettings.Read, one setting alone, 403 without', async (t) => {
+  const { microsoft, token } = await setUp(t, 'openid offline_access Calendars.ReadWrite MailboxSettings.Read')
+  const settings = await graph(microsoft, token, 'GET', '/me/mailboxSettings')
+  t.equal(settings.status, 200)
+  t.match(settings.body, {
+    '@odata.context': `${microsoft.url}/v1.0/$metadata#Me/mailboxSettings`,
+    timeZone: BERLIN,
+    language: { locale: String },
+    workingHours: { daysOfWeek: Array, startTime: String, endTime: String, timeZone: { name: BERLIN } },
+    automaticRepliesSetting: { status: 'disabled' },
+    dateFormat: String,
+    timeFormat: String
+  })
+  t.match(await graph(microsoft, token, 'GET', '/me/mailboxSettings/timeZone'), { status: 200, body: { '@odata.context': /\/mailboxSettings\/timeZone$/, value: BERLIN } })
+  t.match(await graph(microsoft, token, 'GET', '/me/mailboxSettings/workingHours'), { status: 200, body: { startTime: String, timeZone: { name: BERLIN } } })
+  t.match(await graph(microsoft, token, 'GET', '/me/mailboxSettings/nothing'), { status: 400, body: { error: { code: 'BadRequest' } } })
+
+  // A mailbox set up with an IANA name is kept (and answered) by its Windows name, Outlook's default format.
+  await control(microsoft, 'POST', '/accounts', { email: 'dora@example.com', timeZone: 'America/New_York' })
+  const dora = await connect(microsoft, 'dora@example.com', { scope: 'openid offline_access Calendars.ReadWrite MailboxSettings.Read' })
+  t.match(await graph(microsoft, dora.tokens.access_token, 'GET', '/me/mailboxSettings'), { status: 200, body: { timeZone: 'Eastern Standard Time' } })
+  await control(microsoft, 'POST', '/accounts', { email: 'erin@example.com' })
+  const erin = await connect(microsoft, 'erin@example.com', { scope: 'openid offline_access Calendars.ReadWrite' })
+  t.match(await graph(microsoft, erin.tokens.access_token, 'GET', '/me/mailboxSettings'), { status: 403, body: { error: { code: 'ErrorAccessDenied' } } },
+    'Calendars permissions do not reach the mailbox settings')
+})

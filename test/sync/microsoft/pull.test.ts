@@ -1,8 +1,11 @@
 // After the import: subscriptions and their handshake, change notifications that queue a pull with
-// the stored deltaLink, a delta token Graph no longer knows (re-import), lifecycle notifications,
-// and notifications that must change nothing.
+// the stored deltaLink, occurrences deleted at Microsoft (`@removed`) as EXDATEs of their series, a
+// delta token Graph no longer knows (re-import), lifecycle notifications, and notifications that
+// must change nothing.
 import { test } from 'tap'
-import { ALICE, connectAndSync, defaultCalendar, SAMPLE_EVENTS, startStack } from './harness.js'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import { MicrosoftCalendarAdapter } from '../../../sync/providers/microsoft/adapter.js'
+import { ALICE, CLIENT_ID, CLIENT_SECRET, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
 
 test('a subscription per calendar after the import; a change at Microsoft is pulled with the deltaLink, a deletion arrives as cancelled', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'W. Europe Standard Time', calendars: [{ name: 'Work' }] }] })
@@ -111,4 +114,51 @@ test('lifecycle notifications: reauthorizationRequired renews, subscriptionRemov
   t.match(report, { renewed: 1, failed: 0 })
   t.equal(updates(), before + 1, 'maintenance renews by PATCH')
   t.equal((await stack.sync.syncWatches.get(replacement?._id ?? ''))?._id, replacement?._id, 'the same subscription')
+})
+
+test('an occurrence deleted at Microsoft arrives as @removed: the series is sent again with it as an EXDATE; a deleted series goes', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  const seriesId = String(control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  const other = String(control.insertEvent(calendarId, { ...SAMPLE_EVENTS.series, subject: 'Standup' }).id)
+  const { connectionId } = await connectAndSync(stack)
+  t.same(stack.backend.events(calendarId).get(seriesId)?.content?.recurrence, ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=10'])
+
+  control.deleteEvent(calendarId, await occurrenceOn(stack, connectionId, seriesId, '2026-11-30'))
+  await stack.microsoft.notificationsSettled()
+  const before = stack.backend.batches.length
+  await stack.drain()
+  const pulled = stack.backend.batches.slice(before)
+  t.equal(pulled.length, 1)
+  t.equal(pulled[0]?.generation, undefined, 'a pull')
+  t.match(pulled[0]?.events.find((event) => event.providerEventId === seriesId), { status: 'confirmed', content: { recurrence: ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=10', 'EXDATE:20261130T080000Z'] } })
+  t.notOk(pulled[0]?.events.some((event) => event.providerEventId === other), 'the other series is not read again')
+  t.same(stack.backend.events(calendarId).get(seriesId)?.content?.recurrence, ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=10', 'EXDATE:20261130T080000Z'],
+    'the backend holds the series without that occurrence')
+
+  control.deleteEvent(calendarId, other)
+  await stack.microsoft.notificationsSettled()
+  await stack.drain()
+  t.notOk(stack.backend.events(calendarId).has(other), 'a series deleted at Microsoft is deleted: its occurrences came as @removed')
+  t.ok(stack.backend.events(calendarId).has(seriesId))
+})
+
+test('a deleted occurrence whose id the adapter never saw (another instance, a restart): every series of the calendar is checked', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  const seriesId = String(control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  control.insertEvent(calendarId, SAMPLE_EVENTS.timed)
+  const { userId, connectionId } = await connectAndSync(stack)
+  control.deleteEvent(calendarId, await occurrenceOn(stack, connectionId, seriesId, '2026-11-09'))
+
+  const record = await stack.sync.syncCalendars.get(connectionId, calendarId)
+  const credential = await stack.sync.syncCredentials.load(connectionId)
+  if (!record?.cursor || !credential) throw new Error('no cursor or credential')
+  const fresh = new MicrosoftCalendarAdapter({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: stack.microsoft.url, now: () => stack.clock.now() })
+  const events: ProviderEvent[] = []
+  await fresh.pullChanges({ connectionId, userId, credential }, { calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone }, record.cursor,
+    async (page) => { events.push(...page.events) })
+  t.match(events.find((event) => event.providerEventId === seriesId), { content: { recurrence: ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=10', 'EXDATE:20261109T080000Z'] } })
 })

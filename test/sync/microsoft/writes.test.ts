@@ -5,7 +5,7 @@ import { test } from 'tap'
 import { signInternalRequest } from '../../../lib/internal-auth.js'
 import type { EventChangeReport, ProviderWriteSubject } from '../../../schemas/sync/index.js'
 import { INTERNAL_TOKEN } from '../helper.js'
-import { ALICE, connectAndSync, defaultCalendar, SAMPLE_EVENTS, startStack } from './harness.js'
+import { ALICE, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
 import type { Stack } from './harness.js'
 
 async function report (stack: Stack, body: EventChangeReport): Promise<number> {
@@ -130,4 +130,32 @@ test('an occurrence changed by the backend is found through its series and becom
   t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
   const master = stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === series.id)
   t.match(master?.['exceptions'], [{ subject: 'Weekly review (moved)' }], 'the occurrence is an exception now')
+})
+
+test('a series whose stored rule carries EXDATEs from Microsoft: its pattern is compared and written without them', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const series = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series)
+  const seriesId = String(series.id)
+  const { userId, connectionId } = await connectAndSync(stack)
+  stack.microsoft.control.deleteEvent(calendarId, await occurrenceOn(stack, connectionId, seriesId, '2026-11-16'))
+  await stack.microsoft.notificationsSettled()
+  await stack.drain()
+  const stored = stack.backend.events(calendarId).get(seriesId)?.content
+  if (stored?.recurrence === undefined) throw new Error('no stored series')
+  t.same(stored.recurrence, ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=10', 'EXDATE:20261116T080000Z'])
+  const master = (): Record<string, unknown> | undefined => stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === seriesId)
+
+  stack.clock.advance(60_000)
+  const write = async (key: string, content: typeof stored): Promise<void> => {
+    t.equal(await report(stack, { userId, eventId: '6b0400000000000000000004', operation: 'update', idempotencyKey: key, calendarId, subject: subject(stack, { providerEventId: seriesId, content }) }), 202)
+    await stack.drain()
+    t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
+  }
+  await write('series-0001', { ...stored, title: 'Weekly review (renamed)' })
+  t.match(master(), { subject: 'Weekly review (renamed)', recurrence: { range: { numberOfOccurrences: 10 } } }, 'the EXDATE is no change of the pattern')
+
+  stack.clock.advance(60_000)
+  await write('series-0002', { ...stored, title: 'Weekly review (renamed)', recurrence: ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=6', 'EXDATE:20261116T080000Z'] })
+  t.match(master(), { recurrence: { range: { type: 'numbered', numberOfOccurrences: 6 } } }, 'the new pattern reached Microsoft')
 })
