@@ -1,5 +1,9 @@
 // Debian's Chromium driven by playwright-core. The flags keep a machine without network quiet:
 // no background services, no QUIC, no component updates.
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import type { Teardown } from '../helper.js'
 
@@ -24,6 +28,64 @@ export async function newContext (browser: Browser, options: { timezoneId?: stri
     viewport: { width: 1280, height: 900 },
     ...(options.bypassCSP === true ? { bypassCSP: true } : {})
   })
+}
+
+export interface TabbedBrowser {
+  browser: Browser
+  /** The browser's own profile: its pages are tabs of one window. */
+  context: BrowserContext
+  /** The tab Chromium opened at start. */
+  page: Page
+}
+
+/**
+ * A Chromium whose tabs are hidden when another tab is in front, as in a desktop browser.
+ * Playwright turns on focus emulation for every page it creates or launches, and Chromium counts
+ * that as the tab being captured, which keeps `document.visibilityState` 'visible' in a background
+ * tab or a minimised window. Connected over CDP with `noDefaults`, Playwright leaves the pages of
+ * the browser's default profile as they are, so that profile's tabs get hidden and shown for real.
+ * Its time zone and language are the browser's own, so they are set the way a user's are.
+ */
+export async function launchBrowserWithTabs (t: Teardown, options: { timezoneId?: string, locale?: string } = {}): Promise<TabbedBrowser> {
+  const profile = await mkdtemp(join(tmpdir(), 'calendar-chromium-'))
+  const child = spawn(CHROMIUM, [
+    ...CHROMIUM_ARGS,
+    '--remote-debugging-port=0', `--user-data-dir=${profile}`,
+    `--accept-lang=${options.locale ?? 'en-GB'}`, '--window-size=1280,900', 'about:blank'
+  ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TZ: options.timezoneId ?? 'Europe/Berlin' } })
+  const exited = new Promise<void>((resolve) => { child.once('exit', () => resolve()) })
+  const connected: { browser?: Browser } = {}
+  // One teardown, so Playwright lets go of the browser before the process ends, whatever the order
+  // of teardowns; it is registered first, so a failed start leaves no process behind either.
+  t.teardown(async () => {
+    await connected.browser?.close()
+    if (child.exitCode === null && child.signalCode === null) child.kill()
+    await exited
+    await rm(profile, { recursive: true, force: true })
+  })
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    let output = ''
+    let listening = false
+    const timer = setTimeout(() => reject(new Error(`Chromium named no DevTools endpoint within 30 s: ${output}`)), 30_000)
+    // Read to the end: a full pipe would stall Chromium.
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (listening) return
+      output += chunk.toString()
+      const match = /DevTools listening on (ws:\/\/\S+)/.exec(output)
+      if (match?.[1] !== undefined) {
+        listening = true
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    })
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`Chromium exited (${String(code)}) before it listened: ${output}`)) })
+  })
+  const browser = await chromium.connectOverCDP(endpoint, { noDefaults: true })
+  connected.browser = browser
+  const context = browser.contexts()[0]
+  if (context === undefined) throw new Error('Chromium started without its default profile')
+  const page = context.pages()[0] ?? await context.newPage()
+  return { browser, context, page }
 }
 
 /**

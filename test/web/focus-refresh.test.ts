@@ -1,29 +1,14 @@
 // Focus refresh in Chromium with the page's clock under the test's control (Playwright's
 // page.clock): a user with a healthy Google connection gets one POST /api/connections/refresh
 // when the connection first appears, one more after the tab was hidden at least 30 s, none after
-// a shorter absence, and one for a manual Refresh and a focus refresh at the same moment.
+// a shorter absence, and one when the Refresh button is clicked while the tab's focus refresh is
+// still running. The tab is hidden for real: another tab of the same window is put in front.
 import { test } from 'tap'
 import type { Page, Route } from 'playwright-core'
-import { launchBrowser, newContext, collectErrors } from './browser.js'
+import { launchBrowserWithTabs, collectErrors } from './browser.js'
 import { signInThroughUi } from './ui.js'
 import { connectGoogle, startFullStack, userWithGoogleAccount } from '../e2e/stack.js'
 import { waitFor } from '../processes.js'
-
-/**
- * Headless Chromium keeps every tab visible (neither another tab in front nor a minimised window
- * hides it), so the page is told what a browser tells it when a tab is hidden or shown: the
- * document's visibility state and a `visibilitychange` event.
- */
-// A script as text: the test runner's compiler would wrap named functions in a helper the page lacks.
-function visibilityScript (state: 'hidden' | 'visible'): string {
-  return `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${state}' });
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => ${String(state === 'hidden')} });
-    document.dispatchEvent(new Event('visibilitychange'))`
-}
-
-async function setVisibility (page: Page, state: 'hidden' | 'visible'): Promise<void> {
-  await page.evaluate(visibilityScript(state))
-}
 
 test('focus refresh: on the first healthy connection, after 30 s hidden, coalesced with the Refresh button', async (t) => {
   const stack = await startFullStack(t, { web: true })
@@ -31,9 +16,19 @@ test('focus refresh: on the first healthy connection, after 30 s hidden, coalesc
   stack.google.control.insertEvent(user.email, { summary: 'Standup', start: { dateTime: '2026-03-02T09:00:00+01:00' }, end: { dateTime: '2026-03-02T09:15:00+01:00' } })
   t.equal((await connectGoogle(stack, user)).searchParams.get('status'), 'connected')
 
-  const browser = await launchBrowser(t)
-  const page = await (await newContext(browser)).newPage()
+  const { context, page } = await launchBrowserWithTabs(t)
   const errors = collectErrors(page)
+  // The user's other tab, in the same window: in front, it hides the calendar's tab.
+  const otherTab = await context.newPage()
+  const bringToFront = async (tab: Page, calendarState: 'hidden' | 'visible') => {
+    await tab.bringToFront()
+    // Asked from here: the page's CSP forbids the eval a polling page.waitForFunction(string) does.
+    const reached = await waitFor(async () => await page.evaluate('document.visibilityState') === calendarState, 5000)
+    t.ok(reached, `the calendar's tab is ${calendarState}`)
+  }
+  const hide = async () => { await bringToFront(otherTab, 'hidden') }
+  const show = async () => { await bringToFront(page, 'visible') }
+  await show()
   const refreshes: number[] = []
   page.on('request', (request) => {
     if (request.method() === 'POST' && request.url() === `${stack.backendOrigin}/api/connections/refresh`) refreshes.push(Date.now())
@@ -54,33 +49,34 @@ test('focus refresh: on the first healthy connection, after 30 s hidden, coalesc
   await page.locator('.event-body', { hasText: 'Standup' }).waitFor()
   await settled(1, 'a refreshable connection appeared after mount')
 
-  await setVisibility(page, 'hidden')
+  await hide()
   await page.clock.fastForward(29_000)
-  await setVisibility(page, 'visible')
+  await show()
   await page.waitForTimeout(1500)
   t.equal(refreshes.length, 1, 'hidden 29 s: no refresh')
 
-  await setVisibility(page, 'hidden')
+  await hide()
   await page.clock.fastForward(30_000)
-  await setVisibility(page, 'visible')
+  await show()
   await settled(2, 'hidden 30 s, then visible')
 
-  // The first request is held until both have started, so they truly overlap.
+  // The focus refresh's request is held until the click has happened, so the two truly overlap.
   let release: () => void = () => {}
   const held = new Promise<void>((resolve) => { release = resolve })
   await page.route(`${stack.backendOrigin}/api/connections/refresh`, async (route: Route) => {
     await held
     await route.continue()
   })
-  await setVisibility(page, 'hidden')
+  await hide()
   await page.clock.fastForward(45_000)
-  // One task of the page: the click and the tab coming back happen at the same moment.
-  await page.evaluate(`document.querySelector('button[aria-label="Refresh events"]').click(); ${visibilityScript('visible')}`)
+  await show()
+  t.ok(await waitFor(() => refreshes.length === 3, 5000), 'the tab coming back started one request')
+  // The user clicks Refresh at once: the click joins the running refresh rather than starting one.
+  await page.getByRole('button', { name: 'Refresh events' }).click()
   await page.getByRole('button', { name: 'Refresh events' }).filter({ hasText: 'Refreshing…' }).waitFor()
-  t.ok(await waitFor(() => refreshes.length === 3, 5000), 'the manual refresh started one request')
   release()
   await page.getByRole('button', { name: 'Refresh events' }).filter({ hasText: /^Refresh$/ }).waitFor()
-  await settled(3, 'manual and focus refresh at the same moment')
+  await settled(3, 'focus refresh and a manual refresh at the same moment')
 
   await waitFor(() => answered.length === 3, 5000)
   t.same(answered, [200, 200, 200], 'each refresh answered for the signed-in user')
