@@ -38,9 +38,18 @@ const wakeUps = createCoalescer<Refetch>({
 
 let source: EventSource | null = null
 let retryTimer: ReturnType<typeof setTimeout> | undefined
+let connecting: string | null = null
+
+/**
+ * A connect without a redirect is in flight (or over: null): the stream may report the new
+ * connection before the request answers, and its messages do not name the provider.
+ */
+export function expectConnection (provider: string | null): void {
+  connecting = provider
+}
 
 function handle (message: ServerMessage): void {
-  const reaction = reactTo(syncView.get(), message)
+  const reaction = reactTo(syncView.get(), message, connecting ?? undefined)
   syncView.set(reaction.sync)
   if (reaction.refetch !== null) wakeUps.push(reaction.refetch)
 }

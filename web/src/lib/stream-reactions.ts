@@ -77,9 +77,9 @@ export function statusFromSummary (summary: SummaryLike): ConnectionView {
   return view
 }
 
-function applySyncStatus (sync: SyncView, message: SyncStatusChangedMessage): SyncView {
+function applySyncStatus (sync: SyncView, message: SyncStatusChangedMessage, unknownProvider: string): SyncView {
   const previous = sync.connections[message.connectionId]
-  const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: message.provider ?? 'google', status: 'HEALTHY', revoked: false }
+  const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: message.provider ?? unknownProvider, status: 'HEALTHY', revoked: false }
   let next: ConnectionView
   if (message.status === 'attention') {
     const revoked = isRevokedCode(message.code) || message.aliasOf === CONNECTION_REVOKED
@@ -104,7 +104,12 @@ function applySyncStatus (sync: SyncView, message: SyncStatusChangedMessage): Sy
   return { ...sync, connections: { ...sync.connections, [message.connectionId]: next } }
 }
 
-export function reactTo (sync: SyncView, message: ServerMessage): Reaction {
+/**
+ * `unknownProvider`: the provider of a connection first seen here through a message that names
+ * none. Google's connect and reconnect come back through a page load, whose replay names it; a
+ * CalDAV connect in flight in this tab says 'caldav' until its answer names the connection.
+ */
+export function reactTo (sync: SyncView, message: ServerMessage, unknownProvider = 'google'): Reaction {
   switch (message.type) {
     case 'eventsChanged':
       return { sync, refetch: message.refetchAll || message.eventIds === undefined ? { all: true } : { all: false, eventIds: message.eventIds } }
@@ -112,10 +117,10 @@ export function reactTo (sync: SyncView, message: ServerMessage): Reaction {
       // The calendar list is not shown yet; the eventsChanged that accompanies it refetches events.
       return { sync, refetch: null }
     case 'syncStatusChanged':
-      return { sync: applySyncStatus(sync, message), refetch: null }
+      return { sync: applySyncStatus(sync, message, unknownProvider), refetch: null }
     case 'importCompleted': {
       const previous = sync.connections[message.connectionId]
-      const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: 'google', status: 'HEALTHY', revoked: false }
+      const base: ConnectionView = previous ?? { connectionId: message.connectionId, provider: unknownProvider, status: 'HEALTHY', revoked: false }
       const next: ConnectionView = { ...base, status: 'HEALTHY', revoked: false, lastImport: { operation: message.operation, eventsImported: message.counts.eventsImported } }
       delete next.importProgress
       delete next.code
@@ -133,6 +138,21 @@ export function reactTo (sync: SyncView, message: ServerMessage): Reaction {
       }
     }
   }
+}
+
+/**
+ * A connection this tab just made or repaired without a redirect (CalDAV). Its status messages
+ * name no provider, so the provider is recorded here; the account was just accepted, so a state
+ * from before (revoked, attention) gives way to syncing, while one the stream already sent since
+ * (syncing, healthy) stays.
+ */
+export function withConnected (sync: SyncView, connectionId: string, provider: string): SyncView {
+  const previous = sync.connections[connectionId]
+  const stale = previous === undefined || previous.status === 'RECONNECT_REQUIRED' || previous.status === 'ATTENTION' || previous.status === 'DISCONNECTED'
+  const next: ConnectionView = stale
+    ? { connectionId, provider, status: 'SYNCING', revoked: false }
+    : { ...previous, provider }
+  return { ...sync, connections: { ...sync.connections, [connectionId]: next } }
 }
 
 /** The connection the status indicator, the reconnect banner and focus refresh speak of. */

@@ -5,6 +5,7 @@ import { DateTime } from 'luxon'
 import { TimeGrid } from './TimeGrid.js'
 import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { AuthDialog } from './AuthDialog.js'
+import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
@@ -12,7 +13,6 @@ import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startGoogle } from '../data/provider.js'
 import { step, viewDays, viewRange, type View } from '../lib/grid.js'
-import { primaryConnection } from '../lib/stream-reactions.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
 
@@ -42,10 +42,13 @@ export function Notices () {
 
 export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | null, resetToken: string | null, onNavigate: (path: string) => void }) {
   const state = useStore(session)
-  const connection = primaryConnection(useStore(syncView))
+  const connections = Object.values(useStore(syncView).connections)
+  // Google's own connect hides once a Google connection exists; a CalDAV account can be added beside it.
+  const googleConnected = connections.some((connection) => connection.provider === 'google' && connection.status !== 'DISCONNECTED')
   const [anchor, setAnchor] = useState(anchorFromUrl)
   const [dialog, setDialog] = useState<EventDialogState>({ kind: 'closed' })
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)
+  const [caldav, setCalDav] = useState<CalDavDialogState>(null)
   const [refreshing, setRefreshing] = useState(false)
   const view = props.view
 
@@ -55,6 +58,12 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     setAuth('login')
     notify('Your session has ended. Please sign in again.')
   }, [ended])
+
+  // A connection belongs to the account: its dialog does not outlive the session.
+  const signedIn = state.status === 'signedIn'
+  useEffect(() => {
+    if (!signedIn) setCalDav(null)
+  }, [signedIn])
 
   useEffect(() => {
     const onPop = () => setAnchor(anchorFromUrl())
@@ -75,6 +84,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const openEvent = useCallback((event: CalendarEvent) => setDialog({ kind: 'edit', event }), [])
   const createEvent = useCallback((start: DateTime, end: DateTime, isAllDay: boolean) => setDialog({ kind: 'create', start, end, isAllDay }), [])
   const closeDialog = useCallback(() => setDialog({ kind: 'closed' }), [])
+  const closeCalDav = useCallback(() => setCalDav(null), [])
 
   function newEvent () {
     const now = DateTime.now().setZone(userZone)
@@ -118,7 +128,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
             ? (
               <div class='account'>
                 <span class='account-email'>{state.email ?? 'Signed in'}</span>
-                {providerEnabled && connection === null && <button type='button' onClick={() => startGoogle('connect')}>Connect Google Calendar</button>}
+                {providerEnabled && !googleConnected && <button type='button' onClick={() => startGoogle('connect')}>Connect Google Calendar</button>}
+                <button type='button' onClick={() => setCalDav({ connectionId: null })}>Connect CalDAV calendar</button>
                 <button type='button' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
               </div>
               )
@@ -133,13 +144,14 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           <button type='button' class='primary' onClick={newEvent}>New event</button>
         </div>
       </header>
-      <ReconnectBanner />
+      <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
       <Notices />
       <main id='calendar' tabIndex={-1}>
         {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
         <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} />
       </main>
       <EventDialog state={dialog} onClose={closeDialog} />
+      <CalDavDialog state={caldav} onClose={closeCalDav} />
       <AuthDialog kind={auth} resetToken={props.resetToken} onSwitch={setAuth} onSignedIn={() => setAuth(null)} />
     </div>
   )

@@ -12,7 +12,8 @@ export function Dialog (props: { open: boolean, labelledBy: string, onClose: () 
     if (props.open && !dialog.open) {
       opener.current = document.activeElement
       dialog.showModal()
-      const first = dialog.querySelector<HTMLElement>('[autofocus], input:not([type=hidden]), select, textarea, button')
+      // One query with both would take whichever comes first in the document, not the marked one.
+      const first = dialog.querySelector<HTMLElement>('[autofocus]') ?? dialog.querySelector<HTMLElement>('input:not([type=hidden]), select, textarea, button')
       first?.focus()
     } else if (!props.open && dialog.open) {
       dialog.close()

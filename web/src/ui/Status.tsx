@@ -1,18 +1,20 @@
 // What the user is told about where their events live and how sync is going: local only, up to
 // date, syncing (with import progress), or needing attention, with the reconnect banner for a
-// revoked connection.
+// revoked connection: Google's grant is given again at Google, a CalDAV account's password here.
 import { useState } from 'preact/hooks'
 import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
 import { startReconnect, streamStatus, syncView } from '../data/sync.js'
 import { notify } from '../data/calendar.js'
 import { primaryConnection, type ConnectionView } from '../lib/stream-reactions.js'
+import { providerName } from '../lib/caldav.js'
 
 function progressText (connection: ConnectionView): string {
   const progress = connection.importProgress
-  if (progress === undefined) return 'Syncing Google Calendar…'
+  const name = providerName(connection.provider)
+  if (progress === undefined) return `Syncing ${name}…`
   const calendars = progress.calendarsTotal > 0 ? `${progress.calendarsDone} of ${progress.calendarsTotal} calendars, ` : ''
-  return `Importing Google Calendar: ${calendars}${progress.eventsImported} events`
+  return `Importing ${name}: ${calendars}${progress.eventsImported} events`
 }
 
 export function ConnectionStatus () {
@@ -29,10 +31,11 @@ export function ConnectionStatus () {
     text = progressText(connection)
   } else if (connection !== null && (connection.status === 'ATTENTION' || connection.status === 'RECONNECT_REQUIRED')) {
     tone = 'attention'
-    text = connection.revoked ? 'Google Calendar access was revoked' : 'Google Calendar needs attention'
+    const name = providerName(connection.provider)
+    text = !connection.revoked ? `${name} needs attention` : connection.provider === 'caldav' ? `${name}: the server refused its password` : `${name} access was revoked`
   } else if (stream === 'open') {
     tone = 'healthy'
-    text = connection === null ? 'Up to date' : 'Google Calendar up to date'
+    text = connection === null ? 'Up to date' : `${providerName(connection.provider)} up to date`
   } else {
     tone = 'syncing'
     text = 'Connecting for live updates…'
@@ -45,10 +48,20 @@ export function ConnectionStatus () {
   )
 }
 
-export function ReconnectBanner () {
+/** `onPassword`: a revoked CalDAV connection is repaired by entering its password again here. */
+export function ReconnectBanner (props: { onPassword: (connectionId: string) => void }) {
   const connection = primaryConnection(useStore(syncView))
   const [busy, setBusy] = useState(false)
   if (connection === null || connection.status !== 'RECONNECT_REQUIRED') return null
+  if (connection.provider === 'caldav') {
+    const { connectionId } = connection
+    return (
+      <div class='banner' role='region' aria-label='Calendar connection'>
+        <p>Your CalDAV calendar stopped syncing because its server no longer accepts the password (an app password may have been revoked). Enter the password again to keep it in sync.</p>
+        <button type='button' class='primary' onClick={() => props.onPassword(connectionId)}>Enter password again</button>
+      </div>
+    )
+  }
   async function reconnect () {
     if (connection === null) return
     setBusy(true)
