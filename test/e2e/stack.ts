@@ -1,12 +1,13 @@
 // The whole system in one test process, wired as the local stack wires it: the MongoDB and
-// session-core stand-ins, the Google stand-in, the Sync service (active, its worker running) and
-// the backend, each listening on 127.0.0.1. Sync's public callbacks are reached through the
+// session-core stand-ins, the Google stand-in (and, when asked for, the Microsoft one), the Sync
+// service (active, its worker running) and the backend, each listening on 127.0.0.1. Sync's public callbacks are reached through the
 // backend's /sync proxy, and Sync hands provider events to the backend's internal endpoint.
 import { randomBytes } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import { startGoogle, type AccountSetup, type GoogleStandIn } from '../../dev/google/index.js'
+import { startMicrosoft, type AccountSetup as MicrosoftAccountSetup, type MicrosoftStandIn } from '../../dev/microsoft/index.js'
 import syncApp from '../../sync/app.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
@@ -14,6 +15,8 @@ import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
+// Shaped like an Entra application (client) id, as config rules may check real-looking values.
+export const MICROSOFT_CLIENT = { clientId: '3b7e9c1a-5d2f-4e8b-a6c4-e2e0c0ffee01', clientSecret: 'e2e-microsoft-secret' }
 
 export interface FullStack {
   google: GoogleStandIn
@@ -24,7 +27,12 @@ export interface FullStack {
   webUrl: string
   /** The web client, when `web` was asked for. */
   web?: WebServer
+  /** The Microsoft stand-in, when `microsoft` was asked for. */
+  microsoft?: MicrosoftStandIn
 }
+
+/** A stack started with `microsoft`: its stand-in is there. */
+export type FullStackWithMicrosoft = FullStack & { microsoft: MicrosoftStandIn }
 
 export interface FullStackOptions {
   accounts?: AccountSetup[]
@@ -37,6 +45,12 @@ export interface FullStackOptions {
    * (`/auth/extprovider/callback` -> `POST /api/auth/extprovider/connect`) reaches the stand-in.
    */
   web?: boolean
+  /**
+   * Also start the Microsoft stand-in and give Sync its client (extprovider2), so a user can connect
+   * a Microsoft calendar through the backend (`connectMicrosoft`). Off by default: without it Sync
+   * has no Microsoft adapter, as in a deployment that configures Google only.
+   */
+  microsoft?: boolean | { accounts?: MicrosoftAccountSetup[] }
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -54,6 +68,15 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     notificationRetries: 0
   })
   t.teardown(() => google.close())
+  const microsoft = options.microsoft === undefined || options.microsoft === false
+    ? undefined
+    : await startMicrosoft({
+      clients: [{ ...MICROSOFT_CLIENT, redirectUris: [`${backendOrigin}/sync/oauth/microsoft/callback`] }],
+      accounts: options.microsoft === true ? [] : options.microsoft.accounts ?? [],
+      // A failed delivery is a test failure to see, not something to retry for seconds.
+      notificationRetries: 0
+    })
+  if (microsoft !== undefined) t.teardown(() => microsoft.close())
 
   const backend = await buildApp(test, deps, { syncUrl, internalAuthToken }, (config) => ({
     ...config,
@@ -77,16 +100,25 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   const syncConfig: SyncConfig = {
     ...base,
     backend: backend.config.backend,
-    extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url }
+    extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url },
+    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } })
   }
   const sync = Fastify({ logger: { level: 'warn' }, forceCloseConnections: true })
   await sync.register(fp(syncApp), { config: syncConfig, worker: { pollIntervalMs: 50 }, maintenance: { autoStart: false } })
   await sync.listen({ port: syncPort, host: '127.0.0.1' })
   t.teardown(() => sync.close())
-  if (webPort === null) return { google, backend, backendOrigin, sync, syncConfig, webUrl }
+  const stack: FullStack = { google, backend, backendOrigin, sync, syncConfig, webUrl, ...(microsoft === undefined ? {} : { microsoft }) }
+  if (webPort === null) return stack
   const web = await startWebServer({ port: webPort, apiUrl: `${backendOrigin}/api`, googleClientId: GOOGLE_CLIENT.clientId, googleEndpointBase: google.url })
   t.teardown(() => web.close())
-  return { google, backend, backendOrigin, sync, syncConfig, webUrl, web }
+  return { ...stack, web }
+}
+
+/** The stack's Microsoft stand-in; a stack started without `microsoft` is a mistake of the caller. */
+export function withMicrosoft (stack: FullStack): FullStackWithMicrosoft {
+  const { microsoft } = stack
+  if (microsoft === undefined) throw new Error('the stack was started without the Microsoft stand-in (startFullStack(t, { microsoft: true }))')
+  return { ...stack, microsoft }
 }
 
 /** A signed-up user of the backend whose Google account (the stand-in's) has the same email. */
@@ -102,6 +134,12 @@ export async function userWithGoogleAccount (stack: FullStack, label: string): P
  * Sync sends it. Answers that last address.
  */
 export async function connectGoogle (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }): Promise<URL> {
+  return await connectThroughBackend(stack, user, body)
+}
+
+// Both stand-ins take the same non-interactive consent (`login_hint` of an existing account and
+// `approve=1`), so one browser walk serves either provider; the body names which.
+async function connectThroughBackend (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown>): Promise<URL> {
   const begun = await stack.backend.app.inject({ method: 'POST', url: '/api/auth/connections/begin', headers: user.headers, payload: body })
   if (begun.statusCode !== 200) throw new Error(`begin answered ${begun.statusCode}: ${begun.body}`)
   const authorization = new URL(begun.json<{ authorizationUrl: string }>().authorizationUrl)
@@ -112,4 +150,29 @@ export async function connectGoogle (stack: FullStack, user: SignedIn & { email:
   if (callback === null) throw new Error(`consent answered ${consent.status}`)
   const landed = await fetch(callback, { redirect: 'manual' })
   return new URL(landed.headers.get('location') ?? 'about:blank')
+}
+
+/** A signed-up user of the backend whose Microsoft account (the stand-in's) has the same email. */
+export async function userWithMicrosoftAccount (stack: FullStack, label: string, timeZone = 'W. Europe Standard Time'): Promise<SignedIn & { email: string }> {
+  const email = uniqueEmail(label)
+  withMicrosoft(stack).microsoft.control.createAccount({ email, name: label, timeZone })
+  return { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+}
+
+/** The id of a Microsoft account's default calendar ("Calendar") at the stand-in. */
+export function defaultMicrosoftCalendar (stack: FullStack, email: string): string {
+  const account = withMicrosoft(stack).microsoft.control.listAccounts().find((entry) => entry.email === email)
+  const calendar = account?.calendars.find((entry) => entry.isDefaultCalendar)
+  if (calendar === undefined) throw new Error(`no Microsoft account ${email} at the stand-in`)
+  return calendar.id
+}
+
+/**
+ * `connectGoogle` for Microsoft: begin through the backend, consent at the Microsoft stand-in
+ * without its page (`login_hint` + `approve`), follow the redirect to the backend's /sync proxy, and
+ * answer where Sync sends the browser.
+ */
+export async function connectMicrosoft (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }): Promise<URL> {
+  withMicrosoft(stack)
+  return await connectThroughBackend(stack, user, body)
 }
