@@ -1,7 +1,6 @@
 import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../schemas/event.js'
 import { normalizeEventId, mintEventId } from './ids.js'
-import { DateTime } from 'luxon'
-import { DATE_ONLY, DATE_TIME_WITH_OFFSET, eventDateTime, isValidTimeZone } from './time.js'
+import { DATE_ONLY, DATE_TIME_WITH_OFFSET, dateMillis, eventDateTime, isValidTimeZone, timedMillis } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
 
 /** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
@@ -36,9 +35,9 @@ function checkDatePair (change: CompleteEventChange): EventIssue | null {
     if (!format.test(change[field])) return { path: `/${field}`, message: `must be ${expected}` }
     // Order and validity do not depend on the event's zone: a timed value carries its offset,
     // and all-day dates compare as dates.
-    const parsed = DateTime.fromISO(change[field], { zone: 'utc' })
-    if (!parsed.isValid) return { path: `/${field}`, message: 'must be a real calendar date' }
-    instants.push(parsed.toMillis())
+    const millis = change.isAllDay ? dateMillis(change[field]) : timedMillis(change[field])
+    if (millis === null) return { path: `/${field}`, message: 'must be a real calendar date' }
+    instants.push(millis)
   }
   if ((instants[1] as number) <= (instants[0] as number)) return { path: '/endDate', message: 'must be after startDate' }
   return null

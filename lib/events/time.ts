@@ -25,8 +25,47 @@ export function eventDateTime (value: string, isAllDay: boolean, timeZone: strin
     : DateTime.fromISO(value, { setZone: true }).setZone(timeZone)
 }
 
+const TIMED_PARTS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):(\d{2}))$/
+const DATE_PARTS = /^(\d{4})-(\d{2})-(\d{2})$/
+
+function utcMillis (year: number, month: number, day: number, hour = 0, minute = 0, second = 0, millisecond = 0): number | null {
+  // 24:00 is the end of the day (ISO 8601), as the DateTime parser used elsewhere reads it.
+  const endOfDay = hour === 24 && minute === 0 && second === 0 && millisecond === 0
+  if ((hour > 23 && !endOfDay) || minute > 59 || second > 59) return null
+  const millis = Date.UTC(year, month - 1, day, endOfDay ? 0 : hour, minute, second, millisecond)
+  const check = new Date(millis)
+  // Date.UTC rolls 31 April over into May; a real calendar date comes back unchanged.
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null
+  return endOfDay ? millis + 86_400_000 : millis
+}
+
+/**
+ * The instant of an RFC 3339 date-time with offset, in milliseconds (fractions beyond them cut),
+ * or null when it is not one or names no real time. Provider imports parse every event's dates;
+ * doing it by hand is what keeps that from costing a DateTime per value.
+ */
+export function timedMillis (value: string): number | null {
+  const parts = TIMED_PARTS.exec(value)
+  if (parts === null) return null
+  const [, year, month, day, hour, minute, second, fraction, zone, sign, offsetHours, offsetMinutes] = parts
+  const local = utcMillis(Number(year), Number(month), Number(day), Number(hour), Number(minute), Number(second ?? 0), Number((fraction ?? '0').padEnd(3, '0').slice(0, 3)))
+  if (local === null) return null
+  if (zone === 'Z') return local
+  if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return null
+  const offset = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
+  return sign === '+' ? local - offset : local + offset
+}
+
+/** A YYYY-MM-DD date as the instant of its midnight in UTC, or null when it is no real date. */
+export function dateMillis (value: string): number | null {
+  const parts = DATE_PARTS.exec(value)
+  return parts === null ? null : utcMillis(Number(parts[1]), Number(parts[2]), Number(parts[3]))
+}
+
 export function eventInstant (value: string, isAllDay: boolean, timeZone: string): Date {
-  return eventDateTime(value, isAllDay, timeZone).toJSDate()
+  // A timed value carries its own offset, so its zone cannot move it.
+  const timed = isAllDay ? null : timedMillis(value)
+  return timed !== null ? new Date(timed) : eventDateTime(value, isAllDay, timeZone).toJSDate()
 }
 
 export function formatEventDate (dateTime: DateTime, isAllDay: boolean): string {

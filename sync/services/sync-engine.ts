@@ -516,9 +516,17 @@ export class SyncEngine {
     let windowEvents = checkpoint.pass === 'window' ? checkpoint.eventsImported : 0
     const shown = () => Math.max(windowEvents, checkpoint.pass === 'full' ? checkpoint.eventsImported : 0)
 
+    // The full pass reads the window's events again; those unchanged since are not handed over a
+    // second time (a resumed run, which has no record of them, sends them again, harmlessly).
+    const sentInWindow = new Map<string, string>()
+    const versionOf = (event: ProviderEvent) => `${event.etag ?? ''}|${event.updated}`
     const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {
       const last = pass === 'full' && page.nextPageToken === null
-      await this.#send(context, provider.provider, calendar.calendarId, page.events, { id: checkpoint.generation, complete: last })
+      const fresh = pass === 'window'
+        ? page.events
+        : page.events.filter((event) => sentInWindow.get(event.providerEventId) !== versionOf(event))
+      if (pass === 'window') for (const event of page.events) sentInWindow.set(event.providerEventId, versionOf(event))
+      if (fresh.length > 0 || last) await this.#send(context, provider.provider, calendar.calendarId, fresh, { id: checkpoint.generation, complete: last })
       const eventsImported = checkpoint.eventsImported + page.events.length
       if (pass === 'window') windowEvents = eventsImported
       checkpoint = pass === 'window' && page.nextPageToken === null

@@ -27,6 +27,8 @@ export interface BackendStandIn {
   failNext: (count: number) => void
   /** Events the user would see now, per calendar. */
   events: (calendarId: string) => Map<string, ProviderEvent>
+  /** Called with each batch before it is applied, for a test to act between two pages. */
+  beforeBatch: (listener: (batch: ProviderEventBatch) => unknown) => void
 }
 
 export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
@@ -36,6 +38,7 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
   // calendarId -> providerEventId -> { generation, event }
   const stored = new Map<string, Map<string, { generation: string | null, event: ProviderEvent }>>()
   let failures = 0
+  let beforeBatch: (batch: ProviderEventBatch) => unknown = () => {}
   server.addHook('onRequest', async (request, reply) => {
     if (request.headers.authorization !== `Bearer ${SERVICE_TOKEN}`) return await reply.code(401).send({ code: 'SERVICE_TOKEN_REQUIRED' })
   })
@@ -46,6 +49,7 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
       return await reply.code(500).send({ code: 'INTERNAL' })
     }
     const batch = request.body
+    await beforeBatch(batch)
     batches.push(batch)
     const calendar = stored.get(batch.calendarId) ?? new Map()
     stored.set(batch.calendarId, calendar)
@@ -92,6 +96,7 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
     removals,
     revocations,
     failNext: (count) => { failures = count },
+    beforeBatch: (listener) => { beforeBatch = listener },
     events: (calendarId) => new Map([...(stored.get(calendarId) ?? new Map<string, { event: ProviderEvent }>())].map(([id, entry]) => [id, entry.event]))
   }
 }

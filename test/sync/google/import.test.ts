@@ -52,7 +52,8 @@ test('import: every calendar (hidden ones too), the weeks around today first, th
   t.notOk(windowIds.some((id) => imported[1]?.events.find((event) => event.providerEventId === id)?.content?.title === 'Last year'), 'last year is not in the first pass')
   t.equal(windowIds.length, 5, 'the first pass: today\'s weeks (timed, series and its two exceptions, and the holiday a month ahead)')
 
-  const full = new Map(imported[1]?.events.map((event) => [event.providerEventId, event]))
+  t.same(imported[1]?.events.map((event) => event.content?.title), ['Last year'], 'the full pass hands over only what the window did not, unchanged events are not sent twice')
+  const full = new Map(imported.flatMap((batch) => batch.events).map((event) => [event.providerEventId, event]))
   t.match(full.get(seriesId), {
     status: 'confirmed',
     iCalUID: /@google\.com$/,
@@ -76,6 +77,26 @@ test('import: every calendar (hidden ones too), the weeks around today first, th
   t.equal(stack.google.control.listChannels().filter((channel) => channel.state === 'active').length, 3)
 })
 
+test('an event changed between the window pass and the full pass is handed over again, in its new version', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin' }] })
+  const ids = calendarIds(stack)
+  const { seriesId } = seedSample(stack, ids.primary)
+  let patched = false
+  stack.backend.beforeBatch((batch) => {
+    // The person edits the series at Google while the service hands over the window's page.
+    if (!patched && batch.calendarId === ids.primary && batch.generation !== undefined && batch.complete !== true) {
+      patched = true
+      stack.google.control.patchEvent(ids.primary, seriesId, { summary: 'Weekly review (renamed)' })
+    }
+  })
+  await connectAndSync(stack)
+  const imported = stack.backend.batches.filter((batch) => batch.calendarId === ids.primary && batch.generation !== undefined)
+  t.ok(patched)
+  t.equal(imported[0]?.events.find((event) => event.providerEventId === seriesId)?.content?.title, 'Weekly review', 'the window pass had the old version')
+  t.equal(imported[1]?.events.find((event) => event.providerEventId === seriesId)?.content?.title, 'Weekly review (renamed)', 'the full pass sends the new one')
+  t.equal(stack.backend.events(ids.primary).get(seriesId)?.content?.title, 'Weekly review (renamed)')
+})
+
 test('a crash between import pages resumes after the last applied page, with no duplicates', async (t) => {
   const stack = await startStack(t, { pageSize: 4, accounts: [{ email: ALICE, timeZone: 'UTC' }] })
   const calendarId = ALICE
@@ -96,21 +117,21 @@ test('a crash between import pages resumes after the last applied page, with no 
   const original = stack.backend.batches.push.bind(stack.backend.batches)
   stack.backend.batches.push = (...items: ProviderEventBatch[]) => {
     delivered += items.length
-    // The window pass is one empty page; the first full page is the second batch.
-    if (delivered === 2) stack.backend.failNext(1)
+    // The window pass finds nothing, so nothing is handed over for it; the first batch is the first full page.
+    if (delivered === 1) stack.backend.failNext(1)
     return original(...items)
   }
   await stack.sync.syncJobWorker.tick()
   const [connection] = await stack.sync.syncConnections.listByUser(userId)
   t.match(connection, { state: 'importing', reason: 'readFailure' }, 'the import failed on a page and will run again')
-  t.equal(stack.backend.batches.length, 2)
+  t.equal(stack.backend.batches.length, 1)
 
   stack.clock.advance(60_000)
   await stack.drain()
   t.match(await stack.sync.syncConnections.get(connection?._id.toHexString() ?? ''), { state: 'healthy' })
   const imported = stack.backend.batches.filter((batch) => batch.generation !== undefined)
   t.equal(new Set(imported.map((batch) => batch.generation)).size, 1, 'the resumed run keeps its generation')
-  const fullPages = imported.slice(1)
+  const fullPages = imported
   t.same(fullPages.map((batch) => batch.events.length), [4, 4, 2], 'each page once: the run went on after the applied page')
   const ids = fullPages.flatMap((batch) => batch.events.map((event) => event.providerEventId))
   t.equal(new Set(ids).size, 10, 'no event twice')
