@@ -1,6 +1,6 @@
 import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../schemas/event.js'
 import { normalizeEventId, mintEventId } from './ids.js'
-import { DATE_ONLY, DATE_TIME_WITH_OFFSET, dateMillis, eventDateTime, isValidTimeZone, timedMillis } from './time.js'
+import { DATE_ONLY, DATE_TIME_WITH_OFFSET, dateMillis, isValidTimeZone, timedMillis } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
 
 /** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
@@ -50,8 +50,8 @@ function checkRecurrence (change: CompleteEventChange): EventIssue | null {
   }
   if (recurrence?.eventId !== undefined) {
     if (change.originalStartDate === undefined) return { path: '/originalStartDate', message: 'is required on an occurrence of a series' }
-    const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
-    if (!format.test(change.originalStartDate) || !eventDateTime(change.originalStartDate, change.isAllDay, change.timeZone).isValid) {
+    const instant = change.isAllDay ? dateMillis(change.originalStartDate) : timedMillis(change.originalStartDate)
+    if (instant === null) {
       return { path: '/originalStartDate', message: 'must have the same form as startDate' }
     }
     if (change._id !== undefined && normalizeEventId(change._id) === normalizeEventId(recurrence.eventId)) {

@@ -77,8 +77,25 @@ function ruleOptions (line: string, shape: SeriesShape, dtstart: Date): Partial<
   return { ...options, dtstart, tzid: null }
 }
 
+// A series is compiled when its change is checked and again when it is stored or read; an import
+// does both for every series of a page. The compiled rule is immutable (RRule without its result
+// cache), so one compilation serves every caller with the same shape.
+const COMPILED_SERIES_KEPT = 2000
+const compiledSeries = new Map<string, CompiledSeries>()
+const seriesEnds = new WeakMap<CompiledSeries, Map<number, Date | null>>()
+
 /** Parses and checks a series' rule lines against its start; throws RecurrenceRuleError. */
 export function compileSeries (shape: SeriesShape): CompiledSeries {
+  const key = JSON.stringify([shape.startDate, shape.endDate, shape.isAllDay, shape.timeZone, shape.rule])
+  const known = compiledSeries.get(key)
+  if (known !== undefined) return known
+  const compiled = compileFresh(shape)
+  if (compiledSeries.size >= COMPILED_SERIES_KEPT) compiledSeries.delete(compiledSeries.keys().next().value as string)
+  compiledSeries.set(key, compiled)
+  return compiled
+}
+
+function compileFresh (shape: SeriesShape): CompiledSeries {
   const start = eventDateTime(shape.startDate, shape.isAllDay, shape.timeZone)
   const end = eventDateTime(shape.endDate, shape.isAllDay, shape.timeZone)
   const dtstart = shape.isAllDay ? new Date(Date.UTC(start.year, start.month - 1, start.day)) : toFloating(start)
@@ -92,7 +109,7 @@ export function compileSeries (shape: SeriesShape): CompiledSeries {
   }
   let rule: RRuleType
   try {
-    rule = new RRule(ruleOptions(ruleLines[0] as string, shape, dtstart))
+    rule = new RRule(ruleOptions(ruleLines[0] as string, shape, dtstart), true)
     rule.after(dtstart, true)
   } catch (error) {
     if (error instanceof RecurrenceRuleError) throw error
@@ -157,6 +174,13 @@ export function firstOccurrence (series: CompiledSeries): Occurrence | null {
 
 /** When the last occurrence ends, or null for a series without end (or with more than `limit`). */
 export function seriesEnd (series: CompiledSeries, limit: number): Date | null {
+  const ends = seriesEnds.get(series) ?? new Map<number, Date | null>()
+  seriesEnds.set(series, ends)
+  if (!ends.has(limit)) ends.set(limit, lastOccurrenceEnd(series, limit))
+  return ends.get(limit) ?? null
+}
+
+function lastOccurrenceEnd (series: CompiledSeries, limit: number): Date | null {
   const { count, until } = series.rule.options
   if (count === null && until === null) return null
   let last: Date | undefined

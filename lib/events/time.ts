@@ -62,10 +62,26 @@ export function dateMillis (value: string): number | null {
   return parts === null ? null : utcMillis(Number(parts[1]), Number(parts[2]), Number(parts[3]))
 }
 
+// Midnight of a date in a zone takes a DateTime to find; imports meet the same days over and over.
+const ALL_DAY_INSTANTS_KEPT = 10_000
+const allDayInstants = new Map<string, number>()
+
+function allDayMillis (value: string, timeZone: string): number {
+  const key = `${value} ${timeZone}`
+  let millis = allDayInstants.get(key)
+  if (millis === undefined) {
+    millis = eventDateTime(value, true, timeZone).toMillis()
+    if (allDayInstants.size >= ALL_DAY_INSTANTS_KEPT) allDayInstants.clear()
+    allDayInstants.set(key, millis)
+  }
+  return millis
+}
+
 export function eventInstant (value: string, isAllDay: boolean, timeZone: string): Date {
+  if (isAllDay) return new Date(allDayMillis(value, timeZone))
   // A timed value carries its own offset, so its zone cannot move it.
-  const timed = isAllDay ? null : timedMillis(value)
-  return timed !== null ? new Date(timed) : eventDateTime(value, isAllDay, timeZone).toJSDate()
+  const timed = timedMillis(value)
+  return timed !== null ? new Date(timed) : eventDateTime(value, false, timeZone).toJSDate()
 }
 
 export function formatEventDate (dateTime: DateTime, isAllDay: boolean): string {
