@@ -118,7 +118,9 @@ function compileFresh (shape: SeriesShape): CompiledSeries {
   const length = shape.isAllDay
     ? Math.round(end.diff(start, 'days').days)
     : end.toMillis() - start.toMillis()
-  return { shape, rule, excluded, length }
+  // Only the shape is kept, not the whole event it may have come with.
+  const { startDate, endDate, isAllDay, timeZone } = shape
+  return { shape: { startDate, endDate, isAllDay, timeZone, rule: shape.rule }, rule, excluded, length }
 }
 
 export interface Occurrence {
