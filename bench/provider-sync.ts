@@ -9,9 +9,9 @@
 //  3. Google list requests caused by a burst of 100 notifications on one calendar. Target: at most 2.
 //  4. Microsoft: importing 2,000 events written at the stand-in (40 series, 60 exceptions, a third
 //     of them deleted occurrences), against reading the same calendar-view delta pages with plain
-//     fetch (500 a page, as the adapter asks; plus one GET of each series master, which a calendar
-//     view leaves out and every client must read for the rule) and bulk-writing the stored documents
-//     the same way as for Google. Target: at most 1.5x. Then a change at the stand-in until
+//     fetch (500 a page, as the adapter asks; plus, once for each series, its master, which a
+//     calendar view leaves out, and its instances over the range, the only way Graph shows which
+//     occurrences were deleted) and bulk-writing the stored documents the same way as for Google. Target: at most 1.5x. Then a change at the stand-in until
 //     `eventsChanged`, over 30 changes, bridge poll 2 s. Target: p99 at most 3 s.
 //  5. CalDAV (Radicale): importing 2,000 events (40 series, 60 overrides), against what any syncing
 //     client reads of an alike, equally cold calendar (the collection's sync-token by PROPFIND, which
@@ -232,6 +232,12 @@ async function benchMicrosoft (): Promise<void> {
         if (typeof masterId === 'string' && !masters.has(masterId)) {
           masters.add(masterId)
           const master = await graph.get<{ id: string }>(`/me/events/${encodeURIComponent(masterId)}`)
+          // Graph lists no deleted occurrences: a series' instances are what shows which are gone.
+          let instances: string | undefined = `/me/events/${encodeURIComponent(masterId)}/instances?${window.toString()}&$select=id,type,start,originalStart,isAllDay`
+          while (instances !== undefined) {
+            const listed: { '@odata.nextLink'?: string } = await graph.get(instances, prefer)
+            instances = listed['@odata.nextLink']
+          }
           documents.push(...copies(byProviderId.get(master.id), `ms${round}`))
         }
         documents.push(...copies(byProviderId.get(item.id), `ms${round}`))
@@ -251,7 +257,7 @@ async function benchMicrosoft (): Promise<void> {
     stored = imported.stored
     floor.push(await readAndBulkWrite(round, imported.user, imported.calendarId))
   }
-  console.log(`provider-sync import (Microsoft): ${SMALL_TOTAL} events written (${stored} stored: deleted occurrences are none), read + bulk write ${median(floor).toFixed(0)} ms, through the system ${median(ours).toFixed(0)} ms, ratio ${(median(ours) / median(floor)).toFixed(2)} (target <= 1.5)`)
+  console.log(`provider-sync import (Microsoft): ${SMALL_TOTAL} events written (${stored} stored: deleted occurrences are EXDATEs of their series), read + bulk write ${median(floor).toFixed(0)} ms, through the system ${median(ours).toFixed(0)} ms, ratio ${(median(ours) / median(floor)).toFixed(2)} (target <= 1.5)`)
 
   const watcher = await userWithMicrosoftAccount(stack, 'ms-watcher')
   const calendarId = defaultMicrosoftCalendar(stack, watcher.email)
