@@ -26,6 +26,12 @@ export interface SignInProvider {
 // Calendar access needs offline access (a refresh token) and the calendar scope, asked for at
 // sign-in so one consent covers both.
 export const GOOGLE_SCOPES = ['openid', 'email', 'profile', 'https://www.googleapis.com/auth/calendar']
+/** Microsoft Graph's delegated permission to the signed-in user's calendars. */
+export const MICROSOFT_CALENDAR_SCOPE = 'Calendars.ReadWrite'
+/** Reads the mailbox's time zone (Get user mailbox settings), which the calendars are shown in. */
+export const MICROSOFT_MAILBOX_SETTINGS_SCOPE = 'MailboxSettings.Read'
+// offline_access brings the refresh token; openid/email/profile the ID token that names the account.
+export const MICROSOFT_SCOPES = ['openid', 'email', 'profile', 'offline_access', MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE]
 
 /** Google's OAuth 2.0 and OpenID Connect endpoints on an origin that serves Google's paths. */
 export function googleEndpointsAt (origin: string) {
@@ -80,7 +86,7 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
       config: {
         thirdPartyId: 'microsoft',
         thirdPartyImplementation: 'active-directory',
-        clients: [{ clientId: microsoft.clientId, clientSecret: microsoft.clientSecret, scope: ['openid', 'email', 'profile', 'offline_access'] }],
+        clients: [{ clientId: microsoft.clientId, clientSecret: microsoft.clientSecret, scope: MICROSOFT_SCOPES }],
         // Microsoft vouches for an address through the optional claim `xms_edov` (email domain
         // owner verified); it never sends OpenID's `email_verified`.
         userInfoMap: { fromIdTokenPayload: { emailVerified: 'xms_edov' } },

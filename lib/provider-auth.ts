@@ -64,10 +64,21 @@ export function decideGoogleAuthMode (facts: GoogleAuthFacts): GoogleAuthMode {
 const INCREMENTAL_STATES = new Set<ConnectionSummary['state']>(['healthy', 'catchingUp', 'importing'])
 
 /** Whether the Sync service's view of the user allows an incremental sync; none known (or Sync unreachable) does not. */
-export function syncAllowsIncremental (connections: readonly Pick<ConnectionSummary, 'provider' | 'state'>[] | null): boolean {
+export function syncAllowsIncremental (connections: readonly Pick<ConnectionSummary, 'provider' | 'state'>[] | null, provider: ConnectionSummary['provider'] = 'google'): boolean {
   if (connections === null) return false
-  const google = connections.filter((connection) => connection.provider === 'google')
-  return google.length > 0 && google.every((connection) => INCREMENTAL_STATES.has(connection.state))
+  const own = connections.filter((connection) => connection.provider === provider)
+  return own.length > 0 && own.every((connection) => INCREMENTAL_STATES.has(connection.state))
+}
+
+/**
+ * What a Microsoft sign-in that brought calendar access asks of the Sync service: an import when
+ * the user has no Microsoft connection yet, an incremental sync when theirs runs, a repair with
+ * the new credential otherwise (also when Sync could not be asked).
+ */
+export function microsoftHandOverMode (connections: readonly Pick<ConnectionSummary, 'provider' | 'state'>[] | null): GoogleAuthMode {
+  if (connections === null) return 'RECONNECT_REPAIR'
+  if (!connections.some((connection) => connection.provider === 'microsoft')) return 'SIGNUP'
+  return syncAllowsIncremental(connections, 'microsoft') ? 'SIGNIN_INCREMENTAL' : 'RECONNECT_REPAIR'
 }
 
 /** What the Sync service is asked to do for each mode. */

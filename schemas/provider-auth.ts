@@ -10,7 +10,7 @@ export const IdentityProviderSchema = Type.Union([Type.Literal('google'), Type.L
 
 export const CalendarEffectSchema = Type.Union([
   Type.Literal('import'), Type.Literal('incremental'), Type.Literal('repair'), Type.Literal('none')
-], { description: 'What the Sync service was asked to do with the user\'s Google calendar: nothing for Microsoft and Apple sign-in' })
+], { description: 'What the Sync service was asked to do with the user\'s calendar of this provider: nothing for Apple sign-in, nor for a sign-in that brought no calendar access' })
 
 export const ProviderSignInSummarySchema = Type.Object({
   provider: IdentityProviderSchema,

@@ -8,10 +8,10 @@ import { grantIsRefreshToken, type ConnectionSummary, type GrantRevokedResult, t
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
-import { GOOGLE_SCOPES } from '../../lib/identity-providers.js'
+import { GOOGLE_SCOPES, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import {
-  decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
+  decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, microsoftHandOverMode, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
   syncAllowsIncremental, traceIdsFrom, type GoogleAuthFacts, type GoogleAuthMode, type LibraryProviderLogin
 } from '../../lib/provider-auth.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
@@ -91,13 +91,13 @@ export default fp(async function providerAuth (fastify) {
   const trace = traceIdsFrom(config.backend.serviceToken)
   const log = fastify.log.child({ component: 'provider-auth' })
 
-  /** The user's Google connections as Sync sees them; null when Sync did not answer in time. */
-  async function googleConnections (userId: string): Promise<ConnectionSummary[] | null> {
+  /** The user's connections of a provider as Sync sees them; null when Sync did not answer in time. */
+  async function connectionsOf (userId: string, provider: Provider): Promise<ConnectionSummary[] | null> {
     try {
       const metadata = await withDeadline(syncClient.metadata(userId), SYNC_VIEW_DEADLINE_MS)
-      return metadata.connections.filter((connection) => connection.provider === 'google')
+      return metadata.connections.filter((connection) => connection.provider === provider)
     } catch (error) {
-      log.warn({ reason: (error as Error).message }, 'sync health unknown at a Google sign-in; the repair path is taken')
+      log.warn({ provider, reason: (error as Error).message }, 'sync health unknown at a provider sign-in; the repair path is taken')
       return null
     }
   }
@@ -114,18 +114,31 @@ export default fp(async function providerAuth (fastify) {
     }, 'google_auth_decision')
   }
 
-  function handOverEntry (userId: string, accountId: string, refreshToken: string, scopes: string[], mode: GoogleAuthMode): NewOutboxEntry {
+  function handOverEntry (userId: string, accountId: string, refreshToken: string, scopes: string[], mode: GoogleAuthMode, provider: Provider = 'google'): NewOutboxEntry {
     return {
       kind: 'credentialHandOver',
-      handOver: { provider: 'google', providerAccountId: accountId, sealedRefreshToken: credentials.sealForOutbox(userId, refreshToken), scopes, mode }
+      handOver: { provider, providerAccountId: accountId, sealedRefreshToken: credentials.sealForOutbox(userId, refreshToken), scopes, mode }
     }
+  }
+
+  /**
+   * A Microsoft sign-in that brought a refresh token with calendar access hands it to the Sync
+   * service, which imports, syncs or repairs the user's Microsoft calendar, as a Google sign-in does.
+   */
+  async function microsoftSignedIn (userId: string, accountId: string, refreshToken: string | undefined, scopes: string[]): Promise<CalendarEffect> {
+    if (refreshToken === undefined || !scopes.includes(MICROSOFT_CALENDAR_SCOPE)) return 'none'
+    const mode = microsoftHandOverMode(await connectionsOf(userId, 'microsoft'))
+    await outbox.add(userId, [handOverEntry(userId, accountId, refreshToken, scopes, mode, 'microsoft')])
+    outbox.kick(userId)
+    log.info({ mode, trace: { user: trace(userId), account: trace(accountId) } }, 'Microsoft calendar handed to the Sync service at sign-in')
+    return MODE_EFFECT[mode]
   }
 
   async function googleSignedIn (signIn: GoogleSignIn): Promise<ProviderSignInSummary> {
     const userExists = signIn.accountOwnerBefore !== null
     const refreshTokenStored = signIn.storedRefreshToken !== undefined
     // Sync is asked only when its answer can change the mode.
-    const connections = userExists && refreshTokenStored ? await googleConnections(signIn.userId) : null
+    const connections = userExists && refreshTokenStored ? await connectionsOf(signIn.userId, 'google') : null
     const facts: GoogleAuthFacts = { userExists, refreshTokenStored, syncAllowsIncremental: syncAllowsIncremental(connections) }
     const mode = decideGoogleAuthMode(facts)
     // RECONNECT_REPAIR reuses the stored refresh token when Google issued none.
@@ -150,11 +163,14 @@ export default fp(async function providerAuth (fastify) {
       emailVerified: details.emailVerified,
       privateRelay: details.privateRelay,
       name: details.name,
-      // Only Google's token is kept: the calendar is Google's.
+      // Only Google's token is kept on the user record (specification); Microsoft's goes to Sync alone.
       refreshToken: details.provider === 'google' ? details.refreshToken : undefined
     })
     if (details.provider !== 'google') {
-      return { session: adopted.session, summary: { provider: details.provider, newUser: adopted.via === 'new', linkedBy: adopted.via, calendar: 'none' } }
+      const calendar = details.provider === 'microsoft'
+        ? await microsoftSignedIn(adopted.userId, details.accountId, details.refreshToken, scopeList(details.grantedScope))
+        : 'none'
+      return { session: adopted.session, summary: { provider: details.provider, newUser: adopted.via === 'new', linkedBy: adopted.via, calendar } }
     }
     const summary = await googleSignedIn({
       userId: adopted.userId,
@@ -248,7 +264,7 @@ export default fp(async function providerAuth (fastify) {
     if (refreshToken === undefined) {
       throw new TypedHttpError(400, 'OFFLINE_ACCESS_MISSING', 'Google issued no refresh token; connect again with offline access and consent')
     }
-    const connections = sameAccount && stored !== undefined ? await googleConnections(userId) : null
+    const connections = sameAccount && stored !== undefined ? await connectionsOf(userId, 'google') : null
     const facts: GoogleAuthFacts = { userExists: sameAccount, refreshTokenStored: stored !== undefined, syncAllowsIncremental: syncAllowsIncremental(connections) }
     const mode = decideGoogleAuthMode(facts)
     const scopes = scopeList(tokens.scope ?? undefined)

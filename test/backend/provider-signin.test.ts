@@ -215,8 +215,15 @@ test('identity: a verified password user is joined by a verified Google login of
   oidcAccount('microsoft', 'joined', { email })
   const microsoft = await providerSignIn('microsoft', email)
   t.equal(signedIn(t, microsoft).userId, password.userId, 'verified Google and Microsoft logins of one email are one user')
-  t.match(microsoft.body['summary'], { provider: 'microsoft', linkedBy: 'email', calendar: 'none' })
-  t.equal((await record(password.userId))?.microsoft?.microsoftId, providers.microsoft.control.subjectFor(email, config.extprovider2?.clientId ?? ''))
+  t.match(microsoft.body['summary'], { provider: 'microsoft', linkedBy: 'email', calendar: 'import' }, 'the sign-in brought calendar access: Sync imports the Microsoft calendar')
+  const microsoftSubject = providers.microsoft.control.subjectFor(email, config.extprovider2?.clientId ?? '')
+  t.equal((await record(password.userId))?.microsoft?.microsoftId, microsoftSubject)
+  const [microsoftHandOver] = await handedOver(microsoftSubject, 1)
+  t.match(microsoftHandOver, { userId: password.userId, handOver: { provider: 'microsoft', providerAccountId: microsoftSubject, mode: 'SIGNUP' } })
+  t.ok(microsoftHandOver?.handOver.scopes.includes('Calendars.ReadWrite'), 'with the calendar scope the sign-in asked for')
+  t.ok((microsoftHandOver?.handOver.refreshToken ?? '').length > 10, 'and the refresh token Microsoft issued')
+  t.notOk(log.text().includes(microsoftHandOver?.handOver.refreshToken ?? 'no token'), 'which no log line holds')
+  t.same((await record(password.userId))?.microsoft, { microsoftId: microsoftSubject }, 'nor the user record')
 
   // Again, the Microsoft subject now belongs to that user: the library's temporary session for the
   // Microsoft login is replaced by one for the user.

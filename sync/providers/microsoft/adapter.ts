@@ -17,20 +17,18 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
 } from '../../lib/providers/port.js'
+import { MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
 } from '../../lib/providers/port.js'
 
-export const MICROSOFT_CALENDAR_SCOPE = 'Calendars.ReadWrite'
-/** Reads the mailbox's time zone (Get user mailbox settings); a grant without it keeps calendars in UTC. */
-export const MICROSOFT_MAILBOX_SETTINGS_SCOPE = 'MailboxSettings.Read'
-// offline_access brings the refresh token; openid/email/profile the ID token that names the account.
-const SCOPES = ['openid', 'email', 'profile', 'offline_access', MICROSOFT_CALENDAR_SCOPE]
+export { MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE }
 // A refresh may only name scopes the grant holds (else AADSTS65001, taken for a revocation), and grants
-// made before the mailbox scope was asked for lack it: it is asked for at consent, and on refresh only
-// when the stored grant has it.
-const CONSENT_SCOPES = [...SCOPES, MICROSOFT_MAILBOX_SETTINGS_SCOPE]
+// made before the mailbox scope was asked for lack it (a grant without it keeps calendars in UTC): it
+// is asked for at consent (here and at a Microsoft sign-in), and on refresh only when the stored grant has it.
+const CONSENT_SCOPES = MICROSOFT_SCOPES
+const SCOPES = CONSENT_SCOPES.filter((scope) => scope !== MICROSOFT_MAILBOX_SETTINGS_SCOPE)
 
 const DAY_MS = 24 * 60 * 60_000
 /** The whole range an import and its delta cursor cover: a year back, two years ahead. */
