@@ -216,7 +216,7 @@ test('identity: a verified password user is joined by a verified Google login of
   const microsoft = await providerSignIn('microsoft', email)
   t.equal(signedIn(t, microsoft).userId, password.userId, 'verified Google and Microsoft logins of one email are one user')
   t.match(microsoft.body['summary'], { provider: 'microsoft', linkedBy: 'email', calendar: 'import' }, 'the sign-in brought calendar access: Sync imports the Microsoft calendar')
-  const microsoftSubject = providers.microsoft.control.subjectFor(email, config.extprovider2?.clientId ?? '')
+  const microsoftSubject = providers.microsoft.control.subjectFor(email, config.extprovider2?.clientId ?? '') ?? ''
   t.equal((await record(password.userId))?.microsoft?.microsoftId, microsoftSubject)
   const [microsoftHandOver] = await handedOver(microsoftSubject, 1)
   t.match(microsoftHandOver, { userId: password.userId, handOver: { provider: 'microsoft', providerAccountId: microsoftSubject, mode: 'SIGNUP' } })
