@@ -46,6 +46,8 @@ export interface SyncAppOptions {
   providers?: ProviderRegistry
   /** Settings of the Google adapter the configuration sets up that the file does not hold. */
   google?: SyncProvidersOptions['google']
+  /** Settings of the CalDAV adapter the service sets up. */
+  caldav?: SyncProvidersOptions['caldav']
   /** The backend's provider-events endpoints, instead of the client the configuration sets up. */
   backend?: BackendPort
   /** Instead of the analytics the configuration chooses. */
@@ -71,7 +73,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
   // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
-  await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}) })
+  await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}), ...(options.caldav ? { caldav: options.caldav } : {}) })
   await fastify.register(databasePlugin)
   await fastify.register(changeFeedPlugin)
   await fastify.register(credentialsPlugin)

@@ -22,7 +22,7 @@ export interface SyncProvidersOptions {
   /** Settings of the Google adapter that the configuration does not hold (page size, deadlines). */
   google?: Pick<GoogleAdapterOptions, 'pageSize' | 'timeoutMs'>
   /** Settings of the CalDAV adapter (page size, deadlines, poll interval). */
-  caldav?: Pick<CalDavAdapterOptions, 'pageSize' | 'timeoutMs' | 'pollIntervalMs'>
+  caldav?: Pick<CalDavAdapterOptions, 'pageSize' | 'timeoutMs' | 'pollIntervalMs' | 'fetch'>
   /** Settings of the Microsoft adapter that the configuration does not hold (page size, deadlines, clock). */
   microsoft?: Pick<MicrosoftAdapterOptions, 'pageSize' | 'timeoutMs' | 'now'>
 }

@@ -5,6 +5,7 @@ import { signUp, uniqueEmail } from '../helper.js'
 import { basic, radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { allDayIcs, BERLIN, ics } from '../sync/caldav/harness.js'
 import { startFullStack } from './stack.js'
+import { bufferedFetch } from '../../sync/providers/caldav/buffered-fetch.js'
 
 // A CalDAV account both ways through the real interfaces: the backend's session route and
 // stream, the Sync service with its worker running, and a real Radicale, which another client
@@ -25,7 +26,9 @@ function seriesIcs (): string {
 }
 
 test('a CalDAV account through the backend route and the Sync service, end to end', { skip: radicaleMissing() ?? false }, async (t) => {
-  const stack = await startFullStack(t)
+  // Between Sync and Radicale, so a test can act as another client between two of Sync's requests.
+  let interceptor: ((input: string | URL | Request, init: RequestInit) => Promise<Response>) | null = null
+  const stack = await startFullStack(t, { caldavFetch: async (input, init = {}) => interceptor === null ? await bufferedFetch(input, init) : await interceptor(input, init) })
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'home', 'Home')
@@ -79,25 +82,24 @@ test('a CalDAV account through the backend route and the Sync service, end to en
   await t.test('a 412: another client changes the event between our read and our write; the newer version wins', async (t) => {
     const linked = (await events()).find((event) => event._id === own)
     const target = `${radicale.url}${linked?.providerEventId ?? ''}`
-    const realFetch = globalThis.fetch
     let raced = false
-    t.teardown(() => { globalThis.fetch = realFetch })
-    globalThis.fetch = async (input, init) => {
-      if (!raced && init?.method === 'PUT' && String(input) === target) {
+    t.teardown(() => { interceptor = null })
+    interceptor = async (input, init) => {
+      if (!raced && init.method === 'PUT' && String(input) === target) {
         raced = true
         const current = await radicale.get(target, USER, PASSWORD)
         // Changed later than the backend's edit below, as by a clock ahead of ours.
         const newer = current.body.replace(/SUMMARY:[^\r\n]*/, 'SUMMARY:Lunch (moved elsewhere)').replace(/LAST-MODIFIED:[^\r\n]*/, 'LAST-MODIFIED:20300101T000000Z')
-        await realFetch(target, { method: 'PUT', headers: { authorization: basic(USER, PASSWORD), 'content-type': 'text/calendar' }, body: newer })
+        await fetch(target, { method: 'PUT', headers: { authorization: basic(USER, PASSWORD), 'content-type': 'text/calendar' }, body: newer })
       }
-      return await realFetch(input, init)
+      return await bufferedFetch(input, init)
     }
     const edited = await stack.backend.app.inject({ method: 'PUT', url: `/api/event/${own}`, headers: user.headers, payload: { title: 'Lunch with Bo and Cy', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:30:00Z' } })
     t.equal(edited.statusCode, 204)
     await waitUntil(async () => (await events()).some((event) => event._id === own && event.title === 'Lunch (moved elsewhere)'), 'the newer version in the calendar', 20_000)
     t.ok(raced, 'the write met the concurrent change')
     t.match(await serverCalendar(), /SUMMARY:Lunch \(moved elsewhere\)/, 'and Radicale keeps it')
-    globalThis.fetch = realFetch
+    interceptor = null
   })
 
   await t.test('the password changes at the server: the next pull gets 401, the connection needs the user', async (t) => {

@@ -9,6 +9,7 @@ import type { Test } from 'tap'
 import { startGoogle, type AccountSetup, type GoogleStandIn } from '../../dev/google/index.js'
 import { startMicrosoft, type AccountSetup as MicrosoftAccountSetup, type MicrosoftStandIn } from '../../dev/microsoft/index.js'
 import syncApp from '../../sync/app.js'
+import type { CalDavAdapterOptions } from '../../sync/providers/caldav/adapter.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
 import { testConfig as syncTestConfig } from '../sync/helper.js'
@@ -51,6 +52,8 @@ export interface FullStackOptions {
    * has no Microsoft adapter, as in a deployment that configures Google only.
    */
   microsoft?: boolean | { accounts?: MicrosoftAccountSetup[] }
+  /** How Sync's CalDAV adapter reaches servers (tests put another client's change between two requests). */
+  caldavFetch?: CalDavAdapterOptions['fetch']
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -104,7 +107,12 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } })
   }
   const sync = Fastify({ logger: { level: 'warn' }, forceCloseConnections: true })
-  await sync.register(fp(syncApp), { config: syncConfig, worker: { pollIntervalMs: 50 }, maintenance: { autoStart: false } })
+  await sync.register(fp(syncApp), {
+    config: syncConfig,
+    worker: { pollIntervalMs: 50 },
+    maintenance: { autoStart: false },
+    ...(options.caldavFetch === undefined ? {} : { caldav: { fetch: options.caldavFetch } })
+  })
   await sync.listen({ port: syncPort, host: '127.0.0.1' })
   t.teardown(() => sync.close())
   const stack: FullStack = { google, backend, backendOrigin, sync, syncConfig, webUrl, ...(microsoft === undefined ? {} : { microsoft }) }

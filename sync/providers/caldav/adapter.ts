@@ -5,6 +5,7 @@
 import ICAL from 'ical.js'
 import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
+import { bufferedFetch } from './buffered-fetch.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {
@@ -30,6 +31,8 @@ export interface CalDavAdapterOptions {
   pollIntervalMs?: number
   /** The instant a removal is dated with (the service's clock). */
   now?: () => Date
+  /** How requests reach the server (bufferedFetch); tests put another client's change between two of them. */
+  fetch?: typeof bufferedFetch
 }
 
 /** What connecting needs from the person: where the server is and how to sign in. */
@@ -117,9 +120,11 @@ export class CalDavAdapter implements ProviderPort {
   readonly provider = 'caldav' as const
   readonly pollIntervalMs: number
   readonly #options: CalDavAdapterOptions
+  readonly #transport: typeof bufferedFetch
 
   constructor (options: CalDavAdapterOptions = {}) {
     this.#options = options
+    this.#transport = options.fetch ?? bufferedFetch
     this.pollIntervalMs = options.pollIntervalMs ?? CALDAV_POLL_INTERVAL_MS
   }
 
@@ -402,7 +407,7 @@ export class CalDavAdapter implements ProviderPort {
         init: { method, headers: { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }, body },
         convertIncoming: false,
         // The same fetch as the adapter's other requests (tsdav would otherwise keep its own).
-        fetch: async (input, init) => await fetch(input, init),
+        fetch: this.#transport,
         fetchOptions: { signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) }
       })
     } catch (error) {
@@ -430,7 +435,7 @@ export class CalDavAdapter implements ProviderPort {
 
   async #fetch (context: ProviderContext, url: string, init: { method: string, headers?: Record<string, string>, body?: string }): Promise<Response> {
     try {
-      return await fetch(url, { ...init, headers: { ...this.#headers(context), ...init.headers }, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
+      return await this.#transport(url, { ...init, headers: { ...this.#headers(context), ...init.headers }, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch (error) {
       if (error instanceof ProviderAuthorizationRevokedError) throw error
       throw new ProviderUnavailableError(`the CalDAV server did not answer ${init.method} (${error instanceof Error ? error.name : 'failure'})`, null)

@@ -5,6 +5,7 @@ import type { Test } from 'tap'
 import { signInternalRequest } from '../../../lib/internal-auth.js'
 import { SYNC_PATHS } from '../../../schemas/sync/index.js'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
 import { INTERNAL_TOKEN, newUserId } from '../helper.js'
 import { startStack } from '../google/harness.js'
 import type { Stack, StackOptions } from '../google/harness.js'
@@ -19,16 +20,25 @@ export interface CalDavStack extends Stack {
   radicale: Radicale
   /** The user's calendar on Radicale (created empty). */
   calendarUrl: string
+  /** Puts a function between the adapter and Radicale (null: none); it gets the real transport. */
+  intercept: (interceptor: Interceptor | null) => void
 }
+
+export type Interceptor = (input: string | URL | Request, init: RequestInit, forward: typeof bufferedFetch) => Promise<Response>
 
 export async function startCalDavStack (t: Test, options: StackOptions = {}): Promise<CalDavStack> {
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'work', 'Work')
   let stack: Stack | null = null
-  const adapter = new CalDavAdapter({ pollIntervalMs: POLL_MS, now: () => stack?.clock.now() ?? new Date() })
+  let interceptor: Interceptor | null = null
+  const adapter = new CalDavAdapter({
+    pollIntervalMs: POLL_MS,
+    now: () => stack?.clock.now() ?? new Date(),
+    fetch: async (input, init) => interceptor === null ? await bufferedFetch(input, init) : await interceptor(input, init ?? {}, bufferedFetch)
+  })
   stack = await startStack(t, { ...options, appOptions: { ...options.appOptions, providers: { caldav: adapter } } })
-  return { ...stack, radicale, calendarUrl }
+  return { ...stack, radicale, calendarUrl, intercept: (next) => { interceptor = next } }
 }
 
 export async function connectCalDav (stack: Stack, userId: string, body: Record<string, unknown>): Promise<{ statusCode: number, body: Record<string, unknown> }> {

@@ -78,25 +78,24 @@ test('writes: an insert reaches Radicale and links back; an update goes with If-
   t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /SUMMARY:Planning v2/)
 
   // Another client changes the event between our read and our write: our PUT gets 412.
-  const realFetch = globalThis.fetch
   let raced = false
-  t.teardown(() => { globalThis.fetch = realFetch })
-  globalThis.fetch = async (input, init) => {
-    if (!raced && init?.method === 'PUT' && String(input).endsWith(href)) {
+  t.teardown(() => { stack.intercept(null) })
+  stack.intercept(async (input, init, forward) => {
+    if (!raced && init.method === 'PUT' && String(input).endsWith(href)) {
       raced = true
       const current = await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)
       const newer = current.body.replace(/SUMMARY:[^\r\n]*/, 'SUMMARY:Changed elsewhere').replace(/LAST-MODIFIED:[^\r\n]*/, 'LAST-MODIFIED:20261121T130000Z')
       t.equal((await stack.radicale.put(`${stack.radicale.url}${href}`, USER, PASSWORD, newer)).status, 201)
     }
-    return await realFetch(input, init)
-  }
+    return await forward(input, init)
+  })
   const before = stack.backend.batches.length
   await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject('2026-11-21T12:00:00.000Z', 'Planning v3', { providerEventId: href }) })
   await stack.drain()
   t.ok(raced, 'the write met a concurrent change')
   t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /SUMMARY:Changed elsewhere/, 'the newer change stays at the server')
   t.match(stack.backend.batches.slice(before).at(-1)?.events[0], { providerEventId: href, content: { title: 'Changed elsewhere' } }, 'and goes to the backend instead')
-  globalThis.fetch = realFetch
+  stack.intercept(null)
 
   // A backend change newer than the server's: written, with the server's current etag.
   await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject('2026-11-21T14:00:00.000Z', 'Planning v4', { providerEventId: href }) })

@@ -1,0 +1,33 @@
+// The CalDAV adapter's fetch: each answer is read whole as soon as its headers arrive, through a
+// connection pool of its own. Why not the global fetch: once undici is loaded (the Sync service
+// uses it), it becomes the global fetch's dispatcher, and undici 7's HTTP/1 parser throws an
+// uncatchable assertion, ending the process, when a server closes the connection while a response
+// body waits for a slow reader (nodejs/undici#5360; the fix is in undici 8, which needs Node 22).
+// CalDAV servers such as Radicale close the connection after each answer, and a calendar query
+// answers megabytes. A body consumed in flowing mode from its first byte never makes the parser wait.
+import { Agent, request } from 'undici'
+
+const dispatcher = new Agent({ keepAliveTimeout: 4_000 })
+/** Statuses whose answer has no body (Fetch standard, "null body status"). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
+type Method = 'GET' | 'PUT' | 'DELETE' | 'PROPFIND' | 'REPORT' | 'OPTIONS' | 'HEAD'
+
+export async function bufferedFetch (input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  const url = input instanceof Request ? input.url : String(input)
+  const headers = Object.fromEntries(new Headers(init.headers).entries())
+  const body = typeof init.body === 'string' ? init.body : undefined
+  const answer = await request(url, {
+    dispatcher,
+    method: (init.method ?? 'GET').toUpperCase() as Method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+    ...(init.signal == null ? {} : { signal: init.signal })
+  })
+  const bytes = await answer.body.arrayBuffer()
+  const responseHeaders = new Headers()
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (value === undefined) continue
+    for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one)
+  }
+  return new Response(NULL_BODY_STATUSES.has(answer.statusCode) ? null : bytes, { status: answer.statusCode, headers: responseHeaders })
+}

@@ -1,0 +1,53 @@
+import { test } from 'tap'
+import { createServer, type Socket } from 'node:net'
+import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
+import type { Teardown } from '../../helper.js'
+
+// A server that answers like Radicale: a large body, then it closes the connection at once.
+async function closingServer (t: Teardown, body: Buffer, status = '207 Multi-Status'): Promise<string> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.once('data', () => {
+      socket.write(`HTTP/1.1 ${status}\r\nContent-Type: application/xml\r\nETag: "v1"\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`)
+      socket.write(body)
+      socket.end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  const address = server.address()
+  return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/`
+}
+
+async function readSlowly (answer: Response): Promise<number> {
+  const reader = answer.body?.getReader()
+  let length = 0
+  for (;;) {
+    const chunk = await reader?.read()
+    if (chunk === undefined || chunk.done) return length
+    length += chunk.value.length
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+test('large answers from a server that closes the connection arrive whole, however slowly they are read', async (t) => {
+  // A reader slower than the socket (a busy process) left the body waiting under backpressure when
+  // the server closed the connection; through the global fetch that ended the process.
+  const body = Buffer.alloc(1024 * 1024, 0x61)
+  const url = await closingServer(t, body)
+  for (let round = 0; round < 10; round++) {
+    const answer = await bufferedFetch(url, { method: 'REPORT', headers: { Depth: '1' }, body: '<x/>' })
+    t.equal(answer.status, 207)
+    t.equal(answer.headers.get('etag'), '"v1"')
+    t.equal(await readSlowly(answer), body.length)
+  }
+})
+
+test('an answer without a body, and a request the caller aborts', async (t) => {
+  const url = await closingServer(t, Buffer.alloc(0), '204 No Content')
+  const empty = await bufferedFetch(url, { method: 'DELETE', headers: new Headers({ 'If-Match': '"v1"' }) })
+  t.equal(empty.status, 204)
+  t.equal(await empty.text(), '')
+  await t.rejects(bufferedFetch(url, { method: 'GET', signal: AbortSignal.abort() }), { name: 'AbortError' })
+})
