@@ -318,7 +318,7 @@ export class SyncEngine {
     if (connection === null || acting === null) return
     try {
       if (how === 'renew') {
-        await this.#renewWatch(acting.provider, acting.context, watch)
+        await this.#renewWatch(acting.provider, acting.context, watch, true)
       } else {
         await watches.remove(watch._id)
         await this.#watchCalendar(acting.provider, acting.context, watch.calendarId)
@@ -335,11 +335,11 @@ export class SyncEngine {
   }
 
   /** Extends a channel: in place where the provider can, else a new channel replaces it. */
-  async #renewWatch (provider: ProviderPort, context: ProviderContext, watch: WatchRecord): Promise<void> {
+  async #renewWatch (provider: ProviderPort, context: ProviderContext, watch: WatchRecord, reauthorize = false): Promise<void> {
     const { watches, clock } = this.#parts
     if (provider.renewWatch !== undefined) {
       try {
-        const renewed = await provider.renewWatch(context, { channelId: watch._id, resourceId: watch.resourceId }, new Date(clock.now().getTime() + WATCH_LIFETIME_MS))
+        const renewed = await provider.renewWatch(context, { channelId: watch._id, resourceId: watch.resourceId }, new Date(clock.now().getTime() + WATCH_LIFETIME_MS), { reauthorize })
         await watches.renew(watch._id, renewed.expiresAt)
         return
       } catch (error) {

@@ -153,8 +153,10 @@ export interface ProviderPort {
   /**
    * Extends a channel in place (Microsoft: PATCH of the subscription). Absent: a channel is renewed
    * by stopping it and watching anew. Throws ProviderNotFoundError when the channel is gone.
+   * `reauthorize`: the provider asked for it (Microsoft's reauthorizationRequired), so the renewal
+   * must prove the grant still holds with a freshly obtained access token, not a cached one.
    */
-  renewWatch?: (context: ProviderContext, watch: { channelId: string, resourceId: string }, expiresAt: Date) => Promise<Watch>
+  renewWatch?: (context: ProviderContext, watch: { channelId: string, resourceId: string }, expiresAt: Date, options?: { reauthorize?: boolean }) => Promise<Watch>
 }
 
 export type ProviderRegistry = Partial<Record<Provider, ProviderPort>>

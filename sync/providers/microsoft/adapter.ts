@@ -327,7 +327,10 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     return { channelId: subscription.id, resourceId: subscription.resource ?? resource, expiresAt: this.#expiresAt(subscription, request.expiresAt) }
   }
 
-  async renewWatch (context: ProviderContext, watch: { channelId: string, resourceId: string }, expiresAt: Date): Promise<Watch> {
+  async renewWatch (context: ProviderContext, watch: { channelId: string, resourceId: string }, expiresAt: Date, options: { reauthorize?: boolean } = {}): Promise<Watch> {
+    // An access token outlives a revoked grant by up to an hour; the refresh behind a new one is
+    // what answers invalid_grant (Microsoft: on reauthorizationRequired, acquire a new token).
+    if (options.reauthorize === true) this.#tokens.delete(context.connectionId)
     const subscription: GraphSubscription = await this.#graphCall(context, 'subscription.update', 'PATCH',
       `${this.#graph}/subscriptions/${encodeURIComponent(watch.channelId)}`, { expirationDateTime: this.#expiry(expiresAt).toISOString() })
     return { channelId: watch.channelId, resourceId: watch.resourceId, expiresAt: this.#expiresAt(subscription, expiresAt) }
