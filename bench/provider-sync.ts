@@ -19,16 +19,13 @@
 //     write. Target: at most 1.5x. CalDAV has no push and its poll timer (5 minutes) is not what a
 //     user waits for when they refresh, so the latency measured is from a change written to
 //     Radicale, through `POST /api/connections/refresh`, to `eventsChanged`, over 30 changes, bridge
-//     poll 2 s. No target of its own: printed against the push providers' 3 s for comparison. Sync
-//     and the baseline reach Radicale through a keep-alive front (as behind a reverse proxy):
-//     Radicale closes the connection after each answer, and undici (7.30.2, global fetch's
-//     dispatcher once undici is loaded) then aborts the process on a large answer it has not read
-//     yet (nodejs/undici#5360).
+//     poll 2 s. No target of its own: printed against the push providers' 3 s for comparison. The
+//     baseline reads with the adapter's transport (sync/providers/caldav/buffered-fetch.ts), which
+//     any client of Radicale needs under undici 7 (it closes the connection after each answer).
 // PROVIDER_SYNC=google,microsoft,caldav picks the parts to run (default: all of them).
 import { calendar as googleCalendar } from '@googleapis/calendar'
 import { OAuth2Client } from 'google-auth-library'
-import { createServer, request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { bufferedFetch } from '../sync/providers/caldav/buffered-fetch.js'
 import tap, { type Test } from 'tap'
 import type { Collection, Document } from 'mongodb'
 import { RawSseReader } from '../test/realtime/sse-reader.js'
@@ -315,33 +312,6 @@ function caldavResources (now: number): Map<string, string> {
   return resources
 }
 
-/**
- * A keep-alive HTTP front of `target`: answers over connections it keeps open, whatever the
- * server behind does with its own.
- */
-async function keepAliveFront (target: string): Promise<{ url: string, close: () => Promise<void> }> {
-  const upstream = new URL(target)
-  const server = createServer((incoming, outgoing) => {
-    const forwarded = httpRequest({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: upstream.host } }, (answer) => {
-      const headers = { ...answer.headers }
-      Reflect.deleteProperty(headers, 'connection')
-      outgoing.writeHead(answer.statusCode ?? 502, headers)
-      answer.pipe(outgoing)
-    })
-    forwarded.on('error', () => { outgoing.destroy() })
-    incoming.pipe(forwarded)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    }
-  }
-}
-
 async function benchCalDav (): Promise<void> {
   const missing = radicaleMissing()
   if (missing !== null) {
@@ -350,11 +320,6 @@ async function benchCalDav (): Promise<void> {
   }
   // Radicale's helper takes a test for its teardown; the benchmark's collects the same closers.
   const radicale: Radicale = await startRadicale(teardown as unknown as Test)
-
-  // Everything of Sync's and the baseline's goes through the front; the seeding and the changes
-  // (another client, small answers) go to Radicale itself.
-  const front = await keepAliveFront(radicale.url)
-  closers.push(front.close)
 
   /** A Radicale user with one calendar holding `resources`, written by another client in one PUT of the collection. */
   async function caldavAccount (name: string, resources: Map<string, string>): Promise<{ username: string, password: string, calendarUrl: string, direct: string }> {
@@ -366,7 +331,7 @@ async function benchCalDav (): Promise<void> {
     const put = await fetch(direct, { method: 'PUT', headers: { authorization: basic(name, password), 'content-type': 'text/calendar' }, body })
     await put.arrayBuffer()
     if (put.status !== 201) throw new Error(`PUT of the collection answered ${put.status}`)
-    return { username: name, password, calendarUrl: `${front.url}/${name}/home/`, direct }
+    return { username: name, password, calendarUrl: direct, direct }
   }
 
   async function signedUpUser (label: string): Promise<User> {
@@ -375,7 +340,7 @@ async function benchCalDav (): Promise<void> {
   }
 
   async function connectCalDav (user: User, account: { username: string, password: string }): Promise<void> {
-    const answer = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: front.url, username: account.username, password: account.password } })
+    const answer = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: radicale.url, username: account.username, password: account.password } })
     if (answer.statusCode !== 200) throw new Error(`POST /api/connections/caldav answered ${answer.statusCode}: ${answer.body}`)
   }
 
@@ -394,14 +359,14 @@ async function benchCalDav (): Promise<void> {
     const target = await baselineCollection(`baseline_caldav_${round}`)
     const headers = { authorization: basic(account.username, account.password), 'content-type': 'application/xml; charset=utf-8' }
     const started = performance.now()
-    const state = await fetch(account.calendarUrl, {
+    const state = await bufferedFetch(account.calendarUrl, {
       method: 'PROPFIND',
       headers: { ...headers, depth: '0' },
       body: '<d:propfind xmlns:d="DAV:" xmlns:cs="http://calendarserver.org/ns/"><d:prop><d:sync-token/><cs:getctag/></d:prop></d:propfind>'
     })
     if (!(await state.text()).includes('sync-token')) throw new Error('Radicale answered no sync-token')
     const syncToken = performance.now() - started
-    const answer = await fetch(account.calendarUrl, {
+    const answer = await bufferedFetch(account.calendarUrl, {
       method: 'REPORT',
       headers: { ...headers, depth: '1' },
       body: '<c:calendar-query xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/><c:calendar-data/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT"/></c:comp-filter></c:filter></c:calendar-query>'
