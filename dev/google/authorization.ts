@@ -7,10 +7,11 @@
 import { AuthorizationPageError } from './errors.js'
 import { parseScopes } from './identity.js'
 import type { Account, AccessType, Identity } from './identity.js'
+import { chosenAccount, ConsentDesk, PKCE_VALUE, pkceMethodOf } from '../stand-in/oauth.js'
+import type { PkceMethod } from '../stand-in/oauth.js'
 import { newOpaqueId } from './secrets.js'
 
 export const SESSION_COOKIE = 'GOOGLE_STAND_IN_SID'
-const PENDING_LIFETIME_MS = 10 * 60 * 1000
 
 export interface AuthorizationRequest {
   clientId: string
@@ -22,7 +23,7 @@ export interface AuthorizationRequest {
   includeGrantedScopes: boolean
   loginHint: string | undefined
   codeChallenge: string | undefined
-  codeChallengeMethod: 'S256' | 'plain' | undefined
+  codeChallengeMethod: PkceMethod | undefined
   nonce: string | undefined
   /** The stand-in's non-interactive decision: `approve=1` allows, `approve=0` denies. */
   approve: boolean | undefined
@@ -67,7 +68,7 @@ export function readAuthorizationRequest (query: Record<string, unknown>, identi
   const method = single(query, 'code_challenge_method')
   if (method !== undefined && method !== 'S256' && method !== 'plain') throw new AuthorizationPageError(400, 'invalid_request', `Invalid code_challenge_method: ${method}`)
   if (method !== undefined && codeChallenge === undefined) throw new AuthorizationPageError(400, 'invalid_request', 'Missing code_challenge.')
-  if (codeChallenge !== undefined && !/^[A-Za-z0-9\-._~]{43,128}$/.test(codeChallenge)) {
+  if (codeChallenge !== undefined && !PKCE_VALUE.test(codeChallenge)) {
     throw new AuthorizationPageError(400, 'invalid_request', 'Invalid code_challenge.')
   }
   const approve = single(query, 'approve')
@@ -82,8 +83,7 @@ export function readAuthorizationRequest (query: Record<string, unknown>, identi
     includeGrantedScopes: single(query, 'include_granted_scopes') === 'true',
     loginHint: single(query, 'login_hint'),
     codeChallenge,
-    // RFC 7636 4.3: without a method, the challenge is the verifier itself.
-    codeChallengeMethod: codeChallenge === undefined ? undefined : (method ?? 'plain') as 'S256' | 'plain',
+    codeChallengeMethod: pkceMethodOf(codeChallenge, method),
     nonce: single(query, 'nonce'),
     approve: approve === undefined ? undefined : approve === '1'
   }
@@ -96,10 +96,11 @@ function redirectTo (redirectUri: string, params: Record<string, string | undefi
 }
 
 export class AuthorizationEndpoint {
-  private readonly sessions = new Map<string, string>()
-  private readonly pending = new Map<string, { request: AuthorizationRequest, expiresAt: number }>()
+  private readonly desk: ConsentDesk<AuthorizationRequest>
 
-  constructor (private readonly identity: Identity, private readonly now: () => number) {}
+  constructor (private readonly identity: Identity, now: () => number) {
+    this.desk = new ConsentDesk(now, () => newOpaqueId(), () => newOpaqueId(24))
+  }
 
   /** Decides a checked request: an answer now, or the consent page. */
   decide (request: AuthorizationRequest, sessionId: string | undefined): AuthorizationOutcome {
@@ -127,50 +128,33 @@ export class AuthorizationEndpoint {
       this.identity.grantCovers(request.clientId, signedIn.sub, request.scopes)
     if (silent) return this.approve(request, signedIn, 'none')
 
-    const requestId = newOpaqueId()
-    this.pending.set(requestId, { request, expiresAt: this.now() + PENDING_LIFETIME_MS })
+    const requestId = this.desk.hold(request)
     return { kind: 'consent', requestId, request, preselected: hinted?.email ?? request.loginHint ?? signedIn?.email }
   }
 
   /** The consent page's form: Allow with an account (an unknown address becomes a new account), or Deny. */
   submit (form: Record<string, unknown>, createAccount: (email: string) => Account): AuthorizationOutcome & { kind: 'redirect' } {
-    const requestId = typeof form['request_id'] === 'string' ? form['request_id'] : ''
-    const entry = this.pending.get(requestId)
-    if (entry === undefined || entry.expiresAt <= this.now()) {
+    const request = this.desk.take(form)
+    if (request === undefined) {
       throw new AuthorizationPageError(400, 'invalid_request', 'This sign-in request has expired. Start again from the application.')
     }
-    this.pending.delete(requestId)
-    const { request } = entry
     if (form['decision'] !== 'allow') return this.error(request, 'access_denied')
-    const typed = typeof form['new_account'] === 'string' ? form['new_account'].trim() : ''
-    const chosen = typed !== '' ? typed : (typeof form['account'] === 'string' ? form['account'] : '')
-    if (chosen === '') throw new AuthorizationPageError(400, 'invalid_request', 'Choose an account.')
-    let account = this.identity.accountByEmail(chosen)
-    if (account === undefined) {
-      try {
-        account = createAccount(chosen)
-      } catch (err) {
-        throw new AuthorizationPageError(400, 'invalid_request', (err as Error).message)
-      }
-    }
+    const account = chosenAccount(form, { byEmail: (email) => this.identity.accountByEmail(email), create: createAccount },
+      (message) => new AuthorizationPageError(400, 'invalid_request', message))
     return { ...this.approve(request, account, 'consent'), signIn: this.signIn(account) }
   }
 
   sweep (): void {
-    const now = this.now()
-    for (const [id, entry] of this.pending) if (entry.expiresAt <= now) this.pending.delete(id)
+    this.desk.sweep()
   }
 
   private signedInAccount (sessionId: string | undefined): Account | undefined {
-    if (sessionId === undefined) return undefined
-    const sub = this.sessions.get(sessionId)
+    const sub = this.desk.signedIn(sessionId)
     return sub === undefined ? undefined : this.identity.accountBySub(sub)
   }
 
   private signIn (account: Account): string {
-    const sessionId = newOpaqueId(24)
-    this.sessions.set(sessionId, account.sub)
-    return sessionId
+    return this.desk.signIn(account.sub)
   }
 
   private approve (request: AuthorizationRequest, account: Account, prompt: 'none' | 'consent'): { kind: 'redirect', location: string } {

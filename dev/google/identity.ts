@@ -5,14 +5,11 @@ import type { JWTPayload } from 'jose'
 import { OAuthError } from './errors.js'
 import { accessTokenHash } from './keys.js'
 import type { SigningKeys } from './keys.js'
+import { AuthorizationCodes, ClientRegistry, ExpiringTokenBook, GrantBook, newAccountNames, normaliseEmail, PKCE_VALUE, pkceMatches, TokenBook } from '../stand-in/oauth.js'
+import type { ClientRegistration, CodeBase, GrantBase } from '../stand-in/oauth.js'
 import { digest, newAccessToken, newAuthorizationCode, newOpaqueId, newRefreshToken, newSubject, safeEqual } from './secrets.js'
 
-export interface ClientRegistration {
-  clientId: string
-  clientSecret: string
-  /** Exact URIs; Google compares redirect URIs exactly (scheme, host, port, path and query). */
-  redirectUris: string[]
-}
+export type { ClientRegistration } from '../stand-in/oauth.js'
 
 export interface Account {
   sub: string
@@ -36,12 +33,8 @@ export interface AccountInput {
 
 export type AccessType = 'online' | 'offline'
 
-interface Grant {
-  /** A new id on every consent after a revocation, so tokens of the revoked grant stay dead. */
-  id: string
-  clientId: string
+interface Grant extends GrantBase {
   sub: string
-  scopes: Set<string>
   /** Digests, oldest first. */
   refreshTokens: string[]
 }
@@ -61,18 +54,9 @@ interface RefreshTokenRecord {
   scopes: string[]
 }
 
-interface CodeRecord {
-  clientId: string
+interface CodeRecord extends CodeBase {
   sub: string
-  grantId: string
-  redirectUri: string
-  scopes: string[]
-  codeChallenge: string | undefined
-  codeChallengeMethod: 'S256' | 'plain' | undefined
-  nonce: string | undefined
   issueRefreshToken: boolean
-  expiresAt: number
-  used: boolean
 }
 
 export interface TokenAnswer {
@@ -108,7 +92,6 @@ const GOOGLE_SCOPE_PREFIX = 'https://www.googleapis.com/auth/'
 
 /** Google keeps at most this many refresh tokens per account and client; a new one ends the oldest. */
 export const REFRESH_TOKENS_PER_GRANT = 100
-const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
 
 /** Splits and normalises a `scope` parameter; undefined when a scope is not one Google knows. */
 export function parseScopes (scope: string): string[] | undefined {
@@ -122,17 +105,15 @@ export function parseScopes (scope: string): string[] | undefined {
   return [...scopes]
 }
 
-const grantKey = (clientId: string, sub: string): string => `${clientId}\u0000${sub}`
-const normaliseEmail = (email: string): string => email.trim().toLowerCase()
-
 export class Identity {
-  private readonly clients = new Map<string, ClientRegistration>()
+  private readonly clients = new ClientRegistry()
   private readonly accountsBySub = new Map<string, Account>()
   private readonly subByEmail = new Map<string, string>()
-  private readonly grants = new Map<string, Grant>()
-  private readonly accessTokens = new Map<string, AccessTokenRecord>()
-  private readonly refreshTokens = new Map<string, RefreshTokenRecord>()
-  private readonly codes = new Map<string, CodeRecord>()
+  private readonly grants = new GrantBook<Grant>((grant) => grant.sub)
+  private readonly accessTokens = new ExpiringTokenBook<AccessTokenRecord>((record) => record.sub)
+  // Google's refresh tokens do not expire with time: they end with their grant, or as the oldest of too many.
+  private readonly refreshTokens = new TokenBook<RefreshTokenRecord>()
+  private readonly codes = new AuthorizationCodes<CodeRecord>(newAuthorizationCode)
 
   constructor (
     private readonly now: () => number,
@@ -142,8 +123,7 @@ export class Identity {
   ) {}
 
   registerClient (client: ClientRegistration): void {
-    if (client.clientId === '' || client.clientSecret === '') throw new Error('a client needs a clientId and a clientSecret')
-    this.clients.set(client.clientId, { ...client, redirectUris: [...client.redirectUris] })
+    this.clients.register(client)
   }
 
   client (clientId: string): ClientRegistration | undefined {
@@ -151,7 +131,7 @@ export class Identity {
   }
 
   listClients (): Array<{ clientId: string, redirectUris: string[] }> {
-    return [...this.clients.values()].map(({ clientId, redirectUris }) => ({ clientId, redirectUris }))
+    return this.clients.list()
   }
 
   /** Client authentication at the token endpoint (client_secret_post or client_secret_basic). */
@@ -168,17 +148,13 @@ export class Identity {
   }
 
   createAccount (input: AccountInput): Account {
-    const email = normaliseEmail(input.email)
-    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new Error(`"${input.email}" is not an email address`)
-    if (this.subByEmail.has(email)) throw new Error(`an account ${email} exists already`)
-    const name = input.name ?? email.split('@', 1)[0] ?? email
-    const [givenName = name, ...rest] = name.split(' ')
+    const { email, name, givenName, familyName } = newAccountNames(input, (taken) => this.subByEmail.has(taken))
     const account: Account = {
       sub: newSubject(),
       email,
       name,
       givenName,
-      familyName: rest.join(' '),
+      familyName,
       emailVerified: input.emailVerified ?? true,
       timeZone: input.timeZone ?? 'UTC',
       createdAt: this.now(),
@@ -204,12 +180,11 @@ export class Identity {
 
   /** True when the account has granted the client every one of `scopes` (consent can be skipped). */
   grantCovers (clientId: string, sub: string, scopes: string[]): boolean {
-    const grant = this.grants.get(grantKey(clientId, sub))
-    return grant !== undefined && scopes.every((scope) => grant.scopes.has(scope))
+    return this.grants.covers(clientId, sub, scopes)
   }
 
   grantedScopes (clientId: string, sub: string): string[] {
-    return [...(this.grants.get(grantKey(clientId, sub))?.scopes ?? [])].sort()
+    return [...(this.grants.get(clientId, sub)?.scopes ?? [])].sort()
   }
 
   /**
@@ -231,16 +206,10 @@ export class Identity {
     codeChallengeMethod: 'S256' | 'plain' | undefined
     nonce: string | undefined
   }): { code: string, scopes: string[] } {
-    const key = grantKey(request.clientId, request.sub)
-    let grant = this.grants.get(key)
-    if (grant === undefined) {
-      grant = { id: newOpaqueId(), clientId: request.clientId, sub: request.sub, scopes: new Set(), refreshTokens: [] }
-      this.grants.set(key, grant)
-    }
-    for (const scope of request.scopes) grant.scopes.add(scope)
+    const grant = this.grants.consent(request.clientId, request.sub, request.scopes,
+      () => ({ id: newOpaqueId(), clientId: request.clientId, sub: request.sub, scopes: new Set(), refreshTokens: [] }))
     const scopes = request.includeGrantedScopes ? [...grant.scopes].sort() : [...request.scopes].sort()
-    const code = newAuthorizationCode()
-    this.codes.set(digest(code), {
+    const code = this.codes.issue({
       clientId: request.clientId,
       sub: request.sub,
       grantId: grant.id,
@@ -258,7 +227,7 @@ export class Identity {
 
   /** `grant_type=authorization_code`. Codes are single-use and short-lived. */
   async exchangeCode (client: ClientRegistration, code: string, redirectUri: string | undefined, codeVerifier: string | undefined): Promise<TokenAnswer> {
-    const record = this.codes.get(digest(code))
+    const record = this.codes.find(code)
     if (record === undefined) throw new OAuthError(400, 'invalid_grant', 'Malformed auth code.')
     if (record.used || record.expiresAt <= this.now() || record.clientId !== client.clientId) {
       throw new OAuthError(400, 'invalid_grant', 'Bad Request')
@@ -266,7 +235,7 @@ export class Identity {
     if (redirectUri !== record.redirectUri) throw new OAuthError(400, 'redirect_uri_mismatch', 'Bad Request')
     if (record.codeChallenge !== undefined) {
       if (codeVerifier === undefined || codeVerifier === '') throw new OAuthError(400, 'invalid_grant', 'Missing code verifier.')
-      if (!CODE_VERIFIER.test(codeVerifier) || !pkceMatches(record.codeChallenge, record.codeChallengeMethod ?? 'plain', codeVerifier)) {
+      if (!PKCE_VALUE.test(codeVerifier) || !pkceMatches(record.codeChallenge, record.codeChallengeMethod ?? 'plain', codeVerifier)) {
         throw new OAuthError(400, 'invalid_grant', 'Invalid code verifier.')
       }
     }
@@ -276,11 +245,11 @@ export class Identity {
     const answer = await this.mintTokens(grant, record.scopes, record.nonce)
     if (record.issueRefreshToken) {
       const refreshToken = newRefreshToken()
-      this.refreshTokens.set(digest(refreshToken), { clientId: grant.clientId, sub: grant.sub, grantId: grant.id, scopes: record.scopes })
+      this.refreshTokens.add(refreshToken, { clientId: grant.clientId, sub: grant.sub, grantId: grant.id, scopes: record.scopes })
       grant.refreshTokens.push(digest(refreshToken))
       while (grant.refreshTokens.length > REFRESH_TOKENS_PER_GRANT) {
         const oldest = grant.refreshTokens.shift()
-        if (oldest !== undefined) this.refreshTokens.delete(oldest)
+        if (oldest !== undefined) this.refreshTokens.deleteDigest(oldest)
       }
       answer.refresh_token = refreshToken
     }
@@ -289,7 +258,7 @@ export class Identity {
 
   /** `grant_type=refresh_token`. Google does not rotate refresh tokens: the answer has none. */
   async refresh (client: ClientRegistration, refreshToken: string): Promise<TokenAnswer> {
-    const record = this.refreshTokens.get(digest(refreshToken))
+    const record = this.refreshTokens.find(refreshToken)
     if (record === undefined) throw new OAuthError(400, 'invalid_grant', 'Token has been expired or revoked.')
     if (record.clientId !== client.clientId) throw new OAuthError(400, 'unauthorized_client', 'Unauthorized')
     const grant = this.liveGrant(record.clientId, record.sub, record.grantId)
@@ -299,8 +268,7 @@ export class Identity {
 
   /** `/revoke`: an access or a refresh token; either ends the whole grant. False when unknown or dead. */
   revokeToken (token: string): boolean {
-    const key = digest(token)
-    const record = this.accessTokens.get(key) ?? this.refreshTokens.get(key)
+    const record = this.accessTokens.find(token) ?? this.refreshTokens.find(token)
     if (record === undefined) return false
     if (this.liveGrant(record.clientId, record.sub, record.grantId) === undefined) return false
     this.dropGrant(record.clientId, record.sub)
@@ -310,31 +278,21 @@ export class Identity {
   /** Ends the account's grants (every client, or one), as the person removing access in their account does. */
   revokeAccount (sub: string, clientId?: string): number {
     let revoked = 0
-    for (const grant of [...this.grants.values()]) {
-      if (grant.sub === sub && (clientId === undefined || grant.clientId === clientId)) {
-        this.dropGrant(grant.clientId, grant.sub)
-        revoked++
-      }
+    for (const grant of this.grants.ofAccount(sub, clientId)) {
+      this.dropGrant(grant.clientId, grant.sub)
+      revoked++
     }
     return revoked
   }
 
   /** Makes the account's access tokens expire now (refresh tokens keep working). */
   expireAccessTokens (sub: string): number {
-    let expired = 0
-    const now = this.now()
-    for (const record of this.accessTokens.values()) {
-      if (record.sub === sub && record.expiresAt > now) {
-        record.expiresAt = now
-        expired++
-      }
-    }
-    return expired
+    return this.accessTokens.expireAccount(sub, this.now())
   }
 
   /** The account and scopes behind a bearer token; undefined when unknown, expired or revoked. */
   authenticate (accessToken: string): Authenticated | undefined {
-    const record = this.accessTokens.get(digest(accessToken))
+    const record = this.accessTokens.find(accessToken)
     if (record === undefined || record.expiresAt <= this.now()) return undefined
     if (this.liveGrant(record.clientId, record.sub, record.grantId) === undefined) return undefined
     const account = this.accountsBySub.get(record.sub)
@@ -345,26 +303,24 @@ export class Identity {
   /** Forgets expired access tokens and used or expired codes. */
   sweep (): void {
     const now = this.now()
-    for (const [key, record] of this.accessTokens) if (record.expiresAt <= now) this.accessTokens.delete(key)
-    for (const [key, record] of this.codes) if (record.used || record.expiresAt <= now) this.codes.delete(key)
+    this.accessTokens.sweep(now)
+    this.codes.sweep(now)
   }
 
   summary (sub: string): Array<{ clientId: string, scopes: string[], refreshTokens: number }> {
-    return [...this.grants.values()]
-      .filter((grant) => grant.sub === sub)
+    return this.grants.ofAccount(sub)
       .map((grant) => ({ clientId: grant.clientId, scopes: [...grant.scopes].sort(), refreshTokens: grant.refreshTokens.length }))
   }
 
   private liveGrant (clientId: string, sub: string, grantId: string): Grant | undefined {
-    const grant = this.grants.get(grantKey(clientId, sub))
-    return grant?.id === grantId ? grant : undefined
+    return this.grants.live(clientId, sub, grantId)
   }
 
   private dropGrant (clientId: string, sub: string): void {
-    const grant = this.grants.get(grantKey(clientId, sub))
+    const grant = this.grants.get(clientId, sub)
     if (grant === undefined) return
-    for (const refresh of grant.refreshTokens) this.refreshTokens.delete(refresh)
-    this.grants.delete(grantKey(clientId, sub))
+    for (const refresh of grant.refreshTokens) this.refreshTokens.deleteDigest(refresh)
+    this.grants.delete(clientId, sub)
   }
 
   private async mintTokens (grant: Grant, scopes: string[], nonce: string | undefined): Promise<TokenAnswer> {
@@ -372,7 +328,7 @@ export class Identity {
     if (account === undefined) throw new OAuthError(400, 'invalid_grant', 'Token has been expired or revoked.')
     const now = this.now()
     const accessToken = newAccessToken()
-    this.accessTokens.set(digest(accessToken), {
+    this.accessTokens.add(accessToken, {
       clientId: grant.clientId,
       sub: grant.sub,
       grantId: grant.id,
@@ -414,9 +370,4 @@ export function profileClaims (account: Account): Record<string, string> {
   if (account.familyName !== '') claims['family_name'] = account.familyName
   if (account.picture !== undefined) claims['picture'] = account.picture
   return claims
-}
-
-/** RFC 7636 4.6: S256 compares BASE64URL(SHA256(verifier)) with the challenge; plain compares them as they are. */
-function pkceMatches (challenge: string, method: 'S256' | 'plain', verifier: string): boolean {
-  return safeEqual(challenge, method === 'plain' ? verifier : digest(verifier))
 }

@@ -1,14 +1,8 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+// Tokens, codes and identifiers as the Google stand-in mints them.
+import { randomBytes } from 'node:crypto'
+import { randomText } from '../stand-in/secrets.js'
 
-/** Tokens and codes are kept by digest, so a lookup never compares the secret itself byte by byte. */
-export const digest = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64url')
-
-/** Constant-time comparison of two secrets of any length (their digests have equal length). */
-export function safeEqual (a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a, 'utf8').digest(), createHash('sha256').update(b, 'utf8').digest())
-}
-
-const randomText = (bytes: number): string => randomBytes(bytes).toString('base64url')
+export { digest, safeEqual } from '../stand-in/secrets.js'
 
 // The prefixes are Google's (`ya29.` access tokens, `1//` refresh tokens, `4/0` codes); clients and
 // log scrubbers sometimes recognise tokens by them.

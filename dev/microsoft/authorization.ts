@@ -7,10 +7,11 @@
 import { AuthorizePageError } from './errors.js'
 import { CONSUMERS_TENANT, parseScopes } from './identity.js'
 import type { Account, Identity } from './identity.js'
+import { chosenAccount, ConsentDesk, PKCE_VALUE, pkceMethodOf } from '../stand-in/oauth.js'
+import type { PkceMethod } from '../stand-in/oauth.js'
 import { randomText } from './secrets.js'
 
 export const SESSION_COOKIE = 'ESTSAUTH'
-const PENDING_LIFETIME_MS = 10 * 60 * 1000
 const PROMPTS = new Set(['login', 'none', 'consent', 'select_account'])
 const RESPONSE_MODES = new Set(['query', 'fragment', 'form_post'])
 
@@ -27,7 +28,7 @@ export interface AuthorizeRequest {
   loginHint: string | undefined
   prompt: string | undefined
   codeChallenge: string | undefined
-  codeChallengeMethod: 'S256' | 'plain' | undefined
+  codeChallengeMethod: PkceMethod | undefined
   /** The stand-in's non-interactive decision: `approve=1` consents, `approve=0` declines. */
   approve: boolean | undefined
 }
@@ -74,10 +75,11 @@ export function knownTenant (tenant: string, identity: Identity): boolean {
 }
 
 export class AuthorizationEndpoint {
-  private readonly sessions = new Map<string, string>()
-  private readonly pending = new Map<string, { request: AuthorizeRequest, expiresAt: number }>()
+  private readonly desk: ConsentDesk<AuthorizeRequest>
 
-  constructor (private readonly identity: Identity, private readonly now: () => number) {}
+  constructor (private readonly identity: Identity, now: () => number) {
+    this.desk = new ConsentDesk(now, () => randomText(18), () => randomText(24))
+  }
 
   /**
    * Checks and decides a request. What the identity platform shows as an error page is thrown as
@@ -118,32 +120,19 @@ export class AuthorizationEndpoint {
 
   /** The consent page's form: Accept with an account (an unknown address becomes a new account), or Cancel. */
   submit (form: Record<string, unknown>, createAccount: (email: string) => Account): Answer {
-    const requestId = typeof form['request_id'] === 'string' ? form['request_id'] : ''
-    const entry = this.pending.get(requestId)
-    if (entry === undefined || entry.expiresAt <= this.now()) {
+    const request = this.desk.take(form)
+    if (request === undefined) {
       throw new AuthorizePageError(400, 50089, 'This sign-in request has expired. Start again from the application.')
     }
-    this.pending.delete(requestId)
-    const { request } = entry
     if (form['decision'] !== 'accept') return this.error(request.redirectUri, request.responseMode, request.state, declined())
-    const typed = typeof form['new_account'] === 'string' ? form['new_account'].trim() : ''
-    const chosen = typed !== '' ? typed : (typeof form['account'] === 'string' ? form['account'] : '')
-    if (chosen === '') throw new AuthorizePageError(400, 90013, 'Choose an account.')
-    let account = this.identity.accountByEmail(chosen)
-    if (account === undefined) {
-      try {
-        account = createAccount(chosen)
-      } catch (err) {
-        throw new AuthorizePageError(400, 90013, (err as Error).message)
-      }
-    }
+    const account = chosenAccount(form, { byEmail: (email) => this.identity.accountByEmail(email), create: createAccount },
+      (message) => new AuthorizePageError(400, 90013, message))
     if (!tenantAdmits(request.tenant, account)) return this.error(request.redirectUri, request.responseMode, request.state, notInTenant(account, request.tenant))
     return { ...this.approve(request, account), signIn: this.signIn(account) }
   }
 
   sweep (): void {
-    const now = this.now()
-    for (const [id, entry] of this.pending) if (entry.expiresAt <= now) this.pending.delete(id)
+    this.desk.sweep()
   }
 
   private read (tenant: string, clientId: string, redirectUri: string, responseMode: ResponseMode, state: string | undefined, query: Record<string, unknown>): AuthorizeRequest {
@@ -168,7 +157,7 @@ export class AuthorizationEndpoint {
     if (method !== undefined && method !== 'S256' && method !== 'plain') {
       throw new RedirectedError('invalid_request', 501491, `Invalid code_challenge_method '${method}'.`)
     }
-    if (codeChallenge !== undefined && !/^[A-Za-z0-9\-._~]{43,128}$/.test(codeChallenge)) {
+    if (codeChallenge !== undefined && !PKCE_VALUE.test(codeChallenge)) {
       throw new RedirectedError('invalid_request', 501491, 'Invalid size of Code_Challenge parameter.')
     }
     const approve = single(query, 'approve')
@@ -186,8 +175,7 @@ export class AuthorizationEndpoint {
       loginHint: single(query, 'login_hint'),
       prompt,
       codeChallenge,
-      // PKCE (RFC 7636 4.3): a challenge without a method is the verifier itself.
-      codeChallengeMethod: codeChallenge === undefined ? undefined : (method ?? 'plain') as 'S256' | 'plain',
+      codeChallengeMethod: pkceMethodOf(codeChallenge, method),
       approve: approve === undefined ? undefined : approve === '1'
     }
   }
@@ -215,21 +203,17 @@ export class AuthorizationEndpoint {
       request.prompt === undefined && this.identity.grantCovers(request.clientId, signedIn.oid, request.scopes)
     if (silent) return this.approve(request, signedIn)
 
-    const requestId = randomText(18)
-    this.pending.set(requestId, { request, expiresAt: this.now() + PENDING_LIFETIME_MS })
+    const requestId = this.desk.hold(request)
     return { kind: 'consent', requestId, request, preselected: hinted?.email ?? request.loginHint ?? signedIn?.email }
   }
 
   private signedInAccount (sessionId: string | undefined): Account | undefined {
-    if (sessionId === undefined) return undefined
-    const oid = this.sessions.get(sessionId)
+    const oid = this.desk.signedIn(sessionId)
     return oid === undefined ? undefined : this.identity.accountByOid(oid)
   }
 
   private signIn (account: Account): string {
-    const sessionId = randomText(24)
-    this.sessions.set(sessionId, account.oid)
-    return sessionId
+    return this.desk.signIn(account.oid)
   }
 
   private approve (request: AuthorizeRequest, account: Account): Answer {

@@ -5,16 +5,13 @@ import { createHmac, randomBytes } from 'node:crypto'
 import type { JWTPayload } from 'jose'
 import { TokenError } from './errors.js'
 import type { SigningKeys } from './keys.js'
-import { digest, newAccessToken, newAuthorizationCode, newGuid, newPersonalId, newRefreshToken, safeEqual } from './secrets.js'
+import { AuthorizationCodes, ClientRegistry, ExpiringTokenBook, GrantBook, newAccountNames, normaliseEmail, pkceMatches } from '../stand-in/oauth.js'
+import type { ClientRegistration, CodeBase, GrantBase } from '../stand-in/oauth.js'
+import { newAccessToken, newAuthorizationCode, newGuid, newPersonalId, newRefreshToken, safeEqual } from './secrets.js'
 import { ianaZone, windowsName } from './zones.js'
 
-export interface ClientRegistration {
-  /** The application (client) id; Microsoft's are GUIDs, any non-empty string is taken. */
-  clientId: string
-  clientSecret: string
-  /** Compared exactly, as the identity platform does. */
-  redirectUris: string[]
-}
+// The application (client) id: Microsoft's are GUIDs, any non-empty string is taken.
+export type { ClientRegistration } from '../stand-in/oauth.js'
 
 export type AccountKind = 'personal' | 'work'
 
@@ -59,12 +56,8 @@ const KNOWN_PERMISSIONS = [
 const CANONICAL = new Map(KNOWN_PERMISSIONS.map((name) => [name.toLowerCase(), name]))
 const PERMISSION = /^[A-Za-z]+(\.[A-Za-z]+)+$/
 
-interface Grant {
-  /** A new id on every consent after a revocation, so tokens of the revoked grant stay dead. */
-  id: string
-  clientId: string
+interface Grant extends GrantBase {
   oid: string
-  scopes: Set<string>
   createdAt: number
 }
 
@@ -87,17 +80,8 @@ interface RefreshTokenRecord {
   expiresAt: number
 }
 
-interface CodeRecord {
-  clientId: string
+interface CodeRecord extends CodeBase {
   oid: string
-  grantId: string
-  redirectUri: string
-  scopes: string[]
-  codeChallenge: string | undefined
-  codeChallengeMethod: 'S256' | 'plain' | undefined
-  nonce: string | undefined
-  expiresAt: number
-  used: boolean
 }
 
 export interface TokenAnswer {
@@ -142,20 +126,18 @@ export function parseScopes (text: string): { scopes: string[] } | { invalid: st
 export const graphPermissions = (scopes: Iterable<string>): string[] =>
   [...scopes].filter((scope) => scope.startsWith(GRAPH_RESOURCE)).map((scope) => scope.slice(GRAPH_RESOURCE.length))
 
-const grantKey = (clientId: string, oid: string): string => `${clientId}\u0000${oid}`
-const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 export class Identity {
-  private readonly clients = new Map<string, ClientRegistration>()
+  private readonly clients = new ClientRegistry()
   private readonly accountsByOid = new Map<string, Account>()
   private readonly oidByEmail = new Map<string, string>()
   private readonly tenantsByDomain = new Map<string, string>()
-  private readonly grants = new Map<string, Grant>()
+  private readonly grants = new GrantBook<Grant>((grant) => grant.oid)
   private readonly revokedGrants = new Map<string, RevocationReason>()
-  private readonly accessTokens = new Map<string, AccessTokenRecord>()
-  private readonly refreshTokens = new Map<string, RefreshTokenRecord>()
-  private readonly codes = new Map<string, CodeRecord>()
+  private readonly accessTokens = new ExpiringTokenBook<AccessTokenRecord>((record) => record.oid)
+  private readonly refreshTokens = new ExpiringTokenBook<RefreshTokenRecord>((record) => record.oid)
+  private readonly codes = new AuthorizationCodes<CodeRecord>(newAuthorizationCode)
   // Pairwise subjects are an HMAC of application and account, stable for the life of the process.
   private readonly pairwiseSalt = randomBytes(32)
 
@@ -167,8 +149,7 @@ export class Identity {
   ) {}
 
   registerClient (client: ClientRegistration): void {
-    if (client.clientId === '' || client.clientSecret === '') throw new Error('a client needs a clientId and a clientSecret')
-    this.clients.set(client.clientId, { ...client, redirectUris: [...client.redirectUris] })
+    this.clients.register(client)
   }
 
   client (clientId: string): ClientRegistration | undefined {
@@ -176,7 +157,7 @@ export class Identity {
   }
 
   listClients (): Array<{ clientId: string, redirectUris: string[] }> {
-    return [...this.clients.values()].map(({ clientId, redirectUris }) => ({ clientId, redirectUris }))
+    return this.clients.list()
   }
 
   /** Client authentication at the token endpoint: client_secret_post or client_secret_basic. */
@@ -199,16 +180,12 @@ export class Identity {
   }
 
   createAccount (input: AccountInput): Account {
-    const email = normaliseEmail(input.email)
-    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new Error(`"${input.email}" is not an email address`)
-    if (this.oidByEmail.has(email)) throw new Error(`an account ${email} exists already`)
+    const { email, name, givenName, familyName } = newAccountNames(input, (taken) => this.oidByEmail.has(taken))
     const kind = input.kind ?? 'personal'
     if (kind !== 'personal' && kind !== 'work') throw new Error('kind must be personal or work')
     const given = input.timeZone ?? 'UTC'
     const zone = ianaZone(given)
     if (zone === undefined) throw new Error(`unknown time zone ${given}`)
-    const name = input.name ?? email.split('@', 1)[0] ?? email
-    const [givenName = name, ...rest] = name.split(' ')
     let oid: string
     let graphId: string
     let tid: string
@@ -231,7 +208,7 @@ export class Identity {
       email,
       name,
       givenName,
-      surname: rest.join(' '),
+      surname: familyName,
       // Outlook keeps a mailbox's zone by its Windows name.
       timeZone: given.includes('/') ? windowsName(zone) : given,
       createdAt: this.now()
@@ -256,8 +233,7 @@ export class Identity {
 
   /** Whether the account has consented to every scope for the application already. */
   grantCovers (clientId: string, oid: string, scopes: string[]): boolean {
-    const grant = this.grants.get(grantKey(clientId, oid))
-    return grant !== undefined && scopes.every((scope) => grant.scopes.has(scope))
+    return this.grants.covers(clientId, oid, scopes)
   }
 
   /** The person consented: the grant grows by the requested scopes, and a code is issued. */
@@ -270,15 +246,9 @@ export class Identity {
     codeChallengeMethod: 'S256' | 'plain' | undefined
     nonce: string | undefined
   }): string {
-    const key = grantKey(request.clientId, request.oid)
-    let grant = this.grants.get(key)
-    if (grant === undefined) {
-      grant = { id: newGuid(), clientId: request.clientId, oid: request.oid, scopes: new Set(), createdAt: this.now() }
-      this.grants.set(key, grant)
-    }
-    for (const scope of request.scopes) grant.scopes.add(scope)
-    const code = newAuthorizationCode()
-    this.codes.set(digest(code), {
+    const grant = this.grants.consent(request.clientId, request.oid, request.scopes,
+      () => ({ id: newGuid(), clientId: request.clientId, oid: request.oid, scopes: new Set(), createdAt: this.now() }))
+    return this.codes.issue({
       clientId: request.clientId,
       oid: request.oid,
       grantId: grant.id,
@@ -290,12 +260,11 @@ export class Identity {
       expiresAt: this.now() + this.lifetimes.codeSec * 1000,
       used: false
     })
-    return code
   }
 
   /** `grant_type=authorization_code`. */
   async exchangeCode (client: ClientRegistration, code: string, redirectUri: string | undefined, codeVerifier: string | undefined): Promise<TokenAnswer> {
-    const record = this.codes.get(digest(code))
+    const record = this.codes.find(code)
     if (record === undefined || record.clientId !== client.clientId) {
       throw new TokenError(400, 'invalid_grant', 9002313, 'Invalid request. Request is malformed or invalid.')
     }
@@ -314,8 +283,7 @@ export class Identity {
         `The redirect URI '${redirectUri}' specified in the request does not match the redirect URI used when the authorization code was requested.`)
     }
     if (record.codeChallenge !== undefined) {
-      const expected = record.codeChallengeMethod === 'plain' ? codeVerifier : (codeVerifier === undefined ? undefined : digest(codeVerifier))
-      if (expected === undefined || !safeEqual(expected, record.codeChallenge)) {
+      if (codeVerifier === undefined || !pkceMatches(record.codeChallenge, record.codeChallengeMethod ?? 'S256', codeVerifier)) {
         throw new TokenError(400, 'invalid_grant', 501481, 'The Code_Verifier does not match the code_challenge supplied in the authorization request.')
       }
     }
@@ -327,7 +295,7 @@ export class Identity {
 
   /** `grant_type=refresh_token`: every answer carries a new refresh token; the one used stays valid. */
   async refresh (client: ClientRegistration, refreshToken: string, scope: string | undefined): Promise<TokenAnswer> {
-    const record = this.refreshTokens.get(digest(refreshToken))
+    const record = this.refreshTokens.find(refreshToken)
     if (record === undefined) throw new TokenError(400, 'invalid_grant', 9002313, 'Invalid request. Request is malformed or invalid.')
     if (record.clientId !== client.clientId) {
       throw new TokenError(400, 'invalid_grant', 70000, 'The provided value for the input parameter \'refresh_token\' or \'assertion\' is not valid.')
@@ -360,40 +328,22 @@ export class Identity {
    */
   revokeAccount (oid: string, clientId: string | undefined, reason: RevocationReason): string[] {
     const ended: string[] = []
-    for (const [key, grant] of [...this.grants]) {
-      if (grant.oid === oid && (clientId === undefined || grant.clientId === clientId)) {
-        this.revokedGrants.set(grant.id, reason)
-        this.grants.delete(key)
-        ended.push(grant.clientId)
-      }
+    for (const grant of this.grants.ofAccount(oid, clientId)) {
+      this.revokedGrants.set(grant.id, reason)
+      this.grants.delete(grant.clientId, grant.oid)
+      ended.push(grant.clientId)
     }
     return ended
   }
 
   /** Makes the account's access tokens expire now. */
   expireAccessTokens (oid: string): number {
-    let expired = 0
-    const now = this.now()
-    for (const record of this.accessTokens.values()) {
-      if (record.oid === oid && record.expiresAt > now) {
-        record.expiresAt = now
-        expired++
-      }
-    }
-    return expired
+    return this.accessTokens.expireAccount(oid, this.now())
   }
 
   /** Makes the account's refresh tokens expire now, as 90 days without use would. */
   expireRefreshTokens (oid: string): number {
-    let expired = 0
-    const now = this.now()
-    for (const record of this.refreshTokens.values()) {
-      if (record.oid === oid && record.expiresAt > now) {
-        record.expiresAt = now
-        expired++
-      }
-    }
-    return expired
+    return this.refreshTokens.expireAccount(oid, this.now())
   }
 
   /**
@@ -401,7 +351,7 @@ export class Identity {
    * until they expire, even after the grant ended (only the refresh fails then).
    */
   authenticate (accessToken: string): Authentication {
-    const record = this.accessTokens.get(digest(accessToken))
+    const record = this.accessTokens.find(accessToken)
     if (record === undefined) return { ok: false, reason: 'unknown' }
     if (record.expiresAt <= this.now()) return { ok: false, reason: 'expired' }
     const account = this.accountsByOid.get(record.oid)
@@ -411,28 +361,25 @@ export class Identity {
 
   /** Whether the application still holds a grant of the account (subscriptions need one). */
   hasGrant (clientId: string, oid: string): boolean {
-    return this.grants.has(grantKey(clientId, oid))
+    return this.grants.get(clientId, oid) !== undefined
   }
 
   summary (oid: string): Array<{ clientId: string, scopes: string[], refreshTokens: number }> {
-    return [...this.grants.values()]
-      .filter((grant) => grant.oid === oid)
+    return this.grants.ofAccount(oid)
       .map((grant) => ({
         clientId: grant.clientId,
         scopes: [...grant.scopes].sort(),
-        refreshTokens: [...this.refreshTokens.values()].filter((record) => record.grantId === grant.id && record.expiresAt > this.now()).length
+        refreshTokens: [...this.refreshTokens.records()].filter((record) => record.grantId === grant.id && record.expiresAt > this.now()).length
       }))
   }
 
   /** Forgets expired access tokens and codes, and refresh tokens that can never work again. */
   sweep (): void {
     const now = this.now()
-    for (const [key, record] of this.accessTokens) if (record.expiresAt <= now) this.accessTokens.delete(key)
-    for (const [key, record] of this.codes) if (record.used || record.expiresAt <= now) this.codes.delete(key)
-    for (const [key, record] of this.refreshTokens) {
-      // A revoked one is kept until it would have expired, so it keeps answering why it fails.
-      if (record.expiresAt <= now - this.lifetimes.refreshTokenSec * 1000) this.refreshTokens.delete(key)
-    }
+    this.accessTokens.sweep(now)
+    this.codes.sweep(now)
+    // A revoked one is kept until it would have expired, so it keeps answering why it fails.
+    this.refreshTokens.sweep(now - this.lifetimes.refreshTokenSec * 1000)
   }
 
   /** The ID token's `sub`: pairwise, different for each application the account signs in to. */
@@ -441,8 +388,7 @@ export class Identity {
   }
 
   private liveGrant (clientId: string, oid: string, grantId: string): Grant | undefined {
-    const grant = this.grants.get(grantKey(clientId, oid))
-    return grant?.id === grantId ? grant : undefined
+    return this.grants.live(clientId, oid, grantId)
   }
 
   private revokedGrantError (grantId: string, clientId: string, issuedAt: number): TokenError {
@@ -462,7 +408,7 @@ export class Identity {
     // application, not only those just asked for (incremental consent).
     const graphScopes = [...grant.scopes].filter((scope) => scope.startsWith(GRAPH_RESOURCE))
     const accessToken = newAccessToken()
-    this.accessTokens.set(digest(accessToken), {
+    this.accessTokens.add(accessToken, {
       clientId: grant.clientId,
       oid: grant.oid,
       scopes: graphScopes,
@@ -478,7 +424,7 @@ export class Identity {
     }
     if (grant.scopes.has('offline_access') && requested.includes('offline_access')) {
       const refreshToken = newRefreshToken()
-      this.refreshTokens.set(digest(refreshToken), {
+      this.refreshTokens.add(refreshToken, {
         clientId: grant.clientId,
         oid: grant.oid,
         grantId: grant.id,

@@ -1,15 +1,9 @@
 // Tokens, codes and identifiers as the Microsoft stand-in mints them. Secrets are kept by digest,
 // so a lookup never holds or compares the secret itself byte by byte.
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { randomText } from '../stand-in/secrets.js'
 
-export const digest = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64url')
-
-/** Constant-time comparison of two secrets of any length (their digests have equal length). */
-export function safeEqual (a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a, 'utf8').digest(), createHash('sha256').update(b, 'utf8').digest())
-}
-
-export const randomText = (bytes: number): string => randomBytes(bytes).toString('base64url')
+export { digest, randomText, safeEqual } from '../stand-in/secrets.js'
 export const newGuid = (): string => randomUUID()
 
 // The prefixes follow what Microsoft accounts hand out (`EwB` access tokens, `M.C5` codes,
