@@ -105,8 +105,7 @@ export function parseScopes (scope: string): string[] | undefined {
   return [...scopes]
 }
 
-export class Identity {
-  private readonly clients = new ClientRegistry()
+export class Identity extends ClientRegistry {
   private readonly accountsBySub = new Map<string, Account>()
   private readonly subByEmail = new Map<string, string>()
   private readonly grants = new GrantBook<Grant>((grant) => grant.sub)
@@ -120,18 +119,8 @@ export class Identity {
     private readonly keys: SigningKeys,
     private readonly issuer: () => string,
     private readonly lifetimes: Lifetimes
-  ) {}
-
-  registerClient (client: ClientRegistration): void {
-    this.clients.register(client)
-  }
-
-  client (clientId: string): ClientRegistration | undefined {
-    return this.clients.get(clientId)
-  }
-
-  listClients (): Array<{ clientId: string, redirectUris: string[] }> {
-    return this.clients.list()
+  ) {
+    super()
   }
 
   /** Client authentication at the token endpoint (client_secret_post or client_secret_basic). */
@@ -139,7 +128,7 @@ export class Identity {
     if (clientId === undefined || clientId === '') {
       throw new OAuthError(400, 'invalid_request', 'Could not determine client ID from request.')
     }
-    const client = this.clients.get(clientId)
+    const client = this.client(clientId)
     if (client === undefined) throw new OAuthError(401, 'invalid_client', 'The OAuth client was not found.')
     if (clientSecret === undefined || !safeEqual(clientSecret, client.clientSecret)) {
       throw new OAuthError(401, 'invalid_client', 'Unauthorized')

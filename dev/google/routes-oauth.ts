@@ -7,41 +7,10 @@ import { AuthorizationPageError, OAuthError } from './errors.js'
 import { EMAIL_SCOPE, PROFILE_SCOPE, profileClaims } from './identity.js'
 import { authorizationErrorPage, consentPage } from './pages.js'
 import type { GoogleState } from './state.js'
+import { basicCredentials, cookie, fields, text } from '../stand-in/oauth-requests.js'
 
 // Google's certificate endpoints tell clients to cache for hours; an hour is plenty here.
 const CERTS_CACHE_CONTROL = 'public, max-age=3600, must-revalidate, no-transform'
-
-const fields = (body: unknown): Record<string, unknown> =>
-  typeof body === 'object' && body !== null && !Array.isArray(body) ? body as Record<string, unknown> : {}
-
-const text = (source: Record<string, unknown>, name: string): string | undefined => {
-  const value = source[name]
-  return typeof value === 'string' ? value : undefined
-}
-
-function cookie (request: FastifyRequest, name: string): string | undefined {
-  const header = request.headers.cookie
-  if (header === undefined) return undefined
-  for (const part of header.split(';')) {
-    const [key, ...value] = part.trim().split('=')
-    if (key === name) return value.join('=')
-  }
-  return undefined
-}
-
-/** `Authorization: Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 section 2.3.1). */
-function basicCredentials (request: FastifyRequest): { clientId: string, clientSecret: string } | undefined {
-  const header = request.headers.authorization
-  if (header === undefined || !/^basic /i.test(header)) return undefined
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8')
-  const colon = decoded.indexOf(':')
-  if (colon < 0) throw new OAuthError(401, 'invalid_client', 'Unauthorized')
-  try {
-    return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) }
-  } catch {
-    throw new OAuthError(401, 'invalid_client', 'Unauthorized')
-  }
-}
 
 function bearer (request: FastifyRequest): string | undefined {
   const header = request.headers.authorization
@@ -113,7 +82,7 @@ export async function oauthRoutes (app: FastifyInstance, options: { state: Googl
   app.post('/token', { config: { operation: 'oauth2.token' } }, async (request, reply) => {
     const body = fields(request.body)
     reply.header('cache-control', 'no-cache, no-store, max-age=0, must-revalidate').header('pragma', 'no-cache')
-    const basic = basicCredentials(request)
+    const basic = basicCredentials(request, () => new OAuthError(401, 'invalid_client', 'Unauthorized'))
     const grantType = text(body, 'grant_type')
     if (grantType === undefined) throw new OAuthError(400, 'invalid_request', 'Missing required parameter: grant_type')
     if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {

@@ -128,8 +128,7 @@ export const graphPermissions = (scopes: Iterable<string>): string[] =>
 
 const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
-export class Identity {
-  private readonly clients = new ClientRegistry()
+export class Identity extends ClientRegistry {
   private readonly accountsByOid = new Map<string, Account>()
   private readonly oidByEmail = new Map<string, string>()
   private readonly tenantsByDomain = new Map<string, string>()
@@ -146,18 +145,8 @@ export class Identity {
     private readonly keys: SigningKeys,
     private readonly origin: () => string,
     private readonly lifetimes: Lifetimes
-  ) {}
-
-  registerClient (client: ClientRegistration): void {
-    this.clients.register(client)
-  }
-
-  client (clientId: string): ClientRegistration | undefined {
-    return this.clients.get(clientId)
-  }
-
-  listClients (): Array<{ clientId: string, redirectUris: string[] }> {
-    return this.clients.list()
+  ) {
+    super()
   }
 
   /** Client authentication at the token endpoint: client_secret_post or client_secret_basic. */
@@ -165,7 +154,7 @@ export class Identity {
     if (clientId === undefined || clientId === '') {
       throw new TokenError(400, 'invalid_request', 900144, "The request body must contain the following parameter: 'client_id'.")
     }
-    const client = this.clients.get(clientId)
+    const client = this.client(clientId)
     if (client === undefined) {
       throw new TokenError(400, 'unauthorized_client', 700016,
         `Application with identifier '${clientId}' was not found in the directory. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.`)

@@ -10,41 +10,9 @@ import { CONSUMERS_TENANT } from './identity.js'
 import type { Account } from './identity.js'
 import { consentPage, errorPage, formPostPage, signedOutPage } from './pages.js'
 import type { MicrosoftState } from './state.js'
-
-const fields = (body: unknown): Record<string, unknown> =>
-  typeof body === 'object' && body !== null && !Array.isArray(body) ? body as Record<string, unknown> : {}
-
-const text = (source: Record<string, unknown>, name: string): string | undefined => {
-  const value = source[name]
-  return typeof value === 'string' ? value : undefined
-}
+import { basicCredentials, cookie, fields, text } from '../stand-in/oauth-requests.js'
 
 const tenantOf = (request: FastifyRequest): string => ((request.params ?? {}) as Record<string, string>)['tenant'] ?? ''
-
-function cookie (request: FastifyRequest, name: string): string | undefined {
-  const header = request.headers.cookie
-  if (header === undefined) return undefined
-  for (const part of header.split(';')) {
-    const [key, ...value] = part.trim().split('=')
-    if (key === name) return value.join('=')
-  }
-  return undefined
-}
-
-/** `Authorization: Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 section 2.3.1). */
-function basicCredentials (request: FastifyRequest): { clientId: string, clientSecret: string } | undefined {
-  const header = request.headers.authorization
-  if (header === undefined || !/^basic /i.test(header)) return undefined
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8')
-  const colon = decoded.indexOf(':')
-  const invalid = new TokenError(401, 'invalid_client', 7000215, 'Invalid client secret provided.')
-  if (colon < 0) throw invalid
-  try {
-    return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)) }
-  } catch {
-    throw invalid
-  }
-}
 
 /** The discovery document's issuer: a tenant id, or the `{tenantid}` template for multi-tenant paths. */
 function issuerOf (origin: string, tenant: string): string {
@@ -142,7 +110,7 @@ export async function identityRoutes (app: FastifyInstance, options: { state: Mi
     reply.header('cache-control', 'no-store, no-cache').header('pragma', 'no-cache')
     checkTenant(tenantOf(request))
     const body = fields(request.body)
-    const basic = basicCredentials(request)
+    const basic = basicCredentials(request, () => new TokenError(401, 'invalid_client', 7000215, 'Invalid client secret provided.'))
     const grantType = text(body, 'grant_type')
     if (grantType === undefined || grantType === '') {
       throw new TokenError(400, 'invalid_request', 900144, "The request body must contain the following parameter: 'grant_type'.")

@@ -11,20 +11,21 @@ export interface ClientRegistration {
   redirectUris: string[]
 }
 
+/** The registered clients; each provider's identity adds its own token endpoint rules on top. */
 export class ClientRegistry {
   private readonly clients = new Map<string, ClientRegistration>()
 
-  register (client: ClientRegistration): void {
+  registerClient (client: ClientRegistration): void {
     if (client.clientId === '' || client.clientSecret === '') throw new Error('a client needs a clientId and a clientSecret')
     this.clients.set(client.clientId, { ...client, redirectUris: [...client.redirectUris] })
   }
 
-  get (clientId: string): ClientRegistration | undefined {
+  client (clientId: string): ClientRegistration | undefined {
     return this.clients.get(clientId)
   }
 
   // The secret never leaves the registry through the control surface.
-  list (): Array<{ clientId: string, redirectUris: string[] }> {
+  listClients (): Array<{ clientId: string, redirectUris: string[] }> {
     return [...this.clients.values()].map(({ clientId, redirectUris }) => ({ clientId, redirectUris }))
   }
 }
