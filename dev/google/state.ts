@@ -1,6 +1,5 @@
 // Everything the stand-in holds, in memory (a restart forgets it), and the operations of the
 // control surface, which the HTTP routes under /_control and in-process callers share.
-import type { FastifyBaseLogger } from 'fastify'
 import { DateTime } from 'luxon'
 import { AuthorizationEndpoint } from './authorization.js'
 import { Calendars } from './calendars.js'
@@ -10,10 +9,12 @@ import type { Channel, DeliveryOptions } from './channels.js'
 import { ApiError, ControlError } from './errors.js'
 import { isValidZone, readEventWrite, renderEvent } from './events.js'
 import type { EventResource, EventWrite, StoredEvent, StoredTime } from './events.js'
-import { Counters, Faults, readFaultInput } from './faults.js'
-import type { Fault, FaultInput, OperationCount } from './faults.js'
+import { readSeedCounts, StandInState } from '../stand-in/state.js'
+import type { SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
+import { readFaultInput } from './faults.js'
+import type { FaultInput } from './faults.js'
 import { Identity } from './identity.js'
-import type { Account, ClientRegistration, Lifetimes } from './identity.js'
+import type { Account, Lifetimes } from './identity.js'
 import type { SigningKeys } from './keys.js'
 import { newEventId } from './secrets.js'
 import { wallClockText, wallClockToMillis } from './zones.js'
@@ -48,26 +49,7 @@ export interface CalendarView {
   events: number
 }
 
-export interface SeedGenerator {
-  /** Single events, one hour each (every tenth all-day), spread over `days` from `from`. */
-  singles?: number
-  /** Weekly series of 52 occurrences (every fourth one daily, 30 occurrences), with a time zone. */
-  series?: number
-  /** Exceptions spread over the series: every third one a cancelled occurrence, the others moved an hour. */
-  exceptions?: number
-  /** First day (YYYY-MM-DD); default 180 days before today. */
-  from?: string
-  /** Default 365. */
-  days?: number
-}
-
-export interface SeedResult {
-  inserted: number
-  singles: number
-  series: number
-  exceptions: number
-  tookMs: number
-}
+export type { SeedGenerator, SeedResult } from '../stand-in/state.js'
 
 export interface ChannelView {
   id: string
@@ -83,26 +65,16 @@ export interface ChannelView {
   pending: number
 }
 
-export interface StateOptions {
-  now: () => number
-  keys: SigningKeys
-  lifetimes: Lifetimes
-  delivery: DeliveryOptions
-  log: FastifyBaseLogger
-}
+export type StateOptions = StandInStateOptions<SigningKeys, Lifetimes, DeliveryOptions>
 
-export class GoogleState {
-  origin = ''
+export class GoogleState extends StandInState<Account, AccountView, Calendar, FaultInput, Channels['counts']> {
   readonly identity: Identity
   readonly calendars: Calendars
   readonly channels: Channels
   readonly authorization: AuthorizationEndpoint
-  readonly faults = new Faults<FaultInput>()
-  readonly counters = new Counters()
-  readonly now: () => number
 
   constructor (readonly options: StateOptions) {
-    this.now = options.now
+    super(options.now)
     this.identity = new Identity(options.now, options.keys, () => this.origin, options.lifetimes)
     this.channels = new Channels(options.now, options.log, options.delivery)
     this.calendars = new Calendars(options.now, (calendar, state) => this.channels.notify(calendar.id, state))
@@ -113,18 +85,6 @@ export class GoogleState {
   sweep (): void {
     this.identity.sweep()
     this.authorization.sweep()
-  }
-
-  registerClient (client: ClientRegistration): { clientId: string, redirectUris: string[] } {
-    if (!Array.isArray(client.redirectUris) || client.redirectUris.some((uri) => typeof uri !== 'string' || !URL.canParse(uri))) {
-      throw new ControlError(400, 'redirectUris must be absolute URLs')
-    }
-    try {
-      this.identity.registerClient(client)
-    } catch (err) {
-      throw new ControlError(400, (err as Error).message)
-    }
-    return { clientId: client.clientId, redirectUris: [...client.redirectUris] }
   }
 
   createAccount (setup: AccountSetup): AccountView {
@@ -141,12 +101,6 @@ export class GoogleState {
     return this.accountView(account)
   }
 
-  account (email: string): Account {
-    const account = this.identity.accountByEmail(email)
-    if (account === undefined) throw new ControlError(404, `no account ${email}`)
-    return account
-  }
-
   accountView (account: Account): AccountView {
     return {
       sub: account.sub,
@@ -159,10 +113,6 @@ export class GoogleState {
     }
   }
 
-  listAccounts (): AccountView[] {
-    return this.identity.listAccounts().map((account) => this.accountView(account))
-  }
-
   addCalendar (email: string, input: CalendarInput): CalendarView {
     const account = this.account(email)
     if (input.timeZone !== undefined && !isValidZone(input.timeZone)) throw new ControlError(400, `unknown time zone ${input.timeZone}`)
@@ -171,12 +121,6 @@ export class GoogleState {
     } catch (err) {
       throw new ControlError(409, (err as Error).message)
     }
-  }
-
-  calendar (calendarId: string): Calendar {
-    const calendar = this.calendars.get(calendarId)
-    if (calendar === undefined) throw new ControlError(404, `no calendar ${calendarId}`)
-    return calendar
   }
 
   deleteCalendar (calendarId: string): void {
@@ -243,17 +187,12 @@ export class GoogleState {
     return { calendars: calendars.map((calendar) => calendar.id) }
   }
 
-  armFault (body: unknown): Fault {
-    return this.faults.arm(readFaultInput(body))
+  protected readFault (body: unknown): FaultInput {
+    return readFaultInput(body)
   }
 
-  counts (): { operations: Record<string, OperationCount>, notifications: Channels['counts'] } {
-    return { operations: this.counters.snapshot(), notifications: { ...this.channels.counts } }
-  }
-
-  resetCounts (): void {
-    this.counters.reset()
-    for (const key of Object.keys(this.channels.counts) as Array<keyof Channels['counts']>) this.channels.counts[key] = 0
+  protected notificationCounts (): Channels['counts'] {
+    return this.channels.counts
   }
 
   listChannels (): ChannelView[] {
@@ -312,12 +251,7 @@ function asControlError<T> (write: () => T): T {
 }
 
 function generateEvents (calendar: Calendar, spec: SeedGenerator, now: number): { writes: EventWrite[], singles: number, series: number, exceptions: number } {
-  const counts = { singles: spec.singles ?? 0, series: spec.series ?? 0, exceptions: spec.exceptions ?? 0 }
-  for (const [name, value] of Object.entries(counts)) {
-    if (!Number.isInteger(value) || value < 0 || value > 1_000_000) throw new ControlError(400, `generate.${name} must be a non-negative integer`)
-  }
-  const days = spec.days ?? 365
-  if (!Number.isInteger(days) || days < 1) throw new ControlError(400, 'generate.days must be a positive integer')
+  const { counts, days } = readSeedCounts(spec)
   const zone = calendar.timeZone
   const first = spec.from === undefined
     ? DateTime.fromMillis(now, { zone }).startOf('day').minus({ days: 180 })

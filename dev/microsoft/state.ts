@@ -1,16 +1,17 @@
 // Everything the stand-in holds, in memory (a restart forgets it), and the operations of the
 // control surface, which the HTTP routes under /_control and in-process callers share.
-import type { FastifyBaseLogger } from 'fastify'
 import { AuthorizationEndpoint } from './authorization.js'
 import { Calendars } from './calendars.js'
 import type { Calendar, CalendarInput, StoredEvent } from './calendars.js'
 import { ControlError, GraphError } from './errors.js'
 import { readEventWrite, renderInstance } from './events.js'
 import type { EventResource, EventTime, EventWrite } from './events.js'
-import { Counters, Faults, readFaultInput } from './faults.js'
-import type { Fault, FaultInput, OperationCount } from './faults.js'
+import { readSeedCounts, StandInState } from '../stand-in/state.js'
+import type { SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
+import { readFaultInput } from './faults.js'
+import type { FaultInput } from './faults.js'
 import { Identity } from './identity.js'
-import type { Account, AccountInput, ClientRegistration, Lifetimes, RevocationReason } from './identity.js'
+import type { Account, AccountInput, Lifetimes, RevocationReason } from './identity.js'
 import type { SigningKeys } from './keys.js'
 import { dateTimeOffset, Subscriptions } from './subscriptions.js'
 import type { DeliveryCounts, DeliveryOptions, LifecycleEvent, Subscription } from './subscriptions.js'
@@ -46,26 +47,7 @@ export interface AccountView {
   grants: Array<{ clientId: string, scopes: string[], refreshTokens: number }>
 }
 
-export interface SeedGenerator {
-  /** Single events, one hour each (every tenth all-day), spread over `days` from `from`. */
-  singles?: number
-  /** Weekly series of 52 occurrences (every fourth one daily, 30 occurrences). */
-  series?: number
-  /** Exceptions spread over the series: every third one a deleted occurrence, the others moved an hour. */
-  exceptions?: number
-  /** First day (YYYY-MM-DD); default 180 days before today. */
-  from?: string
-  /** Default 365. */
-  days?: number
-}
-
-export interface SeedResult {
-  inserted: number
-  singles: number
-  series: number
-  exceptions: number
-  tookMs: number
-}
+export type { SeedGenerator, SeedResult } from '../stand-in/state.js'
 
 export interface SubscriptionView {
   id: string
@@ -82,26 +64,16 @@ export interface SubscriptionView {
   failed: number
 }
 
-export interface StateOptions {
-  now: () => number
-  keys: SigningKeys
-  lifetimes: Lifetimes
-  delivery: DeliveryOptions
-  log: FastifyBaseLogger
-}
+export type StateOptions = StandInStateOptions<SigningKeys, Lifetimes, DeliveryOptions>
 
-export class MicrosoftState {
-  origin = ''
+export class MicrosoftState extends StandInState<Account, AccountView, Calendar, FaultInput, DeliveryCounts> {
   readonly identity: Identity
   readonly calendars: Calendars
   readonly subscriptions: Subscriptions
   readonly authorization: AuthorizationEndpoint
-  readonly faults = new Faults<FaultInput>()
-  readonly counters = new Counters()
-  readonly now: () => number
 
   constructor (readonly options: StateOptions) {
-    this.now = options.now
+    super(options.now)
     this.identity = new Identity(options.now, options.keys, () => this.origin, options.lifetimes)
     this.subscriptions = new Subscriptions(options.now, options.log, options.delivery)
     // Change notifications pause for an application whose grant ended, until it is authorized again.
@@ -116,18 +88,6 @@ export class MicrosoftState {
     this.subscriptions.sweep()
   }
 
-  registerClient (client: ClientRegistration): { clientId: string, redirectUris: string[] } {
-    if (!Array.isArray(client.redirectUris) || client.redirectUris.some((uri) => typeof uri !== 'string' || !URL.canParse(uri))) {
-      throw new ControlError(400, 'redirectUris must be absolute URLs')
-    }
-    try {
-      this.identity.registerClient(client)
-    } catch (err) {
-      throw new ControlError(400, (err as Error).message)
-    }
-    return { clientId: client.clientId, redirectUris: [...client.redirectUris] }
-  }
-
   createAccount (setup: AccountSetup): AccountView {
     if (typeof setup.email !== 'string') throw new ControlError(400, 'email is required')
     let account: Account
@@ -139,12 +99,6 @@ export class MicrosoftState {
     this.calendars.create({ oid: account.oid, name: account.name, email: account.email }, { name: 'Calendar' }, true)
     for (const input of setup.calendars ?? []) this.addCalendar(account.email, input)
     return this.accountView(account)
-  }
-
-  account (email: string): Account {
-    const account = this.identity.accountByEmail(email)
-    if (account === undefined) throw new ControlError(404, `no account ${email}`)
-    return account
   }
 
   accountView (account: Account): AccountView {
@@ -161,10 +115,6 @@ export class MicrosoftState {
     }
   }
 
-  listAccounts (): AccountView[] {
-    return this.identity.listAccounts().map((account) => this.accountView(account))
-  }
-
   addCalendar (email: string, input: CalendarInput): CalendarView {
     const account = this.account(email)
     if (input.name !== undefined && (typeof input.name !== 'string' || input.name === '')) throw new ControlError(400, 'name must be a non-empty string')
@@ -172,12 +122,6 @@ export class MicrosoftState {
     // Outlook refuses a second calendar of the same name (ErrorFolderExists).
     if (taken) throw new ControlError(409, `a calendar named ${input.name ?? 'Calendar'} exists already`)
     return this.calendarView(this.calendars.create({ oid: account.oid, name: account.name, email: account.email }, input, false))
-  }
-
-  calendar (calendarId: string): Calendar {
-    const calendar = this.calendars.get(calendarId)
-    if (calendar === undefined) throw new ControlError(404, `no calendar ${calendarId}`)
-    return calendar
   }
 
   /** Removes a calendar; subscriptions watching only it are removed (with `subscriptionRemoved`). */
@@ -322,17 +266,12 @@ export class MicrosoftState {
     return this.subscriptionView(subscription)
   }
 
-  armFault (body: unknown): Fault {
-    return this.faults.arm(readFaultInput(body))
+  protected readFault (body: unknown): FaultInput {
+    return readFaultInput(body)
   }
 
-  counts (): { operations: Record<string, OperationCount>, notifications: DeliveryCounts } {
-    return { operations: this.counters.snapshot(), notifications: { ...this.subscriptions.counts } }
-  }
-
-  resetCounts (): void {
-    this.counters.reset()
-    for (const key of Object.keys(this.subscriptions.counts) as Array<keyof DeliveryCounts>) this.subscriptions.counts[key] = 0
+  protected notificationCounts (): DeliveryCounts {
+    return this.subscriptions.counts
   }
 
   listSubscriptions (): SubscriptionView[] {
@@ -401,12 +340,7 @@ interface GeneratedException {
 }
 
 function generateEvents (spec: SeedGenerator, zoneName: string, now: number): { writes: EventWrite[], singles: number, series: number, exceptions: GeneratedException[] } {
-  const counts = { singles: spec.singles ?? 0, series: spec.series ?? 0, exceptions: spec.exceptions ?? 0 }
-  for (const [name, value] of Object.entries(counts)) {
-    if (!Number.isInteger(value) || value < 0 || value > 1_000_000) throw new ControlError(400, `generate.${name} must be a non-negative integer`)
-  }
-  const days = spec.days ?? 365
-  if (!Number.isInteger(days) || days < 1) throw new ControlError(400, 'generate.days must be a positive integer')
+  const { counts, days } = readSeedCounts(spec)
   if (counts.exceptions > 0 && counts.series === 0) throw new ControlError(400, 'exceptions need series')
   const zone = ianaZone(zoneName) ?? 'Etc/UTC'
   let first: { y: number, m: number, d: number }
