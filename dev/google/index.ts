@@ -1,5 +1,5 @@
 import { refuseProduction } from '../stand-in/index.js'
-import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, serve } from '../stand-in/server.js'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn } from '../stand-in/server.js'
 import type { FastifyServerOptions } from 'fastify'
 import { googleApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
@@ -81,25 +81,19 @@ export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleS
     },
     log: app.log
   })
-  const url = await serve(app, {
-    setUp: async () => {
-      for (const client of options.clients ?? []) state.registerClient(client)
-      for (const account of options.accounts ?? []) state.createAccount(account)
-      await app.register(googleApp, { state })
-    },
-    sweep: () => state.sweep(),
-    closeDelivery: async () => await state.channels.close(),
+  const started = await startStandIn(app, {
+    state,
+    plugin: googleApp,
+    delivery: state.channels,
+    clients: options.clients,
+    accounts: options.accounts,
     port: options.port,
     what: 'google stand-in'
   })
-  // Set before the event loop turns, so no request is answered without it.
-  state.origin = url
   return {
-    url,
-    discoveryUrl: `${url}/.well-known/openid-configuration`,
-    rootUrl: `${url}/`,
-    control: state,
-    notificationsSettled: async () => await state.channels.settled(),
-    close: async () => { await app.close() }
+    ...started,
+    discoveryUrl: `${started.url}/.well-known/openid-configuration`,
+    rootUrl: `${started.url}/`,
+    control: state
   }
 }

@@ -1,5 +1,5 @@
 import { refuseProduction } from '../stand-in/index.js'
-import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, serve } from '../stand-in/server.js'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn } from '../stand-in/server.js'
 import type { FastifyServerOptions } from 'fastify'
 import { microsoftApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
@@ -92,25 +92,19 @@ export async function startMicrosoft (options: MicrosoftOptions = {}): Promise<M
     },
     log: app.log
   })
-  const url = await serve(app, {
-    setUp: async () => {
-      for (const client of options.clients ?? []) state.registerClient(client)
-      for (const account of options.accounts ?? []) state.createAccount(account)
-      await app.register(microsoftApp, { state })
-    },
-    sweep: () => state.sweep(),
-    closeDelivery: async () => await state.subscriptions.close(),
+  const started = await startStandIn(app, {
+    state,
+    plugin: microsoftApp,
+    delivery: state.subscriptions,
+    clients: options.clients,
+    accounts: options.accounts,
     port: options.port,
     what: 'microsoft stand-in'
   })
-  // Set before the event loop turns, so no request is answered without it.
-  state.origin = url
   return {
-    url,
-    discoveryUrl: `${url}/common/v2.0/.well-known/openid-configuration`,
-    graphUrl: `${url}/v1.0`,
-    control: state,
-    notificationsSettled: async () => await state.subscriptions.settled(),
-    close: async () => { await app.close() }
+    ...started,
+    discoveryUrl: `${started.url}/common/v2.0/.well-known/openid-configuration`,
+    graphUrl: `${started.url}/v1.0`,
+    control: state
   }
 }

@@ -1,7 +1,7 @@
 // Starting a provider stand-in: options checked the same way, logs that never carry a credential,
 // and one Fastify server on the loopback address whose close also stops background delivery.
 import Fastify from 'fastify'
-import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyServerOptions } from 'fastify'
 import { listenOnLoopback } from './index.js'
 
 const SWEEP_INTERVAL_MS = 60 * 1000
@@ -74,4 +74,51 @@ export async function serve (app: FastifyInstance, options: ServeOptions): Promi
     throw err
   }
   return await listenOnLoopback(app, options.port, options.what)
+}
+
+/** What `startStandIn` needs of a provider's state. */
+export interface ServedState<Client, AccountSetup> {
+  origin: string
+  registerClient (client: Client): unknown
+  createAccount (setup: AccountSetup): unknown
+  sweep (): void
+}
+
+export interface StandInStart<State, Client, AccountSetup> {
+  state: State
+  /** The provider's HTTP surface, registered with the state. */
+  plugin: FastifyPluginAsync<{ state: State }>
+  /** The provider's notification delivery (push channels, Graph subscriptions). */
+  delivery: { close: () => Promise<void>, settled: () => Promise<void> }
+  clients: Client[] | undefined
+  accounts: AccountSetup[] | undefined
+  port: number | undefined
+  /** For the error when no port was bound, e.g. `google stand-in`. */
+  what: string
+}
+
+/** Registers the start-up clients and accounts and the provider's routes, and serves them; answers the base URL. */
+export async function startStandIn<State extends ServedState<Client, AccountSetup>, Client, AccountSetup> (
+  app: FastifyInstance,
+  start: StandInStart<State, Client, AccountSetup>
+): Promise<{ url: string, notificationsSettled: () => Promise<void>, close: () => Promise<void> }> {
+  const { state } = start
+  const url = await serve(app, {
+    setUp: async () => {
+      for (const client of start.clients ?? []) state.registerClient(client)
+      for (const account of start.accounts ?? []) state.createAccount(account)
+      await app.register(start.plugin, { state })
+    },
+    sweep: () => state.sweep(),
+    closeDelivery: async () => await start.delivery.close(),
+    port: start.port,
+    what: start.what
+  })
+  // Set before the event loop turns, so no request is answered without it.
+  state.origin = url
+  return {
+    url,
+    notificationsSettled: async () => await start.delivery.settled(),
+    close: async () => { await app.close() }
+  }
 }
