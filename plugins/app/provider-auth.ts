@@ -8,7 +8,7 @@ import { grantIsRefreshToken, type ConnectionSummary, type GrantRevokedResult, t
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
-import { GOOGLE_SCOPES, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
+import { GOOGLE_SCOPES, grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import {
   decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, microsoftHandOverMode, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
@@ -126,7 +126,7 @@ export default fp(async function providerAuth (fastify) {
    * service, which imports, syncs or repairs the user's Microsoft calendar, as a Google sign-in does.
    */
   async function microsoftSignedIn (userId: string, accountId: string, refreshToken: string | undefined, scopes: string[]): Promise<CalendarEffect> {
-    if (refreshToken === undefined || !scopes.includes(MICROSOFT_CALENDAR_SCOPE)) return 'none'
+    if (refreshToken === undefined || !grantsMicrosoftScope(scopes.join(' '), MICROSOFT_CALENDAR_SCOPE)) return 'none'
     const mode = microsoftHandOverMode(await connectionsOf(userId, 'microsoft'))
     await outbox.add(userId, [handOverEntry(userId, accountId, refreshToken, scopes, mode, 'microsoft')])
     outbox.kick(userId)

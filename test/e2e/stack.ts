@@ -74,7 +74,8 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   const microsoft = options.microsoft === undefined || options.microsoft === false
     ? undefined
     : await startMicrosoft({
-      clients: [{ ...MICROSOFT_CLIENT, redirectUris: [`${backendOrigin}/sync/oauth/microsoft/callback`] }],
+      // Sync's connect callback, and the web client's return route of a Microsoft sign-in.
+      clients: [{ ...MICROSOFT_CLIENT, redirectUris: [`${backendOrigin}/sync/oauth/microsoft/callback`, `${webUrl}/auth/extprovider/callback`] }],
       accounts: options.microsoft === true ? [] : options.microsoft.accounts ?? [],
       // A failed delivery is a test failure to see, not something to retry for seconds.
       notificationRetries: 0
@@ -86,7 +87,9 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     web: { ...config.web, url: webUrl },
     backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl] },
     sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl },
-    ...(webPort === null ? {} : { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } })
+    ...(webPort === null ? {} : { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } }),
+    // The backend's Microsoft sign-in uses the same application as Sync, as in a deployment.
+    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } })
   }))
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Stream tests wait for fan-out; a shorter poll keeps them quick without changing what happens.

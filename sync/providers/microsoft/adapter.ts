@@ -17,7 +17,7 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
 } from '../../lib/providers/port.js'
-import { MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
+import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
@@ -139,10 +139,6 @@ function claimsOf (idToken: string | undefined): { email?: string, sub?: string 
   }
 }
 
-function grantedScope (scope: string, wanted: string): boolean {
-  return scope.split(' ').some((entry) => entry === wanted || entry.endsWith(`/${wanted}`))
-}
-
 /** Graph's UTC date-time (with or without its `Z`) as milliseconds; NaN when it is none. */
 function utcMs (value: string | null | undefined): number {
   if (!value) return Number.NaN
@@ -222,7 +218,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       scope: CONSENT_SCOPES.join(' ')
     })
     const scope = tokens.scope ?? ''
-    if (!grantedScope(scope, MICROSOFT_CALENDAR_SCOPE)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
+    if (!grantsMicrosoftScope(scope, MICROSOFT_CALENDAR_SCOPE)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
     const claims = claimsOf(tokens.id_token)
     return {
       credential: {
@@ -586,7 +582,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Microsoft credential has no refresh token')
     const cached = this.#tokens.get(context.connectionId)
     if (cached !== undefined && cached.refreshToken === refreshToken && cached.expiresAt > Date.now() + EXPIRY_MARGIN_MS) return cached.accessToken
-    const scopes = grantedScope(context.credential['scope'] ?? '', MICROSOFT_MAILBOX_SETTINGS_SCOPE) ? CONSENT_SCOPES : SCOPES
+    const scopes = grantsMicrosoftScope(context.credential['scope'] ?? '', MICROSOFT_MAILBOX_SETTINGS_SCOPE) ? CONSENT_SCOPES : SCOPES
     const tokens = await this.#token('token refresh', { grant_type: 'refresh_token', refresh_token: refreshToken, scope: scopes.join(' ') })
     if (!tokens.access_token) throw new Error('Microsoft answered a refresh without an access token')
     let current = refreshToken
