@@ -1,6 +1,6 @@
 // The few HTML pages a person sees: the consent page of the authorization endpoint, the error page
 // Google shows instead of redirecting, and the control surface's list of accounts.
-import { escapeHtml, page as framedPage } from '../stand-in/pages.js'
+import { consentForm, escapeHtml, overviewBody, page as framedPage } from '../stand-in/pages.js'
 import type { AccountView, ChannelView } from './state.js'
 
 const STYLE = `  body { font-family: system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #202124; }
@@ -28,31 +28,19 @@ export interface ConsentPageInput {
 }
 
 export function consentPage (input: ConsentPageInput): string {
-  const choices = input.accounts.map((account, index) => {
-    const checked = account.email === input.preselected || (input.preselected === undefined && index === 0)
-    return `<label><input type="radio" name="account" value="${escapeHtml(account.email)}"${checked ? ' checked' : ''}> ${escapeHtml(account.name)} &lt;${escapeHtml(account.email)}&gt;</label>`
-  }).join('\n')
-  const typed = input.preselected !== undefined && !input.accounts.some((account) => account.email === input.preselected)
-    ? escapeHtml(input.preselected)
-    : ''
   return page('Sign in - Google Accounts (stand-in)', `
 <h1>Choose an account to continue to <strong>${escapeHtml(input.clientId)}</strong></h1>
 <p class="note">Local Google stand-in: no password is asked. An address not listed here becomes a new account.</p>
-<form method="post" action="/o/oauth2/v2/auth">
-<input type="hidden" name="request_id" value="${escapeHtml(input.requestId)}">
-<fieldset>
-<legend>Account</legend>
-${choices}
-<label>Another account: <input type="email" name="new_account" value="${typed}" placeholder="name@example.com"></label>
-</fieldset>
-<p>This application would like to:</p>
-<ul class="scopes">${input.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join('')}</ul>
-<div class="actions">
-<button type="submit" name="decision" value="deny">Deny</button>
-<button type="submit" name="decision" value="allow" class="allow">Allow</button>
-</div>
-</form>
-`)
+${consentForm({
+  action: '/o/oauth2/v2/auth',
+  requestId: input.requestId,
+  accounts: input.accounts,
+  preselected: input.preselected,
+  scopeIntro: 'This application would like to:',
+  scopeItems: input.scopes.map((scope) => `<code>${escapeHtml(scope)}</code>`),
+  decline: { value: 'deny', label: 'Deny' },
+  accept: { value: 'allow', label: 'Allow', className: 'allow' }
+})}`)
 }
 
 /** Google's own page for a request it will not send back to the application. */
@@ -67,20 +55,11 @@ export function authorizationErrorPage (error: string, description: string): str
 export function accountsPage (accounts: AccountView[], channels: ChannelView[], origin: string): string {
   const rows = accounts.map((account) => `<tr><td>${escapeHtml(account.email)}</td><td>${escapeHtml(account.name)}</td>
 <td>${account.calendars.map((calendar) => `${escapeHtml(calendar.summary)}${calendar.hidden ? ' (hidden)' : ''}: ${calendar.events}`).join('<br>')}</td>
-<td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`).join('\n')
+<td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`)
   const channelRows = channels.map((channel) => `<tr><td>${escapeHtml(channel.id)}</td><td>${escapeHtml(channel.calendarId)}</td>
-<td>${escapeHtml(channel.state)}</td><td>${channel.delivered}</td><td>${channel.failed}</td></tr>`).join('\n')
-  return page('Google stand-in', `
-<h1>Google stand-in at ${escapeHtml(origin)}</h1>
-<p class="note">State is kept in memory: a restart forgets it. JSON: <a href="/_control/accounts">/_control/accounts</a>,
-<a href="/_control/channels">/_control/channels</a>, <a href="/_control/counters">/_control/counters</a>.</p>
-<h2>Accounts</h2>
-<table><tr><th>Email</th><th>Name</th><th>Calendars: events</th><th>Granted to</th></tr>
-${rows}
-</table>
-<h2>Channels</h2>
-<table><tr><th>Id</th><th>Calendar</th><th>State</th><th>Delivered</th><th>Failed</th></tr>
-${channelRows}
-</table>
-`)
+<td>${escapeHtml(channel.state)}</td><td>${channel.delivered}</td><td>${channel.failed}</td></tr>`)
+  return page('Google stand-in', overviewBody('Google stand-in', origin, ['/_control/accounts', '/_control/channels', '/_control/counters'], [
+    { heading: 'Accounts', columns: ['Email', 'Name', 'Calendars: events', 'Granted to'], rows },
+    { heading: 'Channels', columns: ['Id', 'Calendar', 'State', 'Delivered', 'Failed'], rows: channelRows }
+  ]))
 }

@@ -1,7 +1,7 @@
 // The few HTML pages a person sees: the consent page of the authorization endpoint, the error page
 // shown instead of redirecting, the page that posts an answer back (response_mode=form_post), and
 // the control surface's overview.
-import { escapeHtml, page as framedPage } from '../stand-in/pages.js'
+import { consentForm, escapeHtml, overviewBody, page as framedPage } from '../stand-in/pages.js'
 import { graphPermissions } from './identity.js'
 
 const STYLE = `  body { font-family: "Segoe UI", system-ui, sans-serif; max-width: 34rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
@@ -37,13 +37,6 @@ const SCOPE_LABELS: Record<string, string> = {
 }
 
 export function consentPage (input: ConsentPageInput): string {
-  const choices = input.accounts.map((account, index) => {
-    const checked = account.email === input.preselected || (input.preselected === undefined && index === 0)
-    return `<label><input type="radio" name="account" value="${escapeHtml(account.email)}"${checked ? ' checked' : ''}> ${escapeHtml(account.name)} &lt;${escapeHtml(account.email)}&gt; <span class="note">(${escapeHtml(account.kind)} account)</span></label>`
-  }).join('\n')
-  const typed = input.preselected !== undefined && !input.accounts.some((account) => account.email === input.preselected)
-    ? escapeHtml(input.preselected)
-    : ''
   const labels = [
     ...input.scopes.filter((scope) => SCOPE_LABELS[scope] !== undefined).map((scope) => SCOPE_LABELS[scope] ?? scope),
     ...graphPermissions(input.scopes)
@@ -51,21 +44,17 @@ export function consentPage (input: ConsentPageInput): string {
   return page('Permissions requested - Microsoft (stand-in)', `
 <h1>Let <strong>${escapeHtml(input.clientId)}</strong> access your info?</h1>
 <p class="note">Local Microsoft stand-in: no password is asked. An address not listed here becomes a new personal account.</p>
-<form method="post" action="${escapeHtml(input.action)}">
-<input type="hidden" name="request_id" value="${escapeHtml(input.requestId)}">
-<fieldset>
-<legend>Account</legend>
-${choices}
-<label>Another account: <input type="email" name="new_account" value="${typed}" placeholder="name@example.com"></label>
-</fieldset>
-<p>This app would like to:</p>
-<ul class="scopes">${labels.map((label) => `<li>${escapeHtml(label)}</li>`).join('')}</ul>
-<div class="actions">
-<button type="submit" name="decision" value="cancel">Cancel</button>
-<button type="submit" name="decision" value="accept" class="accept">Accept</button>
-</div>
-</form>
-`)
+${consentForm({
+  action: input.action,
+  requestId: input.requestId,
+  accounts: input.accounts,
+  preselected: input.preselected,
+  accountNote: (index) => ` <span class="note">(${escapeHtml(input.accounts[index]?.kind ?? '')} account)</span>`,
+  scopeIntro: 'This app would like to:',
+  scopeItems: labels.map((label) => escapeHtml(label)),
+  decline: { value: 'cancel', label: 'Cancel' },
+  accept: { value: 'accept', label: 'Accept', className: 'accept' }
+})}`)
 }
 
 /** The identity platform's own page for a request it will not send back to the application. */
@@ -101,20 +90,11 @@ export interface OverviewInput {
 export function overviewPage (input: OverviewInput): string {
   const rows = input.accounts.map((account) => `<tr><td>${escapeHtml(account.email)}</td><td>${escapeHtml(account.name)} (${escapeHtml(account.kind)})</td>
 <td>${account.calendars.map((calendar) => `${escapeHtml(calendar.name)}: ${calendar.events}`).join('<br>')}</td>
-<td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`).join('\n')
+<td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`)
   const subscriptionRows = input.subscriptions.map((subscription) => `<tr><td>${escapeHtml(subscription.id)}</td><td>${escapeHtml(subscription.resource)}</td>
-<td>${escapeHtml(subscription.state)}</td><td>${subscription.delivered}</td><td>${subscription.failed}</td></tr>`).join('\n')
-  return page('Microsoft stand-in', `
-<h1>Microsoft stand-in at ${escapeHtml(input.origin)}</h1>
-<p class="note">State is kept in memory: a restart forgets it. JSON: <a href="/_control/accounts">/_control/accounts</a>,
-<a href="/_control/subscriptions">/_control/subscriptions</a>, <a href="/_control/counters">/_control/counters</a>.</p>
-<h2>Accounts</h2>
-<table><tr><th>Email</th><th>Name</th><th>Calendars: items</th><th>Consented to</th></tr>
-${rows}
-</table>
-<h2>Subscriptions</h2>
-<table><tr><th>Id</th><th>Resource</th><th>State</th><th>Delivered</th><th>Failed</th></tr>
-${subscriptionRows}
-</table>
-`)
+<td>${escapeHtml(subscription.state)}</td><td>${subscription.delivered}</td><td>${subscription.failed}</td></tr>`)
+  return page('Microsoft stand-in', overviewBody('Microsoft stand-in', input.origin, ['/_control/accounts', '/_control/subscriptions', '/_control/counters'], [
+    { heading: 'Accounts', columns: ['Email', 'Name', 'Calendars: items', 'Consented to'], rows },
+    { heading: 'Subscriptions', columns: ['Id', 'Resource', 'State', 'Delivered', 'Failed'], rows: subscriptionRows }
+  ]))
 }
