@@ -1,7 +1,7 @@
 // The control surface, under /_control: what tests, benchmarks and the local stack use to act as
 // the person and their other devices. Not part of Google; JSON in, JSON out, `{ error }` on refusal.
 import type { FastifyInstance } from 'fastify'
-import { CONTROL, commonControlRoutes, objectBody, param } from '../stand-in/control.js'
+import { accountAndEventRoutes, accountStrings, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
 import type { CalendarInput } from './calendars.js'
 import { ControlError } from './errors.js'
 import { accountsPage } from './pages.js'
@@ -22,64 +22,35 @@ function calendarInput (value: unknown): CalendarInput {
 export async function controlRoutes (app: FastifyInstance, options: { state: GoogleState }): Promise<void> {
   const { state } = options
   commonControlRoutes<SeedGenerator>(app, state)
+  accountAndEventRoutes(app, state, calendarInput)
+  deliveryRoutes(app, 'channels', { list: () => state.listChannels(), settled: async () => await state.channels.settled() })
 
   app.get('/', CONTROL, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(accountsPage(state.listAccounts(), state.listChannels(), state.origin)))
 
   app.post('/accounts', CONTROL, async (request, reply) => {
     const body = objectBody(request)
-    if (typeof body['email'] !== 'string') throw new ControlError(400, 'email is required')
-    for (const name of ['name', 'picture', 'timeZone']) {
-      if (body[name] !== undefined && typeof body[name] !== 'string') throw new ControlError(400, `${name} must be a string`)
-    }
+    const { email, strings } = accountStrings(body, ['name', 'picture', 'timeZone'])
     // `email_verified` (the claim's name) is taken as well as `emailVerified`.
     const emailVerified = body['emailVerified'] ?? body['email_verified']
     if (emailVerified !== undefined && typeof emailVerified !== 'boolean') throw new ControlError(400, 'emailVerified must be a boolean')
     if (body['calendars'] !== undefined && !Array.isArray(body['calendars'])) throw new ControlError(400, 'calendars must be an array')
     const setup: AccountSetup = {
-      email: body['email'],
-      ...(typeof body['name'] === 'string' ? { name: body['name'] } : {}),
-      ...(typeof body['picture'] === 'string' ? { picture: body['picture'] } : {}),
-      ...(typeof body['timeZone'] === 'string' ? { timeZone: body['timeZone'] } : {}),
+      email,
+      ...strings,
       ...(emailVerified === undefined ? {} : { emailVerified: emailVerified as boolean }),
       calendars: ((body['calendars'] ?? []) as unknown[]).map(calendarInput)
     }
     return reply.code(201).send(state.createAccount(setup))
   })
-  app.get('/accounts', CONTROL, async () => ({ accounts: state.listAccounts() }))
-  app.get('/accounts/:email', CONTROL, async (request) => state.accountView(state.account(param(request, 'email'))))
-
-  app.post('/accounts/:email/calendars', CONTROL, async (request, reply) =>
-    reply.code(201).send(state.addCalendar(param(request, 'email'), calendarInput(objectBody(request)))))
 
   app.post('/accounts/:email/revoke', CONTROL, async (request) => {
     const clientId = objectBody(request)['clientId']
     if (clientId !== undefined && typeof clientId !== 'string') throw new ControlError(400, 'clientId must be a string')
     return state.revoke(param(request, 'email'), clientId)
   })
-  app.post('/accounts/:email/expire-access-tokens', CONTROL, async (request) => state.expireAccessTokens(param(request, 'email')))
   app.post('/accounts/:email/expire-sync-tokens', CONTROL, async (request) => state.expireSyncTokens({ email: param(request, 'email') }))
 
-  app.delete('/calendars/:calendarId', CONTROL, async (request, reply) => {
-    state.deleteCalendar(param(request, 'calendarId'))
-    return reply.code(204).send()
-  })
   app.post('/calendars/:calendarId/expire-sync-tokens', CONTROL, async (request) =>
     state.expireSyncTokens({ calendarId: param(request, 'calendarId') }))
-
-  app.get('/calendars/:calendarId/events', CONTROL, async (request) => ({ items: state.storedEvents(param(request, 'calendarId')) }))
-  app.post('/calendars/:calendarId/events', CONTROL, async (request, reply) =>
-    reply.code(201).send(state.insertEvent(param(request, 'calendarId'), request.body)))
-  app.patch('/calendars/:calendarId/events/:eventId', CONTROL, async (request) =>
-    state.patchEvent(param(request, 'calendarId'), param(request, 'eventId'), request.body))
-  app.delete('/calendars/:calendarId/events/:eventId', CONTROL, async (request) =>
-    state.deleteEvent(param(request, 'calendarId'), param(request, 'eventId')))
-
-  app.get('/channels', CONTROL, async () => ({ channels: state.listChannels() }))
-  // Waits until every queued push notification is delivered or given up, so a caller can assert
-  // on what its receiver got.
-  app.post('/channels/settle', CONTROL, async () => {
-    await state.channels.settled()
-    return { channels: state.listChannels() }
-  })
 }

@@ -1,7 +1,7 @@
 // The control surface, under /_control: what tests, benchmarks and the local stack use to act as
 // the person and their other devices. Not part of Microsoft; JSON in, JSON out, `{ error }` on refusal.
 import type { FastifyInstance } from 'fastify'
-import { CONTROL, commonControlRoutes, objectBody, param } from '../stand-in/control.js'
+import { accountAndEventRoutes, accountStrings, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
 import type { CalendarInput } from './calendars.js'
 import { ControlError } from './errors.js'
 import type { AccountKind } from './identity.js'
@@ -26,6 +26,8 @@ function calendarInput (value: unknown): CalendarInput {
 export async function controlRoutes (app: FastifyInstance, options: { state: MicrosoftState }): Promise<void> {
   const { state } = options
   commonControlRoutes<SeedGenerator>(app, state)
+  accountAndEventRoutes(app, state, calendarInput)
+  deliveryRoutes(app, 'subscriptions', { list: () => state.listSubscriptions(), settled: async () => await state.subscriptions.settled() })
 
   app.get('/', CONTROL, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(overviewPage({
@@ -42,26 +44,17 @@ export async function controlRoutes (app: FastifyInstance, options: { state: Mic
 
   app.post('/accounts', CONTROL, async (request, reply) => {
     const body = objectBody(request)
-    if (typeof body['email'] !== 'string') throw new ControlError(400, 'email is required')
-    for (const name of ['name', 'kind', 'tenantId', 'timeZone']) {
-      if (body[name] !== undefined && typeof body[name] !== 'string') throw new ControlError(400, `${name} must be a string`)
-    }
+    const { email, strings } = accountStrings(body, ['name', 'kind', 'tenantId', 'timeZone'])
     if (body['calendars'] !== undefined && !Array.isArray(body['calendars'])) throw new ControlError(400, 'calendars must be an array')
     const setup: AccountSetup = {
-      email: body['email'],
-      ...(typeof body['name'] === 'string' ? { name: body['name'] } : {}),
-      ...(typeof body['kind'] === 'string' ? { kind: body['kind'] as AccountKind } : {}),
-      ...(typeof body['tenantId'] === 'string' ? { tenantId: body['tenantId'] } : {}),
-      ...(typeof body['timeZone'] === 'string' ? { timeZone: body['timeZone'] } : {}),
+      email,
+      ...strings,
+      // Any other kind is refused when the account is created.
+      ...(strings['kind'] === undefined ? {} : { kind: strings['kind'] as AccountKind }),
       calendars: ((body['calendars'] ?? []) as unknown[]).map(calendarInput)
     }
     return reply.code(201).send(state.createAccount(setup))
   })
-  app.get('/accounts', CONTROL, async () => ({ accounts: state.listAccounts() }))
-  app.get('/accounts/:email', CONTROL, async (request) => state.accountView(state.account(param(request, 'email'))))
-
-  app.post('/accounts/:email/calendars', CONTROL, async (request, reply) =>
-    reply.code(201).send(state.addCalendar(param(request, 'email'), calendarInput(objectBody(request)))))
 
   app.post('/accounts/:email/revoke', CONTROL, async (request) => {
     const { clientId, reason } = objectBody(request)
@@ -72,34 +65,12 @@ export async function controlRoutes (app: FastifyInstance, options: { state: Mic
       ...(reason === undefined ? {} : { reason: reason as 'sessions' | 'consent' })
     })
   })
-  app.post('/accounts/:email/expire-access-tokens', CONTROL, async (request) => state.expireAccessTokens(param(request, 'email')))
   app.post('/accounts/:email/expire-refresh-tokens', CONTROL, async (request) => state.expireRefreshTokens(param(request, 'email')))
   app.post('/accounts/:email/expire-delta-tokens', CONTROL, async (request) => state.expireDeltaTokens({ email: param(request, 'email') }))
 
-  app.delete('/calendars/:calendarId', CONTROL, async (request, reply) => {
-    state.deleteCalendar(param(request, 'calendarId'))
-    return reply.code(204).send()
-  })
   app.post('/calendars/:calendarId/expire-delta-tokens', CONTROL, async (request) =>
     state.expireDeltaTokens({ calendarId: param(request, 'calendarId') }))
 
-  app.get('/calendars/:calendarId/events', CONTROL, async (request) => ({ items: state.storedEvents(param(request, 'calendarId')) }))
-  app.post('/calendars/:calendarId/events', CONTROL, async (request, reply) =>
-    reply.code(201).send(state.insertEvent(param(request, 'calendarId'), request.body)))
-  app.patch('/calendars/:calendarId/events/:eventId', CONTROL, async (request) =>
-    state.patchEvent(param(request, 'calendarId'), param(request, 'eventId'), request.body))
-  app.delete('/calendars/:calendarId/events/:eventId', CONTROL, async (request, reply) => {
-    state.deleteEvent(param(request, 'calendarId'), param(request, 'eventId'))
-    return reply.code(204).send()
-  })
-
-  app.get('/subscriptions', CONTROL, async () => ({ subscriptions: state.listSubscriptions() }))
   app.post('/subscriptions/:subscriptionId/lifecycle', CONTROL, async (request) =>
     state.sendLifecycle(param(request, 'subscriptionId'), objectBody(request)['lifecycleEvent']))
-  // Waits until every queued notification is delivered or given up, so a caller can assert on
-  // what its receiver got.
-  app.post('/subscriptions/settle', CONTROL, async () => {
-    await state.subscriptions.settled()
-    return { subscriptions: state.listSubscriptions() }
-  })
 }

@@ -76,3 +76,74 @@ export function commonControlRoutes<G> (app: FastifyInstance, state: ControlledS
     return reply.code(204).send()
   })
 }
+
+/**
+ * A new account's body: `email` and the provider's optional string fields, checked in that order;
+ * answers the strings given. Other fields (and `calendars`) are the provider's to read.
+ */
+export function accountStrings (body: Record<string, unknown>, optional: readonly string[]): { email: string, strings: Record<string, string> } {
+  const email = body['email']
+  if (typeof email !== 'string') throw new ControlError(400, 'email is required')
+  const strings: Record<string, string> = {}
+  for (const name of optional) {
+    const value = body[name]
+    if (value === undefined) continue
+    if (typeof value !== 'string') throw new ControlError(400, `${name} must be a string`)
+    strings[name] = value
+  }
+  return { email, strings }
+}
+
+/** What the account, calendar and event routes need of a stand-in's state. */
+export interface AccountsAndEventsState<Account, CalendarInput> {
+  listAccounts (): unknown[]
+  account (email: string): Account
+  accountView (account: Account): unknown
+  addCalendar (email: string, input: CalendarInput): unknown
+  expireAccessTokens (email: string): unknown
+  deleteCalendar (calendarId: string): void
+  storedEvents (calendarId: string): unknown[]
+  insertEvent (calendarId: string, body: unknown): unknown
+  patchEvent (calendarId: string, eventId: string, body: unknown): unknown
+  /** Google answers the cancelled event; Graph answers nothing (204). */
+  deleteEvent (calendarId: string, eventId: string): unknown
+}
+
+/** Accounts, their calendars and other devices' event writes: the same paths on every stand-in. */
+export function accountAndEventRoutes<Account, CalendarInput> (
+  app: FastifyInstance,
+  state: AccountsAndEventsState<Account, CalendarInput>,
+  readCalendarInput: (value: unknown) => CalendarInput
+): void {
+  app.get('/accounts', CONTROL, async () => ({ accounts: state.listAccounts() }))
+  app.get('/accounts/:email', CONTROL, async (request) => state.accountView(state.account(param(request, 'email'))))
+  app.post('/accounts/:email/calendars', CONTROL, async (request, reply) =>
+    reply.code(201).send(state.addCalendar(param(request, 'email'), readCalendarInput(objectBody(request)))))
+  app.post('/accounts/:email/expire-access-tokens', CONTROL, async (request) => state.expireAccessTokens(param(request, 'email')))
+
+  app.delete('/calendars/:calendarId', CONTROL, async (request, reply) => {
+    state.deleteCalendar(param(request, 'calendarId'))
+    return reply.code(204).send()
+  })
+  app.get('/calendars/:calendarId/events', CONTROL, async (request) => ({ items: state.storedEvents(param(request, 'calendarId')) }))
+  app.post('/calendars/:calendarId/events', CONTROL, async (request, reply) =>
+    reply.code(201).send(state.insertEvent(param(request, 'calendarId'), request.body)))
+  app.patch('/calendars/:calendarId/events/:eventId', CONTROL, async (request) =>
+    state.patchEvent(param(request, 'calendarId'), param(request, 'eventId'), request.body))
+  app.delete('/calendars/:calendarId/events/:eventId', CONTROL, async (request, reply) => {
+    const deleted = state.deleteEvent(param(request, 'calendarId'), param(request, 'eventId'))
+    return deleted === undefined ? reply.code(204).send() : deleted
+  })
+}
+
+/**
+ * The notification deliveries (`channels` at Google, `subscriptions` at Microsoft) and a wait until
+ * every queued one is delivered or given up, so a caller can assert on what its receiver got.
+ */
+export function deliveryRoutes (app: FastifyInstance, name: string, delivery: { list: () => unknown[], settled: () => Promise<void> }): void {
+  app.get(`/${name}`, CONTROL, async () => ({ [name]: delivery.list() }))
+  app.post(`/${name}/settle`, CONTROL, async () => {
+    await delivery.settled()
+    return { [name]: delivery.list() }
+  })
+}
