@@ -11,7 +11,7 @@
 //   no invalidations -> no messages, so idle pulls never wake a tab.
 // One page of one user becomes at most one calendarsChanged and one eventsChanged (the ids of the
 // page merged), followed by the status messages in feed order.
-import type { ChangesPage, ConnectionInvalidation, ImportProgressInvalidation, Invalidation } from '../schemas/sync/index.js'
+import type { ChangesPage, ConnectionInvalidation, ImportProgressInvalidation, Invalidation, Provider } from '../schemas/sync/index.js'
 import {
   CONNECTION_REVOKED, LEGACY_CONNECTION_REVOKED, MAX_IDS_PER_MESSAGE,
   type CalendarsChangedMessage, type EventsChangedMessage, type InvalidationReason, type ServerMessage, type SyncStatusChangedMessage
@@ -51,10 +51,11 @@ export function isRevocation (invalidation: ConnectionInvalidation): boolean {
 }
 
 /** The two messages a revoked grant produces: the current code, then its legacy alias. */
-export function revocationMessages (connectionId: string): SyncStatusChangedMessage[] {
+export function revocationMessages (connectionId: string, provider?: Provider): SyncStatusChangedMessage[] {
+  const named = provider === undefined ? {} : { provider }
   return [
-    { type: 'syncStatusChanged', connectionId, status: 'attention', code: CONNECTION_REVOKED, retryable: false },
-    { type: 'syncStatusChanged', connectionId, status: 'attention', code: LEGACY_CONNECTION_REVOKED, retryable: false, aliasOf: CONNECTION_REVOKED }
+    { type: 'syncStatusChanged', connectionId, ...named, status: 'attention', code: CONNECTION_REVOKED, retryable: false },
+    { type: 'syncStatusChanged', connectionId, ...named, status: 'attention', code: LEGACY_CONNECTION_REVOKED, retryable: false, aliasOf: CONNECTION_REVOKED }
   ]
 }
 
@@ -68,19 +69,21 @@ export function resyncMessages (): ServerMessage[] {
 
 /** What the client shows for a connection that moved to a new state. */
 export function connectionStatusMessages (invalidation: ConnectionInvalidation): SyncStatusChangedMessage[] {
-  const { connectionId } = invalidation
-  if (isRevocation(invalidation)) return revocationMessages(connectionId)
+  const { connectionId, provider } = invalidation
+  if (isRevocation(invalidation)) return revocationMessages(connectionId, provider)
+  // Named when the feed knows it, so a tab that did not make the connection labels it right.
+  const named = provider === undefined ? {} : { provider }
   switch (invalidation.state) {
     case 'connecting':
     case 'importing':
     case 'catchingUp':
-      return [{ type: 'syncStatusChanged', connectionId, status: 'syncing' }]
+      return [{ type: 'syncStatusChanged', connectionId, ...named, status: 'syncing' }]
     case 'healthy':
-      return [{ type: 'syncStatusChanged', connectionId, status: 'healthy' }]
+      return [{ type: 'syncStatusChanged', connectionId, ...named, status: 'healthy' }]
     case 'delayed':
-      return [{ type: 'syncStatusChanged', connectionId, status: 'attention', code: 'SYNC_DELAYED', retryable: true }]
+      return [{ type: 'syncStatusChanged', connectionId, ...named, status: 'attention', code: 'SYNC_DELAYED', retryable: true }]
     case 'actionRequired':
-      return [{ type: 'syncStatusChanged', connectionId, status: 'attention', code: 'ACTION_REQUIRED', retryable: false }]
+      return [{ type: 'syncStatusChanged', connectionId, ...named, status: 'attention', code: 'ACTION_REQUIRED', retryable: false }]
     case 'disconnected':
       // The calendar list changes; there is no status left to show.
       return []
@@ -140,7 +143,7 @@ export function translatePage (page: FeedPage): ServerMessage[] {
           if (isRevocation(invalidation)) {
             if (!revoked.has(invalidation.connectionId)) {
               revoked.add(invalidation.connectionId)
-              statuses.push(...revocationMessages(invalidation.connectionId))
+              statuses.push(...revocationMessages(invalidation.connectionId, invalidation.provider))
             }
           } else if (!superseded) {
             statuses.push(...connectionStatusMessages(invalidation))

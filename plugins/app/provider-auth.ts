@@ -294,7 +294,7 @@ export default fp(async function providerAuth (fastify) {
   async function grantRevoked (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }): Promise<GrantRevokedResult> {
     // Sync's own notice can overtake the feed: the open streams hear why before they close.
     if (notice.source === 'sync' && notice.connectionId !== undefined) {
-      for (const message of revocationMessages(notice.connectionId)) fastify.sse.publish(notice.userId, message)
+      for (const message of revocationMessages(notice.connectionId, notice.provider)) fastify.sse.publish(notice.userId, message)
     }
     if (!grantIsRefreshToken(notice.provider)) return { sessionsRevoked: 0, streamsClosed: 0 }
     const result = await sessionRevocations.revokeUser(notice.userId)

@@ -77,6 +77,17 @@ test('a revoked grant adds CONNECTION_REVOKED and its legacy alias GOOGLE_REVOKE
   ], 'reported once per connection even when the page repeats it')
 })
 
+test('the feed\'s provider of a connection is named on its status messages, so any tab labels it right', async (t) => {
+  const statuses = (invalidations: Invalidation[]) => translate(invalidations).filter((message) => message.type === 'syncStatusChanged')
+  t.same(statuses([{ kind: 'connection', at, connectionId: conn1, provider: 'caldav', state: 'importing', reason: null }]), [
+    { type: 'syncStatusChanged', connectionId: conn1, provider: 'caldav', status: 'syncing' }
+  ])
+  t.same(statuses([{ kind: 'connection', at, connectionId: conn2, provider: 'caldav', state: 'actionRequired', reason: 'authorizationRevoked' }]), [
+    { type: 'syncStatusChanged', connectionId: conn2, provider: 'caldav', status: 'attention', code: 'CONNECTION_REVOKED', retryable: false },
+    { type: 'syncStatusChanged', connectionId: conn2, provider: 'caldav', status: 'attention', code: 'GOOGLE_REVOKED', retryable: false, aliasOf: 'CONNECTION_REVOKED' }
+  ])
+})
+
 test('importProgress becomes syncStatusChanged while running and importCompleted when finished', async (t) => {
   t.same(translate([{ kind: 'importProgress', at, connectionId: conn1, phase: 'progress', operation: 'full', counts }]), [
     { type: 'syncStatusChanged', connectionId: conn1, status: 'syncing', import: { operation: 'full', counts } }
