@@ -7,6 +7,7 @@ import { finishEvent, instanceId, parseInstanceId } from './events.js'
 import type { EventWrite, StoredEvent, StoredTime } from './events.js'
 import { isOccurrence } from './recurrence.js'
 import { newEventId, newOpaqueId } from './secrets.js'
+import { firstChangeAfter } from '../stand-in/changes.js'
 
 export interface Calendar {
   id: string
@@ -107,17 +108,6 @@ function finishPage (calendar: Calendar, items: StoredEvent[], mode: 'full' | 's
     result.nextSyncToken = encode({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
   }
   return result
-}
-
-function firstChangeAfter (changes: Array<{ seq: number }>, seq: number): number {
-  let low = 0
-  let high = changes.length
-  while (low < high) {
-    const middle = (low + high) >> 1
-    if ((changes[middle]?.seq ?? Infinity) <= seq) low = middle + 1
-    else high = middle
-  }
-  return low
 }
 
 export class Calendars {

@@ -8,6 +8,7 @@ import type { Content, ContentPatch, EventWrite, Instance } from './events.js'
 import { firstOccurrence, isOccurrence, occurrencesBetween } from './recurrence.js'
 import type { Recurrence } from './recurrence.js'
 import { changeKeyOf, instanceItemId, newICalUid, newItemId, parseItemId, randomText } from './secrets.js'
+import { firstChangeAfter } from '../stand-in/changes.js'
 
 /** A changed or deleted occurrence of a series. */
 export interface ExceptionRecord {
@@ -105,18 +106,6 @@ export const overlaps = (content: Content, fromMs: number, toMs: number): boolea
   const { start, end } = content
   if (end.ms === start.ms) return start.ms >= fromMs && start.ms < toMs
   return start.ms < toMs && end.ms > fromMs
-}
-
-/** First index in `changes` whose seq is above `seq` (the log is in seq order). */
-function firstChangeAfter (changes: Change[], seq: number): number {
-  let low = 0
-  let high = changes.length
-  while (low < high) {
-    const middle = (low + high) >> 1
-    if ((changes[middle]?.seq ?? Infinity) <= seq) low = middle + 1
-    else high = middle
-  }
-  return low
 }
 
 export class Calendars {

@@ -2,7 +2,8 @@
 // Standard Time"); Graph also accepts IANA names on input. Arithmetic happens in IANA zones, with
 // one offset lookup per zone and quarter hour cached (asking Intl costs tens of microseconds, and a
 // bulk seed or a calendar view expands thousands of times).
-import { DateTime, IANAZone } from 'luxon'
+import { IANAZone } from 'luxon'
+import { cachedZoneOffsets } from '../stand-in/zones.js'
 
 // Windows zone -> IANA zone: the "001" (primary) rows of CLDR's windowsZones mapping, which is what
 // Windows and Exchange use to translate.
@@ -173,20 +174,8 @@ export function windowsName (iana: string): string {
   return IANA_TO_WINDOWS.get(iana) ?? iana
 }
 
-const QUARTER_HOUR_MS = 15 * 60 * 1000
-const offsets = new Map<string, number>()
-
 /** The zone's offset from UTC at the instant, in minutes. */
-export function offsetMinutes (zone: string, ms: number): number {
-  const key = `${zone}|${Math.floor(ms / QUARTER_HOUR_MS)}`
-  let offset = offsets.get(key)
-  if (offset === undefined) {
-    offset = DateTime.fromMillis(ms, { zone }).offset
-    if (offsets.size > 200_000) offsets.clear()
-    offsets.set(key, offset)
-  }
-  return offset
-}
+export const offsetMinutes = cachedZoneOffsets(200_000)
 
 /** A wall-clock time as its parts. Months are 1-based. */
 export interface Wall {
