@@ -1,6 +1,6 @@
 import { refuseProduction } from '../stand-in/index.js'
-import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn } from '../stand-in/server.js'
-import type { FastifyServerOptions } from 'fastify'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn, tokenLifetimes } from '../stand-in/server.js'
+import type { StandInOptions } from '../stand-in/server.js'
 import { googleApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
 import { createSigningKeys } from './keys.js'
@@ -11,27 +11,19 @@ export type { AccountSetup, AccountView, CalendarView, ChannelView, SeedGenerato
 export type { ClientRegistration } from './identity.js'
 export type { FaultInput } from './faults.js'
 
-export interface GoogleOptions {
-  /** 0 or absent: any free port. */
-  port?: number
-  clients?: ClientRegistration[]
+export interface GoogleOptions extends StandInOptions<ClientRegistration, AccountSetup> {
   /** Accounts to create at start (each gets its primary calendar, plus `calendars`). */
   accounts?: AccountSetup[]
   /** Milliseconds since the epoch; tests pass their own to move time (token and channel expiry). */
   clock?: () => number
   /** Default 3599, the `expires_in` Google answers. */
   accessTokenLifetimeSec?: number
-  /** Default 3600. */
-  idTokenLifetimeSec?: number
   /** Default 600 (RFC 6749 recommends at most ten minutes; Google's own is shorter and undocumented). */
   codeLifetimeSec?: number
   /** Retries of a push notification answered 500/502/503/504 or not answered. Default 3. */
   notificationRetries?: number
-  /** First retry delay, doubled each time. Default 1000. */
-  notificationRetryDelayMs?: number
   /** Default 5000. */
   notificationTimeoutMs?: number
-  logger?: FastifyServerOptions['logger']
 }
 
 /** The control surface in process: the same operations as the HTTP paths under /_control. */
@@ -62,11 +54,7 @@ export const LOG_REDACT = [...COMMON_LOG_REDACT, 'req.headers["x-goog-channel-to
 export async function startGoogle (options: GoogleOptions = {}): Promise<GoogleStandIn> {
   refuseProduction('dev/google')
   const now = options.clock ?? Date.now
-  const lifetimes = {
-    accessTokenSec: positive(options.accessTokenLifetimeSec, 'accessTokenLifetimeSec', 3599),
-    idTokenSec: positive(options.idTokenLifetimeSec, 'idTokenLifetimeSec', 3600),
-    codeSec: positive(options.codeLifetimeSec, 'codeLifetimeSec', 600)
-  }
+  const lifetimes = tokenLifetimes(options)
   const retries = notificationRetries(options.notificationRetries)
 
   const app = createServer(options.logger, SECRET_PARAMETERS, LOG_REDACT)

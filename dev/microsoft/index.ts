@@ -1,6 +1,6 @@
 import { refuseProduction } from '../stand-in/index.js'
-import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn } from '../stand-in/server.js'
-import type { FastifyServerOptions } from 'fastify'
+import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn, tokenLifetimes } from '../stand-in/server.js'
+import type { StandInOptions } from '../stand-in/server.js'
 import { microsoftApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
 import { createSigningKeys } from './keys.js'
@@ -14,18 +14,13 @@ export type { LifecycleEvent } from './subscriptions.js'
 export { CONSUMERS_TENANT } from './identity.js'
 export { ianaZone, windowsZones } from './zones.js'
 
-export interface MicrosoftOptions {
-  /** 0 or absent: any free port. */
-  port?: number
-  clients?: ClientRegistration[]
+export interface MicrosoftOptions extends StandInOptions<ClientRegistration, AccountSetup> {
   /** Accounts to create at start (each gets its default calendar "Calendar", plus `calendars`). */
   accounts?: AccountSetup[]
   /** Milliseconds since the epoch; tests pass their own to move time (token and subscription expiry). */
   clock?: () => number
   /** Default 3599 (the documented example; Microsoft's real lifetime varies from 60 to 90 minutes). */
   accessTokenLifetimeSec?: number
-  /** Default 3600. */
-  idTokenLifetimeSec?: number
   /** Default 600 (codes "expire after about 10 minutes"). */
   codeLifetimeSec?: number
   /** Default 90 days: a refresh token unused that long answers AADSTS700082. */
@@ -36,11 +31,8 @@ export interface MicrosoftOptions {
   validationTimeoutMs?: number
   /** Retries of a notification not acknowledged with a 2xx. Default 3. */
   notificationRetries?: number
-  /** First retry delay, doubled each time. Default 1000. */
-  notificationRetryDelayMs?: number
   /** Most notifications in one POST. Default 100. */
   notificationBatchSize?: number
-  logger?: FastifyServerOptions['logger']
 }
 
 /** The control surface in process: the same operations as the HTTP paths under /_control. */
@@ -78,9 +70,7 @@ export async function startMicrosoft (options: MicrosoftOptions = {}): Promise<M
     now: options.clock ?? Date.now,
     keys: await createSigningKeys(),
     lifetimes: {
-      accessTokenSec: positive(options.accessTokenLifetimeSec, 'accessTokenLifetimeSec', 3599),
-      idTokenSec: positive(options.idTokenLifetimeSec, 'idTokenLifetimeSec', 3600),
-      codeSec: positive(options.codeLifetimeSec, 'codeLifetimeSec', 600),
+      ...tokenLifetimes(options),
       refreshTokenSec: positive(options.refreshTokenLifetimeSec, 'refreshTokenLifetimeSec', 90 * 24 * 3600)
     },
     delivery: {

@@ -43,6 +43,41 @@ export function notificationRetries (value: number | undefined): number {
   return retries
 }
 
+/**
+ * The options every stand-in takes. A provider's own interface repeats a field where its default
+ * or its meaning is the provider's (its documented lifetimes and delivery rules).
+ */
+export interface StandInOptions<Client, AccountSetup> {
+  /** 0 or absent: any free port. */
+  port?: number
+  clients?: Client[]
+  /** Accounts to create at start, each with its default calendar. */
+  accounts?: AccountSetup[]
+  /** Milliseconds since the epoch; tests pass their own to move time. */
+  clock?: () => number
+  /** Default 3599. */
+  accessTokenLifetimeSec?: number
+  /** Default 3600. */
+  idTokenLifetimeSec?: number
+  /** Default 600. */
+  codeLifetimeSec?: number
+  /** Default 3. */
+  notificationRetries?: number
+  /** First retry delay, doubled each time. Default 1000. */
+  notificationRetryDelayMs?: number
+  notificationTimeoutMs?: number
+  logger?: FastifyServerOptions['logger']
+}
+
+/** Access token, ID token and code lifetimes, checked, with the defaults both providers document alike. */
+export function tokenLifetimes (options: StandInOptions<unknown, unknown>): { accessTokenSec: number, idTokenSec: number, codeSec: number } {
+  return {
+    accessTokenSec: positive(options.accessTokenLifetimeSec, 'accessTokenLifetimeSec', 3599),
+    idTokenSec: positive(options.idTokenLifetimeSec, 'idTokenLifetimeSec', 3600),
+    codeSec: positive(options.codeLifetimeSec, 'codeLifetimeSec', 600)
+  }
+}
+
 export function createServer (logger: FastifyServerOptions['logger'], secretParameters: readonly string[], redact: string[]): FastifyInstance {
   return Fastify({ logger: loggerOptions(logger, secretParameters, redact) })
 }
