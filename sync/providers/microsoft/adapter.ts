@@ -31,6 +31,22 @@ const CONSENT_SCOPES = MICROSOFT_SCOPES
 const SCOPES = CONSENT_SCOPES.filter((scope) => scope !== MICROSOFT_MAILBOX_SETTINGS_SCOPE)
 
 const DAY_MS = 24 * 60 * 60_000
+/** Series read at once while a page is mapped (Graph allows 4 concurrent requests per app and mailbox). */
+const SERIES_READS_AT_ONCE = 4
+
+/** Runs `work` for every item, at most `limit` at a time; the first failure is thrown once all settled. */
+async function eachAtMost<T> (limit: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T
+      await work(item)
+    }
+  })
+  const results = await Promise.allSettled(lanes)
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected')
+  if (failed !== undefined) throw failed.reason
+}
 /** The whole range an import and its delta cursor cover: a year back, two years ahead. */
 export const FULL_RANGE = { beforeMs: 365 * DAY_MS, afterMs: 730 * DAY_MS }
 /** Graph keeps a calendar subscription "under 7 days" (10,080 minutes at most). */
@@ -182,6 +198,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   readonly #graph: string
   /** Access tokens by connection, with the refresh token they came from. */
   readonly #tokens = new Map<string, { refreshToken: string, accessToken: string, expiresAt: number }>()
+  readonly #refreshing = new Map<string, Promise<string>>()
   /** Graph ids seen in a calendar: an occurrence's with its series master's id, others with ''. */
   readonly #seen = new Map<string, string>()
 
@@ -386,14 +403,15 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         if (mapped !== null) events.push(mapped)
       }
       let unknownRemoval = false
+      const seriesOfPage: string[] = []
       for (const item of page.value ?? []) {
         if (item['@removed'] !== undefined) {
           const seriesId = this.#seen.get(item.id)
           if (seriesId === undefined) unknownRemoval = true
-          else if (seriesId !== '') await sendSeries(seriesId)
+          else if (seriesId !== '') seriesOfPage.push(seriesId)
         } else {
           if (item.id) this.#remember(item.id, item.seriesMasterId ?? '')
-          if (item.seriesMasterId) await sendSeries(item.seriesMasterId)
+          if (item.seriesMasterId) seriesOfPage.push(item.seriesMasterId)
         }
         const mapped = toProviderEvent(item, calendar.timeZone, now)
         if (mapped !== null) events.push(mapped)
@@ -401,8 +419,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       if (unknownRemoval && !everySeriesChecked) {
         // Which series lost an occurrence is not known (the id was never seen here): every one is checked.
         everySeriesChecked = true
-        for (const masterId of await this.#seriesIds(context, calendar)) await sendSeries(masterId)
+        seriesOfPage.push(...await this.#seriesIds(context, calendar))
       }
+      // Each series costs two Graph round trips (its master, its instances); a few at a time keep a
+      // page of many series from taking their sum, within Graph's per-mailbox concurrency limit.
+      await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
       const nextLink = page['@odata.nextLink'] ?? null
       await sink({ events, nextPageToken: nextLink })
       if (nextLink === null) {
@@ -582,6 +603,19 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Microsoft credential has no refresh token')
     const cached = this.#tokens.get(context.connectionId)
     if (cached !== undefined && cached.refreshToken === refreshToken && cached.expiresAt > Date.now() + EXPIRY_MARGIN_MS) return cached.accessToken
+    // Requests running side by side share one refresh: Microsoft rotates the refresh token on use.
+    const inFlight = this.#refreshing.get(context.connectionId)
+    if (inFlight !== undefined) return await inFlight
+    const refreshing = this.#refresh(context, refreshToken)
+    this.#refreshing.set(context.connectionId, refreshing)
+    try {
+      return await refreshing
+    } finally {
+      this.#refreshing.delete(context.connectionId)
+    }
+  }
+
+  async #refresh (context: ProviderContext, refreshToken: string): Promise<string> {
     const scopes = grantsMicrosoftScope(context.credential['scope'] ?? '', MICROSOFT_MAILBOX_SETTINGS_SCOPE) ? CONSENT_SCOPES : SCOPES
     const tokens = await this.#token('token refresh', { grant_type: 'refresh_token', refresh_token: refreshToken, scope: scopes.join(' ') })
     if (!tokens.access_token) throw new Error('Microsoft answered a refresh without an access token')
