@@ -31,8 +31,12 @@ const CONSENT_SCOPES = MICROSOFT_SCOPES
 const SCOPES = CONSENT_SCOPES.filter((scope) => scope !== MICROSOFT_MAILBOX_SETTINGS_SCOPE)
 
 const DAY_MS = 24 * 60 * 60_000
-/** Series read at once while a page is mapped (Graph allows 4 concurrent requests per app and mailbox). */
-const SERIES_READS_AT_ONCE = 4
+/**
+ * Series read at once while a page is mapped. Outlook serves 4 concurrent requests per app and
+ * mailbox (Microsoft Graph throttling limits, "Outlook service limits"); one is left for the
+ * mailbox's other calendars, which the worker may pull meanwhile.
+ */
+const SERIES_READS_AT_ONCE = 3
 
 /** Runs `work` for every item, at most `limit` at a time; the first failure is thrown once all settled. */
 async function eachAtMost<T> (limit: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
@@ -422,7 +426,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         seriesOfPage.push(...await this.#seriesIds(context, calendar))
       }
       // Each series costs two Graph round trips (its master, its instances); a few at a time keep a
-      // page of many series from taking their sum, within Graph's per-mailbox concurrency limit.
+      // page of many series from taking their sum.
       await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
       const nextLink = page['@odata.nextLink'] ?? null
       await sink({ events, nextPageToken: nextLink })
