@@ -9,8 +9,8 @@ import type { Channel, DeliveryOptions } from './channels.js'
 import { ApiError, ControlError } from './errors.js'
 import { isValidZone, readEventWrite, renderEvent } from './events.js'
 import type { EventResource, EventWrite, StoredEvent, StoredTime } from './events.js'
-import { readSeedCounts, StandInState } from '../stand-in/state.js'
-import type { SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
+import { planSeed, readSeedCounts, StandInState } from '../stand-in/state.js'
+import type { SeedDate, SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
 import { readFaultInput } from './faults.js'
 import type { FaultInput } from './faults.js'
 import { Identity } from './identity.js'
@@ -258,53 +258,40 @@ function generateEvents (calendar: Calendar, spec: SeedGenerator, now: number): 
     : DateTime.fromISO(spec.from, { zone })
   if (!first.isValid || (spec.from !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(spec.from))) throw new ControlError(400, 'generate.from must be a date (YYYY-MM-DD)')
   if (counts.exceptions > 0 && counts.series === 0) throw new ControlError(400, 'exceptions need series')
-  // Days are counted in UTC date arithmetic (no zone involved); times become instants in the zone.
-  const dayOf = (offset: number): { y: number, m: number, d: number } => {
-    const date = new Date(Date.UTC(first.year, first.month - 1, first.day + offset))
-    return { y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate() }
-  }
-  const time = (day: { y: number, m: number, d: number }, hour: number, minute = 0): StoredTime =>
+  const plan = planSeed(counts, days, { y: first.year, m: first.month, d: first.day })
+  const time = (day: SeedDate, hour: number, minute = 0): StoredTime =>
     ({ dateTime: wallClockText(day.y, day.m, day.d, hour, minute), timeZone: zone, ms: wallClockToMillis(zone, day.y, day.m, day.d, hour, minute) })
-  const date = (day: { y: number, m: number, d: number }): StoredTime =>
+  const date = (day: SeedDate): StoredTime =>
     ({ date: wallClockText(day.y, day.m, day.d).slice(0, 10), ms: wallClockToMillis(zone, day.y, day.m, day.d) })
   const writes: EventWrite[] = []
 
-  for (let i = 0; i < counts.singles; i++) {
-    const day = dayOf(i % days)
-    if (i % 10 === 9) {
-      writes.push({ summary: `All-day ${i}`, start: date(day), end: date(dayOf((i % days) + 1)), extra: {} })
+  for (const single of plan.singles) {
+    if (single.allDay) {
+      writes.push({ summary: `All-day ${single.index}`, start: date(single.day), end: date(single.nextDay), extra: {} })
     } else {
-      const hour = 8 + (i % 10)
-      const minute = (i % 4) * 15
-      writes.push({ summary: `Event ${i}`, ...(i % 3 === 0 ? { location: `Room ${i % 7}` } : {}), start: time(day, hour, minute), end: time(day, hour + 1, minute), extra: {} })
+      const { day, hour, minute } = single
+      writes.push({ summary: `Event ${single.index}`, ...(single.room === undefined ? {} : { location: single.room }), start: time(day, hour, minute), end: time(day, hour + 1, minute), extra: {} })
     }
   }
-  const series: Array<{ id: string, firstDay: number, hour: number, daily: boolean }> = []
-  for (let i = 0; i < counts.series; i++) {
-    const entry = { id: newEventId(), firstDay: i % Math.min(days, 7), hour: 9 + (i % 8), daily: i % 4 === 3 }
-    series.push(entry)
-    const day = dayOf(entry.firstDay)
+  const seriesIds: string[] = []
+  for (const series of plan.series) {
+    const id = newEventId()
+    seriesIds.push(id)
     writes.push({
-      id: entry.id,
-      summary: `Series ${i}`,
-      start: time(day, entry.hour),
-      end: time(day, entry.hour, 30),
-      recurrence: [entry.daily ? 'RRULE:FREQ=DAILY;COUNT=30' : 'RRULE:FREQ=WEEKLY;COUNT=52'],
+      id,
+      summary: `Series ${series.index}`,
+      start: time(series.day, series.hour),
+      end: time(series.day, series.hour, 30),
+      recurrence: [`RRULE:FREQ=${series.daily ? 'DAILY' : 'WEEKLY'};COUNT=${series.occurrences}`],
       extra: {}
     })
   }
-  for (let j = 0; j < counts.exceptions; j++) {
-    const index = j % counts.series
-    const occurrence = Math.floor(j / counts.series) + 1
-    const entry = series[index]
-    if (entry === undefined) continue
-    if (occurrence >= (entry.daily ? 30 : 52)) throw new ControlError(400, 'too many exceptions for the generated series')
-    const day = dayOf(entry.firstDay + occurrence * (entry.daily ? 1 : 7))
-    const write: EventWrite = { recurringEventId: entry.id, originalStartTime: time(day, entry.hour), extra: {} }
-    if (j % 3 === 0) {
+  for (const exception of plan.exceptions) {
+    const write: EventWrite = { recurringEventId: seriesIds[exception.series] ?? '', originalStartTime: time(exception.day, exception.hour), extra: {} }
+    if (exception.cancelled) {
       write.status = 'cancelled'
     } else {
-      Object.assign(write, { summary: `Series ${index} (moved)`, start: time(day, entry.hour + 1), end: time(day, entry.hour + 1, 30) })
+      Object.assign(write, { summary: `Series ${exception.series} (moved)`, start: time(exception.day, exception.hour + 1), end: time(exception.day, exception.hour + 1, 30) })
     }
     writes.push(write)
   }

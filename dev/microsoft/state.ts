@@ -6,8 +6,8 @@ import type { Calendar, CalendarInput, StoredEvent } from './calendars.js'
 import { ControlError, GraphError } from './errors.js'
 import { readEventWrite, renderInstance } from './events.js'
 import type { EventResource, EventTime, EventWrite } from './events.js'
-import { readSeedCounts, StandInState } from '../stand-in/state.js'
-import type { SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
+import { planSeed, readSeedCounts, seedDay, StandInState } from '../stand-in/state.js'
+import type { SeedDate, SeedGenerator, SeedResult, StandInStateOptions } from '../stand-in/state.js'
 import { readFaultInput } from './faults.js'
 import type { FaultInput } from './faults.js'
 import { Identity } from './identity.js'
@@ -343,64 +343,46 @@ function generateEvents (spec: SeedGenerator, zoneName: string, now: number): { 
   const { counts, days } = readSeedCounts(spec)
   if (counts.exceptions > 0 && counts.series === 0) throw new ControlError(400, 'exceptions need series')
   const zone = ianaZone(zoneName) ?? 'Etc/UTC'
-  let first: { y: number, m: number, d: number }
+  let first: SeedDate
   if (spec.from === undefined) {
-    const today = millisToWall(zone, now)
-    const date = new Date(Date.UTC(today.y, today.m - 1, today.d - 180))
-    first = { y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate() }
+    first = seedDay(millisToWall(zone, now), -180)
   } else {
     const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(spec.from)
     if (match === null) throw new ControlError(400, 'generate.from must be a date (YYYY-MM-DD)')
     first = { y: Number(match[1]), m: Number(match[2]), d: Number(match[3]) }
   }
-  // Days are counted in UTC date arithmetic (no zone involved); times become instants in the zone.
-  const dayOf = (offset: number): Wall => {
-    const date = new Date(Date.UTC(first.y, first.m - 1, first.d + offset))
-    return { y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate(), h: 0, min: 0, s: 0 }
-  }
-  const at = (day: Wall, h: number, min = 0): EventTime => {
-    const wall = { ...day, h, min }
+  const plan = planSeed(counts, days, first)
+  const at = (day: SeedDate, h: number, min = 0): EventTime => {
+    const wall: Wall = { ...day, h, min, s: 0 }
     return { wall, zone, zoneName, ms: wallToMillis(zone, wall) }
   }
   const writes: EventWrite[] = []
-  for (let i = 0; i < counts.singles; i++) {
-    const day = dayOf(i % days)
-    if (i % 10 === 9) {
-      writes.push({ patch: { subject: `All-day ${i}`, isAllDay: true, start: at(day, 0), end: at(dayOf((i % days) + 1), 0) } })
+  for (const single of plan.singles) {
+    if (single.allDay) {
+      writes.push({ patch: { subject: `All-day ${single.index}`, isAllDay: true, start: at(single.day, 0), end: at(single.nextDay, 0) } })
     } else {
-      const h = 8 + (i % 10)
-      const min = (i % 4) * 15
-      writes.push({ patch: { subject: `Event ${i}`, ...(i % 3 === 0 ? { location: { displayName: `Room ${i % 7}` } } : {}), start: at(day, h, min), end: at(day, h + 1, min) } })
+      const { day, hour: h, minute: min } = single
+      writes.push({ patch: { subject: `Event ${single.index}`, ...(single.room === undefined ? {} : { location: { displayName: single.room } }), start: at(day, h, min), end: at(day, h + 1, min) } })
     }
   }
   const WEEKDAY_NAMES = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
-  const series: Array<{ firstDay: number, h: number, daily: boolean }> = []
-  for (let i = 0; i < counts.series; i++) {
-    const entry = { firstDay: i % Math.min(days, 7), h: 9 + (i % 8), daily: i % 4 === 3 }
-    series.push(entry)
-    const day = dayOf(entry.firstDay)
+  for (const series of plan.series) {
+    const { day, hour: h, daily } = series
     const weekday = WEEKDAY_NAMES[new Date(Date.UTC(day.y, day.m - 1, day.d)).getUTCDay()] ?? 'monday'
     const startDate = `${String(day.y).padStart(4, '0')}-${String(day.m).padStart(2, '0')}-${String(day.d).padStart(2, '0')}`
     writes.push({
-      patch: { subject: `Series ${i}`, start: at(day, entry.h), end: at(day, entry.h, 30) },
+      patch: { subject: `Series ${series.index}`, start: at(day, h), end: at(day, h, 30) },
       recurrence: {
-        pattern: { type: entry.daily ? 'daily' : 'weekly', interval: 1, month: 0, dayOfMonth: 0, daysOfWeek: entry.daily ? [] : [weekday], firstDayOfWeek: 'sunday', index: 'first' },
-        range: { type: 'numbered', startDate, endDate: '0001-01-01', recurrenceTimeZone: zoneName, numberOfOccurrences: entry.daily ? 30 : 52 }
+        pattern: { type: daily ? 'daily' : 'weekly', interval: 1, month: 0, dayOfMonth: 0, daysOfWeek: daily ? [] : [weekday], firstDayOfWeek: 'sunday', index: 'first' },
+        range: { type: 'numbered', startDate, endDate: '0001-01-01', recurrenceTimeZone: zoneName, numberOfOccurrences: series.occurrences }
       }
     })
   }
-  const exceptions: GeneratedException[] = []
-  for (let j = 0; j < counts.exceptions; j++) {
-    const index = j % counts.series
-    const occurrence = Math.floor(j / counts.series) + 1
-    const entry = series[index]
-    if (entry === undefined) continue
-    if (occurrence >= (entry.daily ? 30 : 52)) throw new ControlError(400, 'too many exceptions for the generated series')
-    const day = dayOf(entry.firstDay + occurrence * (entry.daily ? 1 : 7))
-    const originalStartMs = at(day, entry.h).ms
-    exceptions.push(j % 3 === 0
-      ? { series: index, originalStartMs }
-      : { series: index, originalStartMs, write: { patch: { subject: `Series ${index} (moved)`, start: at(day, entry.h + 1), end: at(day, entry.h + 1, 30) } } })
-  }
+  const exceptions: GeneratedException[] = plan.exceptions.map(({ series, day, hour: h, cancelled }) => {
+    const originalStartMs = at(day, h).ms
+    return cancelled
+      ? { series, originalStartMs }
+      : { series, originalStartMs, write: { patch: { subject: `Series ${series} (moved)`, start: at(day, h + 1), end: at(day, h + 1, 30) } } }
+  })
   return { writes, singles: counts.singles, series: counts.series, exceptions }
 }

@@ -113,3 +113,52 @@ export abstract class StandInState<Account, AccountView, Calendar, Input extends
     for (const key of Object.keys(notifications) as Array<keyof Notifications>) notifications[key] = 0
   }
 }
+
+export interface SeedDate { y: number, m: number, d: number }
+
+/** Days are counted in UTC date arithmetic (no zone involved); times become instants in the provider's zone. */
+export function seedDay (first: SeedDate, offset: number): SeedDate {
+  const date = new Date(Date.UTC(first.y, first.m - 1, first.d + offset))
+  return { y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate() }
+}
+
+/** Where a generated seed puts its events; each provider writes them in its own event shape. */
+export interface SeedPlan {
+  singles: Array<{ index: number, day: SeedDate, nextDay: SeedDate, allDay: boolean, hour: number, minute: number, room: string | undefined }>
+  series: Array<{ index: number, day: SeedDate, hour: number, daily: boolean, occurrences: number }>
+  /** In the order they are applied; `series` is the index of the series they belong to. */
+  exceptions: Array<{ series: number, day: SeedDate, hour: number, cancelled: boolean }>
+}
+
+/** The seed's layout: singles spread over `days`, series starting in the first week, exceptions spread over the series. */
+export function planSeed (counts: { singles: number, series: number, exceptions: number }, days: number, first: SeedDate): SeedPlan {
+  const plan: SeedPlan = { singles: [], series: [], exceptions: [] }
+  for (let index = 0; index < counts.singles; index++) {
+    plan.singles.push({
+      index,
+      day: seedDay(first, index % days),
+      nextDay: seedDay(first, (index % days) + 1),
+      allDay: index % 10 === 9,
+      hour: 8 + (index % 10),
+      minute: (index % 4) * 15,
+      room: index % 3 === 0 ? `Room ${index % 7}` : undefined
+    })
+  }
+  const firstDays: number[] = []
+  for (let index = 0; index < counts.series; index++) {
+    const firstDay = index % Math.min(days, 7)
+    const daily = index % 4 === 3
+    firstDays.push(firstDay)
+    plan.series.push({ index, day: seedDay(first, firstDay), hour: 9 + (index % 8), daily, occurrences: daily ? 30 : 52 })
+  }
+  for (let j = 0; j < counts.exceptions; j++) {
+    const index = j % counts.series
+    const occurrence = Math.floor(j / counts.series) + 1
+    const entry = plan.series[index]
+    if (entry === undefined) continue
+    if (occurrence >= entry.occurrences) throw new ControlError(400, 'too many exceptions for the generated series')
+    const day = seedDay(first, (firstDays[index] ?? 0) + occurrence * (entry.daily ? 1 : 7))
+    plan.exceptions.push({ series: index, day, hour: entry.hour, cancelled: j % 3 === 0 })
+  }
+  return plan
+}
