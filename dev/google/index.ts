@@ -1,6 +1,6 @@
 import { refuseProduction } from '../stand-in/index.js'
 import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn, tokenLifetimes } from '../stand-in/server.js'
-import type { StandInOptions } from '../stand-in/server.js'
+import type { StandInOptions, StartedStandIn } from '../stand-in/server.js'
 import { googleApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
 import { createSigningKeys } from './keys.js'
@@ -32,7 +32,7 @@ export type GoogleControl = Pick<GoogleState,
   'deleteEvent' | 'seed' | 'storedEvents' | 'revoke' | 'expireAccessTokens' | 'expireSyncTokens' | 'armFault' | 'counts' |
   'resetCounts' | 'listChannels'>
 
-export interface GoogleStandIn {
+export interface GoogleStandIn extends StartedStandIn {
   /** The one origin of every endpoint, e.g. `http://127.0.0.1:PORT` (also the ID tokens' `iss`). */
   url: string
   /** OpenID Connect discovery document. */
@@ -40,9 +40,6 @@ export interface GoogleStandIn {
   /** What Google's API clients call `rootUrl` (`https://www.googleapis.com/` in production). */
   rootUrl: string
   control: GoogleControl
-  /** Resolves once every push notification queued so far was delivered or given up. */
-  notificationsSettled (): Promise<void>
-  close (): Promise<void>
 }
 
 // Values of these query parameters are secrets (or single-use credentials) and never reach a log line.

@@ -1,6 +1,6 @@
 import { refuseProduction } from '../stand-in/index.js'
 import { COMMON_LOG_REDACT, createServer, notificationRetries, positive, startStandIn, tokenLifetimes } from '../stand-in/server.js'
-import type { StandInOptions } from '../stand-in/server.js'
+import type { StandInOptions, StartedStandIn } from '../stand-in/server.js'
 import { microsoftApp } from './app.js'
 import type { ClientRegistration } from './identity.js'
 import { createSigningKeys } from './keys.js'
@@ -41,7 +41,7 @@ export type MicrosoftControl = Pick<MicrosoftState,
   'seed' | 'storedEvents' | 'revoke' | 'expireAccessTokens' | 'expireRefreshTokens' | 'expireDeltaTokens' | 'sendLifecycle' | 'armFault' |
   'counts' | 'resetCounts' | 'listSubscriptions'>
 
-export interface MicrosoftStandIn {
+export interface MicrosoftStandIn extends StartedStandIn {
   /** The one origin of every endpoint: login.microsoftonline.com and graph.microsoft.com both map here. */
   url: string
   /** OpenID Connect discovery of the `common` tenant. */
@@ -49,9 +49,6 @@ export interface MicrosoftStandIn {
   /** Where Graph's v1.0 paths start (`https://graph.microsoft.com/v1.0` in production). */
   graphUrl: string
   control: MicrosoftControl
-  /** Resolves once every notification queued so far was delivered or given up. */
-  notificationsSettled (): Promise<void>
-  close (): Promise<void>
 }
 
 // Values of these query parameters are secrets (or single-use credentials) and never reach a log line.

@@ -132,11 +132,20 @@ export interface StandInStart<State, Client, AccountSetup> {
   what: string
 }
 
+/** A running stand-in, as its starter answers it; each provider adds its own URLs and control surface. */
+export interface StartedStandIn {
+  /** The one origin of every endpoint, e.g. `http://127.0.0.1:PORT`. */
+  url: string
+  /** Resolves once every notification queued so far was delivered or given up. */
+  notificationsSettled (): Promise<void>
+  close (): Promise<void>
+}
+
 /** Registers the start-up clients and accounts and the provider's routes, and serves them; answers the base URL. */
 export async function startStandIn<State extends ServedState<Client, AccountSetup>, Client, AccountSetup> (
   app: FastifyInstance,
   start: StandInStart<State, Client, AccountSetup>
-): Promise<{ url: string, notificationsSettled: () => Promise<void>, close: () => Promise<void> }> {
+): Promise<StartedStandIn> {
   const { state } = start
   const url = await serve(app, {
     setUp: async () => {
