@@ -8,6 +8,7 @@ import type { EventWrite, StoredEvent, StoredTime } from './events.js'
 import { isOccurrence } from './recurrence.js'
 import { newEventId, newOpaqueId } from './secrets.js'
 import { firstChangeAfter } from '../stand-in/changes.js'
+import { decodeOpaque, encodeOpaque } from '../stand-in/opaque.js'
 
 export interface Calendar {
   id: string
@@ -79,23 +80,15 @@ const COLORS = ['#ac725e', '#d06b64', '#f83a22', '#fa573c', '#ff7537', '#ffad46'
   '#fbe983', '#fad165', '#92e1c0', '#9fe1e7', '#9fc6e7', '#4986e7', '#9a9cff', '#b99aff', '#c2c2c2', '#cabdbf', '#cca6ac',
   '#f691b2', '#cd74e6', '#a47ae2']
 
-const encode = (payload: object): string => Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url')
-
 function decode<T> (token: string, check: (value: Record<string, unknown>) => boolean): T | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-    return check(value as Record<string, unknown>) ? value as T : undefined
-  } catch {
-    return undefined
-  }
+  const value = decodeOpaque(token)
+  return value !== undefined && check(value) ? value as T : undefined
 }
 
 const isSyncToken = (v: Record<string, unknown>): boolean => typeof v['c'] === 'string' && Number.isInteger(v['s']) && typeof v['e'] === 'string'
 const isPageToken = (v: Record<string, unknown>): boolean =>
   typeof v['c'] === 'string' && (v['m'] === 'full' || v['m'] === 'sync') && Number.isInteger(v['p']) && Number.isInteger(v['s']) && typeof v['e'] === 'string'
 
-/** First index in `changes` whose seq is above `seq` (binary search: the log is in seq order). */
 /**
  * A page of a list: a page token when more follows, else the sync token of the snapshot the
  * listing read (Google: `nextPageToken` on every page but the last, `nextSyncToken` on the last).
@@ -103,9 +96,9 @@ const isPageToken = (v: Record<string, unknown>): boolean =>
 function finishPage (calendar: Calendar, items: StoredEvent[], mode: 'full' | 'sync', next: number | undefined, snapshot: number): ListPage {
   const result: ListPage = { items, incremental: mode === 'sync' }
   if (next !== undefined) {
-    result.nextPageToken = encode({ c: calendar.id, m: mode, p: next, s: snapshot, e: calendar.epoch } satisfies PageTokenPayload)
+    result.nextPageToken = encodeOpaque({ c: calendar.id, m: mode, p: next, s: snapshot, e: calendar.epoch } satisfies PageTokenPayload)
   } else {
-    result.nextSyncToken = encode({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
+    result.nextSyncToken = encodeOpaque({ c: calendar.id, s: snapshot, e: calendar.epoch } satisfies SyncTokenPayload)
   }
   return result
 }

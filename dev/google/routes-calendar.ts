@@ -8,6 +8,7 @@ import { etagOf, isValidZone, readEventWrite, renderEvent } from './events.js'
 import type { StoredEvent } from './events.js'
 import type { Authenticated } from './identity.js'
 import type { GoogleState } from './state.js'
+import { decodeOpaque, encodeOpaque } from '../stand-in/opaque.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,17 +33,6 @@ const DEFAULT_CALENDAR_LIST_PAGE = 100
 const MAX_CALENDAR_LIST_PAGE = 250
 
 type Query = Record<string, unknown>
-
-const encodeJson = (value: object): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
-
-function decodeJson (token: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
-  } catch {
-    return undefined
-  }
-}
 
 const deletedEntry = (entry: { id: string, version: number }): Record<string, unknown> =>
   ({ kind: 'calendar#calendarListEntry', etag: `"${entry.version}"`, id: entry.id, deleted: true })
@@ -154,7 +144,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
     const showHidden = booleanParam(query, 'showHidden')
     const showDeleted = booleanParam(query, 'showDeleted')
     const pageToken = textParam(query, 'pageToken')
-    const page = pageToken === undefined ? undefined : decodeJson(pageToken)
+    const page = pageToken === undefined ? undefined : decodeOpaque(pageToken)
     if (page !== undefined && (!Number.isInteger(page['o']) || !Number.isInteger(page['v']))) throw apiErrors.invalid('Invalid page token value.', 'pageToken')
     // The list's version when its first page was read: the sync token of its last page.
     const version = page === undefined ? calendars.listVersion(sub) : page['v'] as number
@@ -163,7 +153,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
       // "All entries deleted and hidden since the previous list request will always be in the
       // result set and it is not allowed to set showDeleted neither showHidden to False."
       if (showHidden === false || showDeleted === false || query['minAccessRole'] !== undefined) throw apiErrors.syncTokenWithRestrictions()
-      const token = decodeJson(syncToken)
+      const token = decodeOpaque(syncToken)
       if (token?.['a'] !== sub || !Number.isInteger(token['v']) || (token['v'] as number) > calendars.listVersion(sub)) throw apiErrors.fullSyncRequired()
       const { changed, removed } = calendars.listChangesSince(sub, token['v'] as number)
       entries = [...changed.map(listEntry), ...removed.map(deletedEntry)]
@@ -177,8 +167,8 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
       kind: 'calendar#calendarList',
       etag: `"${version}"`,
       ...(more
-        ? { nextPageToken: encodeJson({ o: offset + maxResults, v: version }) }
-        : { nextSyncToken: encodeJson({ a: sub, v: version }) }),
+        ? { nextPageToken: encodeOpaque({ o: offset + maxResults, v: version }) }
+        : { nextSyncToken: encodeOpaque({ a: sub, v: version }) }),
       items: entries.slice(offset, offset + maxResults)
     }
   })

@@ -13,6 +13,7 @@ import type { MicrosoftState } from './state.js'
 import { readSubscriptionRequest, readSubscriptionUpdate, renderSubscription } from './subscriptions.js'
 import type { Subscription, Watched } from './subscriptions.js'
 import { ianaZone, parseInstant } from './zones.js'
+import { decodeOpaque, encodeOpaque } from '../stand-in/opaque.js'
 
 export interface GraphCaller {
   account: Account
@@ -117,17 +118,6 @@ function checkIfMatch (request: FastifyRequest, changeKey: string): void {
   if (!fits) throw graphErrors.conflict()
 }
 
-const encodeToken = (value: object): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
-
-function decodeToken (token: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** What a delta token (or skip token) carries: calendar, window, epoch, and the round's position. */
 interface DeltaState {
   c: string
@@ -143,7 +133,7 @@ interface DeltaState {
 }
 
 function readDeltaState (token: string): DeltaState | undefined {
-  const value = decodeToken(token)
+  const value = decodeOpaque(token)
   if (value === undefined) return undefined
   const numbers = ['f', 't', 'u', 'e', 'i'].every((name) => Number.isInteger(value[name]))
   if (!numbers || typeof value['c'] !== 'string' || typeof value['ep'] !== 'string') return undefined
@@ -463,8 +453,8 @@ export async function graphRoutes (app: FastifyInstance, options: { state: Micro
       const options = renderOptions(calendar, prefs, true)
       const value = result.items.map((item: DeltaItem): EventResource => 'removed' in item ? removedItem(item.removed) : renderInstance(item.instance, options))
       const link = result.next === undefined
-        ? { '@odata.deltaLink': `${base}?$deltatoken=${encodeToken({ c: calendar.id, f: current.f, t: current.t, ep: calendar.epoch, u: current.u, e: 0, i: 0 })}` }
-        : { '@odata.nextLink': `${base}?$skiptoken=${encodeToken({ ...current, e: result.next.event, i: result.next.item })}` }
+        ? { '@odata.deltaLink': `${base}?$deltatoken=${encodeOpaque({ c: calendar.id, f: current.f, t: current.t, ep: calendar.epoch, u: current.u, e: 0, i: 0 })}` }
+        : { '@odata.nextLink': `${base}?$skiptoken=${encodeOpaque({ ...current, e: result.next.event, i: result.next.item })}` }
       return { '@odata.context': `${state.origin}/v1.0/$metadata#Collection(event)`, ...link, value }
     })
   }
