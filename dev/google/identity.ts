@@ -5,7 +5,7 @@ import type { JWTPayload } from 'jose'
 import { OAuthError } from './errors.js'
 import { accessTokenHash } from './keys.js'
 import type { SigningKeys } from './keys.js'
-import { AuthorizationCodes, ClientRegistry, ExpiringTokenBook, GrantBook, newAccountNames, normaliseEmail, PKCE_VALUE, pkceMatches, TokenBook } from '../stand-in/oauth.js'
+import { AuthorizationCodes, ExpiringTokenBook, GrantBook, IdentityDirectory, PKCE_VALUE, pkceMatches, TokenBook } from '../stand-in/oauth.js'
 import type { ClientRegistration, CodeBase, GrantBase } from '../stand-in/oauth.js'
 import { digest, newAccessToken, newAuthorizationCode, newOpaqueId, newRefreshToken, newSubject, safeEqual } from './secrets.js'
 
@@ -105,9 +105,7 @@ export function parseScopes (scope: string): string[] | undefined {
   return [...scopes]
 }
 
-export class Identity extends ClientRegistry {
-  private readonly accountsBySub = new Map<string, Account>()
-  private readonly subByEmail = new Map<string, string>()
+export class Identity extends IdentityDirectory<Account> {
   private readonly grants = new GrantBook<Grant>((grant) => grant.sub)
   private readonly accessTokens = new ExpiringTokenBook<AccessTokenRecord>((record) => record.sub)
   // Google's refresh tokens do not expire with time: they end with their grant, or as the oldest of too many.
@@ -120,7 +118,7 @@ export class Identity extends ClientRegistry {
     private readonly issuer: () => string,
     private readonly lifetimes: Lifetimes
   ) {
-    super()
+    super((account) => account.sub)
   }
 
   /** Client authentication at the token endpoint (client_secret_post or client_secret_basic). */
@@ -137,7 +135,7 @@ export class Identity extends ClientRegistry {
   }
 
   createAccount (input: AccountInput): Account {
-    const { email, name, givenName, familyName } = newAccountNames(input, (taken) => this.subByEmail.has(taken))
+    const { email, name, givenName, familyName } = this.newAccountNames(input)
     const account: Account = {
       sub: newSubject(),
       email,
@@ -149,22 +147,12 @@ export class Identity extends ClientRegistry {
       createdAt: this.now(),
       ...(input.picture === undefined ? {} : { picture: input.picture })
     }
-    this.accountsBySub.set(account.sub, account)
-    this.subByEmail.set(email, account.sub)
+    this.addAccount(account)
     return account
   }
 
-  accountByEmail (email: string): Account | undefined {
-    const sub = this.subByEmail.get(normaliseEmail(email))
-    return sub === undefined ? undefined : this.accountsBySub.get(sub)
-  }
-
   accountBySub (sub: string): Account | undefined {
-    return this.accountsBySub.get(sub)
-  }
-
-  listAccounts (): Account[] {
-    return [...this.accountsBySub.values()]
+    return this.accountById(sub)
   }
 
   /** True when the account has granted the client every one of `scopes` (consent can be skipped). */
@@ -284,7 +272,7 @@ export class Identity extends ClientRegistry {
     const record = this.accessTokens.find(accessToken)
     if (record === undefined || record.expiresAt <= this.now()) return undefined
     if (this.liveGrant(record.clientId, record.sub, record.grantId) === undefined) return undefined
-    const account = this.accountsBySub.get(record.sub)
+    const account = this.accountById(record.sub)
     if (account === undefined) return undefined
     return { account, clientId: record.clientId, scopes: record.scopes, expiresAt: record.expiresAt }
   }
@@ -313,7 +301,7 @@ export class Identity extends ClientRegistry {
   }
 
   private async mintTokens (grant: Grant, scopes: string[], nonce: string | undefined): Promise<TokenAnswer> {
-    const account = this.accountsBySub.get(grant.sub)
+    const account = this.accountById(grant.sub)
     if (account === undefined) throw new OAuthError(400, 'invalid_grant', 'Token has been expired or revoked.')
     const now = this.now()
     const accessToken = newAccessToken()

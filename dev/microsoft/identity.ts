@@ -5,7 +5,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import type { JWTPayload } from 'jose'
 import { TokenError } from './errors.js'
 import type { SigningKeys } from './keys.js'
-import { AuthorizationCodes, ClientRegistry, ExpiringTokenBook, GrantBook, newAccountNames, normaliseEmail, pkceMatches } from '../stand-in/oauth.js'
+import { AuthorizationCodes, ExpiringTokenBook, GrantBook, IdentityDirectory, pkceMatches } from '../stand-in/oauth.js'
 import type { ClientRegistration, CodeBase, GrantBase } from '../stand-in/oauth.js'
 import { newAccessToken, newAuthorizationCode, newGuid, newPersonalId, newRefreshToken, safeEqual } from './secrets.js'
 import { ianaZone, windowsName } from './zones.js'
@@ -128,9 +128,7 @@ export const graphPermissions = (scopes: Iterable<string>): string[] =>
 
 const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
-export class Identity extends ClientRegistry {
-  private readonly accountsByOid = new Map<string, Account>()
-  private readonly oidByEmail = new Map<string, string>()
+export class Identity extends IdentityDirectory<Account> {
   private readonly tenantsByDomain = new Map<string, string>()
   private readonly grants = new GrantBook<Grant>((grant) => grant.oid)
   private readonly revokedGrants = new Map<string, RevocationReason>()
@@ -146,7 +144,7 @@ export class Identity extends ClientRegistry {
     private readonly origin: () => string,
     private readonly lifetimes: Lifetimes
   ) {
-    super()
+    super((account) => account.oid)
   }
 
   /** Client authentication at the token endpoint: client_secret_post or client_secret_basic. */
@@ -169,7 +167,7 @@ export class Identity extends ClientRegistry {
   }
 
   createAccount (input: AccountInput): Account {
-    const { email, name, givenName, familyName } = newAccountNames(input, (taken) => this.oidByEmail.has(taken))
+    const { email, name, givenName, familyName } = this.newAccountNames(input)
     const kind = input.kind ?? 'personal'
     if (kind !== 'personal' && kind !== 'work') throw new Error('kind must be personal or work')
     const given = input.timeZone ?? 'UTC'
@@ -202,22 +200,12 @@ export class Identity extends ClientRegistry {
       timeZone: given.includes('/') ? windowsName(zone) : given,
       createdAt: this.now()
     }
-    this.accountsByOid.set(account.oid, account)
-    this.oidByEmail.set(email, account.oid)
+    this.addAccount(account)
     return account
   }
 
-  accountByEmail (email: string): Account | undefined {
-    const oid = this.oidByEmail.get(normaliseEmail(email))
-    return oid === undefined ? undefined : this.accountsByOid.get(oid)
-  }
-
   accountByOid (oid: string): Account | undefined {
-    return this.accountsByOid.get(oid)
-  }
-
-  listAccounts (): Account[] {
-    return [...this.accountsByOid.values()]
+    return this.accountById(oid)
   }
 
   /** Whether the account has consented to every scope for the application already. */
@@ -343,7 +331,7 @@ export class Identity extends ClientRegistry {
     const record = this.accessTokens.find(accessToken)
     if (record === undefined) return { ok: false, reason: 'unknown' }
     if (record.expiresAt <= this.now()) return { ok: false, reason: 'expired' }
-    const account = this.accountsByOid.get(record.oid)
+    const account = this.accountById(record.oid)
     if (account === undefined) return { ok: false, reason: 'unknown' }
     return { ok: true, account, clientId: record.clientId, scopes: record.scopes, expiresAt: record.expiresAt }
   }
@@ -390,7 +378,7 @@ export class Identity extends ClientRegistry {
   }
 
   private async mint (grant: Grant, requested: string[], nonce: string | undefined): Promise<TokenAnswer> {
-    const account = this.accountsByOid.get(grant.oid)
+    const account = this.accountById(grant.oid)
     if (account === undefined) throw new TokenError(400, 'invalid_grant', 50034, 'The user account does not exist in the directory.')
     const now = this.now()
     // An access token carries every Graph permission the account consented to for the

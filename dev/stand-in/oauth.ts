@@ -32,14 +32,45 @@ export class ClientRegistry {
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 
-/** A new account's address (normalised) and its name split into given and family names. */
-export function newAccountNames (input: { email: string, name?: string }, taken: (email: string) => boolean): { email: string, name: string, givenName: string, familyName: string } {
-  const email = normaliseEmail(input.email)
-  if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new Error(`"${input.email}" is not an email address`)
-  if (taken(email)) throw new Error(`an account ${email} exists already`)
-  const name = input.name ?? email.split('@', 1)[0] ?? email
-  const [givenName = name, ...rest] = name.split(' ')
-  return { email, name, givenName, familyName: rest.join(' ') }
+/**
+ * The registered clients and the accounts that sign in to them. `idOf` names an account by the
+ * provider's own id (Google's `sub`, Microsoft's `oid`).
+ */
+export class IdentityDirectory<Account extends { email: string }> extends ClientRegistry {
+  private readonly accountsById = new Map<string, Account>()
+  private readonly idByEmail = new Map<string, string>()
+
+  constructor (private readonly idOf: (account: Account) => string) {
+    super()
+  }
+
+  accountByEmail (email: string): Account | undefined {
+    const id = this.idByEmail.get(normaliseEmail(email))
+    return id === undefined ? undefined : this.accountsById.get(id)
+  }
+
+  listAccounts (): Account[] {
+    return [...this.accountsById.values()]
+  }
+
+  protected accountById (id: string): Account | undefined {
+    return this.accountsById.get(id)
+  }
+
+  /** A new account's address (normalised) and its name split into given and family names. */
+  protected newAccountNames (input: { email: string, name?: string }): { email: string, name: string, givenName: string, familyName: string } {
+    const email = normaliseEmail(input.email)
+    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new Error(`"${input.email}" is not an email address`)
+    if (this.idByEmail.has(email)) throw new Error(`an account ${email} exists already`)
+    const name = input.name ?? email.split('@', 1)[0] ?? email
+    const [givenName = name, ...rest] = name.split(' ')
+    return { email, name, givenName, familyName: rest.join(' ') }
+  }
+
+  protected addAccount (account: Account): void {
+    this.accountsById.set(this.idOf(account), account)
+    this.idByEmail.set(account.email, this.idOf(account))
+  }
 }
 
 export interface GrantBase {
