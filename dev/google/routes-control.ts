@@ -1,22 +1,17 @@
 // The control surface, under /_control: what tests, benchmarks and the local stack use to act as
 // the person and their other devices. Not part of Google; JSON in, JSON out, `{ error }` on refusal.
 import type { FastifyInstance } from 'fastify'
-import { accountAndEventRoutes, accountStrings, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
+import { accountAndEventRoutes, accountStrings, calendarFields, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
 import type { CalendarInput } from './calendars.js'
 import { ControlError } from './errors.js'
 import { accountsPage } from './pages.js'
 import type { AccountSetup, GoogleState, SeedGenerator } from './state.js'
 
 function calendarInput (value: unknown): CalendarInput {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ControlError(400, 'a calendar is an object')
-  const input = value as Record<string, unknown>
-  for (const name of ['id', 'summary', 'description', 'timeZone', 'colorId', 'backgroundColor', 'foregroundColor']) {
-    if (input[name] !== undefined && typeof input[name] !== 'string') throw new ControlError(400, `calendar ${name} must be a string`)
-  }
-  for (const name of ['hidden', 'selected']) {
-    if (input[name] !== undefined && typeof input[name] !== 'boolean') throw new ControlError(400, `calendar ${name} must be a boolean`)
-  }
-  return input as CalendarInput
+  return calendarFields(value, {
+    strings: ['id', 'summary', 'description', 'timeZone', 'colorId', 'backgroundColor', 'foregroundColor'],
+    booleans: ['hidden', 'selected']
+  }) as CalendarInput
 }
 
 export async function controlRoutes (app: FastifyInstance, options: { state: GoogleState }): Promise<void> {

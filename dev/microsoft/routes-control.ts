@@ -1,7 +1,7 @@
 // The control surface, under /_control: what tests, benchmarks and the local stack use to act as
 // the person and their other devices. Not part of Microsoft; JSON in, JSON out, `{ error }` on refusal.
 import type { FastifyInstance } from 'fastify'
-import { accountAndEventRoutes, accountStrings, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
+import { accountAndEventRoutes, accountStrings, calendarFields, CONTROL, commonControlRoutes, deliveryRoutes, objectBody, param } from '../stand-in/control.js'
 import type { CalendarInput } from './calendars.js'
 import { ControlError } from './errors.js'
 import type { AccountKind } from './identity.js'
@@ -9,12 +9,7 @@ import { overviewPage } from './pages.js'
 import type { AccountSetup, MicrosoftState, SeedGenerator } from './state.js'
 
 function calendarInput (value: unknown): CalendarInput {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ControlError(400, 'a calendar is an object')
-  const input = value as Record<string, unknown>
-  for (const name of ['name', 'color', 'hexColor']) {
-    if (input[name] !== undefined && typeof input[name] !== 'string') throw new ControlError(400, `calendar ${name} must be a string`)
-  }
-  if (input['canEdit'] !== undefined && typeof input['canEdit'] !== 'boolean') throw new ControlError(400, 'calendar canEdit must be a boolean')
+  const input = calendarFields(value, { strings: ['name', 'color', 'hexColor'], booleans: ['canEdit'] })
   return {
     ...(typeof input['name'] === 'string' ? { name: input['name'] } : {}),
     ...(typeof input['color'] === 'string' ? { color: input['color'] } : {}),

@@ -147,3 +147,19 @@ export function deliveryRoutes (app: FastifyInstance, name: string, delivery: { 
     return { [name]: delivery.list() }
   })
 }
+
+/**
+ * A calendar to add, as a JSON object whose optional fields, where given, have the types named
+ * (strings first, then booleans); which fields there are is the provider's.
+ */
+export function calendarFields (value: unknown, types: { strings: readonly string[], booleans: readonly string[] }): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ControlError(400, 'a calendar is an object')
+  const input = value as Record<string, unknown>
+  for (const name of types.strings) {
+    if (input[name] !== undefined && typeof input[name] !== 'string') throw new ControlError(400, `calendar ${name} must be a string`)
+  }
+  for (const name of types.booleans) {
+    if (input[name] !== undefined && typeof input[name] !== 'boolean') throw new ControlError(400, `calendar ${name} must be a boolean`)
+  }
+  return input
+}
