@@ -141,7 +141,7 @@ test('binds 127.0.0.1, counts lifetimes from its options, keeps tokens and secre
 test('the CLI starts on the given port with clients and accounts, and prints where', async (t) => {
   const port = await freePort()
   const cli = startScript(t, 'dev/google/cli.ts', ['--port', String(port), '--client', `${CLIENT.clientId}:${CLIENT.clientSecret}:${REDIRECT_URI}`, '--account', `${ALICE}:Alice Example`])
-  t.ok(await waitFor(() => cli.stdout().includes('listening'), 15000, () => cli.child.exitCode !== null), cli.output())
+  t.ok(await waitFor(() => cli.stdout().includes('google stand-in listening on'), 15000, () => cli.child.exitCode !== null), cli.output())
   t.match(cli.stdout(), `google stand-in listening on http://127.0.0.1:${port}`)
   const accounts = await (await fetch(`http://127.0.0.1:${port}/_control/accounts`)).json() as { accounts: Array<{ email: string, name: string }> }
   t.match(accounts.accounts, [{ email: ALICE, name: 'Alice Example' }])

@@ -138,7 +138,7 @@ test('binds 127.0.0.1, takes its lifetimes from its options, keeps tokens and se
 test('the CLI starts on the given port with clients and accounts, and prints where', async (t) => {
   const port = await freePort()
   const cli = startScript(t, 'dev/microsoft/cli.ts', ['--port', String(port), '--client', `${CLIENT.clientId}:${CLIENT.clientSecret}:${REDIRECT_URI}`, '--account', `${ALICE}:Alice Example`, '--work-account', 'bob@contoso.example'])
-  t.ok(await waitFor(() => cli.stdout().includes('listening'), 15000, () => cli.child.exitCode !== null), cli.output())
+  t.ok(await waitFor(() => cli.stdout().includes('microsoft stand-in listening on'), 15000, () => cli.child.exitCode !== null), cli.output())
   t.match(cli.stdout(), `microsoft stand-in listening on http://127.0.0.1:${port}`)
   const accounts = await (await fetch(`http://127.0.0.1:${port}/_control/accounts`)).json() as { accounts: Array<{ email: string, name: string, kind: string }> }
   t.match(accounts.accounts, [{ email: ALICE, name: 'Alice Example', kind: 'personal' }, { email: 'bob@contoso.example', kind: 'work' }])
