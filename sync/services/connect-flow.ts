@@ -150,6 +150,9 @@ export class ConnectFlow {
     if (settings.execution !== 'active') {
       throw new SyncServiceError('EXECUTION_PASSIVE', 'This Sync service runs passively (sync.execution) and cannot connect providers')
     }
+    if (provider === 'caldav') {
+      throw new SyncServiceError('VALIDATION', 'A CalDAV account connects with its server URL, user name and app password (POST /api/connections/caldav), not through an authorization')
+    }
     const adapter = providers[provider]
     if (!adapter || !credentials.available) {
       throw new SyncServiceError('PROVIDER_NOT_CONFIGURED', `Provider ${provider} is not configured on this Sync service`)

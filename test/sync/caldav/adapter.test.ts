@@ -87,3 +87,13 @@ test('occurrence writes: a changed occurrence becomes an override, a cancelled o
   t.match(stored, /EXDATE:20261104T080000Z/)
   t.match(stored, /SUMMARY:Standup \(late\)/)
 })
+
+test('CalDAV has no OAuth and no push: the port says so instead of pretending', async (t) => {
+  const adapter = new CalDavAdapter()
+  t.equal(adapter.provider, 'caldav')
+  t.equal(adapter.pollIntervalMs, 5 * 60_000, 'pulled on a timer instead, every five minutes by default')
+  t.throws(() => adapter.authorizationUrl(), /user name and password/)
+  await t.rejects(adapter.exchangeCode(), /user name and password/)
+  await t.rejects(adapter.watch(), /no change notifications/)
+  await t.resolves(adapter.unwatch(), 'stopping a channel that cannot exist is a no-op')
+})

@@ -2,7 +2,7 @@
 // the password checked before anything is stored, the credential encrypted, then the import.
 import { test } from 'tap'
 import { newUserId } from '../helper.js'
-import { allDayIcs, connectCalDav, PASSWORD, seriesIcs, startCalDavStack, USER } from './harness.js'
+import { allDayIcs, connectAndImport, connectCalDav, internalPost, PASSWORD, seriesIcs, startCalDavStack, USER } from './harness.js'
 import { radicaleMissing } from './radicale.js'
 
 const missing = radicaleMissing()
@@ -69,4 +69,26 @@ test('without sync.credentialEncryptionKey: 400 CREDENTIAL_ENCRYPTION_KEY_MISSIN
   t.equal(answer.statusCode, 400)
   t.equal(answer.body['code'], 'CREDENTIAL_ENCRYPTION_KEY_MISSING')
   t.same(await stack.sync.syncConnections.listByUser(userId), [])
+})
+
+test('an OAuth begin for CalDAV is refused with 400 naming the password route, and nothing is kept', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  const userId = newUserId()
+  const answer = await internalPost(stack, userId, `/internal/users/${userId}/connections/begin`, { provider: 'caldav', intent: 'connect' })
+  t.equal(answer.statusCode, 400)
+  t.match(answer.body, { code: 'VALIDATION', message: /POST \/api\/connections\/caldav/ })
+  t.equal(await stack.sync.syncDb.db.collection('oauthAttempts').countDocuments({ userId }), 0, 'no authorization attempt')
+})
+
+test('a connection from before accounts were recorded is found by its stored credential, repaired, and its account recorded', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  const { userId, connectionId } = await connectAndImport(stack)
+  const account = (await stack.sync.syncConnections.get(connectionId))?.account
+  t.equal(account, `${USER}@${stack.radicale.url}/`, 'a new connection names its account (no secret)')
+  await stack.sync.syncDb.db.collection('connections').updateOne({ userId }, { $unset: { account: '' } })
+  const again = await connectCalDav(stack, userId, { serverUrl: stack.radicale.url, username: USER, password: PASSWORD })
+  t.equal(again.statusCode, 200)
+  t.match(again.body, { created: false, connectionId })
+  t.equal((await stack.sync.syncConnections.get(connectionId))?.account, account, 'recorded at the repair')
+  t.equal((await stack.sync.syncConnections.listByUser(userId)).length, 1)
 })

@@ -42,7 +42,11 @@ export async function startCalDavStack (t: Test, options: StackOptions = {}): Pr
 }
 
 export async function connectCalDav (stack: Stack, userId: string, body: Record<string, unknown>): Promise<{ statusCode: number, body: Record<string, unknown> }> {
-  const url = SYNC_PATHS.connectCalDav(userId)
+  return await internalPost(stack, userId, SYNC_PATHS.connectCalDav(userId), body)
+}
+
+/** A signed call of the backend to one of Sync's internal user routes. */
+export async function internalPost (stack: Stack, userId: string, url: string, body: Record<string, unknown>): Promise<{ statusCode: number, body: Record<string, unknown> }> {
   const payload = JSON.stringify(body)
   const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId }, stack.clock.now().getTime())
   const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })

@@ -152,3 +152,26 @@ test('429 and 403 rateLimitExceeded on a pull: the job fails, nothing is saved, 
   t.match(stack.backend.batches.at(-1)?.events, [{ providerEventId: event['id'] }], 'the change arrived on the retry')
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy', lastReadFailureAt: null })
 })
+
+test('a calendar deleted at Google: the next pull finds it gone, its events leave the backend, its channel stops', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'UTC', calendars: [{ summary: 'Work' }] }] })
+  const work = stack.google.control.listAccounts()[0]?.calendars.find((calendar) => calendar.summary === 'Work')?.id ?? ''
+  stack.google.control.insertEvent(work, SAMPLE_EVENTS.timed)
+  stack.google.control.insertEvent(ALICE, SAMPLE_EVENTS.allDay)
+  const { userId, connectionId } = await connectAndSync(stack)
+  t.equal(stack.backend.events(work).size, 1)
+  t.ok((await stack.sync.syncWatches.listByConnection(connectionId)).some((watch) => watch.calendarId === work), 'the calendar was watched')
+  const start = (await stack.sync.syncFeed.page(userId, null, 1)).cursor
+
+  stack.google.control.deleteCalendar(work)
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
+
+  t.match(stack.backend.removals, [{ userId, connectionId, calendarId: work }], 'the backend was told to remove the calendar')
+  t.equal(stack.backend.events(work).size, 0)
+  t.equal(stack.backend.events(ALICE).size, 1, 'the other calendar stays')
+  t.equal(await stack.sync.syncCalendars.get(connectionId, work), null, 'Sync forgot the calendar')
+  t.notOk((await stack.sync.syncWatches.listByConnection(connectionId)).some((watch) => watch.calendarId === work), 'and its channel')
+  t.match((await feedSince(stack, userId, start)).items, [{ kind: 'calendar', connectionId, calendarId: work }], 'the user\'s tabs are told')
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+})
