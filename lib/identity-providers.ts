@@ -1,5 +1,6 @@
 import { isRealValue } from './config-rules.js'
 import type { Config } from '../schemas/config.js'
+import type { Provider } from '../schemas/sync/common.js'
 
 // Sign-in providers of the session library, from the configuration: Google (extprovider),
 // Microsoft (extprovider2, common tenant) and Apple (idsignin). A provider is offered only when
@@ -26,6 +27,15 @@ export interface SignInProvider {
 // Calendar access needs offline access (a refresh token) and the calendar scope, asked for at
 // sign-in so one consent covers both.
 export const GOOGLE_SCOPES = ['openid', 'email', 'profile', 'https://www.googleapis.com/auth/calendar']
+/**
+ * Whether the provider's credential is an OAuth refresh token. Only such a grant answering
+ * invalid_grant ends the user's sessions (specification, States and transitions: session); a
+ * CalDAV account refusing its app password needs the user's attention, not a new sign-in.
+ */
+export function grantIsRefreshToken (provider: Provider): boolean {
+  return provider !== 'caldav'
+}
+
 /** Microsoft Graph's delegated permission to the signed-in user's calendars. */
 export const MICROSOFT_CALENDAR_SCOPE = 'Calendars.ReadWrite'
 /** Reads the mailbox's time zone (Get user mailbox settings), which the calendars are shown in. */

@@ -4,11 +4,11 @@ import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
 import type Session from 'supertokens-node/recipe/session'
 import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
-import { grantIsRefreshToken, type ConnectionSummary, type GrantRevokedResult, type Provider } from '../../schemas/sync/index.js'
+import type { ConnectionSummary, GrantRevokedResult, Provider } from '../../schemas/sync/index.js'
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
-import { GOOGLE_SCOPES, grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
+import { GOOGLE_SCOPES, grantIsRefreshToken, grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import {
   decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, microsoftHandOverMode, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,

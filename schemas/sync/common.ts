@@ -61,15 +61,6 @@ export const IsoDateTimeSchema = Type.String({
 export type UserId = Static<typeof UserIdSchema>
 export type ConnectionId = Static<typeof ConnectionIdSchema>
 export type Provider = Static<typeof ProviderSchema>
-
-/**
- * Whether the provider's credential is an OAuth refresh token. Only such a grant answering
- * invalid_grant ends the user's sessions (specification, States and transitions: session); a
- * CalDAV account refusing its app password needs the user's attention, not a new sign-in.
- */
-export function grantIsRefreshToken (provider: Provider): boolean {
-  return provider !== 'caldav'
-}
 export type ConnectionState = Static<typeof ConnectionStateSchema>
 export type ConnectionReason = Static<typeof ConnectionReasonSchema>
 export type ImportOperation = Static<typeof ImportOperationSchema>

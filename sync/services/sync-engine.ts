@@ -7,7 +7,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
-import { grantIsRefreshToken, ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
+import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
+import { grantIsRefreshToken } from '../../lib/identity-providers.js'
 import type {
   CredentialHandOver, CredentialHandOverResult, EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult,
   ProviderWriteSubject
