@@ -1,7 +1,6 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
-import { sessionOf } from '../backend/provider-fixtures.js'
-import { startFullStack } from './stack.js'
+import { signInWithProvider, startFullStack } from './stack.js'
 
 // Provider sign-in through the whole system: the session library's sign-in-up route at the
 // backend, the credential handed to the Sync service through the outbox, and the calendar imported
@@ -12,32 +11,10 @@ test('signing up with Google brings the Google calendar along', async (t) => {
   const email = 'grace@example.com'
   stack.google.control.createAccount({ email, name: 'Grace', timeZone: 'Europe/Berlin' })
   stack.google.control.insertEvent(email, { summary: 'Flight to Lisbon', start: { dateTime: '2026-11-26T07:00:00+01:00', timeZone: 'Europe/Berlin' }, end: { dateTime: '2026-11-26T10:00:00+01:00', timeZone: 'Europe/Berlin' } })
-  const callback = `${stack.webUrl}/auth/extprovider/callback`
   const app = stack.backend.app
 
   async function signInWithGoogle () {
-    const begun = await app.inject({ method: 'GET', url: `/api/auth/authorisationurl?thirdPartyId=google&redirectURIOnProviderDashboard=${encodeURIComponent(callback)}` })
-    const { urlWithQueryParams, pkceCodeVerifier } = begun.json<{ urlWithQueryParams: string, pkceCodeVerifier?: string }>()
-    const consent = new URL(urlWithQueryParams)
-    consent.searchParams.set('login_hint', email)
-    consent.searchParams.set('approve', '1')
-    const back = new URL((await fetch(consent, { redirect: 'manual' })).headers.get('location') ?? '')
-    const answer = await app.inject({
-      method: 'POST',
-      url: '/api/auth/signinup',
-      headers: { 'sx-auth-mode': 'header', rid: 'thirdparty' },
-      payload: {
-        thirdPartyId: 'google',
-        redirectURIInfo: {
-          redirectURIOnProviderDashboard: callback,
-          redirectURIQueryParams: Object.fromEntries(back.searchParams),
-          ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier })
-        }
-      }
-    })
-    const session = sessionOf(answer.headers)
-    if (session === undefined) throw new Error(`no session: ${answer.statusCode} ${answer.body}`)
-    return { session, body: answer.json<{ summary?: { mode?: string } }>() }
+    return await signInWithProvider(stack, 'google', email)
   }
 
   const first = await signInWithGoogle()

@@ -1,7 +1,6 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
-import { sessionOf } from '../backend/provider-fixtures.js'
-import { defaultMicrosoftCalendar, startFullStack, withMicrosoft } from './stack.js'
+import { defaultMicrosoftCalendar, signInWithProvider, startFullStack, withMicrosoft } from './stack.js'
 
 // A Microsoft sign-in through the whole system: the session library's sign-in-up route at the
 // backend (Microsoft's consent asks for calendar access too), the refresh token handed to the Sync
@@ -15,33 +14,12 @@ test('signing up with Microsoft brings the Microsoft calendar along', async (t) 
   const calendarId = defaultMicrosoftCalendar(stack, email)
   const at = (dateTime: string) => ({ dateTime, timeZone: 'W. Europe Standard Time' })
   stack.microsoft.control.insertEvent(calendarId, { subject: 'Train to Lyon', start: at('2026-11-26T07:00:00'), end: at('2026-11-26T10:00:00') })
-  const callback = `${stack.webUrl}/auth/extprovider/callback`
   const app = stack.backend.app
 
   async function signInWithMicrosoft () {
-    const begun = await app.inject({ method: 'GET', url: `/api/auth/authorisationurl?thirdPartyId=microsoft&redirectURIOnProviderDashboard=${encodeURIComponent(callback)}` })
-    const { urlWithQueryParams, pkceCodeVerifier } = begun.json<{ urlWithQueryParams: string, pkceCodeVerifier?: string }>()
-    const consent = new URL(urlWithQueryParams)
-    t.match(consent.searchParams.get('scope'), /Calendars\.ReadWrite/, 'one consent for the sign-in and the calendar')
-    consent.searchParams.set('login_hint', email)
-    consent.searchParams.set('approve', '1')
-    const back = new URL((await fetch(consent, { redirect: 'manual' })).headers.get('location') ?? '')
-    const answer = await app.inject({
-      method: 'POST',
-      url: '/api/auth/signinup',
-      headers: { 'sx-auth-mode': 'header', rid: 'thirdparty' },
-      payload: {
-        thirdPartyId: 'microsoft',
-        redirectURIInfo: {
-          redirectURIOnProviderDashboard: callback,
-          redirectURIQueryParams: Object.fromEntries(back.searchParams),
-          ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier })
-        }
-      }
-    })
-    const session = sessionOf(answer.headers)
-    if (session === undefined) throw new Error(`no session: ${answer.statusCode} ${answer.body}`)
-    return { session, body: answer.json<{ summary?: { provider?: string, calendar?: string } }>() }
+    const signedIn = await signInWithProvider(stack, 'microsoft', email)
+    t.match(signedIn.askedScope, /Calendars\.ReadWrite/, 'one consent for the sign-in and the calendar')
+    return signedIn
   }
 
   const first = await signInWithMicrosoft()

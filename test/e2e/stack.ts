@@ -14,6 +14,7 @@ import type { SyncConfig } from '../../schemas/config.js'
 import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
 import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
+import { sessionOf } from '../backend/provider-fixtures.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 // Shaped like an Entra application (client) id, as config rules may check real-looking values.
@@ -186,4 +187,43 @@ export function defaultMicrosoftCalendar (stack: FullStack, email: string): stri
 export async function connectMicrosoft (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }): Promise<URL> {
   withMicrosoft(stack)
   return await connectThroughBackend(stack, user, body)
+}
+
+export interface ProviderSignIn {
+  session: NonNullable<ReturnType<typeof sessionOf>>
+  body: { summary?: { provider?: string, mode?: string, calendar?: string } }
+  /** The scopes the authorization URL asked the person to consent to. */
+  askedScope: string | null
+}
+
+/**
+ * What the web client does for a provider sign-in: the library's authorization URL for the web
+ * callback, consent at the stand-in without its page (`login_hint` + `approve`), then the library's
+ * sign-in-up route with the code the browser came back with.
+ */
+export async function signInWithProvider (stack: FullStack, thirdPartyId: 'google' | 'microsoft', email: string): Promise<ProviderSignIn> {
+  const app = stack.backend.app
+  const callback = `${stack.webUrl}/auth/extprovider/callback`
+  const begun = await app.inject({ method: 'GET', url: `/api/auth/authorisationurl?thirdPartyId=${thirdPartyId}&redirectURIOnProviderDashboard=${encodeURIComponent(callback)}` })
+  const { urlWithQueryParams, pkceCodeVerifier } = begun.json<{ urlWithQueryParams: string, pkceCodeVerifier?: string }>()
+  const consent = new URL(urlWithQueryParams)
+  consent.searchParams.set('login_hint', email)
+  consent.searchParams.set('approve', '1')
+  const back = new URL((await fetch(consent, { redirect: 'manual' })).headers.get('location') ?? '')
+  const answer = await app.inject({
+    method: 'POST',
+    url: '/api/auth/signinup',
+    headers: { 'sx-auth-mode': 'header', rid: 'thirdparty' },
+    payload: {
+      thirdPartyId,
+      redirectURIInfo: {
+        redirectURIOnProviderDashboard: callback,
+        redirectURIQueryParams: Object.fromEntries(back.searchParams),
+        ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier })
+      }
+    }
+  })
+  const session = sessionOf(answer.headers)
+  if (session === undefined) throw new Error(`no session: ${answer.statusCode} ${answer.body}`)
+  return { session, body: answer.json<ProviderSignIn['body']>(), askedScope: consent.searchParams.get('scope') }
 }
