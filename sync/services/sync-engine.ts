@@ -128,7 +128,7 @@ export class SyncEngine {
    * (specification, "Provider sign-in and sign-up": the modes). SIGNUP (or no connection yet)
    * creates the connection and imports; RECONNECT_REPAIR (or a connection that needs the user)
    * repairs it with this credential; SIGNIN_INCREMENTAL keeps the connection, checks its channels
-   * (starts the missing ones) and pulls. A repeated hand-over is answered as the first one was.
+   * (starts the missing ones, replaces the expired ones) and pulls. A repeated hand-over is answered as the first one was.
    */
   async handOverCredential (userId: string, handOver: CredentialHandOver): Promise<CredentialHandOverResult> {
     const { connections, credentials, handOvers, queue, clock, providers } = this.#parts
@@ -613,11 +613,15 @@ export class SyncEngine {
   async #ensureWatches (provider: ProviderPort, context: ProviderContext, found: ProviderCalendar[]): Promise<void> {
     // A provider without notifications is pulled on the timer instead.
     if (provider.pollIntervalMs !== undefined) return
-    const existing = new Set((await this.#parts.watches.listByConnection(context.connectionId)).map((watch) => watch.calendarId))
+    const now = this.#parts.clock.now()
+    const existing = new Map((await this.#parts.watches.listByConnection(context.connectionId)).map((watch) => [watch.calendarId, watch]))
     for (const calendar of found) {
-      if (existing.has(calendar.calendarId)) continue
+      const watch = existing.get(calendar.calendarId)
+      // A channel past its expiration no longer notifies: it is replaced, not counted as watching.
+      if (watch !== undefined && watch.expiresAt > now) continue
       try {
-        await this.#watchCalendar(provider, context, calendar.calendarId)
+        if (watch === undefined) await this.#watchCalendar(provider, context, calendar.calendarId)
+        else await this.#renewWatch(provider, context, watch)
       } catch (error) {
         if (error instanceof ProviderAuthorizationRevokedError) throw error
         this.#parts.log.warn({ connectionId: context.connectionId, err: error }, 'watching a calendar failed; it is pulled on the timer until a channel exists')

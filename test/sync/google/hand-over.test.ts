@@ -60,6 +60,18 @@ test('a sign-in\'s credential: SIGNUP imports, SIGNIN_INCREMENTAL pulls, RECONNE
   t.match(await stack.sync.syncJobQueue.list({ type: 'pull' }), [{ connectionId: connection?._id.toHexString() }])
   await stack.drain()
 
+  // The next sign-in: the channel's record is there but it expired; a new channel replaces it.
+  const [expired] = await stack.sync.syncWatches.listByUser(userId)
+  await stack.sync.syncWatches.renew(expired?._id ?? '', new Date(stack.clock.now().getTime() - 60_000))
+  await handOver(stack, userId, { ...base, mode: 'SIGNIN_INCREMENTAL', idempotencyKey: randomUUID() })
+  const replaced = await stack.sync.syncWatches.listByUser(userId)
+  t.equal(replaced.length, 1, 'one channel watches the calendar')
+  t.not(replaced[0]?._id, expired?._id, 'a new channel, not the expired one')
+  t.ok((replaced[0]?.expiresAt.getTime() ?? 0) > stack.clock.now().getTime(), 'that expires in the future')
+  t.equal(stack.google.control.listChannels().find((channel) => channel.id === expired?._id)?.state, 'stopped', 'the expired channel is stopped at Google')
+  t.equal(stack.google.control.listChannels().find((channel) => channel.id === replaced[0]?._id)?.state, 'active', 'the new one runs')
+  await stack.drain()
+
   // Revoked at Google: the connection needs the user; the backend is told; a new sign-in repairs it.
   stack.google.control.revoke(ALICE)
   stack.google.control.expireAccessTokens(ALICE)
