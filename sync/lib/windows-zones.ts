@@ -1,9 +1,11 @@
 // Windows time zone names (what Outlook stores and Microsoft Graph answers) and IANA names (what the
 // backend keeps). The table is the primary ("001") mapping of Unicode CLDR's windowsZones data, which
 // is what Windows and Exchange themselves translate with; other territories' rows are not needed,
-// since one IANA zone per Windows zone keeps the wall clock right.
+// since one IANA zone per Windows zone keeps the wall clock right. The zone IDs are CLDR's own
+// (America/Buenos_Aires, Asia/Calcutta), as the file gives them and as ICU resolves aliases to.
+// The Microsoft stand-in reads this table too, so that it and the Sync service agree on every zone.
 
-const WINDOWS_TO_IANA: Readonly<Record<string, string>> = {
+export const WINDOWS_TO_IANA: Readonly<Record<string, string>> = {
   'Dateline Standard Time': 'Etc/GMT+12',
   'UTC-11': 'Etc/GMT+11',
   'Aleutian Standard Time': 'America/Adak',
