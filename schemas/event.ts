@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { OBJECT_ID_PATTERN } from '../lib/ids.js'
+import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN } from '../lib/events/ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
 // all-day events (end exclusive). Which of the two an event must use is checked in lib/events,
@@ -28,7 +29,6 @@ export const ObjectIdString = Type.String({
 
 // A stored event is addressed by its 24-hex id; an occurrence of a series that was never edited
 // is addressed by `<seriesId>_<original start>` (UTC `YYYYMMDDTHHMMSSZ`, or `YYYYMMDD` all-day).
-export const EVENT_PATH_ID_PATTERN = '^[0-9a-f]{24}(_\\d{8}(T\\d{6}Z)?)?$'
 export const EventPathId = Type.String({
   pattern: EVENT_PATH_ID_PATTERN,
   description: 'Event id, or `<seriesId>_<originalStart>` for an occurrence of a recurring series'
@@ -65,7 +65,7 @@ export const Recurrence = Type.Object({
     description: 'iCalendar lines of a series base: one `RRULE:` line and any `EXDATE` lines'
   })),
   eventId: Type.Optional(Type.String({
-    pattern: '^(optimistic-)?[0-9a-f]{24}$',
+    pattern: CLIENT_EVENT_ID_PATTERN,
     description: 'On an occurrence: the id of its series base'
   }))
 }, { additionalProperties: false })
@@ -124,7 +124,7 @@ const changeFields = {
 // The body of a write. `user` and `lastUpdated` are not part of it: the server sets them.
 export const EventChange = Type.Object({
   _id: Type.Optional(Type.String({
-    pattern: '^(optimistic-)?[0-9a-f]{24}(_\\d{8}(T\\d{6}Z)?)?$',
+    pattern: CLIENT_EVENT_PATH_ID_PATTERN,
     description: 'Event id chosen by the client (a leading `optimistic-` is stripped); an occurrence id only on PUT to that id'
   })),
   // A client may send back what it read: these two are accepted and ignored.
