@@ -4,7 +4,8 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
-import { TypedHttpError, errorBody, notFoundBody, serverErrorBody } from './lib/error-bodies.js'
+import { TypedHttpError, errorBody, notFoundBody, sendUntypedError, serverErrorBody, type UntypedErrorBodies } from './lib/error-bodies.js'
+import type { ErrorResponse } from './schemas/errors.js'
 import { isDatabaseUnavailableError } from './lib/mongo-errors.js'
 import configPlugin from './plugins/external/config.js'
 import mongoPlugin from './plugins/external/mongo.js'
@@ -64,15 +65,14 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: Fastify
     return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
       .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DATABASE_UNAVAILABLE'))
   }
-  if (error.validation) {
-    return reply.code(400).send(errorBody(400, error.message, 'FST_ERR_VALIDATION'))
-  }
-  const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
-  if (statusCode >= 500) {
-    request.log.error({ err: error }, 'request failed')
-    return reply.code(statusCode).send(serverErrorBody(statusCode))
-  }
-  return reply.code(statusCode).send(errorBody(statusCode, error.message, error.code && !error.code.startsWith('FST_') ? error.code : undefined))
+  return sendUntypedError(request, reply, error, BACKEND_UNTYPED_ERROR_BODIES)
+}
+
+const BACKEND_UNTYPED_ERROR_BODIES: UntypedErrorBodies<ErrorResponse> = {
+  invalid: (message) => errorBody(400, message, 'FST_ERR_VALIDATION'),
+  // Fastify's own codes (FST_*) name its internals, not a refusal clients are told about.
+  refused: (statusCode, message, code) => errorBody(statusCode, message, code && !code.startsWith('FST_') ? code : undefined),
+  failed: serverErrorBody
 }
 
 const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, options) => {

@@ -8,6 +8,8 @@ import { loggerOptions } from '../lib/logging.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
 import { errorBody, SyncServiceError } from './lib/errors.js'
+import { sendUntypedError, type UntypedErrorBodies } from '../lib/error-bodies.js'
+import type { SyncErrorBody } from '../schemas/sync/index.js'
 import type { ProviderRegistry } from './lib/providers/port.js'
 import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
@@ -67,6 +69,14 @@ export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
   }
 }
 
+// The codes of the Sync contract name no server failure or generic refusal, so these bodies keep
+// the contract's closest code and carry the real status beside it.
+const SYNC_UNTYPED_ERROR_BODIES: UntypedErrorBodies<SyncErrorBody> = {
+  invalid: (message) => errorBody('VALIDATION', message),
+  refused: (statusCode, message) => ({ ...errorBody('VALIDATION', message), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' }),
+  failed: (statusCode) => ({ ...errorBody('INTERNAL', 'The Sync service failed to answer; try again later'), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
+}
+
 const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance, options) => {
   // Each part declares the parts it needs; they are registered here in that order, each with
   // the options it takes.
@@ -100,14 +110,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
       if (error.statusCode >= 500) request.log.warn({ code: error.code }, 'request refused')
       return reply.code(error.statusCode).send(error.toBody())
     }
-    if (error.validation) return reply.code(400).send(errorBody('VALIDATION', error.message))
-    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
-    if (statusCode >= 500) {
-      request.log.error({ err: error }, 'request failed')
-      // A server error never tells the caller about internals.
-      return reply.code(statusCode).send({ ...errorBody('INTERNAL', 'The Sync service failed to answer; try again later'), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
-    }
-    return reply.code(statusCode).send({ ...errorBody('VALIDATION', error.message), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
+    return sendUntypedError(request, reply, error, SYNC_UNTYPED_ERROR_BODIES)
   })
 
   await fastify.register(autoload, {
