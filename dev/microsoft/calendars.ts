@@ -85,6 +85,7 @@ interface Change {
 export type Target =
   | { kind: 'item', event: StoredEvent }
   | { kind: 'instance', master: StoredEvent, originalStartMs: number, exception?: ExceptionRecord }
+type InstanceTarget = Extract<Target, { kind: 'instance' }>
 
 export type ChangeType = 'created' | 'updated' | 'deleted'
 export interface ChangeNotice { changeType: ChangeType, eventId: string, changeKey: string }
@@ -237,19 +238,7 @@ export class Calendars {
       const base = target.exception?.patch ?? {}
       const patch: ContentPatch = { ...base, ...write.patch, extra: { ...base.extra, ...write.patch.extra } }
       mergeContent(occurrenceContent(target.master.content, target.originalStartMs), patch)
-      const seq = this.nextSeq(calendar)
-      const record: ExceptionRecord = {
-        originalStartMs: target.originalStartMs,
-        cancelled: false,
-        patch,
-        changeKey: changeKeyOf(calendar.changeKeyPrefix, seq),
-        created: target.exception?.created ?? now,
-        lastModified: now,
-        lastModifiedBy: by
-      }
-      const master: StoredEvent = { ...target.master, exceptions: new Map(target.master.exceptions).set(target.originalStartMs, record) }
-      this.commit(calendar, master, target.master, seq, target.originalStartMs)
-      this.onChange(calendar, [{ changeType: 'updated', eventId: master.id, changeKey: master.changeKey }])
+      const { master, record } = this.commitException(calendar, target, this.nextSeq(calendar), { cancelled: false, patch }, by, now)
       return occurrenceInstance(master, target.originalStartMs, record)
     }
     const current = target.event
@@ -284,23 +273,29 @@ export class Calendars {
     const seq = this.nextSeq(calendar)
     const changeKey = changeKeyOf(calendar.changeKeyPrefix, seq)
     if (target.kind === 'instance') {
-      const record: ExceptionRecord = {
-        originalStartMs: target.originalStartMs,
-        cancelled: true,
-        patch: {},
-        changeKey,
-        created: target.exception?.created ?? now,
-        lastModified: now,
-        lastModifiedBy: by
-      }
-      const master: StoredEvent = { ...target.master, exceptions: new Map(target.master.exceptions).set(target.originalStartMs, record) }
-      this.commit(calendar, master, target.master, seq, target.originalStartMs)
-      this.onChange(calendar, [{ changeType: 'updated', eventId: master.id, changeKey: master.changeKey }])
+      this.commitException(calendar, target, seq, { cancelled: true, patch: {} }, by, now)
       return
     }
     const next: StoredEvent = { ...target.event, deleted: true, lastModified: now, lastModifiedBy: by, changeKey }
     this.commit(calendar, next, target.event, seq)
     this.onChange(calendar, [{ changeType: 'deleted', eventId: next.id, changeKey }])
+  }
+
+  // An occurrence is never stored on its own: its change is an exception record of its series
+  // master, and Graph announces it as an update of that master.
+  private commitException (calendar: Calendar, target: InstanceTarget, seq: number, change: Pick<ExceptionRecord, 'cancelled' | 'patch'>, by: string, now: number): { master: StoredEvent, record: ExceptionRecord } {
+    const record: ExceptionRecord = {
+      originalStartMs: target.originalStartMs,
+      ...change,
+      changeKey: changeKeyOf(calendar.changeKeyPrefix, seq),
+      created: target.exception?.created ?? now,
+      lastModified: now,
+      lastModifiedBy: by
+    }
+    const master: StoredEvent = { ...target.master, exceptions: new Map(target.master.exceptions).set(target.originalStartMs, record) }
+    this.commit(calendar, master, target.master, seq, target.originalStartMs)
+    this.onChange(calendar, [{ changeType: 'updated', eventId: master.id, changeKey: master.changeKey }])
+    return { master, record }
   }
 
   /** Live single events and series masters, in creation order (what `/events` lists). */
