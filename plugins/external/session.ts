@@ -216,7 +216,14 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                     const refusal = await appOf(request).providerAuth.googleGrantRefusal(input.thirdPartyUserId, input.oAuthTokens as Record<string, unknown>)
                     if (refusal !== undefined) return { status: 'SIGN_IN_UP_NOT_ALLOWED', reason: refusal }
                   }
-                  const result = await original.signInUp(input)
+                  const result = await original.signInUp(input).catch(async (error: unknown) => {
+                    // The library reads the new login twice (the core's answer, then the user by
+                    // that id). A concurrent first login of the same account can map the id to its
+                    // canonical one in between, and the library then refuses its own reads. Asked
+                    // again, both reads see the mapping.
+                    if (error instanceof Error && error.message.includes('recipeUserId and user is inconsistent')) return await original.signInUp(input)
+                    throw error
+                  })
                   if (result.status !== 'OK' || request === undefined) return result
                   return await appOf(request).identity.withCanonicalMapping(result, async () => mintUserId())
                 }

@@ -302,6 +302,22 @@ test('identity: a user with another Google account keeps it; the new Google acco
   t.equal(await users.countDocuments({ email, emailVerified: true }), 1, 'one record keeps the proven address')
 })
 
+test('identity: the provider account decides before the email; a verified owner of that email is not taken', async (t) => {
+  // The verified password user owns the address the Google account now reports; the Google account
+  // itself already belongs to another user (who signed up with it under an older address).
+  const { email, session: emailOwner } = await verifiedPasswordUser('precedence')
+  providers.google.control.createAccount({ email, name: 'Precedence Google' })
+  const accountOwner = new ObjectId()
+  const olderAddress = uniqueEmail('older-address')
+  await users.insertOne({ _id: accountOwner, email: olderAddress, emailVerified: true, signedUpAt: new Date(), lastLoggedInAt: new Date(), google: { googleId: googleSub(email) } })
+  const google = await providerSignIn('google', email)
+  t.equal(signedIn(t, google).userId, accountOwner.toHexString(), 'the user holding the Google account')
+  t.match(google.body['summary'], { linkedBy: 'account', newUser: false })
+  t.notOk((await record(emailOwner.userId))?.google, 'the email\'s owner gets nothing of Google')
+  t.equal((await record(accountOwner.toHexString()))?.email, olderAddress, 'the account owner keeps its address')
+  t.equal(await users.countDocuments({ email, emailVerified: true }), 1, 'one record keeps the proven address')
+})
+
 test('identity: two concurrent first logins end with one user', async (t) => {
   const email = googleAccount('concurrent')
   const starts = await Promise.all([authorisationUrl('google'), authorisationUrl('google')])
