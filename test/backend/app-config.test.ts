@@ -31,7 +31,17 @@ test('GET /api/config', async (t) => {
   }
 
   // Three of four billing keys: the configuration drops the whole block, and so does the answer.
-  const { publishableKey: _kept, ...incomplete } = BILLING
-  const dropped = appConfigFor(testConfig(deps, { extra: { billing: incomplete } }))
-  t.same(dropped, { providers: { google: false, microsoft: false, apple: false }, placesLookup: false, analytics: false }, 'incomplete: no billing block')
+  for (const missing of Object.keys(BILLING) as Array<keyof typeof BILLING>) {
+    const incomplete: Partial<typeof BILLING> = { ...BILLING }
+    delete incomplete[missing]
+    const dropped = appConfigFor(testConfig(deps, { extra: { billing: incomplete } }))
+    t.same(dropped, { providers: { google: false, microsoft: false, apple: false }, placesLookup: false, analytics: false }, `without ${missing}: no billing block`)
+  }
+  const { priceId: _dropped, ...incomplete } = BILLING
+  const { app: incompleteApp } = await buildApp(t, deps, { extra: { billing: incomplete } })
+  const other = await signUp(incompleteApp, { email: uniqueEmail('config-incomplete'), password: 'pw-for-config-2' })
+  const answered = await incompleteApp.inject({ method: 'GET', url: '/api/config', headers: other.headers })
+  t.equal(answered.statusCode, 200)
+  t.same(answered.json(), { providers: { google: false, microsoft: false, apple: false }, placesLookup: false, analytics: false }, 'over HTTP: no billing block, nothing else on')
+  t.notOk(answered.body.includes(BILLING.publishableKey), 'not even the publishable key')
 })
