@@ -6,11 +6,11 @@
 import { Writable } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import { signInternalRequest } from '../../lib/internal-auth.js'
-import type { BeginConnectionResponse } from '../../schemas/sync/index.js'
+import type { BeginConnectionResponse, EventChangeReport, ProviderWriteSubject } from '../../schemas/sync/index.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import app from '../../sync/app.js'
 import type { SyncAppOptions } from '../../sync/app.js'
@@ -96,12 +96,16 @@ export async function startSyncAgainst<S> (t: Test, options: SyncAgainstOptions<
   return { standIn, backend, sync, clock, config, syncUrl, logs, drain }
 }
 
-/** Asks Sync to begin a connect as the backend would (a signed internal call). */
-export async function beginConnection (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, userId: string, body: Record<string, unknown>): Promise<BeginConnectionResponse> {
-  const url = `/internal/users/${userId}/connections/begin`
+/** A POST of the backend to one of Sync's internal routes for a user, signed as the backend signs it. */
+export async function internalPostAs (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, userId: string, url: string, body: unknown): Promise<LightMyRequestResponse> {
   const payload = JSON.stringify(body)
   const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId }, stack.clock.now().getTime())
-  const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
+  return await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
+}
+
+/** Asks Sync to begin a connect as the backend would (a signed internal call). */
+export async function beginConnection (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, userId: string, body: Record<string, unknown>): Promise<BeginConnectionResponse> {
+  const answer = await internalPostAs(stack, userId, `/internal/users/${userId}/connections/begin`, body)
   if (answer.statusCode !== 200) throw new Error(`begin answered ${answer.statusCode}: ${answer.body}`)
   return answer.json<BeginConnectionResponse>()
 }
@@ -137,4 +141,31 @@ export async function connectProviderAndSync (
   const [connection] = await stack.sync.syncConnections.listByUser(userId)
   if (!connection) throw new Error('no connection')
   return { userId, connectionId: connection._id.toHexString(), cid: started.correlationId }
+}
+
+/** The backend reporting a change of its own data, as its outbox does: the status Sync answers. */
+export async function reportEventChange (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, body: EventChangeReport): Promise<number> {
+  return (await internalPostAs(stack, body.userId, '/internal/event-changes', body)).statusCode
+}
+
+/** An own event as the backend describes it for a provider write: lunch on 2026-11-24, Berlin time. */
+export function lunchWriteSubject (stack: Pick<SyncUnderTest, 'clock'>, fields: Partial<ProviderWriteSubject> = {}): ProviderWriteSubject {
+  return {
+    content: { title: 'Lunch with Bo', startDate: '2026-11-24T12:00:00+01:00', endDate: '2026-11-24T13:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' },
+    lastUpdated: stack.clock.now().toISOString(),
+    ...fields
+  }
+}
+
+/** The user's grant ends at the provider and its access tokens with it; Sync's next pull meets the dead grant. */
+export async function revokeAtProviderAndPull (
+  stack: Pick<SyncUnderTest, 'sync' | 'drain'>,
+  control: { revoke: (email: string) => unknown, expireAccessTokens: (email: string) => unknown },
+  email: string,
+  userId: string
+): Promise<void> {
+  control.revoke(email)
+  control.expireAccessTokens(email)
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
 }

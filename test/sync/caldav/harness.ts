@@ -2,11 +2,11 @@
 // clock, Sync on its own port) with the CalDAV adapter on the test's clock, and a connect through
 // the signed internal route, as the backend's session route makes it.
 import type { Test } from 'tap'
-import { signInternalRequest } from '../../../lib/internal-auth.js'
 import { SYNC_PATHS } from '../../../schemas/sync/index.js'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
 import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
-import { INTERNAL_TOKEN, newUserId } from '../helper.js'
+import { newUserId } from '../helper.js'
+import { internalPostAs } from '../provider-harness.js'
 import { startStack } from '../google/harness.js'
 import type { Stack, StackOptions } from '../google/harness.js'
 import { startRadicale } from './radicale.js'
@@ -47,9 +47,7 @@ export async function connectCalDav (stack: Stack, userId: string, body: Record<
 
 /** A signed call of the backend to one of Sync's internal user routes. */
 export async function internalPost (stack: Stack, userId: string, url: string, body: Record<string, unknown>): Promise<{ statusCode: number, body: Record<string, unknown> }> {
-  const payload = JSON.stringify(body)
-  const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId }, stack.clock.now().getTime())
-  const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
+  const answer = await internalPostAs(stack, userId, url, body)
   return { statusCode: answer.statusCode, body: answer.json<Record<string, unknown>>() }
 }
 

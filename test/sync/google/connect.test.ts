@@ -4,6 +4,7 @@ import { test } from 'tap'
 import { translatePage } from '../../../lib/change-translation.js'
 import { signInternalRequest } from '../../../lib/internal-auth.js'
 import { buildSyncApp, databaseUri, INTERNAL_TOKEN, newUserId, startDatabase, testConfig } from '../helper.js'
+import { revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, begin, CLIENT_ID, connectAndSync, consent, followCallback, startStack, WEB_CALLBACK } from './harness.js'
 
 test('connect round trip: PKCE and state, consent, callback, redirect with status and cid, encrypted credential, import queued', async (t) => {
@@ -84,10 +85,7 @@ test('revocation at Google: actionRequired, credential discarded, CONNECTION_REV
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
   const cursor = (await stack.sync.syncFeed.page(userId, null, 1)).cursor
 
-  stack.google.control.revoke(ALICE)
-  stack.google.control.expireAccessTokens(ALICE)
-  await stack.sync.syncEngine.restart(userId)
-  await stack.drain()
+  await revokeAtProviderAndPull(stack, stack.google.control, ALICE, userId)
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'actionRequired', reason: 'authorizationRevoked' })
   t.equal(await stack.sync.syncCredentials.load(connectionId), null, 'credential discarded')
   const page = await stack.sync.syncFeed.page(userId, cursor, 100)

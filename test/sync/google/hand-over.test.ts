@@ -3,10 +3,10 @@
 // repaired, or kept and pulled; a repeated hand-over changes nothing.
 import { randomUUID } from 'node:crypto'
 import { test } from 'tap'
-import { signInternalRequest } from '../../../lib/internal-auth.js'
 import { SYNC_PATHS } from '../../../schemas/sync/index.js'
 import type { CredentialHandOver } from '../../../schemas/sync/index.js'
-import { INTERNAL_TOKEN, newUserId } from '../helper.js'
+import { newUserId } from '../helper.js'
+import { internalPostAs, revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, CLIENT_ID, SAMPLE_EVENTS, startStack } from './harness.js'
 import type { Stack } from './harness.js'
 
@@ -26,10 +26,7 @@ async function refreshTokenOf (stack: Stack, email: string): Promise<{ refreshTo
 }
 
 async function handOver (stack: Stack, userId: string, body: CredentialHandOver) {
-  const url = SYNC_PATHS.credentials(userId)
-  const payload = JSON.stringify(body)
-  const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId }, stack.clock.now().getTime())
-  return await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
+  return await internalPostAs(stack, userId, SYNC_PATHS.credentials(userId), body)
 }
 
 test('a sign-in\'s credential: SIGNUP imports, SIGNIN_INCREMENTAL pulls, RECONNECT_REPAIR repairs; repeats change nothing', async (t) => {
@@ -73,10 +70,7 @@ test('a sign-in\'s credential: SIGNUP imports, SIGNIN_INCREMENTAL pulls, RECONNE
   await stack.drain()
 
   // Revoked at Google: the connection needs the user; the backend is told; a new sign-in repairs it.
-  stack.google.control.revoke(ALICE)
-  stack.google.control.expireAccessTokens(ALICE)
-  await stack.sync.syncEngine.restart(userId)
-  await stack.drain()
+  await revokeAtProviderAndPull(stack, stack.google.control, ALICE, userId)
   t.match(await stack.sync.syncConnections.get(connection?._id.toHexString() ?? ''), { state: 'actionRequired', reason: 'authorizationRevoked' })
   t.same(stack.backend.revocations, [{ userId, provider: 'google', connectionId: connection?._id.toHexString() }], 'the backend was told, to revoke the user\'s sessions')
   const fresh = await refreshTokenOf(stack, ALICE)

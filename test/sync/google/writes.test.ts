@@ -3,27 +3,8 @@
 import { test } from 'tap'
 import Fastify from 'fastify'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { signInternalRequest } from '../../../lib/internal-auth.js'
-import type { EventChangeReport, ProviderWriteSubject } from '../../../schemas/sync/index.js'
-import { INTERNAL_TOKEN } from '../helper.js'
+import { lunchWriteSubject, reportEventChange } from '../provider-harness.js'
 import { ALICE, connectAndSync, SAMPLE_EVENTS, startStack } from './harness.js'
-import type { Stack } from './harness.js'
-
-async function report (stack: Stack, body: EventChangeReport): Promise<number> {
-  const url = '/internal/event-changes'
-  const payload = JSON.stringify(body)
-  const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId: body.userId }, stack.clock.now().getTime())
-  const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
-  return answer.statusCode
-}
-
-function subject (stack: Stack, fields: Partial<ProviderWriteSubject> = {}): ProviderWriteSubject {
-  return {
-    content: { title: 'Lunch with Bo', startDate: '2026-11-24T12:00:00+01:00', endDate: '2026-11-24T13:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' },
-    lastUpdated: stack.clock.now().toISOString(),
-    ...fields
-  }
-}
 
 test('provider writes: an own event is inserted into the primary calendar and linked, then patched and deleted with If-Match', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
@@ -31,7 +12,7 @@ test('provider writes: an own event is inserted into the primary calendar and li
   const eventId = '6b0400000000000000000001'
   const batches = stack.backend.batches.length
 
-  t.equal(await report(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: subject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   await stack.google.notificationsSettled()
   await stack.drain()
@@ -47,14 +28,14 @@ test('provider writes: an own event is inserted into the primary calendar and li
 
   const providerEventId = String(inserted?.['id'])
   stack.clock.advance(60_000)
-  t.equal(await report(stack, {
-    userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId: ALICE, subject: subject(stack, { providerEventId, content: { ...subject(stack).content!, title: 'Lunch with Bo and Cy' } })
+  t.equal(await reportEventChange(stack, {
+    userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId, content: { ...lunchWriteSubject(stack).content!, title: 'Lunch with Bo and Cy' } })
   }), 202)
   await stack.drain()
   t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { summary: 'Lunch with Bo and Cy', status: 'confirmed' })
 
   stack.clock.advance(60_000)
-  t.equal(await report(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId: ALICE, subject: subject(stack, { providerEventId }) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId }) }), 202)
   await stack.drain()
   t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { status: 'cancelled' })
   t.same(await stack.sync.syncJobQueue.list(), [])
@@ -72,7 +53,7 @@ test('a change made at Google after ours wins; a rate-limited write retries on t
   stack.clock.advance(60_000)
   stack.google.control.patchEvent(ALICE, seriesId, { summary: 'Renamed at Google' })
   const older = new Date(stack.clock.now().getTime() - 30_000).toISOString()
-  await report(stack, { userId, eventId, operation: 'update', idempotencyKey: 'update-0002', calendarId: ALICE, subject: subject(stack, { providerEventId: seriesId, lastUpdated: older }) })
+  await reportEventChange(stack, { userId, eventId, operation: 'update', idempotencyKey: 'update-0002', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId: seriesId, lastUpdated: older }) })
   await stack.drain()
   t.match(stack.google.control.storedEvents(ALICE)[0], { summary: 'Renamed at Google' }, 'Google keeps the newer change')
   t.ok(stack.backend.batches.some((batch) => batch.events.some((event) => event.providerEventId === seriesId && event.content?.title === 'Renamed at Google' && event.eventId === eventId)), 'the backend is told Google\'s version')
@@ -80,13 +61,13 @@ test('a change made at Google after ours wins; a rate-limited write retries on t
   // One occurrence moved by the user: it becomes an exception at Google. The first try is rate limited.
   stack.clock.advance(60_000)
   stack.google.control.armFault({ pathPrefix: '/calendar/v3/calendars', status: 429, reason: 'rateLimitExceeded', count: 1 })
-  await report(stack, {
+  await reportEventChange(stack, {
     userId,
     eventId: '6b0400000000000000000003',
     operation: 'update',
     idempotencyKey: 'update-0003',
     calendarId: ALICE,
-    subject: subject(stack, {
+    subject: lunchWriteSubject(stack, {
       seriesProviderEventId: seriesId,
       originalStartDate: '2026-11-16T09:00:00+01:00',
       content: { title: 'Renamed at Google', startDate: '2026-11-16T11:00:00+01:00', endDate: '2026-11-16T12:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' }

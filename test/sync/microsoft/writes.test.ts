@@ -2,27 +2,8 @@
 // change key), the newer version winning, 429 with Retry-After retried on the job ladder, and a
 // revoked grant making the connection need the user.
 import { test } from 'tap'
-import { signInternalRequest } from '../../../lib/internal-auth.js'
-import type { EventChangeReport, ProviderWriteSubject } from '../../../schemas/sync/index.js'
-import { INTERNAL_TOKEN } from '../helper.js'
+import { lunchWriteSubject, reportEventChange, revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
-import type { Stack } from './harness.js'
-
-async function report (stack: Stack, body: EventChangeReport): Promise<number> {
-  const url = '/internal/event-changes'
-  const payload = JSON.stringify(body)
-  const headers = signInternalRequest({ secret: INTERNAL_TOKEN, method: 'POST', path: url, body: payload, userId: body.userId }, stack.clock.now().getTime())
-  const answer = await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
-  return answer.statusCode
-}
-
-function subject (stack: Stack, fields: Partial<ProviderWriteSubject> = {}): ProviderWriteSubject {
-  return {
-    content: { title: 'Lunch with Bo', startDate: '2026-11-24T12:00:00+01:00', endDate: '2026-11-24T13:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' },
-    lastUpdated: stack.clock.now().toISOString(),
-    ...fields
-  }
-}
 
 test('provider writes: an own event is created in the default calendar and linked, then patched and deleted with If-Match', async (t) => {
   const stack = await startStack(t)
@@ -31,7 +12,7 @@ test('provider writes: an own event is created in the default calendar and linke
   const eventId = '6b0400000000000000000001'
   const batches = stack.backend.batches.length
 
-  t.equal(await report(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: subject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
   t.ok(inserted, 'the event reached the default calendar')
@@ -43,15 +24,15 @@ test('provider writes: an own event is created in the default calendar and linke
   const providerEventId = String(inserted?.['id'])
   const updatesBefore = stack.microsoft.control.counts().operations['event.update']?.statuses['200'] ?? 0
   stack.clock.advance(60_000)
-  t.equal(await report(stack, {
-    userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId, subject: subject(stack, { providerEventId, content: { ...subject(stack).content!, title: 'Lunch with Bo and Cy' } })
+  t.equal(await reportEventChange(stack, {
+    userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId, subject: lunchWriteSubject(stack, { providerEventId, content: { ...lunchWriteSubject(stack).content!, title: 'Lunch with Bo and Cy' } })
   }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { subject: 'Lunch with Bo and Cy' })
   t.equal(stack.microsoft.control.counts().operations['event.update']?.statuses['200'], updatesBefore + 1, 'one PATCH')
 
   stack.clock.advance(60_000)
-  t.equal(await report(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId, subject: subject(stack, { providerEventId }) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId, subject: lunchWriteSubject(stack, { providerEventId }) }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { deleted: true })
   await stack.microsoft.notificationsSettled()
@@ -68,7 +49,7 @@ test('a newer version at Microsoft wins over an older change of the backend and 
   const lastUpdated = new Date(stack.clock.now().getTime() - 60_000).toISOString()
   const providerEventId = String(event.id)
   const batches = stack.backend.batches.length
-  t.equal(await report(stack, { userId, eventId: '6b0400000000000000000002', operation: 'update', idempotencyKey: 'older-0001', calendarId, subject: subject(stack, { providerEventId, lastUpdated }) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId: '6b0400000000000000000002', operation: 'update', idempotencyKey: 'older-0001', calendarId, subject: lunchWriteSubject(stack, { providerEventId, lastUpdated }) }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((item) => item['id'] === providerEventId), { subject: 'Dentist' }, 'Microsoft keeps its version')
   t.match(stack.backend.batches.slice(batches)[0]?.events, [{ providerEventId, content: { title: 'Dentist' } }])
@@ -100,10 +81,7 @@ test('429 with Retry-After: the pull fails, nothing is saved, and the retry on t
 test('revocation at Microsoft (invalid_grant): actionRequired, credential discarded, the backend told', async (t) => {
   const stack = await startStack(t)
   const { userId, connectionId } = await connectAndSync(stack)
-  stack.microsoft.control.revoke(ALICE)
-  stack.microsoft.control.expireAccessTokens(ALICE)
-  await stack.sync.syncEngine.restart(userId)
-  await stack.drain()
+  await revokeAtProviderAndPull(stack, stack.microsoft.control, ALICE, userId)
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'actionRequired', reason: 'authorizationRevoked' })
   t.equal(await stack.sync.syncCredentials.load(connectionId), null, 'credential discarded')
   // The revocation's reauthorizationRequired notification and the pull may each find the dead grant.
@@ -118,13 +96,13 @@ test('an occurrence changed by the backend is found through its series and becom
   const { userId } = await connectAndSync(stack)
   stack.clock.advance(60_000)
   const content = { title: 'Weekly review (moved)', startDate: '2026-11-30T11:00:00+01:00', endDate: '2026-11-30T12:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin' }
-  t.equal(await report(stack, {
+  t.equal(await reportEventChange(stack, {
     userId,
     eventId: '6b0400000000000000000003',
     operation: 'update',
     idempotencyKey: 'occurrence-0001',
     calendarId,
-    subject: subject(stack, { seriesProviderEventId: String(series.id), originalStartDate: '2026-11-30T09:00:00+01:00', content })
+    subject: lunchWriteSubject(stack, { seriesProviderEventId: String(series.id), originalStartDate: '2026-11-30T09:00:00+01:00', content })
   }), 202)
   await stack.drain()
   t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
@@ -148,7 +126,7 @@ test('a series whose stored rule carries EXDATEs from Microsoft: its pattern is 
 
   stack.clock.advance(60_000)
   const write = async (key: string, content: typeof stored): Promise<void> => {
-    t.equal(await report(stack, { userId, eventId: '6b0400000000000000000004', operation: 'update', idempotencyKey: key, calendarId, subject: subject(stack, { providerEventId: seriesId, content }) }), 202)
+    t.equal(await reportEventChange(stack, { userId, eventId: '6b0400000000000000000004', operation: 'update', idempotencyKey: key, calendarId, subject: lunchWriteSubject(stack, { providerEventId: seriesId, content }) }), 202)
     await stack.drain()
     t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
   }
