@@ -55,6 +55,12 @@ function appOf (req: BaseRequest): FastifyInstance {
   return (req.original as FastifyRequest).server
 }
 
+/** The logger of the app serving the library's current request; the first app's when there is none. */
+function loggerFor (userContext: Parameters<typeof supertokens.getRequestFromUserContext>[0], fallback: FastifyInstance['log']): FastifyInstance['log'] {
+  const request = supertokens.getRequestFromUserContext(userContext)
+  return request === undefined ? fallback : appOf(request).log
+}
+
 function libraryRequest (input: { options: { req: LibraryRequest['req'], res: LibraryRequest['res'] }, tenantId: string, userContext: LibraryRequest['userContext'] }): LibraryRequest {
   return { req: input.options.req, res: input.options.res, tenantId: input.tenantId, userContext: input.userContext }
 }
@@ -116,7 +122,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                 return
               }
               // Tests read the link from the log.
-              log.info({ passwordResetLink: decision.link, nodeEnv }, 'password reset link (not delivered in test)')
+              loggerFor(input.userContext, log).info({ passwordResetLink: decision.link, nodeEnv }, 'password reset link (not delivered in test)')
             }
           })
         },
@@ -174,9 +180,16 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
               const formFields = input.formFields.map((field) => field.id === 'email' && typeof field.value === 'string'
                 ? { ...field, value: normalizeEmail(field.value) }
                 : field)
-              const result = await original.generatePasswordResetTokenPOST!({ ...input, formFields })
-              // Whether or not the account exists, the answer is the same.
-              return result.status === 'PASSWORD_RESET_NOT_ALLOWED' ? { status: 'OK' } : result
+              // The answer is the same whether or not the account exists, and so is its timing:
+              // for an account the work (a reset token at the core, the mail) takes longer, so it
+              // goes on after the answer. A failure there is the service's to log, not the asker's.
+              const requestLog = appOf(input.options.req).log
+              original.generatePasswordResetTokenPOST!({ ...input, formFields }).then((result) => {
+                if (result.status === 'GENERAL_ERROR') requestLog.warn({ reason: result.message }, 'password reset request not carried out')
+              }, (error: unknown) => {
+                requestLog.error({ err: error }, 'password reset request failed')
+              })
+              return { status: 'OK' }
             })
           })
         }
@@ -193,7 +206,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                 await original.sendEmail(input)
                 return
               }
-              log.info({ emailVerifyLink: decision.link, nodeEnv }, 'email verification link (not delivered in test)')
+              loggerFor(input.userContext, log).info({ emailVerifyLink: decision.link, nodeEnv }, 'email verification link (not delivered in test)')
             }
           })
         }

@@ -5,22 +5,30 @@ import tap, { test } from 'tap'
 import { startSessionCore } from '../../dev/session-core/index.js'
 import { AUTH_LIMITS } from '../../lib/auth-limits.js'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { waitFor } from '../processes.js'
 
 // The session core is reached through a counting proxy, so the test sees which requests made
 // the core check a password. The session library keeps one configuration per process, so the
 // whole file uses it.
 const passwordChecks: string[] = []
+// While set, the core takes this long to make a password-reset token (a slow core, or a slow mail).
+let resetTokenDelayMs = 0
 const apiKey = randomBytes(16).toString('hex')
 const core = await startSessionCore({ apiKey })
 const target = new URL(core.uri)
 const proxy = createServer((incoming: IncomingMessage, outgoing: ServerResponse) => {
   if (incoming.method === 'POST' && /\/recipe\/signin$/.test(incoming.url ?? '')) passwordChecks.push(incoming.url ?? '')
+  const delay = incoming.method === 'POST' && /\/recipe\/user\/password\/reset\/token$/.test(incoming.url ?? '') ? resetTokenDelayMs : 0
+  setTimeout(() => { forward(incoming, outgoing) }, delay)
+})
+
+function forward (incoming: IncomingMessage, outgoing: ServerResponse): void {
   const forwarded = httpRequest({ host: target.hostname, port: target.port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (answer) => {
     outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
     answer.pipe(outgoing)
   })
   incoming.pipe(forwarded)
-})
+}
 await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
 process.env.SESSIONS_URI = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
 process.env.SESSIONS_KEY = apiKey
@@ -112,4 +120,26 @@ test('a sign-in for an unknown email makes the core check a password, as a known
   t.same(unknownAnswer.json(), knownAnswer.json(), 'the same answer')
   t.equal(checksForKnown, 1, 'a known email: one password check')
   t.equal(checksForUnknown, checksForKnown, 'an unknown email: the same password work at the core')
+})
+
+test('a password-reset request answers as fast for an account as for an unknown email; the work follows', async (t) => {
+  const deps = await startDependencies(t)
+  const { app, log } = await buildApp(t, deps)
+  const known = uniqueEmail('reset-known')
+  await signUp(app, { email: known, password: 'known password 2' })
+  resetTokenDelayMs = 3000
+  t.teardown(() => { resetTokenDelayMs = 0 })
+
+  const timed = async (email: string, address: string) => {
+    const started = performance.now()
+    const answer = await app.inject({ ...signInRequest(email, '', address), url: '/api/auth/user/password/reset/token', payload: { formFields: [{ id: 'email', value: email }] } })
+    return { answer, millis: performance.now() - started }
+  }
+  const forKnown = await timed(known, '192.0.2.40')
+  const forUnknown = await timed(uniqueEmail('reset-unknown'), '192.0.2.41')
+  t.same(forKnown.answer.json(), { status: 'OK' })
+  t.same(forUnknown.answer.json(), forKnown.answer.json(), 'the same answer')
+  t.ok(forKnown.millis < resetTokenDelayMs, `an account's answer does not wait for its reset token (${Math.round(forKnown.millis)} ms)`)
+  t.notOk(log.lines().some((line) => line.msg === 'password reset link (not delivered in test)'), 'the link is not made yet when the answer leaves')
+  t.ok(await waitFor(() => log.lines().some((line) => line.msg === 'password reset link (not delivered in test)'), 5000), 'then it is', { lines: log.lines().slice(-5) })
 })
