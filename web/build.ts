@@ -1,5 +1,5 @@
-// Builds the web client with Vite. The API URL, the Google client id, the analytics key and host
-// and the places key are fixed into the bundle here (specification: the web image is rebuilt
+// Builds the web client with Vite. The API URL, the Google and Microsoft client ids, the Apple
+// services id, the analytics key and host and the places key are fixed into the bundle here (specification: the web image is rebuilt
 // when they change). `npm run build:web` writes web/dist from a configuration file
 // (--config FILE, CONFIG_FILE or ./config.yaml) or from WEB_* environment variables.
 import { existsSync } from 'node:fs'
@@ -16,9 +16,21 @@ export interface WebValues {
   googleClientId?: string | null
   /** extprovider.endpointBase: a development Google stand-in's origin instead of Google's. */
   googleEndpointBase?: string | null
+  /** extprovider2.clientId: Microsoft sign-in (common tenant) is offered only with it. */
+  microsoftClientId?: string | null
+  /** extprovider2.endpointBase: a development Microsoft stand-in's origin instead of Microsoft's. */
+  microsoftEndpointBase?: string | null
+  /** idsignin.servicesId: Apple sign-in is offered only with it. */
+  appleServicesId?: string | null
+  /** idsignin.endpointBase: a development Apple stand-in's origin instead of Apple's. */
+  appleEndpointBase?: string | null
   analyticsKey?: string | null
   analyticsHost?: string | null
   placesApiKey?: string | null
+}
+
+function originOr (endpointBase: string | null | undefined, providerOrigin: string): string {
+  return endpointBase === undefined || endpointBase === null || endpointBase === '' ? providerOrigin : new URL(endpointBase).origin
 }
 
 /** What the bundle sees as `__CALENDAR_WEB_CONFIG__` (web/src/config.ts). */
@@ -29,6 +41,12 @@ export function bundleValues (values: WebValues) {
     apiUrl: apiUrl.toString().replace(/\/+$/, ''),
     googleClientId: present(values.googleClientId),
     googleAuthorizationEndpoint: `${(present(values.googleEndpointBase) ?? 'https://accounts.google.com').replace(/\/+$/, '')}/o/oauth2/v2/auth`,
+    microsoftClientId: present(values.microsoftClientId),
+    // The providers' documented authorization paths; a stand-in serves the same paths (dev/oidc),
+    // and like the backend (lib/identity-providers.ts) only the base's origin is taken from it.
+    microsoftAuthorizationEndpoint: `${originOr(values.microsoftEndpointBase, 'https://login.microsoftonline.com')}/common/oauth2/v2.0/authorize`,
+    appleServicesId: present(values.appleServicesId),
+    appleAuthorizationEndpoint: `${originOr(values.appleEndpointBase, 'https://appleid.apple.com')}/auth/authorize`,
     analyticsKey: present(values.analyticsKey),
     analyticsHost: present(values.analyticsHost),
     placesApiKey: present(values.placesApiKey)
@@ -71,6 +89,10 @@ export async function valuesFromConfigFile (path: string): Promise<WebValues> {
     apiUrl,
     googleClientId: text(document.extprovider?.clientId),
     googleEndpointBase: text(document.extprovider?.endpointBase),
+    microsoftClientId: text(document.extprovider2?.clientId),
+    microsoftEndpointBase: text(document.extprovider2?.endpointBase),
+    appleServicesId: text(document.idsignin?.servicesId),
+    appleEndpointBase: text(document.idsignin?.endpointBase),
     analyticsKey: text(document.analytics?.key),
     analyticsHost: text(document.analytics?.host),
     placesApiKey: text(document.maps?.placesApiKey)
@@ -82,6 +104,10 @@ export function valuesFromEnvironment (env: NodeJS.ProcessEnv = process.env): We
     apiUrl: env.WEB_API_URL ?? 'http://localhost:3000/api',
     googleClientId: env.WEB_GOOGLE_CLIENT_ID ?? null,
     googleEndpointBase: env.WEB_GOOGLE_ENDPOINT_BASE ?? null,
+    microsoftClientId: env.WEB_MICROSOFT_CLIENT_ID ?? null,
+    microsoftEndpointBase: env.WEB_MICROSOFT_ENDPOINT_BASE ?? null,
+    appleServicesId: env.WEB_APPLE_SERVICES_ID ?? null,
+    appleEndpointBase: env.WEB_APPLE_ENDPOINT_BASE ?? null,
     analyticsKey: env.WEB_ANALYTICS_KEY ?? null,
     analyticsHost: env.WEB_ANALYTICS_HOST ?? null,
     placesApiKey: env.WEB_PLACES_API_KEY ?? null

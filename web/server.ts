@@ -1,5 +1,7 @@
 // Serves the web client: the built files, and index.html for every other path so the client's
-// routes (/day, /week, /auth/extprovider/callback) load on a reload or from a link. The bundle is
+// routes (/day, /week, /auth/extprovider/callback) load on a reload or from a link. Apple answers
+// a sign-in with a form posted to the callback route; the server turns that post into a GET of the
+// same route (see callbackLocationFromForm). The bundle is
 // built on demand for the given values (kept in a cache keyed by them and by the sources), or a
 // prebuilt directory (web/dist from `npm run build:web`) is served as it is.
 import { spawn } from 'node:child_process'
@@ -71,8 +73,11 @@ async function sourceFingerprint (): Promise<string> {
 }
 
 function webValuesOf (values: WebValues): WebValues {
-  const { apiUrl, googleClientId, googleEndpointBase, analyticsKey, analyticsHost, placesApiKey } = values
-  return { apiUrl, googleClientId, googleEndpointBase, analyticsKey, analyticsHost, placesApiKey }
+  const {
+    apiUrl, googleClientId, googleEndpointBase, microsoftClientId, microsoftEndpointBase, appleServicesId, appleEndpointBase,
+    analyticsKey, analyticsHost, placesApiKey
+  } = values
+  return { apiUrl, googleClientId, googleEndpointBase, microsoftClientId, microsoftEndpointBase, appleServicesId, appleEndpointBase, analyticsKey, analyticsHost, placesApiKey }
 }
 
 /**
@@ -133,6 +138,36 @@ async function loadAssets (dir: string): Promise<Map<string, Asset>> {
   return assets
 }
 
+/** The single return route of provider sign-in and connect (web/src/lib/auth-params.ts). */
+export const CALLBACK_PATH = '/auth/extprovider/callback'
+/**
+ * Apple's form holds a code, the state, an ID token of about a kilobyte and, the first time, the
+ * person's name and email: a few kilobytes at most. Anything larger is not Apple's answer.
+ */
+export const CALLBACK_FORM_LIMIT_BYTES = 8 * 1024
+// What the single-page callback reads (web/src/lib/oauth.ts, parseCallback). The ID token stays
+// out of the URL: the backend takes the identity from its own code exchange, and a token in the
+// address bar would land in the history.
+const CARRIED_CALLBACK_FIELDS = ['code', 'state', 'user', 'error'] as const
+
+/**
+ * Where to send the browser after Apple posted its answer (response_mode=form_post) to the
+ * callback route: the same route with the answer's fields as query parameters, so the client
+ * finishes it like a query-mode answer. Null when the form is not such an answer (no code and no
+ * error, or a field given twice).
+ */
+export function callbackLocationFromForm (body: string): string | null {
+  const form = new URLSearchParams(body)
+  const query = new URLSearchParams()
+  for (const name of CARRIED_CALLBACK_FIELDS) {
+    const values = form.getAll(name)
+    if (values.length > 1) return null
+    if (values[0] !== undefined) query.set(name, values[0])
+  }
+  if (!query.has('code') && !query.has('error')) return null
+  return `${CALLBACK_PATH}?${query.toString()}`
+}
+
 function securityHeaders (values: ReturnType<typeof bundleValues>): Record<string, string> {
   const connect = ["'self'", new URL(values.apiUrl).origin]
   if (values.analyticsHost !== null) connect.push(new URL(values.analyticsHost).origin)
@@ -169,7 +204,42 @@ export async function startWebServer (options: WebServerOptions): Promise<WebSer
     response.end(request.method === 'HEAD' ? undefined : body)
   }
 
+  /** Apple's form_post answer: read a small urlencoded body, answer 303 to the same route as a GET. */
+  function redirectFormPost (request: IncomingMessage, response: ServerResponse): void {
+    // The body is not read to its end when it is refused, so the connection is not reused.
+    const refuse = (status: number) => { response.writeHead(status, { ...headers, 'cache-control': 'no-store', connection: 'close' }).end() }
+    const type = String(request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase()
+    if (type !== 'application/x-www-form-urlencoded') return refuse(415)
+    if (Number(request.headers['content-length'] ?? 0) > CALLBACK_FORM_LIMIT_BYTES) return refuse(413)
+    const chunks: Buffer[] = []
+    let size = 0
+    let refused = false
+    request.on('data', (chunk: Buffer) => {
+      if (refused) return
+      size += chunk.length
+      if (size > CALLBACK_FORM_LIMIT_BYTES) {
+        refused = true
+        refuse(413)
+        return
+      }
+      chunks.push(chunk)
+    })
+    request.on('end', () => {
+      if (refused) return
+      let body: string
+      try {
+        body = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks))
+      } catch {
+        return refuse(400)
+      }
+      const location = callbackLocationFromForm(body)
+      if (location === null) return refuse(400)
+      response.writeHead(303, { ...headers, location, 'cache-control': 'no-store' }).end()
+    })
+  }
+
   const server = createServer((request, response) => {
+    if (request.method === 'POST' && request.url?.split('?')[0] === CALLBACK_PATH) return redirectFormPost(request, response)
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405, { allow: 'GET, HEAD', ...headers }).end()
       return
