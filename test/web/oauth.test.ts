@@ -2,11 +2,13 @@
 // return path, the callback and connect-redirect parsing, and the oauth_return event.
 import { test } from 'tap'
 import {
-  FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, googleAuthorizationUrl, newState, oauthReturnEvent, parseCallback,
-  parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, takeIntent, takePendingConnect, withoutConnectRedirect,
-  GOOGLE_CALENDAR_SCOPES
+  FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
+  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
+  signInUpBody, takeIntent, takePendingConnect, withoutConnectRedirect, GOOGLE_CALENDAR_SCOPES
 } from '../../web/src/lib/oauth.js'
 import { memoryStore } from '../../web/src/lib/storage.js'
+import { bundleValues } from '../../web/build.js'
+import { signInProviders } from '../../lib/identity-providers.js'
 
 const origin = 'https://cal.example.com'
 
@@ -49,7 +51,8 @@ test('an intent is kept under its state, taken once, and refused when stale or u
 })
 
 test('the callback: a code with its state, a provider error, or nothing usable', async (t) => {
-  t.same(parseCallback('?code=4%2F0Ab&state=s1&scope=email%20openid'), { kind: 'code', code: '4/0Ab', state: 's1', scope: 'email openid' })
+  t.same(parseCallback('?code=4%2F0Ab&state=s1&scope=email%20openid'), { kind: 'code', code: '4/0Ab', state: 's1', scope: 'email openid', user: null })
+  t.same(parseCallback('?code=c1&state=s1&user=%7B%22name%22%3A%7B%7D%7D'), { kind: 'code', code: 'c1', state: 's1', scope: null, user: '{"name":{}}' }, 'Apple\'s user field, carried by the web server')
   t.same(parseCallback('?error=access_denied&state=s1'), { kind: 'providerError', error: 'access_denied', state: 's1' })
   t.same(parseCallback('?state=s1'), { kind: 'invalid' })
   t.same(parseCallback(''), { kind: 'invalid' })
@@ -84,4 +87,83 @@ test('the authorization request asks for offline access with the calendar scope;
   t.equal(scopesComplete('openid https://www.googleapis.com/auth/userinfo.email https://www.googleapis.com/auth/userinfo.profile https://www.googleapis.com/auth/calendar', GOOGLE_CALENDAR_SCOPES), true)
   t.equal(scopesComplete('openid email profile', GOOGLE_CALENDAR_SCOPES), false, 'calendar access not granted')
   t.equal(scopesComplete(null, GOOGLE_CALENDAR_SCOPES), false)
+})
+
+const callback = `${origin}/auth/extprovider/callback`
+// The backend's sign-in providers, as a configuration with Microsoft and Apple builds them.
+const backendProviders = signInProviders({
+  extprovider2: { clientId: 'ms-client', clientSecret: 'ms-secret' },
+  idsignin: { servicesId: 'org.example.web', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: 'key' }
+})
+const backendScopes = (thirdPartyId: string) => backendProviders.find((provider) => provider.config.thirdPartyId === thirdPartyId)?.config.clients[0]?.scope ?? []
+
+test('Microsoft: the authorization-code request asks for what the backend asks for, the calendar included', async (t) => {
+  const url = new URL(microsoftAuthorizationUrl({ endpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize', clientId: 'ms-client', redirectUri: callback, state: 'st' }))
+  t.equal(`${url.origin}${url.pathname}`, 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize')
+  t.same(Object.fromEntries(url.searchParams), {
+    client_id: 'ms-client', redirect_uri: callback, response_type: 'code', response_mode: 'query', scope: backendScopes('microsoft').join(' '), state: 'st'
+  }, 'no PKCE: the backend redeems the code with the application\'s secret')
+  t.match(url.searchParams.get('scope'), /offline_access.*Calendars\.ReadWrite/)
+})
+
+test('Apple: the request asks for name and email, which obliges the answer to come as a posted form', async (t) => {
+  const url = new URL(appleAuthorizationUrl({ endpoint: 'https://appleid.apple.com/auth/authorize', clientId: 'org.example.web', redirectUri: callback, state: 'st' }))
+  t.equal(`${url.origin}${url.pathname}`, 'https://appleid.apple.com/auth/authorize')
+  t.equal(url.searchParams.get('response_mode'), 'form_post')
+  t.equal(url.searchParams.get('response_type'), 'code')
+  t.equal(url.searchParams.get('client_id'), 'org.example.web')
+  t.same(url.searchParams.get('scope')?.split(' ').sort(), [...backendScopes('apple')].sort(), 'the scopes of the backend\'s Apple client')
+})
+
+test('the bundle: the real providers\' endpoints, or a stand-in\'s origin on the same paths', async (t) => {
+  t.match(bundleValues({ apiUrl: 'https://cal.example.com/api', microsoftClientId: 'ms', appleServicesId: 'org.example.web' }), {
+    microsoftClientId: 'ms',
+    microsoftAuthorizationEndpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+    appleServicesId: 'org.example.web',
+    appleAuthorizationEndpoint: 'https://appleid.apple.com/auth/authorize'
+  })
+  t.match(bundleValues({ apiUrl: 'https://cal.example.com/api', microsoftEndpointBase: 'http://127.0.0.1:4001/', appleEndpointBase: 'http://127.0.0.1:4002/some/path' }), {
+    microsoftClientId: null,
+    microsoftAuthorizationEndpoint: 'http://127.0.0.1:4001/common/oauth2/v2.0/authorize',
+    appleServicesId: null,
+    appleAuthorizationEndpoint: 'http://127.0.0.1:4002/auth/authorize'
+  }, 'dev/oidc serves the providers\' own paths')
+})
+
+test('the dialogs offer a provider\'s button only when its id is in the bundle', async (t) => {
+  const labels = (ids: Parameters<typeof signInOptions>[0]) => signInOptions(ids).map((option) => `${option.provider}: ${option.label}`)
+  t.same(labels({ googleClientId: null, microsoftClientId: null, appleServicesId: null }), [], 'none: email and password only')
+  t.same(labels({ googleClientId: 'g', microsoftClientId: null, appleServicesId: null }), ['google: Continue with Google'])
+  t.same(labels({ googleClientId: null, microsoftClientId: 'ms', appleServicesId: null }), ['microsoft: Continue with Microsoft'])
+  t.same(labels({ googleClientId: 'g', microsoftClientId: 'ms', appleServicesId: 'org.example.web' }), [
+    'google: Continue with Google', 'microsoft: Continue with Microsoft', 'apple: Continue with Apple'
+  ])
+})
+
+test('the sign-in-up body names the provider the round trip went through; only Apple\'s carries the user field', async (t) => {
+  const back = { kind: 'code' as const, code: 'c1', state: 's1', scope: null, user: '{"name":{"firstName":"Cy"}}' }
+  t.same(signInUpBody('microsoft', back, callback), {
+    thirdPartyId: 'microsoft', redirectURIInfo: { redirectURIOnProviderDashboard: callback, redirectURIQueryParams: { code: 'c1', state: 's1' } }
+  })
+  t.same(signInUpBody('apple', back, callback), {
+    thirdPartyId: 'apple', redirectURIInfo: { redirectURIOnProviderDashboard: callback, redirectURIQueryParams: { code: 'c1', state: 's1', user: '{"name":{"firstName":"Cy"}}' } }
+  })
+  t.same(signInUpBody('google', { ...back, user: null, scope: 'openid email' }, callback), {
+    thirdPartyId: 'google', redirectURIInfo: { redirectURIOnProviderDashboard: callback, redirectURIQueryParams: { code: 'c1', state: 's1', scope: 'openid email' } }
+  })
+})
+
+test('an intent names its provider: Microsoft and Apple sign in; a connect is Google\'s; anything else is refused', async (t) => {
+  const store = memoryStore()
+  const now = 1_700_000_000_000
+  const state = newState()
+  for (const provider of ['microsoft', 'apple'] as const) {
+    saveIntent(store, state, { kind: 'signin', provider, returnPath: '/week', createdAt: now })
+    t.match(takeIntent(store, state, now), { kind: 'signin', provider, returnPath: '/week' })
+  }
+  saveIntent(store, state, { kind: 'connect', provider: 'microsoft', returnPath: '/day', createdAt: now })
+  t.equal(takeIntent(store, state, now), null, 'the client connects only Google')
+  store.setItem(INTENT_PREFIX + state, JSON.stringify({ kind: 'signin', provider: 'github', returnPath: '/day', createdAt: now }))
+  t.equal(takeIntent(store, state, now), null, 'an unknown provider is not posted to the backend')
+  t.same(store.entries(), {}, 'and removed')
 })

@@ -7,6 +7,14 @@ export interface WebBuildConfig {
   googleClientId: string | null
   /** Where Google's consent page is: Google's own, or a development stand-in's (extprovider.endpointBase). */
   googleAuthorizationEndpoint: string
+  /** extprovider2.clientId: Microsoft sign-in (common tenant) is offered only with it. */
+  microsoftClientId: string | null
+  /** Microsoft's authorization endpoint, or a development stand-in's (extprovider2.endpointBase). */
+  microsoftAuthorizationEndpoint: string
+  /** idsignin.servicesId: Apple sign-in is offered only with it. */
+  appleServicesId: string | null
+  /** Apple's authorization endpoint, or a development stand-in's (idsignin.endpointBase). */
+  appleAuthorizationEndpoint: string
   analyticsKey: string | null
   analyticsHost: string | null
   /** maps.placesApiKey: location autocomplete; without it the location input is plain. */

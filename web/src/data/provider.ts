@@ -1,35 +1,64 @@
 // Provider sign-in and calendar connect as full-page redirects, and their single return route
-// /auth/extprovider/callback. Offered only when a Google client id was fixed into the bundle.
+// /auth/extprovider/callback. Sign-in goes through Google, Microsoft or Apple, each offered only
+// when its id was fixed into the bundle; the calendar connect is Google's only.
 import { buildConfig } from '../config.js'
 import { api, ApiError } from './api.js'
 import { adoptSession } from './session.js'
 import { carryLocalEvents } from './calendar.js'
 import { track } from './analytics.js'
 import {
-  GOOGLE_CALENDAR_SCOPES, GOOGLE_SIGN_IN_SCOPES, googleAuthorizationUrl, newState, oauthReturnEvent, parseCallback,
-  parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, takeIntent, takePendingConnect, withoutConnectRedirect, type IntentKind
+  GOOGLE_CALENDAR_SCOPES, GOOGLE_SIGN_IN_SCOPES, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
+  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, takeIntent,
+  takePendingConnect, withoutConnectRedirect, type IntentKind, type SignInProvider
 } from '../lib/oauth.js'
 import { CALLBACK_PATH } from '../lib/auth-params.js'
 
+/** Google's calendar connect is offered with a Google client id. */
 export const providerEnabled = buildConfig.googleClientId !== null
+/** The sign-in buttons of the sign-in and sign-up dialogs. */
+export const signInButtons = signInOptions(buildConfig)
 
 function redirectUri (): string {
   return `${location.origin}${CALLBACK_PATH}`
 }
 
-/** Leaves for Google with a fresh state; the intent and the return path wait in session storage. */
-export function startGoogle (kind: IntentKind, returnPath: string = `${location.pathname}${location.search}`): void {
-  if (buildConfig.googleClientId === null) return
+const currentPath = () => `${location.pathname}${location.search}`
+
+/** Leaves with a fresh state; the intent and the return path wait in session storage under it. */
+function leaveFor (kind: IntentKind, provider: SignInProvider, returnPath: string, authorizationUrl: (state: string) => string): void {
   const state = newState()
-  saveIntent(sessionStorage, state, { kind, provider: 'google', returnPath: safeReturnPath(returnPath, location.origin), createdAt: Date.now() })
-  location.assign(googleAuthorizationUrl({
+  saveIntent(sessionStorage, state, { kind, provider, returnPath: safeReturnPath(returnPath, location.origin), createdAt: Date.now() })
+  location.assign(authorizationUrl(state))
+}
+
+/** Leaves for Google: sign-in, or the calendar connect from a session. */
+export function startGoogle (kind: IntentKind, returnPath: string = currentPath()): void {
+  const clientId = buildConfig.googleClientId
+  if (clientId === null) return
+  leaveFor(kind, 'google', returnPath, (state) => googleAuthorizationUrl({
     endpoint: buildConfig.googleAuthorizationEndpoint,
-    clientId: buildConfig.googleClientId,
+    clientId,
     redirectUri: redirectUri(),
     state,
     scopes: kind === 'connect' ? GOOGLE_CALENDAR_SCOPES : GOOGLE_SIGN_IN_SCOPES
   }))
 }
+
+/** Leaves for a provider's sign-in (logged out). */
+export function startSignIn (provider: SignInProvider, returnPath: string = currentPath()): void {
+  if (provider === 'google') return startGoogle('signin', returnPath)
+  const clientId = provider === 'microsoft' ? buildConfig.microsoftClientId : buildConfig.appleServicesId
+  if (clientId === null) return
+  leaveFor('signin', provider, returnPath, (state) => {
+    const request = { clientId, redirectUri: redirectUri(), state }
+    return provider === 'microsoft'
+      ? microsoftAuthorizationUrl({ ...request, endpoint: buildConfig.microsoftAuthorizationEndpoint })
+      : appleAuthorizationUrl({ ...request, endpoint: buildConfig.appleAuthorizationEndpoint })
+  })
+}
+
+// OAuth's `access_denied`, and Apple's own word for a person who cancelled.
+const DECLINED: ReadonlySet<string> = new Set(['access_denied', 'user_cancelled_authorize'])
 
 export type CallbackOutcome =
   | { ok: true, returnPath: string, message?: string }
@@ -42,16 +71,13 @@ export async function finishCallback (): Promise<CallbackOutcome> {
   const returnPath = safeReturnPath(intent?.returnPath, location.origin)
   if (params.kind === 'invalid') return { ok: false, returnPath, message: 'The sign-in could not be finished: the provider sent nothing to finish.' }
   if (intent === null) return { ok: false, returnPath, message: 'The sign-in could not be finished: it expired or was started in another tab. Please try again.' }
-  if (params.kind === 'providerError') return { ok: false, returnPath, message: params.error === 'access_denied' ? 'Access was not granted.' : `The provider answered: ${params.error}` }
+  if (params.kind === 'providerError') return { ok: false, returnPath, message: DECLINED.has(params.error) ? 'Access was not granted.' : `The provider answered: ${params.error}` }
   if (intent.kind === 'connect' && !scopesComplete(params.scope, GOOGLE_CALENDAR_SCOPES)) {
     return { ok: false, returnPath, message: 'Calendar access was not granted. Connect again and allow access to your calendar.' }
   }
   try {
     if (intent.kind === 'signin') {
-      await api('/auth/signinup', {
-        method: 'POST',
-        body: { thirdPartyId: 'google', redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri(), redirectURIQueryParams: { code: params.code, state: params.state, ...(params.scope === null ? {} : { scope: params.scope }) } } }
-      })
+      await api('/auth/signinup', { method: 'POST', body: signInUpBody(intent.provider, params, redirectUri()) })
       await adoptSession()
       await carryLocalEvents()
       return { ok: true, returnPath }

@@ -7,10 +7,15 @@ import { CALLBACK_PATH } from './auth-params.js'
 
 export type IntentKind = 'signin' | 'connect'
 export type ConnectIntent = 'connect' | 'reconnect'
+/** The session library's thirdPartyId of each sign-in provider. */
+export type SignInProvider = 'google' | 'microsoft' | 'apple'
+
+const SIGN_IN_PROVIDERS: ReadonlySet<unknown> = new Set<SignInProvider>(['google', 'microsoft', 'apple'])
 
 export interface OAuthIntent {
   kind: IntentKind
-  provider: 'google'
+  /** Which provider the round trip went through; a connect is Google's only. */
+  provider: SignInProvider
   /** Same-origin path to return to once the intent is finished. */
   returnPath: string
   createdAt: number
@@ -49,6 +54,8 @@ export function takeIntent (store: KeyValueStore, state: string | null, now: num
   store.removeItem(key)
   if (intent === null || typeof intent !== 'object') return null
   if (intent.kind !== 'signin' && intent.kind !== 'connect') return null
+  // The provider names the thirdPartyId the code is posted with, so only a known one is taken.
+  if (!SIGN_IN_PROVIDERS.has(intent.provider) || (intent.kind === 'connect' && intent.provider !== 'google')) return null
   if (typeof intent.createdAt !== 'number' || now - intent.createdAt > INTENT_TTL_MS || intent.createdAt > now + 60_000) return null
   return intent
 }
@@ -76,11 +83,15 @@ export function safeReturnPath (candidate: unknown, origin: string): string {
 }
 
 export type CallbackParams =
-  | { kind: 'code', code: string, state: string | null, scope: string | null }
+  /** `user`: Apple's name and email of a first authorization (JSON, as Apple sends it). */
+  | { kind: 'code', code: string, state: string | null, scope: string | null, user: string | null }
   | { kind: 'providerError', error: string, state: string | null }
   | { kind: 'invalid' }
 
-/** What the provider sent back to `/auth/extprovider/callback`. */
+/**
+ * What the provider sent back to `/auth/extprovider/callback`. Apple posts its answer; the web
+ * server turns the post into these query parameters (web/server.ts, callbackLocationFromForm).
+ */
 export function parseCallback (search: string): CallbackParams {
   const params = new URLSearchParams(search)
   const state = params.get('state')
@@ -88,7 +99,7 @@ export function parseCallback (search: string): CallbackParams {
   if (error !== null) return { kind: 'providerError', error, state }
   const code = params.get('code')
   if (code === null || code === '') return { kind: 'invalid' }
-  return { kind: 'code', code, state, scope: params.get('scope') }
+  return { kind: 'code', code, state, scope: params.get('scope'), user: params.get('user') }
 }
 
 /** Outcome of a connect round trip that went through the Sync service (`status` and `cid`). */
@@ -176,4 +187,59 @@ export function scopesComplete (granted: string | null, wanted: string[]): boole
     profile: 'https://www.googleapis.com/auth/userinfo.profile'
   }
   return wanted.every((scope) => have.has(scope) || (aliases[scope] !== undefined && have.has(aliases[scope])))
+}
+
+// The backend's lists (lib/identity-providers.ts, MICROSOFT_SCOPES and Apple's client scope); the
+// web tests hold the two equal. Microsoft's sign-in asks for the calendar too, so one consent covers both.
+export const MICROSOFT_SIGN_IN_SCOPES = ['openid', 'email', 'profile', 'offline_access', 'Calendars.ReadWrite', 'MailboxSettings.Read']
+export const APPLE_SIGN_IN_SCOPES = ['name', 'email']
+
+interface AuthorizationRequest { endpoint: string, clientId: string, redirectUri: string, state: string }
+
+function authorizationCodeUrl (request: AuthorizationRequest, scopes: string[], responseMode: 'query' | 'form_post'): string {
+  const url = new URL(request.endpoint)
+  url.searchParams.set('client_id', request.clientId)
+  url.searchParams.set('redirect_uri', request.redirectUri)
+  url.searchParams.set('response_type', 'code')
+  url.searchParams.set('response_mode', responseMode)
+  url.searchParams.set('scope', scopes.join(' '))
+  url.searchParams.set('state', request.state)
+  return url.toString()
+}
+
+/**
+ * Microsoft's authorization-code request (identity platform v2.0, common tenant). No PKCE: the
+ * backend redeems the code as a confidential client, with the application's secret.
+ */
+export function microsoftAuthorizationUrl (request: AuthorizationRequest): string {
+  return authorizationCodeUrl(request, MICROSOFT_SIGN_IN_SCOPES, 'query')
+}
+
+/** Apple's: asking for name or email obliges form_post, so the answer comes as a posted form. */
+export function appleAuthorizationUrl (request: AuthorizationRequest): string {
+  return authorizationCodeUrl(request, APPLE_SIGN_IN_SCOPES, 'form_post')
+}
+
+export interface SignInOption {
+  provider: SignInProvider
+  label: string
+}
+
+/** The sign-in buttons the bundle can offer: a provider's only when its client id was fixed into it. */
+export function signInOptions (ids: { googleClientId: string | null, microsoftClientId: string | null, appleServicesId: string | null }): SignInOption[] {
+  const options: SignInOption[] = []
+  if (ids.googleClientId !== null) options.push({ provider: 'google', label: 'Continue with Google' })
+  if (ids.microsoftClientId !== null) options.push({ provider: 'microsoft', label: 'Continue with Microsoft' })
+  if (ids.appleServicesId !== null) options.push({ provider: 'apple', label: 'Continue with Apple' })
+  return options
+}
+
+/** The body of the session library's `POST /auth/signinup` (rid: thirdparty) for a code that came back. */
+export function signInUpBody (provider: SignInProvider, callback: Extract<CallbackParams, { kind: 'code' }>, redirectUri: string) {
+  const redirectURIQueryParams: Record<string, string> = { code: callback.code }
+  if (callback.state !== null) redirectURIQueryParams['state'] = callback.state
+  if (callback.scope !== null) redirectURIQueryParams['scope'] = callback.scope
+  // Apple sends the name once, on the first authorization; the backend keeps it from there.
+  if (provider === 'apple' && callback.user !== null) redirectURIQueryParams['user'] = callback.user
+  return { thirdPartyId: provider, redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams } }
 }

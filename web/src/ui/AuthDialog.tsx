@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import { Dialog } from './Dialog.js'
 import { sendPasswordReset, signIn, signUp, submitNewPassword, type FormResult } from '../data/session.js'
-import { providerEnabled, startGoogle } from '../data/provider.js'
+import { signInButtons, startSignIn } from '../data/provider.js'
 
 const TITLES: Record<AuthDialogKind, string> = {
   login: 'Sign in',
@@ -103,9 +103,9 @@ function AuthForm (props: { kind: AuthDialogKind, resetToken: string | null, onS
                 {kind === 'login' ? 'Sign in' : kind === 'signup' ? 'Create account' : kind === 'forgot' ? 'Send reset link' : 'Save password'}
               </button>
             </div>
-            {(kind === 'login' || kind === 'signup') && providerEnabled && (
-              <button type='button' class='google' onClick={() => startGoogle('signin')}>Continue with Google</button>
-            )}
+            {(kind === 'login' || kind === 'signup') && signInButtons.map((option) => (
+              <button key={option.provider} type='button' class='provider' onClick={() => startSignIn(option.provider)}>{option.label}</button>
+            ))}
             <p class='auth-links'>
               {kind === 'login' && <><button type='button' class='link' onClick={() => props.onSwitch('forgot')}>Forgot your password?</button> · <button type='button' class='link' onClick={() => props.onSwitch('signup')}>Create an account</button></>}
               {kind === 'signup' && <>Have an account? <button type='button' class='link' onClick={() => props.onSwitch('login')}>Sign in</button></>}
