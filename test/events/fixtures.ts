@@ -10,8 +10,9 @@ import { startMongo } from '../../dev/mongo/index.js'
 import { SyncClient } from '../../lib/sync-client.js'
 import eventStorePlugin from '../../plugins/app/event-store.js'
 import outboxPlugin from '../../plugins/app/outbox.js'
-import { SYNC_PATHS, type EventChangeReport } from '../../schemas/sync/index.js'
-import { captureLog, type CapturedLog } from '../helper.js'
+import { SYNC_PATHS, type CredentialHandOver, type EventChangeReport } from '../../schemas/sync/index.js'
+import type { OutboxEntryKind } from '../../lib/outbox.js'
+import { captureLog, testConfig, type CapturedLog } from '../helper.js'
 
 export interface MongoServer {
   uri: (database: string) => string
@@ -47,15 +48,21 @@ export interface RecordingSync {
   applied: EventChangeReport[]
   /** Every delivery attempt, duplicates included. */
   attempts: EventChangeReport[]
-  /** Every delivery of any kind, in arrival order: `eventChange:<eventId>`, `watchStop`, `restartSync`. */
+  /**
+   * Every delivery of any kind Sync took, in arrival order: `eventChange:<eventId>`, `watchStop`,
+   * `restartSync`, `credentialHandOver:<providerAccountId>`. A repeated idempotency key of a kind
+   * that carries one is not taken again, as Sync does.
+   */
   deliveries: Array<{ userId: string, what: string }>
+  /** Every call of any kind, refused and repeated ones included, with the key it carried (null: the kind carries none). */
+  calls: Array<{ userId: string, kind: OutboxEntryKind, idempotencyKey: string | null }>
   behaviour: SyncBehaviour
   close: () => Promise<void>
 }
 
 export async function startRecordingSync (t: Test): Promise<RecordingSync> {
   const server = Fastify()
-  const state: RecordingSync = { url: '', applied: [], attempts: [], deliveries: [], behaviour: 'accept', close: async () => { await server.close() } }
+  const state: RecordingSync = { url: '', applied: [], attempts: [], deliveries: [], calls: [], behaviour: 'accept', close: async () => { await server.close() } }
   /** The refusal the current behaviour answers with, or null when the call is taken. */
   async function refusal (reply: FastifyReply): Promise<FastifyReply | null> {
     switch (state.behaviour) {
@@ -72,6 +79,7 @@ export async function startRecordingSync (t: Test): Promise<RecordingSync> {
   server.post(SYNC_PATHS.eventChanges, async (request, reply) => {
     const report = request.body as EventChangeReport
     state.attempts.push(report)
+    state.calls.push({ userId: report.userId, kind: 'eventChange', idempotencyKey: report.idempotencyKey })
     const refused = await refusal(reply)
     if (refused !== null) return refused
     const duplicate = state.applied.some((applied) => applied.idempotencyKey === report.idempotencyKey)
@@ -82,16 +90,32 @@ export async function startRecordingSync (t: Test): Promise<RecordingSync> {
     return { duplicate, providerWriteQueued: report.calendarId !== undefined }
   })
   server.post<{ Params: { userId: string } }>(SYNC_PATHS.stopWatches(':userId'), async (request, reply) => {
+    state.calls.push({ userId: request.params.userId, kind: 'watchStop', idempotencyKey: null })
     const refused = await refusal(reply)
     if (refused !== null) return refused
     state.deliveries.push({ userId: request.params.userId, what: 'watchStop' })
     return { stopped: 1 }
   })
   server.post<{ Params: { userId: string } }>(SYNC_PATHS.restartSync(':userId'), async (request, reply) => {
+    state.calls.push({ userId: request.params.userId, kind: 'restartSync', idempotencyKey: null })
     const refused = await refusal(reply)
     if (refused !== null) return refused
     state.deliveries.push({ userId: request.params.userId, what: 'restartSync' })
-    return { queued: 1 }
+    return await reply.code(202).send({ queued: 1 })
+  })
+  const handedOverKeys = new Set<string>()
+  server.post<{ Params: { userId: string }, Body: CredentialHandOver }>(SYNC_PATHS.credentials(':userId'), async (request, reply) => {
+    const { userId } = request.params
+    state.calls.push({ userId, kind: 'credentialHandOver', idempotencyKey: request.body.idempotencyKey })
+    const refused = await refusal(reply)
+    if (refused !== null) return refused
+    const key = `${userId}:${request.body.idempotencyKey}`
+    const created = !handedOverKeys.has(key)
+    if (created) {
+      handedOverKeys.add(key)
+      state.deliveries.push({ userId, what: `credentialHandOver:${request.body.providerAccountId}` })
+    }
+    return { connectionId: 'c'.repeat(24), created, queued: created ? 'incremental' : 'none' }
   })
   await server.listen({ port: 0, host: '127.0.0.1' })
   const address = server.server.address()
@@ -107,7 +131,7 @@ export interface EventsInstance {
 }
 
 /** The events plugins on a Fastify instance of their own, as app.ts would register them. */
-export async function buildEventsInstance (t: Test, options: { mongoUri: string, syncUrl: string, start?: boolean }): Promise<EventsInstance> {
+export async function buildEventsInstance (t: Test, options: { mongoUri: string, syncUrl: string, start?: boolean, credentialEncryptionKey?: string }): Promise<EventsInstance> {
   const { stream, log } = captureLog()
   const app = Fastify({ logger: { level: 'debug', stream } })
   await app.register(fp(async (fastify) => {
@@ -120,6 +144,12 @@ export async function buildEventsInstance (t: Test, options: { mongoUri: string,
     fastify.decorate('syncClient', client)
     fastify.addHook('onClose', async () => { await client.close() })
   }, { name: 'sync-client' }))
+  if (options.credentialEncryptionKey !== undefined) {
+    // The outbox opens waiting credentials with this key; the rest of the configuration is unused here.
+    const databaseUri = (database: string) => Object.assign(new URL(options.mongoUri), { pathname: `/${database}` }).toString()
+    const config = testConfig({ mongoUri: options.mongoUri, databaseUri, replicaSet: false, sessionsUri: 'http://127.0.0.1:9', sessionsKey: 'unused-key', stopMongo: async () => {} })
+    app.decorate('config', { ...config, sync: { ...config.sync, credentialEncryptionKey: options.credentialEncryptionKey } })
+  }
   await app.register(outboxPlugin)
   await app.register(eventStorePlugin)
   if (options.start !== false) await app.ready()
