@@ -43,7 +43,7 @@ export interface FullStackOptions {
   feedPollIntervalMs?: number
   /**
    * Also serve the web client (browser tests): built with the Google client id and the stand-in's
-   * origin, at `webUrl`; the backend gets the same Google client, so the client's own connect
+   * origin (and Microsoft's, with `microsoft`), at `webUrl`; the backend gets the same Google client, so the client's own connect
    * (`/auth/extprovider/callback` -> `POST /api/auth/extprovider/connect`) reaches the stand-in.
    */
   web?: boolean
@@ -121,7 +121,14 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   t.teardown(() => sync.close())
   const stack: FullStack = { google, backend, backendOrigin, sync, syncConfig, webUrl, ...(microsoft === undefined ? {} : { microsoft }) }
   if (webPort === null) return stack
-  const web = await startWebServer({ port: webPort, apiUrl: `${backendOrigin}/api`, googleClientId: GOOGLE_CLIENT.clientId, googleEndpointBase: google.url })
+  const web = await startWebServer({
+    port: webPort,
+    apiUrl: `${backendOrigin}/api`,
+    googleClientId: GOOGLE_CLIENT.clientId,
+    googleEndpointBase: google.url,
+    // With the Microsoft stand-in, the bundle offers Microsoft sign-in through it too.
+    ...(microsoft === undefined ? {} : { microsoftClientId: MICROSOFT_CLIENT.clientId, microsoftEndpointBase: microsoft.url })
+  })
   t.teardown(() => web.close())
   return { ...stack, web }
 }
