@@ -1,6 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto'
 import type { ConnectionSummary } from '../schemas/sync/index.js'
 import { isIdentityProvider, isPrivateRelayAddress, normalizeEmail, type IdentityProvider } from './identity.js'
+import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE } from './identity-providers.js'
 
 // Rules of provider sign-in and connect (specification, "Provider sign-in and sign-up", "Provider
 // connect from an authenticated session"), over plain data.
@@ -107,6 +108,18 @@ export function googleGrantRefusal (input: { requiredScopes: readonly string[], 
   const missing = missingGoogleScopes(input.requiredScopes, input.grantedScope)
   if (missing.length > 0) return `Google did not grant every permission the calendar needs (missing: ${missing.join(', ')}). Sign in again and allow them.`
   if (!input.refreshTokenIssued && !input.refreshTokenStored) return 'Google did not grant offline access to the calendar. Sign in again and allow it.'
+  return undefined
+}
+
+/**
+ * Why a Microsoft sign-in must be refused before anything is stored, or undefined: the sign-in
+ * asks for the calendar, the mailbox's time zone and offline access in one consent, and Microsoft
+ * may answer with less (an administrator's policy, a declined permission).
+ */
+export function microsoftGrantRefusal (input: { grantedScope: string | undefined, refreshTokenIssued: boolean }): string | undefined {
+  const missing = [MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE].filter((scope) => !grantsMicrosoftScope(input.grantedScope ?? '', scope))
+  if (missing.length > 0) return `Microsoft did not grant every permission the calendar needs (missing: ${missing.join(', ')}). Sign in again and allow them.`
+  if (!input.refreshTokenIssued) return 'Microsoft did not grant offline access to the calendar. Sign in again and allow it.'
   return undefined
 }
 

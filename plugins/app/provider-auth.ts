@@ -11,7 +11,7 @@ import { normalizeEmail } from '../../lib/identity.js'
 import { GOOGLE_SCOPES, grantIsRefreshToken, grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import {
-  decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, microsoftHandOverMode, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
+  decideGoogleAuthMode, googleGrantRefusal, isAllowedRedirectUri, microsoftGrantRefusal, microsoftHandOverMode, missingGoogleScopes, MODE_EFFECT, providerLoginDetails, scopeList,
   syncAllowsIncremental, traceIdsFrom, type GoogleAuthFacts, type GoogleAuthMode, type LibraryProviderLogin
 } from '../../lib/provider-auth.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
@@ -42,7 +42,8 @@ export interface GoogleSignIn {
 
 export interface ProviderAuth {
   /** Why a Google sign-in must be refused before anything is stored (scopes, offline access); undefined when it may go on. */
-  googleGrantRefusal: (accountId: string, oAuthTokens: Record<string, unknown>) => Promise<string | undefined>
+  /** Why a provider's grant cannot sign anyone in (a scope or offline access missing), or undefined. */
+  grantRefusal: (thirdPartyId: string, accountId: string, oAuthTokens: Record<string, unknown>) => Promise<string | undefined>
   /**
    * Finishes a provider sign-in the session library completed: the canonical user (replacing the
    * library's session when it names another user) and, for Google, the mode and the credential
@@ -185,14 +186,13 @@ export default fp(async function providerAuth (fastify) {
     return { session: adopted.session, summary }
   }
 
-  async function refusalOf (accountId: string, oAuthTokens: Record<string, unknown>): Promise<string | undefined> {
+  async function refusalOf (thirdPartyId: string, accountId: string, oAuthTokens: Record<string, unknown>): Promise<string | undefined> {
+    const grantedScope = typeof oAuthTokens['scope'] === 'string' ? oAuthTokens['scope'] : undefined
+    const refreshTokenIssued = typeof oAuthTokens['refresh_token'] === 'string' && oAuthTokens['refresh_token'] !== ''
+    if (thirdPartyId === 'microsoft') return microsoftGrantRefusal({ grantedScope, refreshTokenIssued })
+    if (thirdPartyId !== 'google') return undefined
     const owner = await users.findByProviderAccount('google', accountId)
-    return googleGrantRefusal({
-      requiredScopes: GOOGLE_SCOPES,
-      grantedScope: typeof oAuthTokens['scope'] === 'string' ? oAuthTokens['scope'] : undefined,
-      refreshTokenIssued: typeof oAuthTokens['refresh_token'] === 'string' && oAuthTokens['refresh_token'] !== '',
-      refreshTokenStored: owner?.google?.gRefreshToken !== undefined
-    })
+    return googleGrantRefusal({ requiredScopes: GOOGLE_SCOPES, grantedScope, refreshTokenIssued, refreshTokenStored: owner?.google?.gRefreshToken !== undefined })
   }
 
   function googleClient (redirectUri: string): { client: OAuth2Client, clientId: string } {
@@ -315,7 +315,7 @@ export default fp(async function providerAuth (fastify) {
       .catch((error: unknown) => { log.error({ err: error, connectionId }, 'revoking the sessions of a revoked grant failed') })
   })
 
-  fastify.decorate('providerAuth', { googleGrantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, grantRevoked })
+  fastify.decorate('providerAuth', { grantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, grantRevoked })
 }, {
   name: 'provider-auth',
   dependencies: ['config', 'mongo', 'users', 'identity', 'credentials', 'outbox', 'sync-client', 'sse-broker', 'session-revocations', 'change-feed']

@@ -223,10 +223,10 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                 // same person follows the identity rules of provider sign-in (signInUpPOST below).
                 signInUp: async (input) => {
                   const request = supertokens.getRequestFromUserContext(input.userContext)
-                  if (request !== undefined && input.thirdPartyId === 'google') {
+                  if (request !== undefined) {
                     // Checked before the library creates or updates anything: a grant without the
                     // calendar or without offline access signs nobody in.
-                    const refusal = await appOf(request).providerAuth.googleGrantRefusal(input.thirdPartyUserId, input.oAuthTokens as Record<string, unknown>)
+                    const refusal = await appOf(request).providerAuth.grantRefusal(input.thirdPartyId, input.thirdPartyUserId, input.oAuthTokens as Record<string, unknown>)
                     if (refusal !== undefined) return { status: 'SIGN_IN_UP_NOT_ALLOWED', reason: refusal }
                   }
                   const result = await original.signInUp(input).catch(async (error: unknown) => {

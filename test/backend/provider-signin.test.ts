@@ -120,6 +120,27 @@ test('a grant without the calendar, or without offline access, signs nobody in a
   t.equal(sync.handOvers.filter((entry) => entry.handOver.providerAccountId === googleSub(email)).length, 0, 'nothing handed to Sync')
 })
 
+test('a Microsoft grant without the calendar, the mailbox settings or offline access signs nobody in and stores nothing', async (t) => {
+  const email = oidcAccount('microsoft', 'ms-scopes')
+  const without = (dropped: string) => (url: URL) => {
+    url.searchParams.set('scope', (url.searchParams.get('scope') ?? '').split(' ').filter((scope) => !scope.endsWith(dropped)).join(' '))
+  }
+  for (const [dropped, reason] of [['Calendars.ReadWrite', /Calendars\.ReadWrite/], ['MailboxSettings.Read', /MailboxSettings\.Read/], ['offline_access', /offline/]] as const) {
+    const answer = await providerSignIn('microsoft', email, without(dropped))
+    t.equal(answer.statusCode, 200)
+    t.equal(answer.body['status'], 'SIGN_IN_UP_NOT_ALLOWED', `without ${dropped}`)
+    t.match(answer.body['reason'], reason)
+    t.equal(answer.session, undefined, 'no session')
+  }
+  t.notOk(await users.findOne({ email }), 'no user record')
+  const subject = providers.microsoft.control.subjectFor(email, config.extprovider2?.clientId ?? '') ?? ''
+  t.equal(sync.handOvers.filter((entry) => entry.handOver.providerAccountId === subject).length, 0, 'nothing handed to Sync')
+
+  const granted = await providerSignIn('microsoft', email)
+  t.equal(granted.body['status'], 'OK', 'the whole grant signs in')
+  t.match(granted.body['summary'], { provider: 'microsoft', calendar: 'import' })
+})
+
 /** The google_auth_decision lines logged so far. */
 function decisions (): Array<Record<string, unknown>> {
   return log.lines().filter((line) => line['msg'] === 'google_auth_decision')
