@@ -153,6 +153,8 @@ export const COMPOSE_VARIABLES = [
   'backend.port',
   'backend.apiUrl',
   'extprovider.clientId',
+  'extprovider2.clientId',
+  'idsignin.servicesId',
   'analytics.key',
   'analytics.host',
   'maps.placesApiKey'
@@ -171,6 +173,8 @@ export function variableNameOf (key: string): string {
 export const WEB_BUILD_ARGS: Record<string, ComposeKey> = {
   WEB_API_URL: 'backend.apiUrl',
   WEB_GOOGLE_CLIENT_ID: 'extprovider.clientId',
+  WEB_MICROSOFT_CLIENT_ID: 'extprovider2.clientId',
+  WEB_APPLE_SERVICES_ID: 'idsignin.servicesId',
   WEB_ANALYTICS_KEY: 'analytics.key',
   WEB_ANALYTICS_HOST: 'analytics.host',
   WEB_PLACES_API_KEY: 'maps.placesApiKey'

@@ -282,7 +282,10 @@ test('the production build runs as the images run it', { timeout: 120_000 }, asy
 
   await t.test('the web image: the bundle built from its build arguments, served by the compiled server', async (t) => {
     const image = await temporaryDir(t, 'calendar-web-image-')
-    const args = Object.fromEntries(Object.entries(WEB_BUILD_ARGS).map(([arg, key]) => [arg, composeEnv[variableNameOf(key)] ?? '']))
+    // npm run setup writes no provider keys; the ids stand for an operator who added Microsoft and
+    // Apple to config.yaml (compose passes them as these arguments, test/deploy/compose.test.ts).
+    const providerIds = { WEB_MICROSOFT_CLIENT_ID: '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b', WEB_APPLE_SERVICES_ID: 'org.example.calendar.web' }
+    const args = { ...Object.fromEntries(Object.entries(WEB_BUILD_ARGS).map(([arg, key]) => [arg, composeEnv[variableNameOf(key)] ?? ''])), ...providerIds }
     // The Containerfile's step, `npx tsx web/build.ts --out ...`, with no config.yaml where it runs.
     const bundle = await finished(t, image, ['--import', import.meta.resolve('tsx'), join(root, 'web/build.ts'), '--out', join(image, 'web/dist')], args)
     if (bundle.code !== 0) t.comment(bundle.output)
@@ -303,6 +306,8 @@ test('the production build runs as the images run it', { timeout: 120_000 }, asy
     t.ok(script, 'the page loads its bundle')
     const code = await (await fetch(`http://127.0.0.1:${port}${script ?? ''}`)).text()
     t.ok(code.includes(`http://127.0.0.1:${backendPort}/api`), 'the API URL is fixed into the bundle')
+    t.ok(code.includes(providerIds.WEB_MICROSOFT_CLIENT_ID) && code.includes('https://login.microsoftonline.com/common/oauth2/v2.0/authorize'), 'and the Microsoft client id with Microsoft\'s authorization endpoint')
+    t.ok(code.includes(providerIds.WEB_APPLE_SERVICES_ID) && code.includes('https://appleid.apple.com/auth/authorize'), 'and the Apple services id with Apple\'s')
     server.child.kill('SIGTERM')
     t.equal(await server.exited, 0, 'and stops on SIGTERM')
   })

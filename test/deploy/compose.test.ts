@@ -10,7 +10,7 @@ import { parseConfig } from '../../lib/config.js'
 import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/setup.js'
 import { STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/setup-stack.js'
 import { ConfigSchema } from '../../schemas/config.js'
-import { valuesFromConfigFile, valuesFromEnvironment } from '../../web/build.js'
+import { bundleValues, valuesFromConfigFile, valuesFromEnvironment, type WebValues } from '../../web/build.js'
 import { writeTempFile } from '../processes.js'
 
 const root = new URL('../../', import.meta.url)
@@ -234,6 +234,8 @@ test('the images read only keys of the configuration: the web image\'s build arg
   // Both must give the bundle the same values.
   const text = sampleConfigText({
     extprovider: { clientId: '1234.apps.googleusercontent.com', clientSecret: 'google-secret' },
+    extprovider2: { clientId: '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b', clientSecret: 'microsoft-secret' },
+    idsignin: { servicesId: 'org.example.calendar.web', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: '-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----' },
     analytics: { key: 'phc_key', host: 'https://analytics.example.org' },
     maps: { placesApiKey: 'places-key' }
   })
@@ -243,9 +245,19 @@ test('the images read only keys of the configuration: the web image\'s build arg
   const args = Object.fromEntries(Object.entries(WEB_BUILD_ARGS).map(([arg, key]) => [arg, env[variableNameOf(key)] ?? '']))
   const fromFile = await valuesFromConfigFile(path)
   const fromArgs = valuesFromEnvironment(args)
-  t.same({ ...fromArgs, googleEndpointBase: undefined }, { ...fromFile, googleEndpointBase: undefined })
+  const withoutEndpointBases = (values: WebValues) => ({ ...values, googleEndpointBase: undefined, microsoftEndpointBase: undefined, appleEndpointBase: undefined })
+  t.same(withoutEndpointBases(fromArgs), withoutEndpointBases(fromFile))
   t.equal(fromArgs.apiUrl, 'https://calendar.example.org/api')
   t.equal(fromArgs.googleClientId, '1234.apps.googleusercontent.com')
+  t.equal(fromArgs.microsoftClientId, '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b', 'extprovider2.clientId reaches the bundle')
+  t.equal(fromArgs.appleServicesId, 'org.example.calendar.web', 'idsignin.servicesId reaches the bundle')
+  t.notOk(Object.values(args).includes('microsoft-secret'), 'the Microsoft secret is no build argument')
+  t.match(bundleValues(fromArgs), {
+    microsoftClientId: '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b',
+    microsoftAuthorizationEndpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+    appleServicesId: 'org.example.calendar.web',
+    appleAuthorizationEndpoint: 'https://appleid.apple.com/auth/authorize'
+  }, 'the real providers\' endpoints when no stand-in is named')
 })
 
 test('both images are multi-stage, run as node under tini, and start compiled JavaScript without tsx', async (t) => {
