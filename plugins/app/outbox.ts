@@ -80,7 +80,8 @@ const BATCH = 50
  * in the order they were written (an entry waits while an older one of the same user is failing;
  * one process at a time sends them, under a lease), every user independently, each entry until
  * Sync has it. An entry is removed only after Sync answered, so a restart resends at most the
- * entry that was in flight; its idempotency key makes Sync apply it once.
+ * entry that was in flight; its idempotency key makes Sync apply it once, or (watch stop, sync
+ * restart) the operation is one a repeat leaves as it was.
  */
 export class Outbox {
   readonly #options: OutboxOptions
@@ -284,6 +285,9 @@ export function deliverThrough (client: SyncClient, openCredential?: OpenOutboxC
       case 'eventChange':
         await client.reportEventChange(entry.report)
         return
+      // These two send no idempotency key: a repeat is harmless by nature (a second stop finds no
+      // watch left, a second restart joins the pull already queued or, if that ran, pulls again and
+      // finds nothing new; test/sync/internal-routes.test.ts), so Sync keeps no record of keys for them.
       case 'watchStop':
         await client.stopWatches(userId)
         return

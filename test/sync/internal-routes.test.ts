@@ -197,3 +197,32 @@ test('unknown routes answer the typed 404', async (t) => {
   t.equal(response.statusCode, 404)
   t.same(response.json(), { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: 'Route GET /internal/nothing-here not found' })
 })
+
+// The backend's outbox may deliver a watch stop or a sync restart twice (a process that died after
+// sending and before deleting the entry). These two carry no idempotency key because a repeat is
+// harmless by nature: the second stop finds no watch, the second restart joins the queued pull.
+test('a watch stop or a sync restart delivered twice has the effect of one', async (t) => {
+  const { built, provider } = await setup(t)
+  const userId = newUserId()
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
+  t.same(await built.app.syncJobQueue.list(), [], 'the import is done')
+  const connectionId = connection._id.toHexString()
+  const watching = (await built.app.syncWatches.listByUser(userId)).length
+  t.ok(watching > 0, 'the import started a watch')
+
+  const restart = async () => await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  t.same((await restart()).json(), { queued: 1 })
+  t.same((await restart()).json(), { queued: 1 })
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'pull', connectionId }], 'one pull waits, not two')
+  t.equal((await built.app.syncJobQueue.list()).length, 1)
+
+  const stop = async () => await built.signed({ method: 'POST', url: `/internal/users/${userId}/watches/stop`, body: {}, userId })
+  const unwatched = () => provider.calls.filter((call) => call.method === 'unwatch').length
+  t.same((await stop()).json(), { stopped: watching })
+  t.equal(unwatched(), watching)
+  t.same((await stop()).json(), { stopped: 0 }, 'the repeat finds nothing to stop')
+  t.equal(unwatched(), watching, 'the provider is not asked again')
+  t.same(await built.app.syncWatches.listByUser(userId), [])
+})
