@@ -162,7 +162,8 @@ export class ScramConversation {
   }
 }
 
-type Action = 'read' | 'write' | 'collectionAdmin' | 'databaseAdmin' | 'userAdmin' | 'cluster'
+// replicaSetConfigure and replicaSetStatus are mongod's replSetConfigure and replSetGetStatus actions.
+type Action = 'read' | 'write' | 'collectionAdmin' | 'databaseAdmin' | 'userAdmin' | 'cluster' | 'replicaSetConfigure' | 'replicaSetStatus'
 
 // What each built-in role allows, on its own database or (for the *AnyDatabase roles) on all.
 const ROLE_ACTIONS: Record<string, { actions: Action[], anyDatabase: boolean }> = {
@@ -175,7 +176,11 @@ const ROLE_ACTIONS: Record<string, { actions: Action[], anyDatabase: boolean }> 
   readWriteAnyDatabase: { actions: ['read', 'write', 'collectionAdmin'], anyDatabase: true },
   dbAdminAnyDatabase: { actions: ['collectionAdmin', 'databaseAdmin'], anyDatabase: true },
   userAdminAnyDatabase: { actions: ['userAdmin'], anyDatabase: true },
-  root: { actions: ['read', 'write', 'collectionAdmin', 'databaseAdmin', 'userAdmin', 'cluster'], anyDatabase: true }
+  // The cluster roles exist on admin only, which is what anyDatabase checks.
+  clusterMonitor: { actions: ['replicaSetStatus'], anyDatabase: true },
+  clusterManager: { actions: ['replicaSetConfigure', 'replicaSetStatus'], anyDatabase: true },
+  clusterAdmin: { actions: ['replicaSetConfigure', 'replicaSetStatus', 'cluster'], anyDatabase: true },
+  root: { actions: ['read', 'write', 'collectionAdmin', 'databaseAdmin', 'userAdmin', 'cluster', 'replicaSetConfigure', 'replicaSetStatus'], anyDatabase: true }
 }
 
 export const KNOWN_ROLES = new Set(Object.keys(ROLE_ACTIONS))
@@ -210,7 +215,9 @@ const COMMAND_ACTIONS: Record<string, Action> = {
   createUser: 'userAdmin',
   dropUser: 'userAdmin',
   setParameter: 'cluster',
-  getParameter: 'cluster'
+  getParameter: 'cluster',
+  replSetInitiate: 'replicaSetConfigure',
+  replSetGetStatus: 'replicaSetStatus'
 }
 
 export function roleAllows (roles: Role[], action: Action, db: string): boolean {

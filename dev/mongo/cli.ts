@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util'
 import { startMongo } from './index.js'
 import type { MongoUser, StartMongoOptions } from './index.js'
 
-const USAGE = 'usage: npm run mongo -- [--port N] [--replica-set NAME] [--data-dir DIR] [--user NAME:PASSWORD:ROLE@DB ...]'
+const USAGE = 'usage: npm run mongo -- [--port N] [--replica-set NAME [--uninitiated]] [--data-dir DIR] [--user NAME:PASSWORD:ROLE@DB ...]'
 
 function parseUser (value: string): MongoUser {
   // The password may itself contain ':' so the name is before the first and the role after the last.
@@ -27,6 +27,8 @@ async function main (): Promise<void> {
     options: {
       port: { type: 'string' },
       'replica-set': { type: 'string' },
+      // As mongod --replSet before rs.initiate(): for trying the first-start path of a deployment.
+      uninitiated: { type: 'boolean' },
       'data-dir': { type: 'string' },
       user: { type: 'string', multiple: true },
       help: { type: 'boolean' }
@@ -39,7 +41,8 @@ async function main (): Promise<void> {
   const options: StartMongoOptions = {}
   const port = wholeNumberFlag(values.port, 'port', 65535)
   if (port !== undefined) options.port = port
-  if (values['replica-set'] !== undefined) options.replicaSet = values['replica-set']
+  if (values.uninitiated === true && values['replica-set'] === undefined) throw new Error('--uninitiated needs --replica-set')
+  if (values['replica-set'] !== undefined) options.replicaSet = { name: values['replica-set'], initiated: values.uninitiated !== true }
   if (values['data-dir'] !== undefined) options.dataDir = values['data-dir']
   if (values.user !== undefined) options.users = values.user.map(parseUser)
   const server = await startMongo(options)

@@ -9,6 +9,7 @@ export const CODE_NAMES: Record<number, string> = {
   14: 'TypeMismatch',
   18: 'AuthenticationFailed',
   20: 'IllegalOperation',
+  23: 'AlreadyInitialized',
   26: 'NamespaceNotFound',
   27: 'IndexNotFound',
   40: 'ConflictingUpdateOperators',
@@ -20,8 +21,12 @@ export const CODE_NAMES: Record<number, string> = {
   67: 'CannotCreateIndex',
   72: 'InvalidOptions',
   73: 'InvalidNamespace',
+  74: 'NodeNotFound',
+  76: 'NoReplicationEnabled',
   85: 'IndexOptionsConflict',
   86: 'IndexKeySpecsConflict',
+  93: 'InvalidReplicaSetConfig',
+  94: 'NotYetInitialized',
   112: 'WriteConflict',
   115: 'CommandNotSupported',
   125: 'TransactionCommitFailed',
@@ -30,7 +35,10 @@ export const CODE_NAMES: Record<number, string> = {
   256: 'TransactionCommitted',
   263: 'OperationNotSupportedInTransaction',
   290: 'TransactionExceededLifetimeLimitSeconds',
-  11000: 'DuplicateKey'
+  10107: 'NotWritablePrimary',
+  11000: 'DuplicateKey',
+  13435: 'NotPrimaryNoSecondaryOk',
+  13436: 'NotPrimaryOrSecondary'
 }
 
 export class CommandError extends Error {

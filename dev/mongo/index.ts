@@ -4,13 +4,14 @@ import { refuseProduction } from '../stand-in/index.js'
 import { createServer } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import { Binary, Long, ObjectId } from 'bson'
+import { Binary, Long } from 'bson'
 import { KNOWN_ROLES, ScramConversation, Users, authorize, canSeeDatabase, makeUser } from './auth.js'
 import type { Role, StoredUser } from './auth.js'
 import { dataCommands } from './commands.js'
 import type { CommandContext, CursorState, Handler } from './commands.js'
 import { CommandError } from './errors.js'
 import { Persistence } from './persist.js'
+import { ReplicaSetMember } from './replica-set.js'
 import { LockWait, Store } from './store.js'
 import type { Transaction } from './store.js'
 import { pathValues } from './values.js'
@@ -20,8 +21,12 @@ import type { Doc } from './values.js'
 export interface StartMongoOptions {
   /** TCP port on 127.0.0.1; 0 (the default) picks a free one. */
   port?: number
-  /** Replica-set name: the server then presents itself as the primary of a one-member set. */
-  replicaSet?: string
+  /**
+   * Replica-set name: the server then presents itself as the primary of a one-member set. With
+   * `{ name, initiated: false }` it is a mongod started with `--replSet NAME` before
+   * `rs.initiate()`: no primary until a `replSetInitiate` names this set and this node.
+   */
+  replicaSet?: string | { name: string, initiated: boolean }
   /** Directory where data is kept across restarts; in memory only when absent. */
   dataDir?: string
   /** Users created at start, for SCRAM-SHA-256 authentication. */
@@ -114,11 +119,19 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   if ((options.users ?? []).length > 0) persistence?.usersChanged()
   // As with mongod --auth: access control is on when the server starts with users.
   const authEnabled = users.size > 0
+  const replicaSetOption = typeof options.replicaSet === 'string' ? { name: options.replicaSet, initiated: true } : options.replicaSet
+  const replicaSet = replicaSetOption === undefined ? undefined : new ReplicaSetMember(replicaSetOption.name, replicaSetOption.initiated, options.dataDir)
+  try {
+    await replicaSet?.load()
+  } catch (error) {
+    // Give the data directory back: it stays usable with the right set name.
+    await persistence?.close()
+    throw error
+  }
 
   const cursors = new Map<string, CursorState>()
   const sessions = new Map<string, SessionState>()
   const connections = new Map<number, Connection>()
-  const electionId = new ObjectId('7fffffff0000000000000001')
   let nextConnectionId = 1
   let nextCursor = randomBytes(4).readUInt32BE(0) + 1
   let port = 0
@@ -149,20 +162,8 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     const legacy = command.hello === undefined
     const reply: Doc = {}
     if (command.helloOk === true || !legacy) reply.helloOk = true
-    reply[legacy ? 'ismaster' : 'isWritablePrimary'] = true
-    if (options.replicaSet !== undefined) {
-      const me = `127.0.0.1:${port}`
-      Object.assign(reply, {
-        hosts: [me],
-        setName: options.replicaSet,
-        setVersion: 1,
-        secondary: false,
-        primary: me,
-        me,
-        electionId,
-        lastWrite: { lastWriteDate: new Date() }
-      })
-    }
+    if (replicaSet === undefined) reply[legacy ? 'ismaster' : 'isWritablePrimary'] = true
+    else Object.assign(reply, replicaSet.helloFields(legacy))
     Object.assign(reply, {
       maxBsonObjectSize: 16 * 1024 * 1024,
       maxMessageSizeBytes: 48_000_000,
@@ -323,6 +324,14 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       }
       return { ok: 1 }
     },
+    replSetInitiate: async (ctx, command) => {
+      if (replicaSet === undefined) throw new CommandError(76, 'This node was not started with replication enabled.')
+      return await replicaSet.initiate(ctx.db, command.replSetInitiate)
+    },
+    replSetGetStatus: () => {
+      if (replicaSet === undefined) throw new CommandError(76, 'not running with --replSet')
+      return replicaSet.status()
+    },
     commitTransaction: (ctx) => {
       const txn = ctx.txn
       if (txn === undefined) throw new CommandError(251, 'Given transaction number does not match any in-progress transactions.', {}, ['TransientTransactionError'])
@@ -342,7 +351,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   function resolveTransaction (name: string, command: Doc): Transaction | undefined {
     const txnNumber = toNumber(command.txnNumber)
     if (txnNumber === undefined) return undefined
-    if (options.replicaSet === undefined) {
+    if (replicaSet === undefined) {
       throw new CommandError(20, 'Transaction numbers are only allowed on a replica set member or mongos')
     }
     // Retryable writes carry a txnNumber without autocommit; they run as ordinary writes.
@@ -381,6 +390,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
         const source = name === 'renameCollection' && typeof command.renameCollection === 'string' ? command.renameCollection.split('.')[0] : undefined
         authorize(connection.user, name, source ?? db)
       }
+      replicaSet?.admit(name, command)
       const txn = resolveTransaction(name, command)
       if (txn !== undefined && !TRANSACTION_COMMANDS.has(name)) {
         throw new CommandError(263, `Cannot run '${name}' in a multi-document transaction.`)
@@ -444,8 +454,10 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     throw error
   }
   port = (server.address() as AddressInfo).port
+  replicaSet?.listening(port)
   scheduleSweep()
-  const query = options.replicaSet === undefined ? '' : `?replicaSet=${encodeURIComponent(options.replicaSet)}`
+  // Before initiation no server is a member of the set, so a client must connect to this one directly.
+  const query = replicaSet === undefined ? '' : replicaSet.initiated ? `?replicaSet=${encodeURIComponent(replicaSet.name)}` : '?directConnection=true'
   const uri = `mongodb://127.0.0.1:${port}/${query}`
 
   let closed = false
@@ -456,6 +468,7 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       if (closed) return
       closed = true
       clearInterval(ttlTimer)
+      replicaSet?.close()
       for (const txn of [...store.active]) store.abort(txn)
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       for (const connection of connections.values()) connection.socket.destroy()
