@@ -32,7 +32,7 @@ const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) a
 
 /**
  * The Node release the compiled processes are tested on. Its major must be the one of NODE_IMAGE in
- * both Containerfiles (checked below); bump it with the image's major, or for a newer release line.
+ * the Containerfile (checked below); bump it with the image's major, or for a newer release line.
  */
 const IMAGE_NODE_VERSION = '22.23.3'
 // The official binaries as the npm registry publishes them (os linux, cpu x64). Never a dependency:
@@ -182,10 +182,8 @@ async function productionLayout (t: Test): Promise<string> {
 test('the production build runs as the images run it', { timeout: 300_000 }, async (t) => {
   imageNode = await imageNodeBinary(t)
   const imageMajor = IMAGE_NODE_VERSION.split('.')[0] ?? ''
-  for (const file of ['Containerfile', 'web/Containerfile']) {
-    const nodeImage = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(join(root, file), 'utf8'))?.[1]
-    t.equal(nodeImage, imageMajor, `${file} runs Node ${imageMajor}, the release line tested here`)
-  }
+  const nodeImage = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(join(root, 'Containerfile'), 'utf8'))?.[1]
+  t.equal(nodeImage, imageMajor, `the images run Node ${imageMajor}, the release line tested here`)
   if (imageNode !== process.execPath) {
     t.equal((await finished(t, root, ['-p', 'process.version'])).output.trim(), `v${IMAGE_NODE_VERSION}`, `the compiled processes run on Node ${IMAGE_NODE_VERSION}, not this machine's ${process.version}`)
   }

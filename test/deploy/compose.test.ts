@@ -1,4 +1,4 @@
-// compose.yaml and the two Containerfiles, checked without a container engine: the Compose
+// compose.yaml and the Containerfile's two images, checked without a container engine: the Compose
 // Specification's JSON schema, the promises of the specification (127.0.0.1, runtime.version, rs0,
 // no secret in the file), and that every value they read is a key of the configuration schema.
 import { readFileSync } from 'node:fs'
@@ -71,6 +71,26 @@ const raw = parse(composeText) as ComposeFile
 const services = Object.entries(raw.services)
 const ONE_SHOT = ['config', 'mongo-init']
 const OURS = (service: Service) => service.image?.startsWith('calendar-') === true
+
+/** The Containerfile's stages by name: the image each starts from and its text. */
+const STAGES = new Map(read('Containerfile').split(/^FROM /m).slice(1).map((text) => {
+  const [, from = '', name = ''] = /^(\S+) AS (\S+)/.exec(text) ?? []
+  return [name, { from, text }]
+}))
+
+/** The stages an image is made of: its target, the stages it starts from, and those it copies from. */
+function stagesOf (target: string): string[] {
+  const stage = STAGES.get(target)
+  if (stage === undefined) return []
+  const copied = [...stage.text.matchAll(/--from=(\S+)/g)].map((match) => match[1] as string)
+  return [target, ...[stage.from, ...copied].filter((name) => STAGES.has(name)).flatMap(stagesOf)]
+}
+
+/** What an image runs with: its target stage and the stages it starts from, not those it copies from. */
+function runtimeOf (target: string): string {
+  const stage = STAGES.get(target)
+  return stage === undefined ? '' : stage.text + runtimeOf(stage.from)
+}
 
 test('compose.yaml is valid Compose Specification, as written and with a generated .env', async (t) => {
   validate(raw)
@@ -222,9 +242,13 @@ test('every variable compose reads is a configuration key, and .env holds exactl
 })
 
 test('the images read only keys of the configuration: the web image\'s build arguments are the bundle\'s keys', async (t) => {
-  const argsOf = (file: string) => [...new Set([...read(file).matchAll(/^ARG (\w+)/gm)].map((match) => match[1] as string))].filter((name) => name !== 'NODE_IMAGE').sort()
-  t.same(argsOf('Containerfile'), [], 'the backend image takes no build argument; it reads CONFIG_FILE at run time')
-  t.same(argsOf('web/Containerfile'), Object.keys(WEB_BUILD_ARGS).sort())
+  const argsOf = (target: string) => [...new Set(stagesOf(target).flatMap((stage) => [...(STAGES.get(stage)?.text ?? '').matchAll(/^ARG (\w+)/gm)].map((match) => match[1] as string)))].sort()
+  t.same(argsOf('backend'), [], 'the backend image takes no build argument; it reads CONFIG_FILE at run time')
+  t.same(argsOf('web'), Object.keys(WEB_BUILD_ARGS).sort())
+  t.equal(raw.services.web?.build?.target, 'web', 'compose builds the web image from its target')
+  for (const [name, service] of services) {
+    if (OURS(service) && name !== 'web') t.equal(service.build?.target, 'backend', `${name} builds the backend image`)
+  }
   for (const [arg, key] of Object.entries(WEB_BUILD_ARGS)) {
     t.ok(schemaHasKey(key), `${arg} comes from ${key}`)
     t.match(raw.services.web?.build?.args?.[arg], new RegExp(`^\\$\\{${variableNameOf(key)}[:}]`), `compose passes ${variableNameOf(key)} as ${arg}`)
@@ -261,19 +285,22 @@ test('the images read only keys of the configuration: the web image\'s build arg
 })
 
 test('both images are multi-stage, run as node under tini, and start compiled JavaScript without tsx', async (t) => {
-  for (const file of ['Containerfile', 'web/Containerfile']) {
-    const text = read(file)
-    const stages = text.split(/^FROM /m).slice(1)
-    t.ok(stages.length >= 2, `${file} is multi-stage`)
-    const final = stages.at(-1) ?? ''
-    t.match(final, /^USER node$/m, `${file} runs as node`)
+  for (const target of ['backend', 'web']) {
+    t.ok(stagesOf(target).length >= 3, `the ${target} image is built in stages`)
+    const final = runtimeOf(target)
+    t.match(final, /^USER node$/m, `${target} runs as node`)
     t.match(final, /^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m)
     t.match(final, /apt-get install -y --no-install-recommends tini/)
     t.match(final, /^CMD \["node", "[\w/]+\.js"/m, 'the command is node and a .js file')
-    t.notMatch(final, /tsx|npm install|npm ci(?! --omit=dev)/, 'the final stage installs no dev dependency and no tsx')
+    t.notMatch(final, /tsx|npm install|npm ci/, `what ${target} runs on installs nothing and has no tsx`)
+    t.notOk(stagesOf(target).includes('dependencies') && stagesOf(target).includes('web-bundle'), 'each image takes only its own stages')
   }
-  t.match(read('Containerfile'), /npm ci --omit=dev --ignore-scripts/)
-  t.match(read('web/Containerfile'), /COPY --from=build \/app\/node_modules\/yaml \.\/node_modules\/yaml/)
+  t.match(STAGES.get('dependencies')?.text ?? '', /npm ci --omit=dev --ignore-scripts/)
+  t.match(STAGES.get('backend')?.text ?? '', /^COPY --from=dependencies \/app\/node_modules \.\/node_modules$/m, 'the backend runs on production dependencies only')
+  t.match(STAGES.get('web')?.text ?? '', /^COPY --from=web-bundle \/app\/node_modules\/yaml \.\/node_modules\/yaml$/m, 'the web server takes one package')
+  const order = [...STAGES.keys()]
+  t.ok(stagesOf('backend').every((stage) => order.indexOf(stage) <= order.indexOf('backend')) && order.indexOf('backend') < order.indexOf('web-bundle'),
+    'the backend\'s stages come before the web client\'s, so a builder without BuildKit never needs the web build arguments for it')
   for (const [name, service] of services) {
     if (OURS(service) && service.command !== undefined) {
       t.equal(service.command[0], 'node', `${name} runs node`)
