@@ -2,7 +2,8 @@
 // calendar through the stand-in's consent page and sees its events; a change made at Google (the
 // stand-in's control surface, "another device") appears without a reload; a revocation at Google
 // sends the person back to sign in, then the reconnect banner takes them through consent again and
-// the calendar is writable afterwards.
+// the calendar is writable afterwards. Signed out, "Continue with Google" signs a new person in with
+// their calendar.
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
@@ -111,6 +112,28 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     await eventBlock(page, 'Dentist (confirmed)').waitFor()
     await waitUntil(() => google.storedEvents(email).some((event) => event['summary'] === 'Dentist (confirmed)'), 'the edit at Google', 20_000)
     t.pass('an edit of an imported event reaches Google again')
+  })
+
+  await t.test('Continue with Google from the sign-in dialog: consent, back through the callback, signed in with the calendar', async (t) => {
+    const grace = uniqueEmail('grace')
+    google.createAccount({ email: grace, name: 'Grace Example', timeZone: 'Europe/Berlin' })
+    google.insertEvent(grace, { summary: 'Flight to Lisbon', start: { dateTime: `${DAY}T07:00:00+01:00`, timeZone: 'Europe/Berlin' }, end: { dateTime: `${DAY}T10:00:00+01:00`, timeZone: 'Europe/Berlin' } })
+    const visitor = await (await newContext(browser)).newPage()
+    const visitorErrors = collectErrors(visitor, { foreign: (url) => url.startsWith(stack.google.url) })
+    await visitor.goto(`${stack.webUrl}/day?date=${DAY}&auth=login`)
+    const signInUp = visitor.waitForRequest((request) => request.method() === 'POST' && request.url() === `${stack.backendOrigin}/api/auth/signinup`)
+    await visitor.getByRole('dialog', { name: 'Sign in' }).getByRole('button', { name: 'Continue with Google' }).click()
+    await visitor.waitForURL((url) => url.href.startsWith(`${stack.google.url}/o/oauth2/v2/auth`))
+    t.match(new URL(visitor.url()).searchParams.get('scope'), /https:\/\/www\.googleapis\.com\/auth\/calendar/, 'the sign-in asks for the calendar, as the backend requires')
+    await consent(visitor, stack.google.url, grace)
+    const answer = await (await signInUp).response()
+    t.match(await answer?.json(), { status: 'OK', summary: { provider: 'google', mode: 'SIGNUP', calendar: 'import' } })
+    await visitor.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
+    await visitor.getByText(grace, { exact: true }).waitFor()
+    t.pass('signed in as the Google account, on the page the sign-in started from')
+    await eventBlock(visitor, 'Flight to Lisbon').waitFor({ timeout: 20_000 })
+    t.pass('the Google calendar came along')
+    t.same(visitorErrors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
   })
 
   t.same(errors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')

@@ -4,11 +4,11 @@ import { test } from 'tap'
 import {
   FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
   oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
-  signInUpBody, takeIntent, takePendingConnect, withoutConnectRedirect, GOOGLE_CALENDAR_SCOPES
+  signInUpBody, signInUpRefusal, takeIntent, takePendingConnect, withoutConnectRedirect, GOOGLE_CALENDAR_SCOPES
 } from '../../web/src/lib/oauth.js'
 import { memoryStore } from '../../web/src/lib/storage.js'
 import { bundleValues } from '../../web/build.js'
-import { signInProviders } from '../../lib/identity-providers.js'
+import { GOOGLE_SCOPES, signInProviders } from '../../lib/identity-providers.js'
 
 const origin = 'https://cal.example.com'
 
@@ -87,6 +87,7 @@ test('the authorization request asks for offline access with the calendar scope;
   t.equal(scopesComplete('openid https://www.googleapis.com/auth/userinfo.email https://www.googleapis.com/auth/userinfo.profile https://www.googleapis.com/auth/calendar', GOOGLE_CALENDAR_SCOPES), true)
   t.equal(scopesComplete('openid email profile', GOOGLE_CALENDAR_SCOPES), false, 'calendar access not granted')
   t.equal(scopesComplete(null, GOOGLE_CALENDAR_SCOPES), false)
+  t.same(GOOGLE_CALENDAR_SCOPES, GOOGLE_SCOPES, 'sign-in and connect ask Google for what the backend requires, the calendar included')
 })
 
 const callback = `${origin}/auth/extprovider/callback`
@@ -166,4 +167,12 @@ test('an intent names its provider: Microsoft and Apple sign in; a connect is Go
   store.setItem(INTENT_PREFIX + state, JSON.stringify({ kind: 'signin', provider: 'github', returnPath: '/day', createdAt: now }))
   t.equal(takeIntent(store, state, now), null, 'an unknown provider is not posted to the backend')
   t.same(store.entries(), {}, 'and removed')
+})
+
+test('a sign-in the session library refused is said in words, never taken for a session', async (t) => {
+  t.equal(signInUpRefusal({ status: 'OK' }), null)
+  t.equal(signInUpRefusal({ status: 'SIGN_IN_UP_NOT_ALLOWED', reason: 'Google did not grant every permission the calendar needs.' }), 'Google did not grant every permission the calendar needs.', 'the backend\'s reason')
+  t.match(signInUpRefusal({ status: 'SIGN_IN_UP_NOT_ALLOWED' }), /not accepted/)
+  t.match(signInUpRefusal({ status: 'NO_EMAIL_GIVEN_BY_PROVIDER' }), /email address/)
+  t.match(signInUpRefusal({}), /not accepted/)
 })

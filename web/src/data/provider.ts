@@ -7,8 +7,8 @@ import { adoptSession } from './session.js'
 import { carryLocalEvents } from './calendar.js'
 import { track } from './analytics.js'
 import {
-  GOOGLE_CALENDAR_SCOPES, GOOGLE_SIGN_IN_SCOPES, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
-  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, takeIntent,
+  GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
+  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
   takePendingConnect, withoutConnectRedirect, type IntentKind, type SignInProvider
 } from '../lib/oauth.js'
 import { CALLBACK_PATH } from '../lib/auth-params.js'
@@ -40,7 +40,7 @@ export function startGoogle (kind: IntentKind, returnPath: string = currentPath(
     clientId,
     redirectUri: redirectUri(),
     state,
-    scopes: kind === 'connect' ? GOOGLE_CALENDAR_SCOPES : GOOGLE_SIGN_IN_SCOPES
+    scopes: GOOGLE_CALENDAR_SCOPES
   }))
 }
 
@@ -72,12 +72,15 @@ export async function finishCallback (): Promise<CallbackOutcome> {
   if (params.kind === 'invalid') return { ok: false, returnPath, message: 'The sign-in could not be finished: the provider sent nothing to finish.' }
   if (intent === null) return { ok: false, returnPath, message: 'The sign-in could not be finished: it expired or was started in another tab. Please try again.' }
   if (params.kind === 'providerError') return { ok: false, returnPath, message: DECLINED.has(params.error) ? 'Access was not granted.' : `The provider answered: ${params.error}` }
-  if (intent.kind === 'connect' && !scopesComplete(params.scope, GOOGLE_CALENDAR_SCOPES)) {
-    return { ok: false, returnPath, message: 'Calendar access was not granted. Connect again and allow access to your calendar.' }
+  if (intent.provider === 'google' && !scopesComplete(params.scope, GOOGLE_CALENDAR_SCOPES)) {
+    const again = intent.kind === 'connect' ? 'Connect again' : 'Sign in again'
+    return { ok: false, returnPath, message: `Calendar access was not granted. ${again} and allow access to your calendar.` }
   }
   try {
     if (intent.kind === 'signin') {
-      await api('/auth/signinup', { method: 'POST', body: signInUpBody(intent.provider, params, redirectUri()) })
+      const answer = await api<{ status?: unknown, reason?: unknown }>('/auth/signinup', { method: 'POST', body: signInUpBody(intent.provider, params, redirectUri()) })
+      const refusal = signInUpRefusal(answer)
+      if (refusal !== null) return { ok: false, returnPath, message: refusal }
       await adoptSession()
       await carryLocalEvents()
       return { ok: true, returnPath }

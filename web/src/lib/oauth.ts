@@ -159,8 +159,10 @@ export function takePendingConnect (store: KeyValueStore, now: number): ConnectI
   return pending.intent === 'reconnect' ? 'reconnect' : 'connect'
 }
 
-export const GOOGLE_SIGN_IN_SCOPES = ['openid', 'email', 'profile']
-export const GOOGLE_CALENDAR_SCOPES = [...GOOGLE_SIGN_IN_SCOPES, 'https://www.googleapis.com/auth/calendar']
+// The backend's list (lib/identity-providers.ts, GOOGLE_SCOPES); the web tests hold the two equal.
+// A Google sign-in brings the calendar along (specification, SIGNUP imports the events), so
+// sign-in and connect ask for the same scopes, and the backend refuses a sign-in without them.
+export const GOOGLE_CALENDAR_SCOPES = ['openid', 'email', 'profile', 'https://www.googleapis.com/auth/calendar']
 
 /** The authorization-code request with offline access (a refresh token on first consent). */
 export function googleAuthorizationUrl (options: { endpoint: string, clientId: string, redirectUri: string, state: string, scopes: string[], loginHint?: string }): string {
@@ -242,4 +244,12 @@ export function signInUpBody (provider: SignInProvider, callback: Extract<Callba
   // Apple sends the name once, on the first authorization; the backend keeps it from there.
   if (provider === 'apple' && callback.user !== null) redirectURIQueryParams['user'] = callback.user
   return { thirdPartyId: provider, redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams } }
+}
+
+/** What a person reads when the session library did not sign them in with a provider. */
+export function signInUpRefusal (answer: { status?: unknown, reason?: unknown }): string | null {
+  if (answer.status === 'OK') return null
+  if (answer.status === 'SIGN_IN_UP_NOT_ALLOWED' && typeof answer.reason === 'string' && answer.reason !== '') return answer.reason
+  if (answer.status === 'NO_EMAIL_GIVEN_BY_PROVIDER') return 'The provider did not share an email address. Allow it, or sign in another way.'
+  return 'The sign-in was not accepted. Please try again.'
 }
