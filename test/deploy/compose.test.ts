@@ -20,7 +20,7 @@ const schema = JSON.parse(read('test/deploy/compose-spec.json')) as Record<strin
 
 interface Service {
   image?: string
-  build?: { args?: Record<string, string>, dockerfile?: string }
+  build?: { args?: Record<string, string>, dockerfile?: string, target?: string }
   command?: string[]
   entrypoint?: string[]
   environment?: Record<string, string>

@@ -66,7 +66,7 @@ test('a member started with --replSet and no config, then replSetInitiate', asyn
   const root = await fresh.connect()
   const before = await hello(root)
   if (typeof before.setName === 'string') {
-    t.skip(`MONGODB_URI names a server already in replica set ${before.setName}: initiation can only be tested on a fresh mongod --replSet`)
+    t.plan(0, `MONGODB_URI names a server already in replica set ${before.setName}: initiation can only be tested on a fresh mongod --replSet`)
     return
   }
 
