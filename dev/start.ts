@@ -2,13 +2,14 @@
 // backend alone against the services named there. Without one it runs the whole system on this
 // machine: the MongoDB and session-core stand-ins (data under .data/), the Sync service and the
 // backend, with a generated development configuration, a mail catcher that receives the account
-// emails, the Google stand-in with a demo account to connect, Radicale (a real CalDAV server, when
-// Debian's package is installed) with a demo account to connect, and the web client. The Sync service
-// and the backend are supervised: one that dies is restarted with backoff, as a container runtime
-// would, and the rest keeps running (a service that never becomes healthy at start still ends the
-// stack with status 1). Ctrl-C (or SIGTERM) stops everything, the last started first. DEV_DATA_DIR
-// and DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,CALDAV,WEB}_PORT move it when the defaults
-// are taken.
+// emails, the Google and Microsoft stand-ins with a demo account each to sign in with or connect,
+// Radicale (a real CalDAV server, when Debian's package is installed) with a demo account to
+// connect, and the web client. The Sync service and the backend are supervised: one that dies is
+// restarted with backoff, as a container runtime would, and the rest keeps running (a service that
+// never becomes healthy at start still ends the stack with status 1). Ctrl-C (or SIGTERM) stops
+// everything, the last started first. DEV_DATA_DIR and
+// DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,MICROSOFT,CALDAV,WEB}_PORT move it when
+// the defaults are taken.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
@@ -18,9 +19,11 @@ import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { startWebServer } from '../web/server.js'
 import { DEMO_ACCOUNT, seedGoogleDemo } from './google-demo.js'
+import { MICROSOFT_DEMO_ACCOUNT, seedMicrosoftDemo } from './microsoft-demo.js'
 import { CALDAV_DEMO_USER, seedCalDavDemo } from './caldav-demo.js'
 import { startGoogle } from './google/index.js'
 import { startMailCatcher } from './mail/index.js'
+import { startMicrosoft } from './microsoft/index.js'
 import { startMongo } from './mongo/index.js'
 import { radicaleMissing, startRadicale } from './radicale.js'
 import { startSessionCore } from './session-core/index.js'
@@ -42,6 +45,7 @@ interface DevSecrets {
   serviceToken: string
   credentialEncryptionKey: string
   googleClientSecret: string
+  microsoftClientSecret: string
   caldavDemoPassword: string
 }
 
@@ -53,6 +57,7 @@ const PORTS = {
   mail: Number(process.env.DEV_MAIL_PORT ?? 8025),
   mailSmtp: Number(process.env.DEV_MAIL_SMTP_PORT ?? 1025),
   google: Number(process.env.DEV_GOOGLE_PORT ?? 4010),
+  microsoft: Number(process.env.DEV_MICROSOFT_PORT ?? 4020),
   caldav: Number(process.env.DEV_CALDAV_PORT ?? 5232),
   web: Number(process.env.DEV_WEB_PORT ?? 9080)
 }
@@ -65,6 +70,8 @@ const BACKEND_ORIGIN = `http://localhost:${PORTS.backend}`
 // The OAuth client the local stack registers at the Google stand-in. The id is no secret (Google
 // shows it to every browser); the secret is made once with the other secrets.
 const GOOGLE_CLIENT_ID = 'local-calendar.apps.googleusercontent.com'
+// The same for Microsoft, shaped like an Entra application (client) id, which is a GUID.
+const MICROSOFT_CLIENT_ID = '6f1c0ca1-5eed-4d3e-9a1b-10ca15a7ac4e'
 
 // Secrets are made once and kept with the data, so restarting keeps everyone signed in. A data
 // directory from before a secret existed gets just that one added; the others stay as they are.
@@ -83,6 +90,7 @@ async function devSecrets (dataDir: string): Promise<DevSecrets> {
     serviceToken: kept.serviceToken ?? token(),
     credentialEncryptionKey: kept.credentialEncryptionKey ?? randomBytes(32).toString('base64'),
     googleClientSecret: kept.googleClientSecret ?? token(),
+    microsoftClientSecret: kept.microsoftClientSecret ?? token(),
     caldavDemoPassword: kept.caldavDemoPassword ?? randomBytes(9).toString('base64url')
   }
   if (Object.keys(secrets).some((key) => !(key in kept))) {
@@ -99,11 +107,12 @@ function mongoUri (user: string, password: string, database: string, authSource:
 
 // Where Google sends the browser back after a grant: the Sync service's callback (the backend
 // proxies it under /sync) for a calendar connect, and the web client's route for provider sign-in.
-function googleRedirectUris (): string[] {
-  return [`${BACKEND_ORIGIN}/sync/oauth/google/callback`, `${WEB_URL}/auth/extprovider/callback`]
+// Microsoft's are the same two, with Sync's callback for a Microsoft connect.
+function redirectUris (provider: 'google' | 'microsoft'): string[] {
+  return [`${BACKEND_ORIGIN}/sync/oauth/${provider}/callback`, `${WEB_URL}/auth/extprovider/callback`]
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number, googleOrigin: string) {
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number, googleOrigin: string, microsoftOrigin: string) {
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
     web: { port: PORTS.web, url: WEB_URL },
@@ -133,6 +142,12 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPo
       clientId: GOOGLE_CLIENT_ID,
       clientSecret: secrets.googleClientSecret,
       endpointBase: googleOrigin
+    },
+    // The backend signs in with it and Sync imports with it: one application, as in a deployment.
+    extprovider2: {
+      clientId: MICROSOFT_CLIENT_ID,
+      clientSecret: secrets.microsoftClientSecret,
+      endpointBase: microsoftOrigin
     },
     sync: {
       port: PORTS.sync,
@@ -229,11 +244,18 @@ async function startLocalStack (): Promise<void> {
   running.push({ name: 'mail catcher', stop: mail.close })
   const google = await startGoogle({
     port: PORTS.google,
-    clients: [{ clientId: GOOGLE_CLIENT_ID, clientSecret: secrets.googleClientSecret, redirectUris: googleRedirectUris() }],
+    clients: [{ clientId: GOOGLE_CLIENT_ID, clientSecret: secrets.googleClientSecret, redirectUris: redirectUris('google') }],
     logger: { level: 'warn' }
   })
   running.push({ name: 'Google stand-in', stop: google.close })
   await seedGoogleDemo(google.url)
+  const microsoft = await startMicrosoft({
+    port: PORTS.microsoft,
+    clients: [{ clientId: MICROSOFT_CLIENT_ID, clientSecret: secrets.microsoftClientSecret, redirectUris: redirectUris('microsoft') }],
+    logger: { level: 'warn' }
+  })
+  running.push({ name: 'Microsoft stand-in', stop: microsoft.close })
+  await seedMicrosoftDemo(microsoft.url)
   // CalDAV needs no stand-in: the real server runs when it is installed, and is simply left out otherwise.
   const caldavMissing = radicaleMissing()
   const radicale = caldavMissing === null ? await startRadicale({ dataDir: join(dataDir, 'radicale'), port: PORTS.caldav }) : null
@@ -243,7 +265,7 @@ async function startLocalStack (): Promise<void> {
   }
 
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort, google.url)), { mode: 0o600 })
+  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort, google.url, microsoft.url)), { mode: 0o600 })
 
   const sync = superviseService('Sync service', 'sync/server.ts', configPath)
   running.push(sync)
@@ -253,7 +275,15 @@ async function startLocalStack (): Promise<void> {
   await waitForHealth(backend.name, `http://127.0.0.1:${PORTS.backend}/api/health`, 60_000)
   // Built for these values on first use and kept in node_modules/.cache, so later starts with the
   // same ports serve at once.
-  const web = await startWebServer({ port: PORTS.web, apiUrl: `${BACKEND_ORIGIN}/api`, googleClientId: GOOGLE_CLIENT_ID, googleEndpointBase: google.url })
+  const web = await startWebServer({
+    port: PORTS.web,
+    apiUrl: `${BACKEND_ORIGIN}/api`,
+    googleClientId: GOOGLE_CLIENT_ID,
+    googleEndpointBase: google.url,
+    // With these the sign-in dialog offers "Continue with Microsoft", through the stand-in.
+    microsoftClientId: MICROSOFT_CLIENT_ID,
+    microsoftEndpointBase: microsoft.url
+  })
   running.push({ name: 'web client', stop: web.close })
 
   const pid = (service: Supervisor) => `pid ${service.pid ?? 'restarting'}`
@@ -265,6 +295,8 @@ async function startLocalStack (): Promise<void> {
     `  event stream    ${BACKEND_ORIGIN}/api/events/stream`,
     `  Sync service    http://127.0.0.1:${PORTS.sync}   (${pid(sync)})`,
     `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
+    // The label keeps the column: 'Microsoft stand-in' is two characters wider than the others.
+    `  Microsoft       ${microsoft.url}   (stand-in; control page: ${microsoft.url}/_control/)`,
     `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort})`,
     radicale === null ? `  CalDAV server   not started: ${caldavMissing ?? ''}` : `  CalDAV server   ${radicale.url}   (Radicale; data in ${join(dataDir, 'radicale')})`,
     `  session core    ${sessionCore.uri}`,
@@ -273,6 +305,8 @@ async function startLocalStack (): Promise<void> {
     `Google is the stand-in: its consent page lets you pick the demo account ${DEMO_ACCOUNT.email} (${DEMO_ACCOUNT.name}),`,
     'whose two calendars hold a few events around today, made again at every start (the stand-in keeps',
     'nothing when it stops); its control page lists the accounts, their grants and push channels.',
+    `"Continue with Microsoft" leads to the Microsoft stand-in, whose consent page offers the demo account ${MICROSOFT_DEMO_ACCOUNT.email}`,
+    `(${MICROSOFT_DEMO_ACCOUNT.name}) with a few events around today in its Outlook calendar, also made again at every start.`,
     ...(radicale === null
       ? []
       : [`To connect a CalDAV calendar, use server ${radicale.url}, user name ${CALDAV_DEMO_USER} and the app password kept as`,
