@@ -29,6 +29,7 @@ interface GeneratedConfig {
   web: { port: number, url: string }
   backend: { apiUrl: string, originsAllowed: string[] }
   extprovider?: { clientId?: string, clientSecret?: string, endpointBase?: string }
+  extprovider2?: { clientId?: string, clientSecret?: string, endpointBase?: string }
   sync: { callbackBaseUrl: string, postConnectRedirectUrl?: string, backendUrl?: string, execution?: string }
 }
 
@@ -39,8 +40,15 @@ interface DemoAccount {
   calendars: Array<{ id: string, primary: boolean, summary: string, events: number }>
 }
 
+interface MicrosoftDemoAccount {
+  email: string
+  name: string
+  calendars: Array<{ id: string, isDefaultCalendar: boolean, items: number }>
+}
+
 // `npm start` with no configuration, as a newcomer runs it: the whole stack comes up, the calendar
-// answers in the browser, the Google stand-in holds the demo account, the health endpoint answers
+// answers in the browser, the Google and Microsoft stand-ins hold their demo accounts, the demo
+// Microsoft account signs in and its calendar is imported, the health endpoint answers
 // 200, a user can sign up, reset a forgotten password through the mail the stack catches, a crashed
 // Sync service comes back by itself, and Ctrl-C stops everything with status 0.
 test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
@@ -52,6 +60,7 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
     mail: await freePort(),
     mailSmtp: await freePort(),
     google: await freePort(),
+    microsoft: await freePort(),
     caldav: await freePort(),
     web: await freePort()
   }
@@ -65,6 +74,7 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
     DEV_MAIL_PORT: String(ports.mail),
     DEV_MAIL_SMTP_PORT: String(ports.mailSmtp),
     DEV_GOOGLE_PORT: String(ports.google),
+    DEV_MICROSOFT_PORT: String(ports.microsoft),
     DEV_CALDAV_PORT: String(ports.caldav),
     DEV_WEB_PORT: String(ports.web),
     LOG_LEVEL: 'warn'
@@ -72,6 +82,9 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
   const webUrl = `http://localhost:${ports.web}`
   const googleOrigin = `http://127.0.0.1:${ports.google}`
   const demoAccount = async () => await fetch(`${googleOrigin}/_control/accounts/${encodeURIComponent('demo@example.com')}`)
+  const microsoftOrigin = `http://127.0.0.1:${ports.microsoft}`
+  const microsoftDemoEmail = 'outlook-demo@example.com'
+  const microsoftDemoAccount = async () => await fetch(`${microsoftOrigin}/_control/accounts/${encodeURIComponent(microsoftDemoEmail)}`)
   const api = `http://127.0.0.1:${ports.backend}/api`
   const mailbox = `http://127.0.0.1:${ports.mail}`
   const email = 'newcomer@example.com'
@@ -93,6 +106,8 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
   t.match(stack.output(), `calendar        ${webUrl}/day`)
   t.match(stack.output(), `Google stand-in ${googleOrigin}   (control page: ${googleOrigin}/_control/)`)
   t.match(stack.output(), 'demo account demo@example.com', 'and how to connect the demo account')
+  t.match(stack.output(), `Microsoft       ${microsoftOrigin}   (stand-in; control page: ${microsoftOrigin}/_control/)`, 'the Microsoft stand-in is listed')
+  t.match(stack.output(), `demo account ${microsoftDemoEmail}`, 'with its demo account')
 
   const health = await fetch(`${api}/health`)
   t.equal(health.status, 200, 'the backend starts with the generated configuration, Google included')
@@ -114,6 +129,13 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
     t.equal(config.sync.execution, 'active')
   })
 
+  await t.test('the generated configuration names the Microsoft stand-in as extprovider2', async (t) => {
+    t.equal(config.extprovider2?.endpointBase, microsoftOrigin)
+    t.match(config.extprovider2?.clientId, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'an application id shaped like Entra\'s')
+    t.ok((config.extprovider2?.clientSecret ?? '').length >= 32, 'with a generated client secret')
+    t.notMatch(stack.output(), config.extprovider2?.clientSecret ?? 'no secret', 'which never reaches the output')
+  })
+
   await t.test('the calendar answers in the browser', async (t) => {
     const page = await fetch(`${webUrl}/day`)
     t.equal(page.status, 200)
@@ -124,7 +146,10 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
     const asset = await fetch(new URL(script ?? '/missing.js', webUrl))
     t.equal(asset.status, 200)
     t.match(asset.headers.get('content-type'), 'javascript')
-    t.match(await asset.text(), `http://localhost:${ports.backend}/api`, 'built for this backend')
+    const bundle = await asset.text()
+    t.match(bundle, `http://localhost:${ports.backend}/api`, 'built for this backend')
+    t.match(bundle, config.extprovider2?.clientId ?? 'no client id', 'offering Microsoft sign-in with the registered client')
+    t.match(bundle, `${microsoftOrigin}/common/oauth2/v2.0/authorize`, 'through the Microsoft stand-in')
   })
 
   await t.test('the Google stand-in holds the demo account and the OAuth client', async (t) => {
@@ -148,6 +173,66 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
       clientId: config.extprovider?.clientId,
       redirectUris: [`http://localhost:${ports.backend}/sync/oauth/google/callback`, `${webUrl}/auth/extprovider/callback`]
     }])
+  })
+
+  await t.test('the Microsoft stand-in holds the demo account and the OAuth client', async (t) => {
+    const discovery = await fetch(`${microsoftOrigin}/common/v2.0/.well-known/openid-configuration`)
+    t.equal(discovery.status, 200, 'the stand-in answers')
+    t.match(await discovery.json(), { authorization_endpoint: `${microsoftOrigin}/common/oauth2/v2.0/authorize` })
+    const answer = await microsoftDemoAccount()
+    t.equal(answer.status, 200)
+    const demo = await answer.json() as MicrosoftDemoAccount
+    t.equal(demo.name, 'Outlook Demo')
+    const calendar = demo.calendars.find((entry) => entry.isDefaultCalendar)
+    t.ok((calendar?.items ?? 0) >= 3, 'its default calendar holds the demo events')
+    const { clients } = await (await fetch(`${microsoftOrigin}/_control/clients`)).json() as { clients: Array<{ clientId: string, redirectUris: string[] }> }
+    t.match(clients, [{
+      clientId: config.extprovider2?.clientId,
+      redirectUris: [`http://localhost:${ports.backend}/sync/oauth/microsoft/callback`, `${webUrl}/auth/extprovider/callback`]
+    }])
+  })
+
+  // What the web client does after "Continue with Microsoft" (test/e2e/stack.ts signInWithProvider),
+  // over HTTP: the authorization URL for the web callback, consent at the stand-in without its page,
+  // and the sign-in-up route with the code the browser came back with.
+  await t.test('the Microsoft demo account signs in and its calendar is imported', async (t) => {
+    const callback = `${webUrl}/auth/extprovider/callback`
+    const begun = await fetch(`${api}/auth/authorisationurl?thirdPartyId=microsoft&redirectURIOnProviderDashboard=${encodeURIComponent(callback)}`)
+    t.equal(begun.status, 200)
+    const { urlWithQueryParams, pkceCodeVerifier } = await begun.json() as { urlWithQueryParams: string, pkceCodeVerifier?: string }
+    const consent = new URL(urlWithQueryParams)
+    t.equal(consent.origin, microsoftOrigin, 'the sign-in goes to the stand-in')
+    consent.searchParams.set('login_hint', microsoftDemoEmail)
+    consent.searchParams.set('approve', '1')
+    const back = new URL((await fetch(consent, { redirect: 'manual' })).headers.get('location') ?? 'http://missing.invalid/')
+    t.equal(`${back.origin}${back.pathname}`, callback, 'the stand-in sends the browser back to the web client')
+    const signedIn = await fetch(`${api}/auth/signinup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', rid: 'thirdparty' },
+      body: JSON.stringify({
+        thirdPartyId: 'microsoft',
+        redirectURIInfo: {
+          redirectURIOnProviderDashboard: callback,
+          redirectURIQueryParams: Object.fromEntries(back.searchParams),
+          ...(pkceCodeVerifier === undefined ? {} : { pkceCodeVerifier })
+        }
+      })
+    })
+    t.equal(signedIn.status, 200)
+    t.match(await signedIn.json(), { status: 'OK', summary: { provider: 'microsoft', calendar: 'import' } })
+    const accessToken = signedIn.headers.get('sx-access-token')
+    t.ok(accessToken, 'signed in as the demo account')
+    const authorization = `Bearer ${accessToken ?? ''}`
+    const now = Date.now()
+    const range = `start=${new Date(now - 86_400_000).toISOString()}&end=${new Date(now + 7 * 86_400_000).toISOString()}`
+    let titles: string[] = []
+    await waitFor(async () => {
+      const listed = await (await fetch(`${api}/event?${range}`, { headers: { authorization } })).json() as Array<{ title: string }>
+      titles = Array.isArray(listed) ? listed.map((event) => event.title) : []
+      return titles.includes('Lunch with Alex') && titles.includes('Dentist')
+    }, 20_000)
+    t.ok(['Lunch with Alex', 'Dentist', 'Company offsite', 'Team stand-up (Outlook)'].every((title) => titles.includes(title)),
+      `the Sync service imported the Outlook calendar (${titles.join(', ')})`)
   })
 
   const signUp = await post('/auth/signup', { formFields: fields({ name: 'New Comer', email, password: 'first-try-pw-1' }) })
@@ -241,8 +326,10 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
   await waitFor(() => again.output().includes('Local stack is up'), 60_000, () => again.child.exitCode !== null)
   t.equal((await signIn('a-brand-new-pw-2')).status, 'OK', 'the account survived the restart')
   t.equal((await demoAccount()).status, 200, 'the demo account is there again in the new Google stand-in')
+  t.equal((await microsoftDemoAccount()).status, 200, 'and the Microsoft one in the new Microsoft stand-in')
   const configAgain = parse(await readFile(configPath, 'utf8')) as GeneratedConfig
   t.equal(configAgain.extprovider?.clientSecret, config.extprovider?.clientSecret, 'the client secret is kept with the data')
+  t.equal(configAgain.extprovider2?.clientSecret, config.extprovider2?.clientSecret, 'the Microsoft one too')
   if (radicaleMissing() === null) {
     const { caldavDemoPassword } = JSON.parse(await readFile(join(dataDir, 'dev-secrets.json'), 'utf8')) as { caldavDemoPassword: string }
     const demoCalendar = await fetch(`${caldavOrigin}/demo/personal/`, { headers: { authorization: basic('demo', caldavDemoPassword) } })
