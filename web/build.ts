@@ -3,12 +3,21 @@
 // when they change). `npm run build:web` writes web/dist from a configuration file
 // (--config FILE, CONFIG_FILE or ./config.yaml) or from WEB_* environment variables.
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 
 export const webDir = dirname(fileURLToPath(import.meta.url))
+
+/** Beside a bundle built by `--out`: the values it was built with (never served). */
+export const BUILD_VALUES_FILE = 'build-values.json'
+
+/** The values a bundle directory was built with, when it says. */
+export async function builtValuesOf (distDir: string): Promise<WebValues | null> {
+  const path = join(distDir, BUILD_VALUES_FILE)
+  return existsSync(path) ? JSON.parse(await readFile(path, 'utf8')) as WebValues : null
+}
 
 export interface WebValues {
   /** backend.apiUrl, ending in /api. */
@@ -133,5 +142,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const given = process.env.WEB_BUILD_VALUES
   const values = given !== undefined ? JSON.parse(given) as WebValues : file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
   await buildWeb({ outDir, values })
+  // The server of this bundle derives its Content-Security-Policy from the same values, so it
+  // reads them from here rather than being told them again (they are public: the bundle holds them).
+  await writeFile(join(outDir, BUILD_VALUES_FILE), JSON.stringify(values))
   process.stdout.write(`web client built into ${outDir} (API ${bundleValues(values).apiUrl})\n`)
 }

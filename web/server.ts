@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { extname, join, relative, resolve, sep } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
-import { bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
+import { BUILD_VALUES_FILE, builtValuesOf, bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
 
 export interface WebServerOptions extends WebValues {
   port: number
@@ -128,6 +128,7 @@ interface Asset {
 async function loadAssets (dir: string): Promise<Map<string, Asset>> {
   const assets = new Map<string, Asset>()
   for (const file of await filesUnder(dir)) {
+    if (relative(dir, file) === BUILD_VALUES_FILE) continue
     const body = await readFile(file)
     const type = TYPES[extname(file)] ?? 'application/octet-stream'
     const compressible = /^(text\/|application\/json|image\/svg)/.test(type) && body.length > 512
@@ -278,15 +279,17 @@ export async function startWebServer (options: WebServerOptions): Promise<WebSer
   }
 }
 
-// `npx tsx web/server.ts [--dist DIR]`: serve on WEB_PORT (default 9080) with the WEB_* values.
+// `npx tsx web/server.ts [--dist DIR]`: serve on WEB_PORT (default 9080) with the values the
+// bundle in DIR was built with, or else the WEB_* values.
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2)
   const distIndex = args.indexOf('--dist')
+  const distDir = distIndex >= 0 ? args[distIndex + 1] : undefined
   const server = await startWebServer({
-    ...valuesFromEnvironment(),
+    ...(distDir === undefined ? null : await builtValuesOf(distDir)) ?? valuesFromEnvironment(),
     port: Number(process.env.WEB_PORT ?? 9080),
     ...(process.env.HOST !== undefined ? { host: process.env.HOST } : {}),
-    ...(distIndex >= 0 ? { distDir: args[distIndex + 1] as string } : {})
+    ...(distDir === undefined ? {} : { distDir })
   })
   process.stdout.write(`web client on ${server.url}\n`)
   const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)) }

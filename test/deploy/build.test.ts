@@ -363,7 +363,9 @@ test('the production build runs as the images run it', { timeout: 300_000 }, asy
     await symlink(join(root, 'node_modules/yaml'), join(image, 'node_modules/yaml'))
 
     const port = await freePort()
-    const server = run(t, image, ['web/server.js', '--dist', 'web/dist'], { ...args, NODE_ENV: 'production', HOST: '127.0.0.1', WEB_PORT: String(port) })
+    // As the image runs it: no build argument reaches the running server (run() passes only what
+    // it is given), so the Content-Security-Policy below comes from the values beside the bundle.
+    const server = run(t, image, ['web/server.js', '--dist', 'web/dist'], { NODE_ENV: 'production', HOST: '127.0.0.1', WEB_PORT: String(port) })
     t.ok(await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined))?.ok === true, 10_000), 'the web server answers (its health check)')
     const page = await fetch(`http://127.0.0.1:${port}/day`)
     t.equal(page.status, 200, 'a client route gets the page')
@@ -375,6 +377,7 @@ test('the production build runs as the images run it', { timeout: 300_000 }, asy
     t.ok(code.includes(`http://127.0.0.1:${backendPort}/api`), 'the API URL is fixed into the bundle')
     t.ok(code.includes(providerIds.WEB_MICROSOFT_CLIENT_ID) && code.includes('https://login.microsoftonline.com/common/oauth2/v2.0/authorize'), 'and the Microsoft client id with Microsoft\'s authorization endpoint')
     t.ok(code.includes(providerIds.WEB_APPLE_SERVICES_ID) && code.includes('https://appleid.apple.com/auth/authorize'), 'and the Apple services id with Apple\'s')
+    t.notMatch(await (await fetch(`http://127.0.0.1:${port}/build-values.json`)).text(), /apiUrl/, 'the values file beside the bundle is not served')
     server.child.kill('SIGTERM')
     t.equal(await server.exited, 0, 'and stops on SIGTERM')
   })
