@@ -21,12 +21,12 @@
 //     user waits for when they refresh, so the latency measured is from a change written to
 //     Radicale, through `POST /api/connections/refresh`, to `eventsChanged`, over 30 changes, bridge
 //     poll 2 s. No target of its own: printed against the push providers' 3 s for comparison. The
-//     baseline reads with the adapter's transport (sync/providers/caldav/buffered-fetch.ts), which
+//     baseline reads with the adapter's transport (sync/providers/buffered-fetch.ts), which
 //     any client of Radicale needs under undici 7 (it closes the connection after each answer).
 // PROVIDER_SYNC=google,microsoft,caldav picks the parts to run (default: all of them).
 import { calendar as googleCalendar } from '@googleapis/calendar'
 import { OAuth2Client } from 'google-auth-library'
-import { bufferedFetch } from '../sync/providers/caldav/buffered-fetch.js'
+import { bufferedFetch } from '../sync/providers/buffered-fetch.js'
 import { importWindow } from '../sync/lib/provider-sync.js'
 import tap, { type Test } from 'tap'
 import type { Collection, Document } from 'mongodb'

@@ -5,7 +5,7 @@ import { signUp, uniqueEmail } from '../helper.js'
 import { basic, radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { allDayIcs, BERLIN, ics } from '../sync/caldav/harness.js'
 import { startFullStack } from './stack.js'
-import { bufferedFetch } from '../../sync/providers/caldav/buffered-fetch.js'
+import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
 
 // A CalDAV account both ways through the real interfaces: the backend's session route and
 // stream, the Sync service with its worker running, and a real Radicale, which another client

@@ -5,7 +5,7 @@
 import ICAL from 'ical.js'
 import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
-import { bufferedFetch } from './buffered-fetch.js'
+import { bufferedFetch } from '../buffered-fetch.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {

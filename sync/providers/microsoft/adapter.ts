@@ -4,6 +4,7 @@
 // login.microsoftonline.com and graph.microsoft.com; a development configuration
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
 import { DateTime } from 'luxon'
+import { bufferedFetch } from '../buffered-fetch.js'
 import { compileSeries, expandSeries, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
@@ -672,7 +673,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
 
   async #fetch (what: string, url: string, init: RequestInit): Promise<Response> {
     try {
-      return await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
+      return await bufferedFetch(url, { ...init, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch {
       // The cause may quote the request; only what failed is kept.
       throw new ProviderUnavailableError(`Microsoft did not answer (${what})`, null)

@@ -2,7 +2,7 @@
 // and writes of single occurrences (an override, an EXDATE) into a series' resource.
 import { test } from 'tap'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
-import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
+import { bufferedFetch } from '../../../sync/providers/buffered-fetch.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage } from '../../../sync/lib/providers/port.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { allDayIcs, ics, PASSWORD, USER } from './harness.js'

@@ -4,7 +4,7 @@
 import type { Test } from 'tap'
 import { SYNC_PATHS } from '../../../schemas/sync/index.js'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
-import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
+import { bufferedFetch } from '../../../sync/providers/buffered-fetch.js'
 import { newUserId } from '../helper.js'
 import { internalPostAs } from '../provider-harness.js'
 import { startStack } from '../google/harness.js'

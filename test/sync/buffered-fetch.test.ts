@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { createServer, type Socket } from 'node:net'
-import { bufferedFetch } from '../../../sync/providers/caldav/buffered-fetch.js'
-import type { Teardown } from '../../helper.js'
+import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
+import type { Teardown } from '../helper.js'
 
 // A server that answers like Radicale: a large body, then it closes the connection at once.
 async function closingServer (t: Teardown, body: Buffer, status = '207 Multi-Status'): Promise<string> {

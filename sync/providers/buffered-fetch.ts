@@ -1,16 +1,18 @@
-// The CalDAV adapter's fetch: each answer is read whole as soon as its headers arrive, through a
-// connection pool of its own. Why not the global fetch: once undici is loaded (the Sync service
-// uses it), it becomes the global fetch's dispatcher, and undici 7's HTTP/1 parser throws an
-// uncatchable assertion, ending the process, when a server closes the connection while a response
-// body waits for a slow reader (nodejs/undici#5360; the fix is in undici 8, which needs Node 22).
-// CalDAV servers such as Radicale close the connection after each answer, and a calendar query
-// answers megabytes. A body consumed in flowing mode from its first byte never makes the parser wait.
+// The provider adapters' fetch (CalDAV, Microsoft Graph): each answer is read whole as soon as its
+// headers arrive, through a connection pool of its own. Why not the global fetch: once undici is
+// loaded (the Sync service uses it), it becomes the global fetch's dispatcher, and undici 7's
+// HTTP/1 parser throws an uncatchable assertion, ending the process, when a server closes the
+// connection while a response body waits for a slow reader (nodejs/undici#5360; the fix is in
+// undici 8, which needs Node 22). CalDAV servers such as Radicale close the connection after each
+// answer, and a calendar query answers megabytes; nothing promises other servers never do. A body
+// consumed in flowing mode from its first byte never makes the parser wait. Redirects are not
+// followed (a provider's redirect is an answer to look at, not to chase with the credentials).
 import { Agent, request } from 'undici'
 
 const dispatcher = new Agent({ keepAliveTimeout: 4_000 })
 /** Statuses whose answer has no body (Fetch standard, "null body status"). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
-type Method = 'GET' | 'PUT' | 'DELETE' | 'PROPFIND' | 'REPORT' | 'OPTIONS' | 'HEAD'
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'PROPFIND' | 'REPORT' | 'OPTIONS' | 'HEAD'
 
 export async function bufferedFetch (input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const url = input instanceof Request ? input.url : String(input)
