@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { createServer, type Socket } from 'node:net'
+import { createServer as createHttpServer } from 'node:http'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
 import type { Teardown } from '../helper.js'
 
@@ -50,4 +51,31 @@ test('an answer without a body, and a request the caller aborts', async (t) => {
   t.equal(empty.status, 204)
   t.equal(await empty.text(), '')
   await t.rejects(bufferedFetch(url, { method: 'GET', signal: AbortSignal.abort() }), { name: 'AbortError' })
+})
+
+test('the bodies the adapters send: a form (with fetch\'s content type), bytes and text; a stream is refused, not dropped', async (t) => {
+  const received: Array<{ method: string, type: string | undefined, body: string }> = []
+  const server = createHttpServer((request, response) => {
+    let body = ''
+    request.setEncoding('utf8')
+    request.on('data', (chunk: string) => { body += chunk })
+    request.on('end', () => {
+      received.push({ method: request.method ?? '', type: request.headers['content-type'], body })
+      response.end('{}')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`
+
+  await bufferedFetch(url, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'r 1' }) })
+  await bufferedFetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: new TextEncoder().encode('{"a":1}') })
+  await bufferedFetch(url, { method: 'PUT', headers: { 'content-type': 'text/calendar' }, body: 'BEGIN:VCALENDAR' })
+  t.same(received, [
+    { method: 'POST', type: 'application/x-www-form-urlencoded;charset=UTF-8', body: 'grant_type=refresh_token&refresh_token=r+1' },
+    { method: 'PATCH', type: 'application/json', body: '{"a":1}' },
+    { method: 'PUT', type: 'text/calendar', body: 'BEGIN:VCALENDAR' }
+  ])
+  await t.rejects(bufferedFetch(url, { method: 'POST', body: new Blob(['x']) }), TypeError, 'a body it cannot send is an error')
+  t.equal(received.length, 3, 'and nothing was sent for it')
 })

@@ -3,6 +3,7 @@
 // configuration (extprovider.endpointBase) points both libraries at another origin that serves
 // Google's paths, and nothing else changes.
 import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
+import { bufferedFetch } from '../buffered-fetch.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
 import { calendar } from '@googleapis/calendar'
@@ -294,6 +295,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const client = new OAuth2Client({
       clientId,
       clientSecret,
+      // Token requests and every Calendar API call (googleapis sends them through this client).
+      transporterOptions: { fetchImplementation: bufferedFetch },
       ...(endpointBase === undefined
         ? {}
         : { endpoints: googleLibraryEndpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })
