@@ -41,8 +41,7 @@ export interface GoogleSignIn {
 }
 
 export interface ProviderAuth {
-  /** Why a Google sign-in must be refused before anything is stored (scopes, offline access); undefined when it may go on. */
-  /** Why a provider's grant cannot sign anyone in (a scope or offline access missing), or undefined. */
+  /** Why a provider's grant must be refused before anything is stored (a scope or offline access missing); undefined when it may go on. */
   grantRefusal: (thirdPartyId: string, accountId: string, oAuthTokens: Record<string, unknown>) => Promise<string | undefined>
   /**
    * Finishes a provider sign-in the session library completed: the canonical user (replacing the

@@ -1,6 +1,6 @@
-// The provider adapters' fetch (CalDAV, Microsoft Graph, Google through gaxios): each answer is read whole as soon as its
-// headers arrive, through a connection pool of its own. Why not the global fetch: once undici is
-// loaded (the Sync service uses it), it becomes the global fetch's dispatcher, and undici 7's
+// The provider adapters' fetch (CalDAV, Microsoft Graph, Google through gaxios): each answer is
+// read whole as soon as its headers arrive, through a connection pool of its own. Why not the
+// global fetch: once undici is loaded (the Sync service uses it), it becomes the global fetch's dispatcher, and undici 7's
 // HTTP/1 parser throws an uncatchable assertion, ending the process, when a server closes the
 // connection while a response body waits for a slow reader (nodejs/undici#5360; the fix is in
 // undici 8, which needs Node 22). CalDAV servers such as Radicale close the connection after each

@@ -164,14 +164,23 @@ export function takePendingConnect (store: KeyValueStore, now: number): ConnectI
 // sign-in and connect ask for the same scopes, and the backend refuses a sign-in without them.
 export const GOOGLE_CALENDAR_SCOPES = ['openid', 'email', 'profile', 'https://www.googleapis.com/auth/calendar']
 
-/** The authorization-code request with offline access (a refresh token on first consent). */
-export function googleAuthorizationUrl (options: { endpoint: string, clientId: string, redirectUri: string, state: string, scopes: string[], loginHint?: string }): string {
-  const url = new URL(options.endpoint)
-  url.searchParams.set('client_id', options.clientId)
-  url.searchParams.set('redirect_uri', options.redirectUri)
+interface AuthorizationRequest { endpoint: string, clientId: string, redirectUri: string, state: string }
+
+/** OAuth's authorization-code request; each provider adds its own parameters. */
+function authorizationCodeUrl (request: AuthorizationRequest, scopes: string[], responseMode?: 'query' | 'form_post'): URL {
+  const url = new URL(request.endpoint)
+  url.searchParams.set('client_id', request.clientId)
+  url.searchParams.set('redirect_uri', request.redirectUri)
   url.searchParams.set('response_type', 'code')
-  url.searchParams.set('scope', options.scopes.join(' '))
-  url.searchParams.set('state', options.state)
+  if (responseMode !== undefined) url.searchParams.set('response_mode', responseMode)
+  url.searchParams.set('scope', scopes.join(' '))
+  url.searchParams.set('state', request.state)
+  return url
+}
+
+/** The authorization-code request with offline access (a refresh token on first consent). */
+export function googleAuthorizationUrl (options: AuthorizationRequest & { scopes: string[], loginHint?: string }): string {
+  const url = authorizationCodeUrl(options, options.scopes)
   url.searchParams.set('access_type', 'offline')
   url.searchParams.set('include_granted_scopes', 'true')
   url.searchParams.set('prompt', 'consent')
@@ -196,30 +205,17 @@ export function scopesComplete (granted: string | null, wanted: string[]): boole
 export const MICROSOFT_SIGN_IN_SCOPES = ['openid', 'email', 'profile', 'offline_access', 'Calendars.ReadWrite', 'MailboxSettings.Read']
 export const APPLE_SIGN_IN_SCOPES = ['name', 'email']
 
-interface AuthorizationRequest { endpoint: string, clientId: string, redirectUri: string, state: string }
-
-function authorizationCodeUrl (request: AuthorizationRequest, scopes: string[], responseMode: 'query' | 'form_post'): string {
-  const url = new URL(request.endpoint)
-  url.searchParams.set('client_id', request.clientId)
-  url.searchParams.set('redirect_uri', request.redirectUri)
-  url.searchParams.set('response_type', 'code')
-  url.searchParams.set('response_mode', responseMode)
-  url.searchParams.set('scope', scopes.join(' '))
-  url.searchParams.set('state', request.state)
-  return url.toString()
-}
-
 /**
  * Microsoft's authorization-code request (identity platform v2.0, common tenant). No PKCE: the
  * backend redeems the code as a confidential client, with the application's secret.
  */
 export function microsoftAuthorizationUrl (request: AuthorizationRequest): string {
-  return authorizationCodeUrl(request, MICROSOFT_SIGN_IN_SCOPES, 'query')
+  return authorizationCodeUrl(request, MICROSOFT_SIGN_IN_SCOPES, 'query').toString()
 }
 
 /** Apple's: asking for name or email obliges form_post, so the answer comes as a posted form. */
 export function appleAuthorizationUrl (request: AuthorizationRequest): string {
-  return authorizationCodeUrl(request, APPLE_SIGN_IN_SCOPES, 'form_post')
+  return authorizationCodeUrl(request, APPLE_SIGN_IN_SCOPES, 'form_post').toString()
 }
 
 export interface SignInOption {
