@@ -222,30 +222,35 @@ export async function deleteEvent (event: CalendarEvent, applyTo: ApplyTo): Prom
   return await write((list) => optimisticDelete(list, event, applyTo), async () => await source.remove(event._id, seriesIdOf(event) === null ? undefined : applyTo))
 }
 
-export const carryState = createStore<'idle' | 'running'>('idle')
+let carrying: Promise<boolean> | null = null
 
 /**
- * After a session is created: the user's local events go to the account (demo events skipped,
- * edited or not), then events are refetched. What fails stays local and is tried again at the
- * next sign-in or load.
+ * After a session is created, and before a calendar connect leaves for the provider: the user's
+ * local events go to the account (demo events skipped, edited or not), then events are refetched.
+ * What fails stays local and is tried again at the next sign-in, load or connect. Resolves true
+ * when nothing is left to carry; callers that start together share one run.
  */
-export async function carryLocalEvents (): Promise<void> {
-  if (carryState.get() === 'running') return
-  carryState.set('running')
+export async function carryLocalEvents (): Promise<boolean> {
+  carrying ??= carryOnce().finally(() => { carrying = null })
+  return await carrying
+}
+
+async function carryOnce (): Promise<boolean> {
   try {
     const data = loadLocalData(local)
     const batches = carrySelection(data)
-    if (batches.length === 0) return
+    if (batches.length === 0) return true
     const count = batches.reduce((sum, batch) => sum + batch.length, 0)
     try {
       for (const batch of batches) await api('/event', { method: 'POST', body: batch })
       saveLocalData(local, afterCarry(loadLocalData(local)))
       notify(count === 1 ? 'Your event from this browser is now in your account.' : `Your ${count} events from this browser are now in your account.`)
+      return true
     } catch (error) {
       notify(`Your events from this browser could not be added to your account yet: ${error instanceof Error ? error.message : String(error)}`, 'error')
+      return false
     }
   } finally {
-    carryState.set('idle')
     await queryClient.invalidateQueries({ queryKey: ['events'] })
   }
 }

@@ -44,6 +44,16 @@ export function startGoogle (kind: IntentKind, returnPath: string = currentPath(
   }))
 }
 
+/**
+ * The calendar connect (specification, "Provider connect from an authenticated session"): the
+ * browser's pending local events go to the account first, and only once they are there does the
+ * page leave for Google; a carry that fails keeps the person here with the reason shown.
+ */
+export async function startConnect (returnPath: string = currentPath()): Promise<void> {
+  if (!await carryLocalEvents()) return
+  startGoogle('connect', returnPath)
+}
+
 /** Leaves for a provider's sign-in (logged out). */
 export function startSignIn (provider: SignInProvider, returnPath: string = currentPath()): void {
   if (provider === 'google') return startGoogle('signin', returnPath)
@@ -85,8 +95,7 @@ export async function finishCallback (): Promise<CallbackOutcome> {
       await carryLocalEvents()
       return { ok: true, returnPath }
     }
-    // Connect: pending local events go first, then the code is exchanged on the current session.
-    await carryLocalEvents()
+    // Connect: the local events went to the account before the page left (startConnect).
     await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), ...(params.scope === null ? {} : { scope: params.scope }) } })
     return { ok: true, returnPath, message: 'Google Calendar is connected. Your events are being imported.' }
   } catch (error) {

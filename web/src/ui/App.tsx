@@ -11,7 +11,7 @@ import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
-import { providerEnabled, startGoogle } from '../data/provider.js'
+import { providerEnabled, startConnect } from '../data/provider.js'
 import { step, viewDays, viewRange, type View } from '../lib/grid.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
@@ -128,7 +128,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
             ? (
               <div class='account'>
                 <span class='account-email'>{state.email ?? 'Signed in'}</span>
-                {providerEnabled && !googleConnected && <button type='button' onClick={() => startGoogle('connect')}>Connect Google Calendar</button>}
+                {providerEnabled && !googleConnected && <button type='button' onClick={() => { startConnect().catch(() => {}) }}>Connect Google Calendar</button>}
                 <button type='button' onClick={() => setCalDav({ connectionId: null })}>Connect CalDAV calendar</button>
                 <button type='button' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
               </div>
