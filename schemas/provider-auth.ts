@@ -27,7 +27,8 @@ export const ProviderConnectRequestSchema = Type.Object({
   state: Type.String({ minLength: 1, maxLength: 2048, description: 'The `state` of the redirect; the client has compared it with the one it sent' }),
   scope: Type.Optional(Type.String({ maxLength: 4096, description: 'The `scope` of the redirect (space-separated), as received' })),
   redirectUri: Type.String({ minLength: 1, maxLength: 2048, description: 'The redirect URI the code was issued for: `{web.url}/auth/extprovider/callback`' }),
-  codeVerifier: Type.Optional(Type.String({ minLength: 43, maxLength: 128, description: 'The PKCE verifier, when the authorization used a challenge' }))
+  codeVerifier: Type.Optional(Type.String({ minLength: 43, maxLength: 128, description: 'The PKCE verifier, when the authorization used a challenge' })),
+  correlationId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{4,64}$', description: 'The client\'s short id of this connect round trip; the backend\'s oauth_callback analytics event carries it, as the client\'s oauth_return does' }))
 }, { additionalProperties: false, description: 'The authorization-code payload of Google\'s redirect' })
 
 export const ProviderConnectResponseSchema = Type.Object({

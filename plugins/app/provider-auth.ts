@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { revocationMessages } from '../../lib/change-translation.js'
 import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
@@ -15,6 +16,7 @@ import {
   syncAllowsIncremental, traceIdsFrom, type GoogleAuthFacts, type GoogleAuthMode, type LibraryProviderLogin
 } from '../../lib/provider-auth.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
+import { connectOutcome } from '../../lib/connect-outcome.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { UserDocument } from './users.js'
@@ -87,7 +89,7 @@ async function withDeadline<T> (work: Promise<T>, ms: number): Promise<T> {
 }
 
 export default fp(async function providerAuth (fastify) {
-  const { config, users, credentials, outbox, syncClient, sessionRevocations, sse, mongo, identity } = fastify
+  const { config, users, credentials, outbox, syncClient, sessionRevocations, sse, mongo, identity, analytics } = fastify
   const trace = traceIdsFrom(config.backend.serviceToken)
   const log = fastify.log.child({ component: 'provider-auth' })
 
@@ -234,7 +236,35 @@ export default fp(async function providerAuth (fastify) {
     return { tokens, accountId: payload.sub, email }
   }
 
+  /**
+   * Each connect round trip ends in one oauth_callback event, whatever its outcome (specification,
+   * "Outbound analytics events"), under the client's correlation id when it sent one.
+   */
   async function connectGoogle (userId: string, request: ProviderConnectRequest): Promise<ProviderConnectResponse> {
+    const correlationId = request.correlationId ?? randomBytes(6).toString('base64url')
+    let refusal: unknown = null
+    try {
+      return await connectGoogleAccount(userId, request)
+    } catch (error) {
+      refusal = error
+      throw error
+    } finally {
+      const outcome = connectOutcome(refusal === null ? null : (refusal as { code?: unknown }).code as string | undefined)
+      analytics.capture({
+        name: 'oauth_callback',
+        distinctId: userId,
+        properties: {
+          provider: 'google',
+          outcome,
+          intent: 'connect',
+          correlationId,
+          ...(outcome === 'error' ? { errorClass: refusal instanceof Error ? refusal.name : 'Error' } : {})
+        }
+      })
+    }
+  }
+
+  async function connectGoogleAccount (userId: string, request: ProviderConnectRequest): Promise<ProviderConnectResponse> {
     // The specification's order: maintenance, the one redirect URI, the exchange, then the two conflicts.
     if (config.sync.cloudMutationMode === 'maintenance') {
       throw new TypedHttpError(503, 'MAINTENANCE', 'Calendar connections are paused for maintenance; try again later', {}, 60)
@@ -317,5 +347,5 @@ export default fp(async function providerAuth (fastify) {
   fastify.decorate('providerAuth', { grantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, grantRevoked })
 }, {
   name: 'provider-auth',
-  dependencies: ['config', 'mongo', 'users', 'identity', 'credentials', 'outbox', 'sync-client', 'sse-broker', 'session-revocations', 'change-feed']
+  dependencies: ['config', 'mongo', 'users', 'identity', 'credentials', 'outbox', 'sync-client', 'sse-broker', 'session-revocations', 'change-feed', 'analytics']
 })

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { isRealValue } from '../../lib/config-rules.js'
-import { LogAnalytics, PostHogAnalytics } from '../services/analytics.js'
-import type { Analytics } from '../services/analytics.js'
+import { LogAnalytics, PostHogAnalytics } from '../../lib/analytics.js'
+import type { Analytics } from '../../lib/analytics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

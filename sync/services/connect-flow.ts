@@ -16,7 +16,7 @@ import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { ProviderCredential } from '../lib/credentials.js'
 import type { OAuthAttemptStore } from '../stores/oauth-attempts.js'
-import type { Analytics } from './analytics.js'
+import type { Analytics } from '../../lib/analytics.js'
 import type { SyncEngine } from './sync-engine.js'
 
 /** The signed-in user of the browser, added (and signed) by the backend's `/sync/*` proxy. */

@@ -10,6 +10,7 @@ import { createCredentialCipher, outboxCredentialBinding, userRefreshTokenBindin
 import type { UserDocument } from '../../plugins/app/users.js'
 import type { OutboxRecord } from '../../lib/outbox.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
+import { startAnalyticsStandIn } from '../../dev/analytics/index.js'
 import {
   authorize, CALLBACK, GOOGLE_CLIENT, googleConnection, googleConnectUrl, signInThrough, startProviderSync, startProviders, type Redirect
 } from './provider-fixtures.js'
@@ -17,7 +18,12 @@ import {
 const deps = await startDependencies(tap)
 const providers = await startProviders(tap)
 const sync = await startProviderSync(tap)
-const { app, config, log } = await buildApp(tap, deps, { syncUrl: sync.url, extra: providers.config })
+const analyticsHost = await startAnalyticsStandIn()
+tap.teardown(analyticsHost.close)
+const { app, config, log } = await buildApp(tap, deps, {
+  syncUrl: sync.url,
+  extra: { ...providers.config, analytics: { key: 'phc_backend_project', host: analyticsHost.url } }
+})
 const base = await listen(app)
 app.changeFeed.configure({ pollIntervalMs: 50 })
 const { providerSignIn } = signInThrough(app)
@@ -177,6 +183,33 @@ test('a successful connect stores the credential on the current user, sets RESTA
   t.same(again.json(), { result: 'User connected', mode: 'SIGNIN_INCREMENTAL', calendar: 'incremental' })
   await waitFor(() => sync.handOvers.filter((entry) => entry.userId === user.userId).length === 2, 'the second hand-over')
   t.equal(sync.handOvers.filter((entry) => entry.userId === user.userId)[1]?.handOver.refreshToken, token)
+})
+
+test('each connect round trip sends one oauth_callback under the client\'s correlation id, with its outcome', async (t) => {
+  const email = googleAccount('funnel')
+  const user = await passwordUser('funnel', email)
+  const callbacks = async (correlationId: string) => {
+    await app.analytics.flush()
+    return analyticsHost.events().filter((event) => event.event === 'oauth_callback' && event.properties['correlationId'] === correlationId)
+  }
+
+  const mismatch = await connect(user, body(await authorize(googleConnectUrl(google), googleAccount('funnel-other')), { correlationId: 'cid-mismatch' }))
+  t.equal(mismatch.statusCode, 409)
+  const refused = await callbacks('cid-mismatch')
+  t.equal(refused.length, 1)
+  t.match(refused[0], { apiKey: 'phc_backend_project', distinctId: user.userId, properties: { provider: 'google', outcome: 'mismatch', intent: 'connect' } })
+  t.notOk(refused[0]?.properties['errorClass'], 'errorClass only when the outcome is error')
+
+  const forged = await connect(user, body({ code: '4/0forged', state: 's', scope: undefined, user: undefined }, { correlationId: 'cid-forged' }))
+  t.equal(forged.statusCode, 400)
+  t.match(await callbacks('cid-forged'), [{ properties: { outcome: 'error', errorClass: String } }])
+
+  const connected = await connect(user, body(await authorize(googleConnectUrl(google), email), { correlationId: 'cid-connected' }))
+  t.equal(connected.statusCode, 200, connected.body)
+  t.match(await callbacks('cid-connected'), [{ properties: { provider: 'google', outcome: 'connected', intent: 'connect', correlationId: 'cid-connected' } }])
+
+  const malformed = await connect(user, body(await authorize(googleConnectUrl(google), email), { correlationId: 'no spaces allowed' }))
+  t.equal(malformed.statusCode, 400, 'a correlation id must have the shape of the cid parameter')
 })
 
 test('invalid_grant seen in the change feed: every session of the user ends, open streams close; the next sign-in repairs', async (t) => {

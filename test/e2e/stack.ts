@@ -55,6 +55,10 @@ export interface FullStackOptions {
   microsoft?: boolean | { accounts?: MicrosoftAccountSetup[] }
   /** How Sync's CalDAV adapter reaches servers (tests put another client's change between two requests). */
   caldavFetch?: CalDavAdapterOptions['fetch']
+  /** analytics.key and analytics.host for the backend, Sync and the web bundle alike. */
+  analytics?: { key: string, host: string }
+  /** maps.placesApiKey, fixed into the web bundle. */
+  placesApiKey?: string
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -90,7 +94,8 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl },
     ...(webPort === null ? {} : { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } }),
     // The backend's Microsoft sign-in uses the same application as Sync, as in a deployment.
-    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } })
+    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } }),
+    ...(options.analytics === undefined ? {} : { analytics: options.analytics })
   }))
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Stream tests wait for fan-out; a shorter poll keeps them quick without changing what happens.
@@ -108,7 +113,8 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     ...base,
     backend: backend.config.backend,
     extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url },
-    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } })
+    ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } }),
+    ...(options.analytics === undefined ? {} : { analytics: options.analytics })
   }
   const sync = Fastify({ logger: { level: 'warn' }, forceCloseConnections: true })
   await sync.register(fp(syncApp), {
@@ -127,7 +133,9 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     googleClientId: GOOGLE_CLIENT.clientId,
     googleEndpointBase: google.url,
     // With the Microsoft stand-in, the bundle offers Microsoft sign-in through it too.
-    ...(microsoft === undefined ? {} : { microsoftClientId: MICROSOFT_CLIENT.clientId, microsoftEndpointBase: microsoft.url })
+    ...(microsoft === undefined ? {} : { microsoftClientId: MICROSOFT_CLIENT.clientId, microsoftEndpointBase: microsoft.url }),
+    ...(options.analytics === undefined ? {} : { analyticsKey: options.analytics.key, analyticsHost: options.analytics.host }),
+    ...(options.placesApiKey === undefined ? {} : { placesApiKey: options.placesApiKey })
   })
   t.teardown(() => web.close())
   return { ...stack, web }

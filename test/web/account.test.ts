@@ -58,6 +58,14 @@ test('signed out, then signed up: local events carried over, then the account is
     await eventBlock(page, 'Team sync').click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
     t.equal(await dialog.getByLabel('Start time').inputValue(), '11:00')
+    // No maps.placesApiKey in this bundle: the location is a plain input that asks no one.
+    const placesAsked: string[] = []
+    page.on('request', (request) => { if (request.url().includes('places.googleapis.com')) placesAsked.push(request.url()) })
+    await dialog.getByLabel('Location').fill('Room 4')
+    t.equal(await dialog.getByLabel('Location').getAttribute('list'), null, 'no suggestion list')
+    t.equal(await dialog.locator('datalist').count(), 0)
+    await dialog.getByLabel('Location').fill('')
+    t.same(placesAsked, [], 'no places lookup without a key')
     await dialog.getByLabel('Title').fill('Team sync (room 4)')
     await dialog.getByLabel('End time').fill('12:00')
     await dialog.getByRole('button', { name: 'Save' }).click()

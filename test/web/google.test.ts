@@ -11,6 +11,7 @@ import { createEventThroughUi, eventBlock, signInThroughUi, signUpThroughUi } fr
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
+import { startAnalyticsStandIn } from '../../dev/analytics/index.js'
 
 // A Monday before the summer time change, so the zone's offset is +01:00 all along.
 const DAY = '2026-03-02'
@@ -23,7 +24,9 @@ async function consent (page: Page, googleUrl: string, email: string): Promise<v
 }
 
 test('Google Calendar in the browser: connect, live change, revoke and reconnect', async (t) => {
-  const stack = await startFullStack(t, { web: true })
+  const analytics = await startAnalyticsStandIn()
+  t.teardown(analytics.close)
+  const stack = await startFullStack(t, { web: true, analytics: { key: 'phc_web_project', host: analytics.url }, placesApiKey: 'places-test-key' })
   const google = stack.google.control
   const email = uniqueEmail('ada')
   const password = 'correct horse 1'
@@ -80,6 +83,17 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     await status.filter({ hasText: 'Google Calendar up to date' }).waitFor({ timeout: 20_000 })
     t.equal(await page.getByRole('button', { name: 'Connect Google Calendar' }).count(), 0, 'no connect button once connected')
 
+    // The round trip's two funnel events share the correlation id the client sent with the code.
+    const correlationId = ((await connect).postDataJSON() as { correlationId?: string }).correlationId
+    t.match(correlationId, /^[A-Za-z0-9_-]{4,64}$/, 'the client sent a correlation id with the code')
+    await stack.backend.app.analytics.flush()
+    const funnel = async () => analytics.events().filter((event) => event.properties['correlationId'] === correlationId)
+    await waitUntil(async () => (await funnel()).length === 3, 'oauth_callback, oauth_return and calendar_connected')
+    const byName = Object.fromEntries((await funnel()).map((event) => [event.event, event]))
+    t.match(byName['oauth_callback'], { apiKey: 'phc_web_project', properties: { provider: 'google', outcome: 'connected', intent: 'connect' } }, 'the backend\'s event')
+    t.match(byName['oauth_return'], { apiKey: 'phc_web_project', properties: { provider: 'google', status: 'connected', intent: 'connect' } }, 'the browser\'s event')
+    t.match(byName['calendar_connected'], { properties: { provider: 'google', intent: 'connect' } })
+
     await page.getByRole('link', { name: 'Week' }).click()
     await eventBlock(page, 'Weekly review').waitFor()
     t.match(page.url(), /\/week\?date=2026-03-02$/)
@@ -128,6 +142,16 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     await page.goto(`${stack.webUrl}/day?date=${DAY}`)
     await eventBlock(page, 'Dentist (moved)').click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    // maps.placesApiKey is in this bundle: the location input asks Google Places for suggestions.
+    const placesKeys: Array<string | undefined> = []
+    await page.route('https://places.googleapis.com/v1/places:autocomplete', async (route) => {
+      placesKeys.push(route.request().headers()['x-goog-api-key'])
+      await route.fulfill({ contentType: 'application/json', body: JSON.stringify({ suggestions: [{ placePrediction: { text: { text: 'Dental Clinic, Main Street 1, Berlin' } } }] }) })
+    })
+    await dialog.getByLabel('Location').fill('Dental')
+    await dialog.locator('#event-location-suggestions option[value="Dental Clinic, Main Street 1, Berlin"]').waitFor({ state: 'attached' })
+    t.same(placesKeys.slice(0, 1), ['places-test-key'], 'the suggestions came from the places lookup with the bundle\'s key')
+    await dialog.getByLabel('Location').fill('')
     await dialog.getByLabel('Title').fill('Dentist (confirmed)')
     await dialog.getByRole('button', { name: 'Save' }).click()
     await dialog.waitFor({ state: 'hidden' })
@@ -156,6 +180,21 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     await eventBlock(visitor, 'Flight to Lisbon').waitFor({ timeout: 20_000 })
     t.pass('the Google calendar came along')
     t.same(visitorErrors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
+  })
+
+  await t.test('a sign-up the form cannot finish sends signup_failed, naming no address', async (t) => {
+    const visitor = await (await newContext(browser)).newPage()
+    await visitor.goto(`${stack.webUrl}/day?auth=signup`)
+    const dialog = visitor.getByRole('dialog', { name: 'Create your account' })
+    await dialog.getByLabel('Name').fill('Ada Again')
+    await dialog.getByLabel('Email').fill(email)
+    await dialog.getByLabel('Password').fill('another horse 2')
+    await dialog.getByRole('button', { name: 'Create account' }).click()
+    await waitUntil(() => analytics.events().some((event) => event.event === 'signup_failed'), 'signup_failed', 10_000)
+    const failed = analytics.events().find((event) => event.event === 'signup_failed')
+    t.match(failed, { apiKey: 'phc_web_project', properties: { method: 'emailpassword', reason: 'fieldError' } })
+    t.notOk(JSON.stringify(failed).includes(email), 'the address stays out of analytics')
+    t.equal(await dialog.isVisible(), true, 'the person stays in the dialog')
   })
 
   // The 503s are the ones this test answered for the event writes it held back.

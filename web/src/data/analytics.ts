@@ -27,8 +27,11 @@ export function track (event: AnalyticsEvent): void {
     timestamp: new Date().toISOString()
   })
   const url = `${(buildConfig.analyticsHost as string).replace(/\/+$/, '')}/capture/`
-  // A beacon survives the page being left, which is when connect funnels end.
-  if (!navigator.sendBeacon?.(url, new Blob([body], { type: 'application/json' }))) {
-    fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json' }, keepalive: true }).catch(() => {})
+  // A beacon survives the page being left, which is when connect funnels end. It goes with the
+  // browser's credentials, so a JSON content type would need a preflight that the capture host must
+  // answer with Allow-Credentials; text/plain needs none, and the capture API reads the body as
+  // JSON whatever its type.
+  if (!navigator.sendBeacon?.(url, new Blob([body], { type: 'text/plain' }))) {
+    fetch(url, { method: 'POST', body, headers: { 'content-type': 'text/plain' }, keepalive: true, credentials: 'omit' }).catch(() => {})
   }
 }

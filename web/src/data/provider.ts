@@ -7,11 +7,12 @@ import { adoptSession } from './session.js'
 import { carryLocalEvents } from './calendar.js'
 import { track } from './analytics.js'
 import {
-  GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
+  GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, calendarConnectedEvent, newCorrelationId, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
   oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
   takePendingConnect, withoutConnectRedirect, type IntentKind, type SignInProvider
 } from '../lib/oauth.js'
 import { CALLBACK_PATH } from '../lib/auth-params.js'
+import { connectOutcome } from '../../../lib/connect-outcome.js'
 
 /** Google's calendar connect is offered with a Google client id. */
 export const providerEnabled = buildConfig.googleClientId !== null
@@ -96,8 +97,7 @@ export async function finishCallback (): Promise<CallbackOutcome> {
       return { ok: true, returnPath }
     }
     // Connect: the local events went to the account before the page left (startConnect).
-    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), ...(params.scope === null ? {} : { scope: params.scope }) } })
-    return { ok: true, returnPath, message: 'Google Calendar is connected. Your events are being imported.' }
+    return await connectWithCode(params, returnPath)
   } catch (error) {
     if (error instanceof ApiError && error.status === 409) {
       const message = error.code === 'EXTERNAL_CONNECT_EMAIL_MISMATCH'
@@ -110,6 +110,24 @@ export async function finishCallback (): Promise<CallbackOutcome> {
 }
 
 /**
+ * The web's own connect path: the backend exchanges the code. The round trip's two analytics events
+ * (the backend's oauth_callback, this oauth_return) share a correlation id made here.
+ */
+async function connectWithCode (params: { code: string, state: string | null, scope: string | null }, returnPath: string): Promise<CallbackOutcome> {
+  const correlationId = newCorrelationId()
+  const redirect = (status: string) => ({ status, correlationId, provider: 'google' })
+  try {
+    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), correlationId, ...(params.scope === null ? {} : { scope: params.scope }) } })
+  } catch (error) {
+    track(oauthReturnEvent(redirect(connectOutcome(error instanceof ApiError ? error.code : undefined)), 'connect'))
+    throw error
+  }
+  track(oauthReturnEvent(redirect('connected'), 'connect'))
+  track(calendarConnectedEvent(redirect('connected'), 'connect'))
+  return { ok: true, returnPath, message: 'Google Calendar is connected. Your events are being imported.' }
+}
+
+/**
  * A connect that went through the Sync service comes back with `status` and `cid`: one
  * oauth_return event for every such redirect, then the parameters leave the URL.
  */
@@ -118,6 +136,7 @@ export function handleConnectRedirect (): string | null {
   if (redirect === null) return null
   const intent = takePendingConnect(sessionStorage, Date.now())
   track(oauthReturnEvent(redirect, intent))
+  if (redirect.status === 'connected') track(calendarConnectedEvent(redirect, intent))
   history.replaceState(history.state, '', withoutConnectRedirect(location.href))
   return redirect.status === 'connected'
     ? (intent === 'reconnect' ? 'Google Calendar is reconnected.' : 'Google Calendar is connected.')

@@ -9,6 +9,8 @@ import { api } from './api.js'
 import { createStore } from './store.js'
 import { loadAuthState, markAuthenticated, needsEmailBackfill } from '../lib/auth-state.js'
 import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
+import { signupFailedEvent } from '../lib/oauth.js'
+import { track } from './analytics.js'
 
 export type SessionState =
   | { status: 'unknown' }
@@ -102,11 +104,18 @@ export async function signUp (input: { name: string, email: string, password: st
     const result = await EmailPassword.signUp({
       formFields: [{ id: 'name', value: input.name }, { id: 'email', value: input.email }, { id: 'password', value: input.password }]
     })
-    if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
-    if (result.status !== 'OK') return { ok: false, message: 'Sign-up is not allowed for this account.' }
+    if (result.status === 'FIELD_ERROR') {
+      track(signupFailedEvent('fieldError'))
+      return fieldErrors(result.formFields)
+    }
+    if (result.status !== 'OK') {
+      track(signupFailedEvent('notAllowed'))
+      return { ok: false, message: 'Sign-up is not allowed for this account.' }
+    }
     await afterSignIn(input.email)
     return { ok: true }
   } catch (error) {
+    track(signupFailedEvent('error'))
     return failure(error)
   }
 }

@@ -145,6 +145,21 @@ export function oauthReturnEvent (redirect: ConnectRedirect, intent: ConnectInte
   }
 }
 
+/** The account has the provider's calendar now, by either connect path. */
+export function calendarConnectedEvent (redirect: ConnectRedirect, intent: ConnectIntent): AnalyticsEvent {
+  return { event: 'calendar_connected', properties: { provider: redirect.provider, intent, correlationId: redirect.correlationId } }
+}
+
+/** A password sign-up the form could not finish: what kind of refusal, never what was typed. */
+export function signupFailedEvent (reason: 'fieldError' | 'notAllowed' | 'error'): AnalyticsEvent {
+  return { event: 'signup_failed', properties: { method: 'emailpassword', reason } }
+}
+
+/** A short id for one connect round trip made by the web's own connect path (the `cid` shape). */
+export function newCorrelationId (): string {
+  return newState().slice(0, 12)
+}
+
 export const PENDING_CONNECT_KEY = 'pendingConnect'
 
 /** Before leaving for a Sync-started authorization: which kind of connect, so the return can say. */

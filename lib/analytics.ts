@@ -1,6 +1,6 @@
-// Outbound product analytics of the Sync service (specification, "Outbound analytics events"). One
-// small interface, so the analytics client is one class behind it; without a client the events are
-// log lines with the same fields.
+// Outbound product analytics of the backend and the Sync service (specification, "Outbound analytics
+// events"). One small interface, so the analytics client is one class behind it; without a client
+// the events are log lines with the same fields.
 import type { FastifyBaseLogger } from 'fastify'
 import { PostHog } from 'posthog-node'
 
@@ -10,7 +10,7 @@ export interface OAuthCallbackEvent {
   distinctId: string
   properties: {
     provider: string
-    /** The redirect status: connected, denied, expired, mismatch or error. */
+    /** The redirect status: connected, denied, expired, mismatch, conflict or error. */
     outcome: string
     intent: 'connect' | 'reconnect'
     correlationId: string
@@ -24,6 +24,8 @@ export type AnalyticsEvent = OAuthCallbackEvent
 export interface Analytics {
   /** Never throws and never waits on the network: analytics must not hold up a redirect. */
   capture: (event: AnalyticsEvent) => void
+  /** Sends what is queued now (tests, and a process about to stop). */
+  flush: () => Promise<void>
   /** Sends what is still queued; called when the service closes. */
   close: () => Promise<void>
 }
@@ -39,6 +41,8 @@ export class LogAnalytics implements Analytics {
   capture (event: AnalyticsEvent): void {
     this.#log.info({ analyticsEvent: event.name, ...event.properties }, event.name)
   }
+
+  async flush (): Promise<void> {}
 
   async close (): Promise<void> {}
 }
@@ -59,6 +63,10 @@ export class PostHogAnalytics implements Analytics {
     } catch (error) {
       this.#log.warn({ err: error, analyticsEvent: event.name }, 'analytics event dropped')
     }
+  }
+
+  async flush (): Promise<void> {
+    await this.#client.flush()
   }
 
   async close (): Promise<void> {
