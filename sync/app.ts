@@ -18,6 +18,7 @@ import type { SyncProvidersOptions } from './plugins/providers.js'
 import backendPlugin from './plugins/backend.js'
 import activityPlugin from './plugins/activity.js'
 import analyticsPlugin from './plugins/analytics.js'
+import heldWritesPlugin from './plugins/held-writes.js'
 import connectPlugin from './plugins/connect.js'
 import maintenancePlugin from './plugins/maintenance.js'
 import type { SyncMaintenanceOptions } from './plugins/maintenance.js'
@@ -91,6 +92,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(calendarsPlugin)
   await fastify.register(watchesPlugin)
   await fastify.register(credentialHandOversPlugin)
+  await fastify.register(heldWritesPlugin)
   await fastify.register(activityPlugin)
   await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
   await fastify.register(syncEnginePlugin)

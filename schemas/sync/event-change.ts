@@ -29,7 +29,8 @@ export const EventChangeReportSchema = Type.Object({
 
 export const EventChangeAcceptedSchema = Type.Object({
   duplicate: Type.Boolean({ description: 'true when this idempotency key was applied before; nothing changed now' }),
-  providerWriteQueued: Type.Boolean({ description: 'A provider write job was queued (or was already queued) for this change' })
+  providerWriteQueued: Type.Boolean({ description: 'A provider write job was queued (or was already queued) for this change' }),
+  heldUntilReconnect: Type.Optional(Type.Boolean({ description: 'The connection\'s grant is revoked: the change waits and is written to the provider when the user reconnects it' }))
 }, { additionalProperties: false })
 
 export type EventOperation = Static<typeof EventOperationSchema>

@@ -13,7 +13,9 @@ export interface Modes {
 }
 
 export type Refusal = { kind: 'refused', code: Extract<SyncErrorCode, 'CONNECTION_REVOKED' | 'MAINTENANCE'>, connectionId: string | null }
-export type Outcome = { kind: 'accepted', providerWriteQueued: boolean } | Refusal
+/** The change waits for the user to reconnect the revoked connection (sync/stores/held-writes.ts). */
+export type Held = { kind: 'held', connectionId: string }
+export type Outcome = { kind: 'accepted', providerWriteQueued: boolean } | Held | Refusal
 
 /** What identifies the change a key was first used for; the same key with another change is a reuse. */
 export function fingerprint (report: EventChangeReport): string {
@@ -32,7 +34,9 @@ type ReportTarget = Pick<ConnectionRecord, '_id' | 'state' | 'reason'>
 /**
  * The answer to a new report, and the connections its provider write goes to. MAINTENANCE is
  * answered only when the change could reach a provider; a user without a connection edits as
- * usual. A revoked connection refuses only when no live connection could take the change.
+ * usual. When no live connection could take the change and one was revoked, the change is held
+ * for that connection until the user reconnects it: the backend's write stood, so it must reach
+ * the provider then rather than be dropped. (Records from before holding answer 410 as recorded.)
  */
 export function decideReport<C extends ReportTarget> (report: EventChangeReport, connections: C[], modes: Modes): { outcome: Outcome, writable: C[] } {
   const targets = connections
@@ -46,7 +50,7 @@ export function decideReport<C extends ReportTarget> (report: EventChangeReport,
     ? targets.find((connection) => connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
     : undefined
   const outcome: Outcome = revoked
-    ? { kind: 'refused', code: 'CONNECTION_REVOKED', connectionId: revoked._id.toHexString() }
+    ? { kind: 'held', connectionId: revoked._id.toHexString() }
     : { kind: 'accepted', providerWriteQueued: modes.execution === 'active' && writable.length > 0 }
   return { outcome, writable }
 }
@@ -57,5 +61,6 @@ export function replayAnswer (recorded: { fingerprint: string, outcome: Outcome 
     throw new SyncServiceError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used for a different event change')
   }
   if (recorded.outcome.kind === 'refused') throw refusal(recorded.outcome)
+  if (recorded.outcome.kind === 'held') return { duplicate: true, providerWriteQueued: false, heldUntilReconnect: true }
   return { duplicate: true, providerWriteQueued: recorded.outcome.providerWriteQueued }
 }

@@ -17,6 +17,7 @@ export default fp(async function syncEngine (fastify) {
     watches: fastify.syncWatches,
     activity: fastify.syncActivity,
     handOvers: fastify.syncCredentialHandOvers,
+    held: fastify.syncHeldWrites,
     providers: fastify.syncProviders,
     backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
@@ -27,6 +28,6 @@ export default fp(async function syncEngine (fastify) {
   name: 'sync-engine',
   dependencies: [
     'sync-config', 'sync-providers', 'sync-backend', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars',
-    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs'
+    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs', 'sync-held-writes'
   ]
 })

@@ -29,8 +29,9 @@ export class EventChanges {
 
   /**
    * Applies a report. MAINTENANCE (503) changes nothing, so the backend's retry applies the report
-   * once maintenance ends. CONNECTION_REVOKED (410) is final for its key and still appends the
-   * `event` invalidation: the backend's own write stands and the user's other tabs must see it.
+   * once maintenance ends. A report for a revoked connection is held until the user reconnects it,
+   * and still appends the `event` invalidation: the backend's own write stands and the user's other
+   * tabs must see it.
    */
   async apply (report: EventChangeReport): Promise<EventChangeAccepted> {
     const { reports, connections, feed, engine, clock, modes } = this.#parts
@@ -52,6 +53,10 @@ export class EventChanges {
       ...(report.calendarId ? { calendarId: report.calendarId } : {})
     })
     if (outcome.kind === 'refused') throw refusal(outcome)
+    if (outcome.kind === 'held') {
+      await engine.holdProviderWrite(outcome.connectionId, report.userId, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject })
+      return { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }
+    }
     if (outcome.providerWriteQueued) {
       for (const connection of writable) {
         await engine.queueProviderWrite(connection, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject })

@@ -27,6 +27,7 @@ import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, Provider
 import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
 import type { BackendPort } from '../clients/backend.js'
 import { SyncServiceError } from '../lib/errors.js'
+import type { HeldWriteStore } from '../stores/held-writes.js'
 import type { CredentialHandOverStore } from '../stores/credential-hand-overs.js'
 import type { CalendarRecord, CalendarStore, ImportCheckpoint } from '../stores/calendars.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
@@ -47,6 +48,7 @@ export interface SyncEngineParts {
   watches: WatchStore
   activity: UserActivityStore
   handOvers: CredentialHandOverStore
+  held: HeldWriteStore
   providers: ProviderRegistry
   /** The backend's provider-events endpoints; null when the configuration names no backend. */
   backend: BackendPort | null
@@ -120,7 +122,29 @@ export class SyncEngine {
     const operation: ImportOperation = existing ? 'repair' : 'full'
     // Each authorization is a new import run: its calendars are read again from the start.
     await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation, run: randomUUID() } })
-    return authorized ?? record
+    const connection = authorized ?? record
+    // What the user wrote while the grant was revoked goes out now, the latest version of each event.
+    for (const write of await this.#parts.held.list(id)) {
+      await this.queueProviderWrite(connection, write)
+      await this.#parts.held.release(write)
+    }
+    return connection
+  }
+
+  /**
+   * A change reported while its connection's grant is revoked: kept until the user reconnects
+   * (authorize), so the backend's own write is never kept from the provider calendar.
+   */
+  async holdProviderWrite (connectionId: string, userId: string, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
+    await this.#parts.held.hold({
+      connectionId,
+      userId,
+      eventId: change.eventId,
+      operation: change.operation,
+      calendarId: change.calendarId,
+      ...(change.subject === undefined ? {} : { subject: change.subject }),
+      heldAt: this.#parts.clock.now()
+    })
   }
 
   /**

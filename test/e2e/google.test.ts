@@ -97,10 +97,18 @@ test('Google Calendar through the Sync service, end to end', async (t) => {
     t.equal(refused.statusCode, 410)
     t.equal(refused.json().code, 'CONNECTION_REVOKED')
     t.equal(refused.json().connectionId, connectionId)
+    // An event of the user's own is written while the grant is dead: it stands here, and reaches
+    // Google once the user reconnects rather than never.
+    const own = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: back.headers, payload: { title: 'Written while revoked', startDate: '2026-12-02T09:00:00Z', endDate: '2026-12-02T10:00:00Z', isAllDay: false, timeZone: 'UTC' } })
+    t.equal(own.statusCode, 204, own.body)
+    await waitUntil(async () => (await stack.sync.syncHeldWrites.list(String(connectionId))).length === 1, 'the change held by Sync', 10_000)
+    t.notOk(google.storedEvents(primary).some((event) => event['summary'] === 'Written while revoked'), 'nothing reaches Google while the grant is dead')
 
     const landed = await connectGoogle(stack, back, { provider: 'google', intent: 'reconnect', connectionId })
     t.equal(landed.searchParams.get('status'), 'connected')
     await reopened.until(() => reopened.messages().some((message) => (message as Record<string, unknown>)['status'] === 'healthy'), 20_000)
     t.equal((await write()).statusCode, 204, 'writable again after the reconnect')
+    await waitUntil(() => google.storedEvents(primary).some((event) => event['summary'] === 'Written while revoked'), 'the event written while revoked, at Google', 20_000)
+    t.pass('the event written while revoked reached Google after the reconnect')
   })
 })

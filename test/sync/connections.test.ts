@@ -115,7 +115,7 @@ test('the pull rule: idle pulls append nothing; changes, expiry repair and a cle
   t.same(await restart(), [], 'and then idle again')
 })
 
-test('a revoked grant: actionRequired (authorizationRevoked), credential discarded, event reports answer 410, reconnect repairs', async (t) => {
+test('a revoked grant: actionRequired (authorizationRevoked), credential discarded, event reports held until the reconnect repairs and writes them', async (t) => {
   const { built, provider, userId } = await setup(t)
   const connectionId = await connectHealthy(built, userId)
   const { cursor } = await built.app.syncFeed.page(userId, null, 1)
@@ -128,18 +128,32 @@ test('a revoked grant: actionRequired (authorizationRevoked), credential discard
   t.equal(await built.app.syncCredentials.load(connectionId), null, 'credential discarded')
   t.same(await built.app.syncJobQueue.list(), [], 'the job ends: retrying a dead grant helps nobody')
 
-  const report = { userId, eventId: 'event-1', operation: 'update', idempotencyKey: 'key-revoked-1' }
-  const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
-  t.equal(refused.statusCode, 410)
-  t.same(refused.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', message: 'The provider grant of this connection was revoked; reconnect it', connectionId })
+  // The backend's own writes stood; their reports wait for the reconnect instead of being dropped.
+  const subject = (title: string) => ({ content: { title, startDate: '2026-12-01T10:00:00Z', endDate: '2026-12-01T11:00:00Z', isAllDay: false, timeZone: 'UTC' }, lastUpdated: new Date().toISOString() })
+  const report = { userId, eventId: 'event-1', operation: 'create', idempotencyKey: 'key-revoked-1', subject: subject('Draft') }
+  const held = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
+  t.equal(held.statusCode, 202, held.body)
+  t.same(held.json(), { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true })
+  const later = await built.signed({ method: 'POST', url: '/internal/event-changes', body: { ...report, operation: 'update', idempotencyKey: 'key-revoked-2', subject: subject('Final') }, userId })
+  t.equal(later.json().heldUntilReconnect, true)
+  const replayed = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
+  t.same(replayed.json(), { duplicate: true, providerWriteQueued: false, heldUntilReconnect: true }, 'a repeated key is answered as the first time')
+  t.same(await built.app.syncJobQueue.list(), [], 'nothing is written while the grant is dead')
+  t.ok((await feedSince(built, userId, after.cursor)).brief.includes('event event-1'), 'other tabs still hear of the change')
 
   const begin = await built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/begin`, body: { provider: 'google', intent: 'reconnect' }, userId })
   t.equal(begin.statusCode, 200)
   t.match(begin.json(), { intent: 'reconnect', connectionId })
 
   await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-2' }, connectionId)
+  const writes = (await built.app.syncJobQueue.list()).filter((job) => job.type === 'providerWrite')
+  t.equal(writes.length, 1, 'one write for the event, not one per report')
+  t.match(writes[0]?.payload, { eventId: 'event-1', operation: 'update', subject: /"title":"Final"/ }, 'its latest version')
+  t.same(await built.app.syncHeldWrites.list(connectionId), [], 'released once queued')
   await built.app.syncJobWorker.tick()
   await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
+  t.ok(provider.calls.some((call) => call.method === 'writeEvent'), 'written to the provider after the reconnect')
   const repaired = await feedSince(built, userId, after.cursor)
   t.same(repaired.brief.filter((line) => line.startsWith('connection') || line.includes('completed')), [
     'connection importing', 'import repair completed 2/2 6', 'connection catchingUp', 'connection healthy'

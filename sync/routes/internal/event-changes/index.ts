@@ -7,7 +7,7 @@ const eventChanges: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', {
     schema: {
       description: 'The backend applied an own-data event change: tell the user\'s other tabs and queue the provider write. ' +
-        '410 CONNECTION_REVOKED when the connection\'s grant is revoked, 503 MAINTENANCE in maintenance mode; ' +
+        'When the connection\'s grant is revoked the change is held (heldUntilReconnect) and written once the user reconnects; 503 MAINTENANCE in maintenance mode; ' +
         'a repeated idempotency key answers as the first report did and changes nothing.',
       body: EventChangeReportSchema,
       response: { 202: EventChangeAcceptedSchema, ...errorResponses }
