@@ -105,7 +105,7 @@ test('maintenance answers 503 MAINTENANCE for a user with a connection and chang
   t.same((await invalidations(enabled, userId, cursor)).map((item) => item.kind), ['event'])
 })
 
-test('a revoked connection refuses only when no live connection could take the change', async (t) => {
+test('a revoked connection holds a change only when no live connection could take it', async (t) => {
   const { built } = await setup(t)
   const userId = newUserId()
   const revoked = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r1' }, null)
@@ -118,8 +118,10 @@ test('a revoked connection refuses only when no live connection could take the c
   t.same((await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()])
 
   const named = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0009', connectionId: revoked._id.toHexString() }), userId })
-  t.equal(named.statusCode, 410, 'a change naming the revoked connection is refused')
-  t.equal(named.json().connectionId, revoked._id.toHexString())
+  t.equal(named.statusCode, 202)
+  t.same(named.json(), { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }, 'a change naming the revoked connection waits for its reconnect')
+  t.match(await built.app.syncHeldWrites.list(revoked._id.toHexString()), [{ userId, connectionId: revoked._id.toHexString() }])
+  t.same((await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()], 'no write for the revoked connection yet')
 })
 
 test('begin: the authorization URL carries a signed state; refusals are typed', async (t) => {
