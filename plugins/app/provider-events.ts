@@ -32,7 +32,10 @@ export default fp(async function providerEvents (fastify) {
       store.findWaitingFor(batch.userId, batch.calendarId, seriesInBatch),
       store.findByIds(batch.userId, linkedIds)
     ])
-    const plan = planProviderBatch({ batch, stored, waiting, linked, mintId: mintEventId })
+    // The stored edits of the series whose exceptions this page brings, matched by original start.
+    const seriesOfExceptions = stored.filter((record) => record.recurrence?.rule !== undefined && masterIds.includes(record.providerEventId as string)).map((record) => record._id)
+    const edits = await store.findEditsOf(batch.userId, seriesOfExceptions)
+    const plan = planProviderBatch({ batch, stored, waiting, linked, edits, mintId: mintEventId })
     const supersede = batch.complete === true && batch.generation !== undefined
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined
