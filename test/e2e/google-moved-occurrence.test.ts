@@ -27,7 +27,11 @@ test('a series made here, an occurrence moved at Google, then edited and split h
   const series = async (): Promise<Stored> => (await app.inject({ method: 'GET', url: `/api/event/${SERIES_ID}`, headers: user.headers })).json()
   const googleMaster = () => google.storedEvents(primary).find((event) => event['summary'] !== undefined && event['recurrence'] !== undefined && String(event['summary']).startsWith('Standup'))
   const converged = async (what: string) => {
-    await waitUntil(async () => JSON.stringify(await ours()) === JSON.stringify(theirs()), what, 20_000)
+    try {
+      await waitUntil(async () => JSON.stringify(await ours()) === JSON.stringify(theirs()), what, 20_000)
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${theirs().join('\n       ')}`)
+    }
   }
 
   const body = {

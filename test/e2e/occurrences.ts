@@ -101,3 +101,22 @@ export function googleItems (stored: Array<Record<string, unknown>>): ProviderIt
     return [item]
   })
 }
+
+interface GraphInstance { subject?: string, isCancelled?: boolean, start?: { dateTime: string, timeZone?: string }, end?: { dateTime: string, timeZone?: string } }
+
+/** What Microsoft shows over the window: Graph's own calendar view (series expanded by Graph), read as any client reads it. */
+export async function microsoftOccurrences (graph: { get: <T>(pathOrLink: string) => Promise<T> }, window: Window): Promise<string[]> {
+  const lines: string[] = []
+  let next: string | undefined = `/me/calendarView?${new URLSearchParams({ startDateTime: window.from, endDateTime: window.to }).toString()}`
+  while (next !== undefined) {
+    const page: { value: GraphInstance[], '@odata.nextLink'?: string } = await graph.get(next)
+    for (const instance of page.value) {
+      if (instance.isCancelled === true || instance.start === undefined || instance.end === undefined) continue
+      // Graph answers in UTC unless asked otherwise; its date-times carry no offset.
+      const instant = (value: string) => new Date(/(Z|[+-]\d{2}:\d{2})$/.test(value) ? value : `${value}Z`)
+      lines.push(line(instant(instance.start.dateTime), instant(instance.end.dateTime), instance.subject ?? ''))
+    }
+    next = page['@odata.nextLink']
+  }
+  return sorted(lines)
+}
