@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify'
 import { compileSeries, expandSeries } from '../../lib/events/recurrence.js'
 import { eventInstant } from '../../lib/events/time.js'
+import ICAL from 'ical.js'
 
 export interface Window { from: string, to: string }
 
@@ -117,6 +118,41 @@ export async function microsoftOccurrences (graph: { get: <T>(pathOrLink: string
       lines.push(line(instant(instance.start.dateTime), instant(instance.end.dateTime), instance.subject ?? ''))
     }
     next = page['@odata.nextLink']
+  }
+  return sorted(lines)
+}
+
+/**
+ * What a CalDAV server shows over the window: the collection's events (a GET of the collection, as
+ * Radicale answers it: every resource in one VCALENDAR) expanded by ical.js, another client's
+ * library, RECURRENCE-ID overrides and EXDATEs included. Date-times in UTC or with a VTIMEZONE.
+ */
+export function caldavOccurrences (collection: string, window: Window): string[] {
+  const from = ICAL.Time.fromJSDate(new Date(window.from), true)
+  const to = new Date(window.to)
+  const calendar = new ICAL.Component(ICAL.parse(collection))
+  const byUid = new Map<string, ICAL.Component[]>()
+  for (const vevent of calendar.getAllSubcomponents('vevent')) {
+    const uid = String(vevent.getFirstPropertyValue('uid'))
+    byUid.set(uid, [...byUid.get(uid) ?? [], vevent])
+  }
+  const lines: string[] = []
+  for (const components of byUid.values()) {
+    const master = components.find((component) => !component.hasProperty('recurrence-id'))
+    if (master === undefined) continue
+    const event = new ICAL.Event(master)
+    for (const component of components) if (component !== master) event.relateException(component)
+    if (!event.isRecurring()) {
+      if (event.startDate.toJSDate() < to && event.endDate.toJSDate() > new Date(window.from)) lines.push(line(event.startDate.toJSDate(), event.endDate.toJSDate(), event.summary ?? ''))
+      continue
+    }
+    const iterator = event.iterator()
+    for (let next = iterator.next(); next !== null && next !== undefined && next.toJSDate() < to; next = iterator.next()) {
+      const details = event.getOccurrenceDetails(next)
+      const start = details.startDate.toJSDate()
+      const end = details.endDate.toJSDate()
+      if (start < to && end > from.toJSDate()) lines.push(line(start, end, details.item.summary ?? ''))
+    }
   }
   return sorted(lines)
 }
