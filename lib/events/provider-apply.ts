@@ -123,7 +123,9 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       startDate: content.startDate,
       endDate: content.endDate,
       isAllDay: content.isAllDay,
-      timeZone: content.timeZone,
+      // An all-day event's dates are what the provider holds; its zone (Google and CalDAV keep none,
+      // and fill in the calendar's) stays the one it was made with here.
+      timeZone: content.isAllDay && existing?.isAllDay === true ? existing.timeZone : content.timeZone,
       status: item.status,
       origin: existing?.origin ?? 'providerImport',
       priority: existing?.priority ?? 'unassigned',

@@ -224,3 +224,25 @@ test('an exception of a series made here is applied as an exception of the serie
     t.match(await get(series), { providerEventId: 'gweekly', recurrence: { rule } })
   })
 })
+
+test('an all-day event keeps its own zone when the provider\'s copy comes back in the calendar\'s', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('all-day'), password: 'pw-for-all-day-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json()
+  const get = async (id: string) => (await app.inject({ method: 'GET', url: `/api/event/${id}`, headers: user.headers })).json()
+  const own = '9'.repeat(24)
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Offsite', startDate: '2026-05-10', endDate: '2026-05-12', isAllDay: true, timeZone: 'America/Los_Angeles' } })).statusCode, 204)
+  const berlin = (title: string, fields: Partial<ProviderEvent['content'] & object> = {}) => ({ title, startDate: '2026-05-10', endDate: '2026-05-12', isAllDay: true, timeZone: 'Europe/Berlin', ...fields })
+  await send([item('offsite', { eventId: own, content: berlin('Offsite') })])
+  t.match(await send([item('offsite', { updated: '2099-01-01T00:00:00.000Z', content: berlin('Offsite') })]), { unchanged: 1 }, 'the echo in the calendar\'s zone changes nothing')
+  t.match(await send([item('offsite', { updated: '2099-01-02T00:00:00.000Z', content: berlin('Offsite (moved)', { startDate: '2026-05-11' }) })]), { updated: 1 })
+  t.match(await get(own), { title: 'Offsite (moved)', startDate: '2026-05-11', timeZone: 'America/Los_Angeles' })
+  t.match(await send([item('offsite', { updated: '2099-01-03T00:00:00.000Z', content: { title: 'Offsite call', startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })]), { updated: 1 })
+  t.match(await get(own), { isAllDay: false, timeZone: 'Europe/Berlin' }, 'a timed event takes the provider\'s zone')
+})
