@@ -40,6 +40,8 @@ export default fp(async function providerEvents (fastify) {
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined
     const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
+    // Every page names its connection: this is how the backend learns of a connection made in Sync.
+    await fastify.users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {
       log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
     }
@@ -48,6 +50,11 @@ export default fp(async function providerEvents (fastify) {
 
   fastify.decorate('providerEvents', {
     applyBatch,
-    remove: async (removal: ProviderCalendarRemoval) => await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
+    remove: async (removal: ProviderCalendarRemoval) => {
+      const removed = await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
+      // Without a calendar, the whole connection's calendars went: the connection is gone.
+      if (removal.calendarId === undefined) await fastify.users.forgetProviderConnection(removal.userId, removal.connectionId)
+      return removed
+    }
   })
-}, { name: 'provider-events', dependencies: ['event-store'] })
+}, { name: 'provider-events', dependencies: ['event-store', 'users'] })

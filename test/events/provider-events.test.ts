@@ -140,6 +140,8 @@ test('provider pages reach the user\'s calendar', async (t) => {
   })
 
   await t.test('removing the connection removes imported events and keeps the user\'s own', async (t) => {
+    const connected = async () => (await app.inject({ method: 'GET', url: '/api/user/profile', headers: user.headers })).json().providerConnected
+    t.equal(await connected(), true, 'the pages named the connection: the profile says connected')
     const answer = await app.inject({
       method: 'POST',
       url: BACKEND_INTERNAL_PATHS.providerCalendarRemoval,
@@ -151,6 +153,7 @@ test('provider pages reach the user\'s calendar', async (t) => {
     const left = await range()
     t.same(left.map((event) => event.title), ['Mine'])
     t.notOk(left[0]?.providerEventId, 'without its provider identity')
+    t.equal(await connected(), false, 'and the connection is forgotten')
   })
 })
 
