@@ -181,12 +181,18 @@ const commands = fc.commands([
   fc.tuple(pick, week).map(([index, w]) => new CancelOccurrenceAtGoogle(index, w))
 ], { maxCommands: 8 })
 
+/** Failures the generator found, shrunk, kept as plain sequences that run first. */
+const FOUND: Array<Array<fc.AsyncCommand<Model, Real>>> = [
+  // A series created and renamed here, an occurrence cancelled at Google, the series deleted here.
+  [new CreateHere(true, 3, 8), new EditTitleHere(3), new CancelOccurrenceAtGoogle(0, 1), new DeleteHere(6)]
+]
+
 test('Google: generated sequences of changes on both sides converge', async (t) => {
   const stack = await startFullStack(t)
   let sequences = 0
   let operations = 0
   let label = 0
-  await fc.assert(fc.asyncProperty(commands, async (sequence) => {
+  const converges = async (sequence: Iterable<fc.AsyncCommand<Model, Real>>) => {
     sequences++
     const user = await userWithGoogleAccount(stack, `conv${++label}`)
     const landed = await connectGoogle(stack, user)
@@ -194,16 +200,21 @@ test('Google: generated sequences of changes on both sides converge', async (t) 
     if (!await waitFor(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'healthy', 20_000)) throw new Error('the connection never became healthy')
     const real: Real = { stack, user }
     const model: Model = { made: [], titles: 0 }
+    const ran: string[] = []
     for (const command of sequence) {
       if (!command.check(model)) continue
       operations++
+      ran.push(command.toString())
       await command.run(model, real)
     }
     const ours = async () => await ourOccurrences(stack.backend.app, user.headers, WINDOW)
     const theirs = () => providerOccurrences(googleItems(stack.google.control.storedEvents(user.email)), WINDOW)
     const settled = await waitFor(async () => JSON.stringify(await ours()) === JSON.stringify(theirs()), 30_000)
-    if (!settled) throw new Error(`the two sides differ after ${sequence.toString()}\nhere:   ${(await ours()).join('\n        ')}\nGoogle: ${theirs().join('\n        ')}`)
-  }), { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }), endOnFailure: RUNS <= 4 })
+    if (!settled) throw new Error(`the two sides differ after ${ran.join(', ')}\nhere:   ${(await ours()).join('\n        ')}\nGoogle: ${theirs().join('\n        ')}`)
+  }
+  for (const sequence of FOUND) await converges(sequence)
+  t.pass(`${FOUND.length} kept sequences converged`)
+  await fc.assert(fc.asyncProperty(commands, async (sequence) => { await converges(sequence) }), { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }), endOnFailure: RUNS <= 4 })
   t.pass(`${sequences} sequences, ${operations} operations converged`)
   t.comment(`convergence: ${sequences} sequences, ${operations} operations, provider google`)
 })
