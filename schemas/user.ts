@@ -7,7 +7,7 @@ export const UserProfile = Type.Object({
   name: Type.Optional(Type.String()),
   signedUpAt: Type.String({ format: 'date-time' }),
   lastLoggedInAt: Type.String({ format: 'date-time' }),
-  providerConnected: Type.Boolean({ description: 'Whether a Google account is linked to this user' })
+  providerConnected: Type.Boolean({ description: 'Whether a provider calendar is connected: a linked Google account, or a connection the Sync service has named (lib/provider-connection.ts)' })
 }, { description: 'The signed-in user; clients backfill lastKnownEmail from it' })
 
 export type UserProfile = Static<typeof UserProfile>

@@ -1,7 +1,7 @@
 import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
 import type { EventRecord } from './record.js'
 import { validateEventChange } from './record.js'
-import { eventDateTime, formatEventDate } from './time.js'
+import { eventDateTime, eventInstant, formatEventDate } from './time.js'
 
 // How a page of a provider calendar's events becomes the user's own data (DESIGN.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -39,6 +39,12 @@ export interface ProviderApplyInput {
   waiting: ProviderRecord[]
   /** The user's own events that batch items name by `eventId` (write-backs to link). */
   linked: EventRecord[]
+  /**
+   * Stored edits (changed or cancelled occurrences) of the series this batch's exceptions belong
+   * to, so an exception finds the edit of its occurrence by series and original start even when
+   * the edit has no provider id yet (it was made here).
+   */
+  edits: EventRecord[]
   mintId: () => string
 }
 
@@ -92,6 +98,11 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const rejections: ProviderApplyPlan['rejections'] = []
   const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
   const linkedById = new Map(input.linked.map((record) => [record._id, record]))
+  const editKey = (seriesId: string, originalStartDate: string, isAllDay: boolean, timeZone: string): string =>
+    `${seriesId}|${eventInstant(originalStartDate, isAllDay, timeZone).getTime()}`
+  const editsByOccurrence = new Map(input.edits.flatMap((edit) => edit.recurrence?.eventId === undefined || edit.originalStartDate === undefined
+    ? []
+    : [[editKey(edit.recurrence.eventId, edit.originalStartDate, edit.isAllDay, edit.timeZone), edit as ProviderRecord] as const]))
   // Masters as they will be after this batch, so exceptions later in the page link to them.
   const masters = new Map<string, ProviderRecord>()
   for (const record of input.stored) if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
@@ -112,7 +123,9 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       startDate: content.startDate,
       endDate: content.endDate,
       isAllDay: content.isAllDay,
-      timeZone: content.timeZone,
+      // An all-day event's dates are what the provider holds; its zone (Google and CalDAV keep none,
+      // and fill in the calendar's) stays the one it was made with here.
+      timeZone: content.isAllDay && existing?.isAllDay === true ? existing.timeZone : content.timeZone,
       status: item.status,
       origin: existing?.origin ?? 'providerImport',
       priority: existing?.priority ?? 'unassigned',
@@ -159,7 +172,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     else counts.updated++
   }
 
-  const applyException = (item: ProviderEvent, existing: ProviderRecord | undefined, masterProviderId: string): void => {
+  const applyException = (item: ProviderEvent, known: ProviderRecord | undefined, masterProviderId: string): void => {
     const master = masters.get(masterProviderId)
     const originalStartDate = item.originalStartDate
     if (originalStartDate === undefined) {
@@ -169,7 +182,14 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     }
     if (master === undefined) {
       const content = item.content ?? placeholderContent(item)
-      put(item, recordFor(item, existing, content, { waitingForSeries: masterProviderId, originalStartDate }), existing)
+      put(item, recordFor(item, known, content, { waitingForSeries: masterProviderId, originalStartDate }), known)
+      return
+    }
+    // An occurrence is one per series and original start: an edit made here (or linked to another
+    // provider id before) is that occurrence, and the provider's exception updates it.
+    const existing = known ?? editsByOccurrence.get(editKey(master._id, originalStartDate, master.isAllDay, master.timeZone))
+    if (known === undefined && existing !== undefined && existing.lastUpdated > item.updated) {
+      counts.superseded++
       return
     }
     const content = item.content ?? contentFromMaster(master, originalStartDate)
@@ -182,7 +202,15 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const ordered = [...batch.events].sort((a, b) => Number(a.recurringEventId !== undefined) - Number(b.recurringEventId !== undefined))
   for (const item of ordered) {
     const linkedEvent = item.eventId === undefined ? undefined : linkedById.get(item.eventId)
-    if (linkedEvent !== undefined && !byProviderId.has(item.providerEventId)) {
+    // An exception links only to an occurrence edit, never to a series: applying it onto its
+    // series would replace the series with one occurrence.
+    const isException = item.recurringEventId !== undefined
+    if (linkedEvent !== undefined && isException && linkedEvent.recurrence?.eventId !== undefined && !byProviderId.has(item.providerEventId)) {
+      if (linkedEvent.lastUpdated > item.updated) counts.superseded++
+      else applyException(item, linkedEvent as ProviderRecord, item.recurringEventId as string)
+      continue
+    }
+    if (linkedEvent !== undefined && !isException && !byProviderId.has(item.providerEventId)) {
       // The backend's own event, now also at the provider: it gains the provider's identity.
       writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId } })
       byProviderId.set(item.providerEventId, { ...linkedEvent, calendarId: batch.calendarId, providerEventId: item.providerEventId })

@@ -6,9 +6,9 @@ import { EventRequestError } from './errors.js'
 
 export interface ProviderGateFacts {
   /**
-   * The user has a provider credential: a refresh token stored on the user record, or a provider
-   * copy of the event (a connection made through the Sync service keeps its credential there).
-   * Without one there is no provider effect.
+   * The user has a provider connection (lib/provider-connection.ts: a linked Google account, or a
+   * connection the Sync service has named, whose credential Sync keeps), or the event has a provider
+   * copy. Without one there is no provider effect (the specification's `MissingGoogleRefreshToken`).
    */
   hasProviderRefreshToken: boolean
   /** The write touches an event of a provider calendar (one with a calendarId). */

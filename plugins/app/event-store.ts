@@ -78,6 +78,12 @@ export class EventStore {
     return await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY }).toArray()
   }
 
+  /** The stored edits (changed or cancelled occurrences) of these series. */
+  async findEditsOf (userId: string, seriesIds: string[]): Promise<EventRecord[]> {
+    if (seriesIds.length === 0) return []
+    return await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY }).toArray()
+  }
+
   async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
     if (eventIds.length === 0) return []
     return await this.events.find({ _id: { $in: eventIds }, user: userId }, { projection: STORAGE_ONLY }).toArray()

@@ -13,6 +13,7 @@ import { compileSeries, hasOccurrenceAt } from '../../lib/events/recurrence.js'
 import { eventNotFound, invalidEvent, planned } from '../../lib/events/errors.js'
 import { gateProviderEffect, type SyncAnswer } from '../../lib/events/provider-gate.js'
 import { keepProviderIdentity } from '../../lib/events/provider-apply.js'
+import { isProviderConnected } from '../../lib/provider-connection.js'
 
 /** Who writes, and when: every record of one request carries the same time. */
 export interface Owner { userId: string, now: Date }
@@ -207,7 +208,7 @@ export class EventService {
   async #checkProviderSide (userId: string, touched: EventRecord[], log: FastifyBaseLogger): Promise<void> {
     const user = await this.#app.users.findById(userId)
     const facts = {
-      hasProviderRefreshToken: user?.google?.gRefreshToken !== undefined || touched.some((event) => event.providerEventId !== undefined),
+      hasProviderRefreshToken: isProviderConnected(user) || touched.some((event) => event.providerEventId !== undefined),
       touchesProviderCalendar: touched.some((event) => event.calendarId !== undefined)
     }
     let gate = gateProviderEffect(facts)

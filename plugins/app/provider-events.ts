@@ -32,11 +32,16 @@ export default fp(async function providerEvents (fastify) {
       store.findWaitingFor(batch.userId, batch.calendarId, seriesInBatch),
       store.findByIds(batch.userId, linkedIds)
     ])
-    const plan = planProviderBatch({ batch, stored, waiting, linked, mintId: mintEventId })
+    // The stored edits of the series whose exceptions this page brings, matched by original start.
+    const seriesOfExceptions = stored.filter((record) => record.recurrence?.rule !== undefined && masterIds.includes(record.providerEventId as string)).map((record) => record._id)
+    const edits = await store.findEditsOf(batch.userId, seriesOfExceptions)
+    const plan = planProviderBatch({ batch, stored, waiting, linked, edits, mintId: mintEventId })
     const supersede = batch.complete === true && batch.generation !== undefined
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined
     const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
+    // Every page names its connection: this is how the backend learns of a connection made in Sync.
+    await fastify.users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {
       log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
     }
@@ -45,6 +50,11 @@ export default fp(async function providerEvents (fastify) {
 
   fastify.decorate('providerEvents', {
     applyBatch,
-    remove: async (removal: ProviderCalendarRemoval) => await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
+    remove: async (removal: ProviderCalendarRemoval) => {
+      const removed = await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
+      // Without a calendar, the whole connection's calendars went: the connection is gone.
+      if (removal.calendarId === undefined) await fastify.users.forgetProviderConnection(removal.userId, removal.connectionId)
+      return removed
+    }
   })
-}, { name: 'provider-events', dependencies: ['event-store'] })
+}, { name: 'provider-events', dependencies: ['event-store', 'users'] })

@@ -17,6 +17,8 @@ export interface UserDocument {
   google?: { googleId: string, gRefreshToken?: string }
   microsoft?: { microsoftId: string }
   apple?: { appleId: string }
+  /** Provider connections the Sync service has named for this user (lib/provider-connection.ts). */
+  providerConnections?: string[]
 }
 
 export interface UserStore {
@@ -32,6 +34,10 @@ export interface UserStore {
   recordAuthentication: (userId: string, facts: AuthenticationFacts) => Promise<UserDocument>
   /** Links a provider account (and its sealed refresh token) to an existing user; same rejection as above. */
   linkProviderAccount: (userId: string, payload: ProviderPayload, options?: { session?: ClientSession }) => Promise<void>
+  /** Remembers a connection the Sync service named for the user; no write when it is known. */
+  recordProviderConnection: (userId: string, connectionId: string) => Promise<void>
+  /** Forgets a connection whose calendars the Sync service removed. */
+  forgetProviderConnection: (userId: string, connectionId: string) => Promise<void>
 }
 
 declare module 'fastify' {
@@ -80,6 +86,13 @@ export function createUserStore (collection: Collection<UserDocument>): UserStor
       if (payload.provider === 'google' && payload.sealedRefreshToken !== undefined) $set['google.gRefreshToken'] = payload.sealedRefreshToken
       const result = await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session })
       if (result.matchedCount !== 1) throw new Error('no user record to link the provider account to')
+    },
+    async recordProviderConnection (userId, connectionId) {
+      // Filtered on the id's absence, so every later page of the connection matches nothing and writes nothing.
+      await collection.updateOne({ _id: new ObjectId(userId), providerConnections: { $ne: connectionId } }, { $addToSet: { providerConnections: connectionId } })
+    },
+    async forgetProviderConnection (userId, connectionId) {
+      await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } })
     }
   }
 }

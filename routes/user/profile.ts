@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { UserProfile } from '../../schemas/user.js'
 import { ErrorResponse } from '../../schemas/errors.js'
+import { isProviderConnected } from '../../lib/provider-connection.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/profile', {
@@ -20,7 +21,7 @@ const profile: FastifyPluginAsyncTypebox = async (fastify) => {
       ...(user.name !== undefined ? { name: user.name } : {}),
       signedUpAt: user.signedUpAt.toISOString(),
       lastLoggedInAt: user.lastLoggedInAt.toISOString(),
-      providerConnected: user.google?.googleId !== undefined
+      providerConnected: isProviderConnected(user)
     }
   })
 }

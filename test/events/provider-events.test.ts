@@ -140,6 +140,8 @@ test('provider pages reach the user\'s calendar', async (t) => {
   })
 
   await t.test('removing the connection removes imported events and keeps the user\'s own', async (t) => {
+    const connected = async () => (await app.inject({ method: 'GET', url: '/api/user/profile', headers: user.headers })).json().providerConnected
+    t.equal(await connected(), true, 'the pages named the connection: the profile says connected')
     const answer = await app.inject({
       method: 'POST',
       url: BACKEND_INTERNAL_PATHS.providerCalendarRemoval,
@@ -151,5 +153,99 @@ test('provider pages reach the user\'s calendar', async (t) => {
     const left = await range()
     t.same(left.map((event) => event.title), ['Mine'])
     t.notOk(left[0]?.providerEventId, 'without its provider identity')
+    t.equal(await connected(), false, 'and the connection is forgotten')
   })
+})
+
+test('an exception of a series made here is applied as an exception of the series, never onto it', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('exceptions'), password: 'pw-for-exceptions-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json()
+  const range = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ _id: string, title: string, startDate: string }>)
+    .map((event) => `${event.startDate} ${event.title}`)
+  const get = async (id: string) => (await app.inject({ method: 'GET', url: `/api/event/${id}`, headers: user.headers })).json()
+  const series = 'd'.repeat(24)
+  const rule = ['RRULE:FREQ=WEEKLY;COUNT=4']
+  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
+  t.same((await send([item('gweekly', { eventId: series, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1, 'the series written to the provider is linked')
+  // The user moves the second occurrence here; the provider has not heard of it yet.
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260511T070000Z`, headers: user.headers, payload: { title: 'Weekly', startDate: '2026-05-11T11:00:00+02:00', endDate: '2026-05-11T12:00:00+02:00', timeZone: 'Europe/Berlin' } })).statusCode, 204)
+  const editHere = await get(`${series}_20260511T070000Z`)
+
+  await t.test('an exception carrying the series\' own id (a provider copies the master\'s properties onto it) moves its occurrence, and the series stays whole', async (t) => {
+    const answer = await send([item('gweekly_20260518T070000Z', {
+      eventId: series,
+      updated: '2026-05-02T10:00:00.000Z',
+      recurringEventId: 'gweekly',
+      originalStartDate: '2026-05-18T09:00:00+02:00',
+      content: { title: 'Weekly', startDate: '2026-05-18T12:00:00+02:00', endDate: '2026-05-18T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+    })])
+    t.match(answer, { created: 1, updated: 0 })
+    t.match(await get(series), { providerEventId: 'gweekly', recurrence: { rule } }, 'the series keeps its provider id and rule')
+    t.same(await range(), [
+      '2026-05-04T09:00:00+02:00 Weekly',
+      '2026-05-11T11:00:00+02:00 Weekly',
+      '2026-05-18T12:00:00+02:00 Weekly',
+      '2026-05-25T09:00:00+02:00 Weekly'
+    ])
+  })
+
+  await t.test('an older exception of an occurrence edited here is superseded by the edit', async (t) => {
+    const answer = await send([item('gweekly_20260511T070000Z', {
+      updated: '2000-01-01T00:00:00.000Z', recurringEventId: 'gweekly', originalStartDate: '2026-05-11T09:00:00+02:00', content: { title: 'Stale', ...shape, startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00', isAllDay: false }
+    })])
+    t.match(answer, { superseded: 1, created: 0 })
+    t.ok((await range()).includes('2026-05-11T11:00:00+02:00 Weekly'))
+  })
+
+  await t.test('the provider\'s newer exception of that occurrence updates the edit made here: one occurrence, found by series and original start', async (t) => {
+    const answer = await send([item('gweekly_20260511T070000Z', {
+      updated: '2099-01-01T00:00:00.000Z', recurringEventId: 'gweekly', originalStartDate: '2026-05-11T07:00:00Z', content: { title: 'Weekly (there)', startDate: '2026-05-11T15:00:00+02:00', endDate: '2026-05-11T16:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+    })])
+    t.match(answer, { updated: 1, created: 0 })
+    t.same((await range()).filter((line) => line.startsWith('2026-05-11')), ['2026-05-11T15:00:00+02:00 Weekly (there)'])
+    t.match(await get(`${series}_20260511T070000Z`), { _id: editHere._id, providerEventId: 'gweekly_20260511T070000Z' }, 'the same stored edit, now linked')
+  })
+
+  await t.test('an exception written back for an edit made here links to that edit, never to the series', async (t) => {
+    t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260525T070000Z`, headers: user.headers, payload: { title: 'Last one', startDate: '2026-05-25T09:00:00+02:00', endDate: '2026-05-25T10:00:00+02:00', timeZone: 'Europe/Berlin' } })).statusCode, 204)
+    const edit = await get(`${series}_20260525T070000Z`)
+    const answer = await send([item('gweekly_20260525T070000Z', {
+      eventId: edit._id, updated: '2099-01-01T00:00:00.000Z', recurringEventId: 'gweekly', originalStartDate: '2026-05-25T09:00:00+02:00', content: { title: 'Last one (there)', startDate: '2026-05-25T09:00:00+02:00', endDate: '2026-05-25T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+    })])
+    t.match(answer, { updated: 1 })
+    t.match(await get(`${series}_20260525T070000Z`), { _id: edit._id, title: 'Last one (there)', providerEventId: 'gweekly_20260525T070000Z' })
+    const stale = await send([item('gweekly_20260525T070000Z', { eventId: edit._id, updated: '2000-01-01T00:00:00.000Z', recurringEventId: 'gweekly', originalStartDate: '2026-05-25T09:00:00+02:00' })])
+    t.match(stale, { superseded: 1 })
+    t.match(await get(series), { providerEventId: 'gweekly', recurrence: { rule } })
+  })
+})
+
+test('an all-day event keeps its own zone when the provider\'s copy comes back in the calendar\'s', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('all-day'), password: 'pw-for-all-day-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json()
+  const get = async (id: string) => (await app.inject({ method: 'GET', url: `/api/event/${id}`, headers: user.headers })).json()
+  const own = '9'.repeat(24)
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Offsite', startDate: '2026-05-10', endDate: '2026-05-12', isAllDay: true, timeZone: 'America/Los_Angeles' } })).statusCode, 204)
+  const berlin = (title: string, fields: Partial<ProviderEvent['content'] & object> = {}) => ({ title, startDate: '2026-05-10', endDate: '2026-05-12', isAllDay: true, timeZone: 'Europe/Berlin', ...fields })
+  await send([item('offsite', { eventId: own, content: berlin('Offsite') })])
+  t.match(await send([item('offsite', { updated: '2099-01-01T00:00:00.000Z', content: berlin('Offsite') })]), { unchanged: 1 }, 'the echo in the calendar\'s zone changes nothing')
+  t.match(await send([item('offsite', { updated: '2099-01-02T00:00:00.000Z', content: berlin('Offsite (moved)', { startDate: '2026-05-11' }) })]), { updated: 1 })
+  t.match(await get(own), { title: 'Offsite (moved)', startDate: '2026-05-11', timeZone: 'America/Los_Angeles' })
+  t.match(await send([item('offsite', { updated: '2099-01-03T00:00:00.000Z', content: { title: 'Offsite call', startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })]), { updated: 1 })
+  t.match(await get(own), { isAllDay: false, timeZone: 'Europe/Berlin' }, 'a timed event takes the provider\'s zone')
 })

@@ -55,7 +55,9 @@ export function toProviderEvent (event: GoogleEvent, calendarTimeZone: string): 
   // A live event without a start or end is nothing the backend can show; it is skipped, not invented.
   if (!cancelled && content === null) return null
   const originalStartDate = dateOf(event.originalStartTime)
-  const eventId = event.extendedProperties?.private?.[EVENT_ID_PROPERTY]
+  // An exception inherits its master's private properties, so the id found there names the
+  // series, not the occurrence: passing it on would apply the occurrence onto its series.
+  const eventId = event.recurringEventId ? undefined : event.extendedProperties?.private?.[EVENT_ID_PROPERTY]
   return {
     providerEventId: event.id,
     ...(event.iCalUID ? { iCalUID: cut(event.iCalUID, 1024) } : {}),

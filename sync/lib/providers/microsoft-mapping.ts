@@ -185,7 +185,11 @@ export function graphRecurrenceOf (lines: string[], startDate: string, zone: str
   if (until !== undefined) {
     const moment = /^\d{8}$/.test(until) ? DateTime.fromFormat(until, 'yyyyMMdd', { zone }) : DateTime.fromFormat(until, "yyyyMMdd'T'HHmmss'Z'", { zone: 'UTC' }).setZone(zone)
     if (!moment.isValid) return null
-    return { pattern, range: { type: 'endDate', startDate: startDay, endDate: moment.toISODate() ?? startDay, recurrenceTimeZone } }
+    // Graph's end date is a whole day that includes its occurrence; an UNTIL before the series' time of
+    // day on that date (a "this and following" cut just before an occurrence) ends the day before.
+    const timeOfDay = (value: DateTime) => value.hour * 3600 + value.minute * 60 + value.second
+    const lastDay = /^\d{8}$/.test(until) || timeOfDay(moment) >= timeOfDay(start) ? moment : moment.minus({ days: 1 })
+    return { pattern, range: { type: 'endDate', startDate: startDay, endDate: lastDay.toISODate() ?? startDay, recurrenceTimeZone } }
   }
   return { pattern, range: { type: 'noEnd', startDate: startDay, recurrenceTimeZone } }
 }
@@ -269,7 +273,7 @@ function graphTime (value: string, isAllDay: boolean, zone: string): GraphDateTi
  * too; `recurrence` is sent only when asked for, since Graph drops a series' exceptions whenever
  * its pattern is written.
  */
-export function graphFieldsOf (content: EventContent, options: { recurrence: boolean }): Record<string, unknown> {
+export function graphFieldsOf (content: EventContent, options: { recurrence: boolean, times?: boolean }): Record<string, unknown> {
   const recurrence = options.recurrence && content.recurrence !== undefined
     ? graphRecurrenceOf(content.recurrence, content.startDate, content.timeZone)
     : null
@@ -277,11 +281,27 @@ export function graphFieldsOf (content: EventContent, options: { recurrence: boo
     subject: content.title,
     body: { contentType: 'text', content: content.description ?? '' },
     location: { displayName: content.location ?? '' },
-    start: graphTime(content.startDate, content.isAllDay, content.timeZone),
-    end: graphTime(content.endDate, content.isAllDay, content.timeZone),
-    isAllDay: content.isAllDay,
+    ...(options.times === false
+      ? {}
+      : {
+          start: graphTime(content.startDate, content.isAllDay, content.timeZone),
+          end: graphTime(content.endDate, content.isAllDay, content.timeZone),
+          isAllDay: content.isAllDay
+        }),
     ...(recurrence === null ? {} : { recurrence })
   }
+}
+
+/**
+ * Whether Graph's event already has the content's start, end, all-day flag and zone. Outlook drops a
+ * series' exceptions whenever its times are written, even unchanged, so a series is written without
+ * them when they are the same.
+ */
+export function sameTiming (current: GraphEvent, content: EventContent, calendarTimeZone: string): boolean {
+  const held = contentOf(current, calendarTimeZone)
+  if (held === null || held.isAllDay !== content.isAllDay || held.timeZone !== content.timeZone) return false
+  const same = (a: string, b: string) => content.isAllDay ? a === b : Date.parse(a) === Date.parse(b)
+  return same(held.startDate, content.startDate) && same(held.endDate, content.endDate)
 }
 
 /**

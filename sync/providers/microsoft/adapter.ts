@@ -5,12 +5,12 @@
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
 import { DateTime } from 'luxon'
 import { bufferedFetch } from '../buffered-fetch.js'
-import { compileSeries, expandSeries, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
+import { compileSeries, expandSeries, hasOccurrenceAt, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import {
-  classifyFailure, graphFieldsOf, rruleLines, toProviderEvent, transactionIdFor
+  classifyFailure, graphFieldsOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
@@ -316,9 +316,15 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const pattern = content.recurrence?.filter((line) => line.startsWith('RRULE'))
       const recurrence = current.type !== 'occurrence' && current.type !== 'exception' && pattern !== undefined &&
         JSON.stringify(held) !== JSON.stringify(pattern)
+      // Likewise its times, which Graph takes as a new timing of the series even when unchanged.
+      const times = recurrence || current.type !== 'seriesMaster' || !sameTiming(current, content, calendar.timeZone)
+      // Graph drops the exceptions of a series whose pattern is written: they are read first and
+      // written again afterwards where their occurrence is still one of the series.
+      const kept = recurrence && current.type === 'seriesMaster' ? await this.#instances(context, current.id) : []
       const patched: GraphEvent = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(current.id)}`,
-        graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence }), ifMatch)
-      return { outcome: 'written', event: await this.#mapped(context, patched, calendar) }
+        graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence, times }), ifMatch)
+      if (kept.length > 0) await this.#restoreExceptions(context, current.id, kept, content)
+      return { outcome: 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
       throw new ProviderNotFoundError(`Microsoft has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
@@ -537,6 +543,54 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       // Only a refusal of this read falls back; a dead grant or an unavailable Graph stops the job as any call would.
       if (error instanceof ProviderUnavailableError || error instanceof ProviderAuthorizationRevokedError) throw error
       return 'UTC'
+    }
+  }
+
+  /** Every instance of a series over the synchronised range (and a margin for moved exceptions). */
+  async #instances (context: ProviderContext, masterId: string): Promise<GraphEvent[]> {
+    const now = this.#now().getTime()
+    const found: GraphEvent[] = []
+    let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
+      startDateTime: new Date(now - FULL_RANGE.beforeMs - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
+      endDateTime: new Date(now + FULL_RANGE.afterMs + MOVED_EXCEPTION_MARGIN_MS).toISOString()
+    }).toString()
+    while (next !== null) {
+      const page: GraphPage = await this.#graphCall(context, 'event.instances', 'GET', next, undefined, { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` })
+      found.push(...page.value ?? [])
+      next = page['@odata.nextLink'] ?? null
+    }
+    return found
+  }
+
+  /**
+   * After a series' pattern was written: its former exceptions whose occurrence the new pattern still
+   * has are written onto that occurrence again, and occurrences the series excludes (EXDATE, deleted
+   * at Microsoft before) are deleted again, so a "this and following" cut loses nothing before it.
+   */
+  async #restoreExceptions (context: ProviderContext, masterId: string, before: GraphEvent[], content: EventContent): Promise<void> {
+    const originalOf = (instance: GraphEvent): number => {
+      const text = instance.originalStart ?? ''
+      return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
+    }
+    const exceptions = new Map(before.filter((instance) => instance.type === 'exception' && instance.isCancelled !== true).map((instance) => [originalOf(instance), instance]))
+    let series: ReturnType<typeof compileSeries> | null = null
+    try {
+      series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+    } catch (error) {
+      if (!(error instanceof RecurrenceRuleError)) throw error
+    }
+    for (const instance of await this.#instances(context, masterId)) {
+      const original = originalOf(instance)
+      const url = `${this.#graph}/me/events/${encodeURIComponent(instance.id)}`
+      if (series !== null && !content.isAllDay && !hasOccurrenceAt(series, new Date(original))) {
+        await this.#graphCall(context, 'event.delete', 'DELETE', url)
+        continue
+      }
+      const exception = exceptions.get(original)
+      if (exception === undefined) continue
+      await this.#graphCall(context, 'event.update', 'PATCH', url, {
+        subject: exception.subject, body: exception.body, location: exception.location, start: exception.start, end: exception.end, isAllDay: exception.isAllDay
+      })
     }
   }
 

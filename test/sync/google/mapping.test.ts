@@ -53,6 +53,18 @@ test('series, exceptions and cancelled items become provider events', async (t) 
     recurringEventId: 'series1',
     originalStartDate: '2026-11-16T09:00:00+01:00'
   }, 'a cancelled occurrence carries no content')
+  t.same(toProviderEvent({
+    id: 'series1_20261109T080000Z',
+    status: 'confirmed',
+    recurringEventId: 'series1',
+    originalStartTime: { dateTime: '2026-11-09T09:00:00+01:00', timeZone: 'Europe/Berlin' },
+    updated: '2026-11-21T08:00:00Z',
+    summary: 'Weekly',
+    start: { dateTime: '2026-11-09T12:00:00+01:00', timeZone: 'Europe/Berlin' },
+    end: { dateTime: '2026-11-09T13:00:00+01:00', timeZone: 'Europe/Berlin' },
+    // Google copies the master's private properties onto its instances.
+    extendedProperties: { private: { calendarEventId: 'ours-1' } }
+  }, 'UTC')?.eventId, undefined, 'an exception does not carry its master\'s id as its own')
   t.equal(toProviderEvent({ status: 'confirmed' }, 'UTC'), null, 'no id, no event')
   t.equal(toProviderEvent({ id: 'x', status: 'confirmed', start: { date: '2026-01-01' } }, 'UTC'), null, 'a live event without an end is skipped')
 })

@@ -1,7 +1,7 @@
 // The pure rules of the Microsoft adapter: Windows zones, Graph patterns <-> RRULE, events, failures.
 import { test } from 'tap'
 import {
-  classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, toProviderEvent
+  classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, sameTiming, toProviderEvent
 } from '../../../sync/lib/providers/microsoft-mapping.js'
 import { ianaZoneOf, windowsZoneOf } from '../../../sync/lib/windows-zones.js'
 
@@ -78,4 +78,26 @@ test('content as Graph fields, and failures', async (t) => {
   t.equal(classifyFailure({ status: null, code: null }), 'unavailable')
   t.equal(classifyFailure({ status: 412, code: 'ErrorIrresolvableConflict' }), 'conflict')
   t.equal(classifyFailure({ status: 404, code: 'ErrorItemNotFound' }), 'notFound')
+})
+
+test('a "this and following" UNTIL just before an occurrence ends Graph\'s series the day before', async (t) => {
+  // The backend cuts a 10:00 New York series before its 15 December occurrence: UNTIL 09:59:59 local.
+  t.match(graphRecurrenceOf(['RRULE:FREQ=WEEKLY;BYDAY=TU;UNTIL=20261215T145959Z'], '2026-12-01T10:00:00-05:00', 'America/New_York'),
+    { range: { type: 'endDate', startDate: '2026-12-01', endDate: '2026-12-14' } })
+  t.match(graphRecurrenceOf(['RRULE:FREQ=WEEKLY;BYDAY=TU;UNTIL=20261215T170000Z'], '2026-12-01T10:00:00-05:00', 'America/New_York'),
+    { range: { type: 'endDate', endDate: '2026-12-15' } }, 'an UNTIL after the time of day keeps its date')
+  t.match(graphRecurrenceOf(['RRULE:FREQ=DAILY;UNTIL=20261214'], '2026-12-01', 'UTC'), { range: { type: 'endDate', endDate: '2026-12-14' } }, 'a date UNTIL is the last day')
+})
+
+test('a series whose times are unchanged is written without them (Graph drops exceptions on any write of its times)', async (t) => {
+  const content = { title: 'Standup', startDate: '2026-12-01T10:00:00-05:00', endDate: '2026-12-01T11:00:00-05:00', isAllDay: false, timeZone: 'America/New_York' }
+  const graph = { id: 'm', type: 'seriesMaster', start: { dateTime: '2026-12-01T15:00:00.0000000', timeZone: 'UTC' }, end: { dateTime: '2026-12-01T16:00:00.0000000', timeZone: 'UTC' }, originalStartTimeZone: 'Eastern Standard Time' }
+  t.ok(sameTiming(graph, content, 'UTC'))
+  t.notOk(sameTiming(graph, { ...content, endDate: '2026-12-01T11:30:00-05:00' }, 'UTC'), 'a new end')
+  t.notOk(sameTiming(graph, { ...content, timeZone: 'America/Chicago' }, 'UTC'), 'a new zone')
+  t.notOk(sameTiming({ id: 'x' }, content, 'UTC'), 'nothing to compare with')
+  t.ok(sameTiming({ id: 'h', isAllDay: true, start: { dateTime: '2026-12-24T00:00:00.0000000', timeZone: 'UTC' }, end: { dateTime: '2026-12-25T00:00:00.0000000', timeZone: 'UTC' } }, { ...content, isAllDay: true, startDate: '2026-12-24', endDate: '2026-12-25', timeZone: 'UTC' }, 'UTC'), 'all-day dates')
+  const fields = graphFieldsOf(content, { recurrence: false, times: false })
+  t.notOk('start' in fields || 'end' in fields || 'isAllDay' in fields)
+  t.equal(fields['subject'], 'Standup')
 })
