@@ -9,6 +9,7 @@ import { api } from './api.js'
 import { createStore } from './store.js'
 import { loadAuthState, markAuthenticated, needsEmailBackfill } from '../lib/auth-state.js'
 import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
+import { tooManyAttemptsMessage, waitFromRetryAfter } from '../lib/retry-after.js'
 
 export type SessionState =
   | { status: 'unknown' }
@@ -92,7 +93,13 @@ function fieldErrors (formFields: Array<{ id: string, error: string }>): FormRes
   return { ok: false, message: formFields.map((field) => field.error).join('. '), fields }
 }
 
-function failure (error: unknown): FormResult {
+// The SDK throws the response itself for a status it does not handle.
+async function failure (error: unknown): Promise<FormResult> {
+  if (error instanceof Response) {
+    if (error.status === 429) return { ok: false, message: tooManyAttemptsMessage(waitFromRetryAfter(error.headers.get('retry-after'))) }
+    const body = await error.json().catch(() => undefined) as { status?: unknown, formFields?: unknown } | undefined
+    if (error.status === 400 && body?.status === 'FIELD_ERROR' && Array.isArray(body.formFields)) return fieldErrors(body.formFields as Array<{ id: string, error: string }>)
+  }
   const message = error instanceof Error && error.message !== '' ? error.message : 'Something went wrong. Please try again.'
   return { ok: false, message }
 }
@@ -107,7 +114,7 @@ export async function signUp (input: { name: string, email: string, password: st
     await afterSignIn(input.email)
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -120,7 +127,7 @@ export async function signIn (input: { email: string, password: string }): Promi
     await afterSignIn(input.email)
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -131,7 +138,7 @@ export async function sendPasswordReset (email: string): Promise<FormResult> {
     if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -147,7 +154,7 @@ export async function submitNewPassword (password: string, token: string): Promi
     if (result.status === 'RESET_PASSWORD_INVALID_TOKEN_ERROR') return { ok: false, message: 'This reset link has expired or was already used. Ask for a new one.' }
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   } finally {
     history.replaceState(history.state, '', withoutResetToken(location.href))
   }
