@@ -152,6 +152,14 @@ function counted (window: Window | undefined, now: number, windowMs: number): Wi
   return current === undefined ? { count: 1, endsAt: now + windowMs } : { count: current.count + 1, endsAt: current.endsAt }
 }
 
+export interface SignInGuardLimits {
+  failuresPerAccountAndAddress: Limit
+  failuresPerAccount: Limit
+  knownAddressMs: number
+  knownAddressesPerAccount: number
+  trackedAccounts: number
+}
+
 /**
  * Failed sign-ins, per account and per (account, address), and the addresses each account is
  * known at. Only failures count. An address that failed too often for an account waits; an
@@ -162,7 +170,7 @@ function counted (window: Window | undefined, now: number, windowMs: number): Wi
 export class SignInGuard {
   private readonly accounts = new Map<string, AccountRecord>()
 
-  constructor (private readonly limits: typeof AUTH_LIMITS = AUTH_LIMITS) {}
+  constructor (private readonly limits: SignInGuardLimits = AUTH_LIMITS) {}
 
   /** Seconds to wait before this address may try this account, or undefined when it may now. */
   refusal (account: string, address: string, now = Date.now()): number | undefined {
