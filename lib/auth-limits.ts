@@ -69,7 +69,8 @@ export const AUTH_ROUTES: readonly AuthRoute[] = [
   { method: 'POST', path: '/api/auth/signin', auth: 'none', limit: 'credentials', library: true },
   { method: 'POST', path: '/api/auth/user/password/reset/token', auth: 'none', limit: 'credentials', perAccount: 'resetRequests', library: true },
   { method: 'POST', path: '/api/auth/user/password/reset', auth: 'reset token', limit: 'credentials', library: true },
-  { method: 'GET', path: '/api/auth/authorisationurl', auth: 'none', limit: 'credentials', library: true },
+  // It checks no secret and asks the core nothing; its only input that matters is the redirect URI, which must be ours.
+  { method: 'GET', path: '/api/auth/authorisationurl', auth: 'none', library: true },
   { method: 'POST', path: '/api/auth/signinup', auth: 'none', limit: 'credentials', library: true },
   { method: 'POST', path: '/api/auth/session/refresh', auth: 'refresh token', limit: 'refresh', library: true },
   { method: 'POST', path: '/api/auth/refresh', auth: 'refresh token', limit: 'refresh', library: false },

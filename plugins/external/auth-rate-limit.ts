@@ -18,8 +18,8 @@ export function tooManyAttempts (reply: FastifyReply, seconds: number): FastifyR
 }
 
 // The credential routes' rules (lib/auth-limits.ts): which spellings reach the session library,
-// the flood limits per address and per account, and field sizes. The limits are checked after the
-// body is parsed, since the account is named in it, and before the session library sees the request.
+// the flood limits per address and per account, and field sizes. All are checked after the body is
+// parsed, since the account is named in it, and before the session library sees the request.
 export default fp(async function authRateLimit (fastify) {
   await fastify.register(rateLimit, { global: false })
 
@@ -32,16 +32,15 @@ export default fp(async function authRateLimit (fastify) {
   const resetRequestsByAccount = limiter(AUTH_LIMITS.resetRequestsPerAccount, (request) => `account:reset:${accountOf(request.body) ?? ''}`)
   fastify.decorate('signInGuard', new SignInGuard())
 
-  // The session library answers from the not-found path, and would answer other spellings of its
-  // routes too: only the exact ones reach it.
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('preHandler', async (request, reply) => {
+    // The session library answers from the not-found path, and would answer other spellings of its
+    // routes too: only the exact ones reach it. (Here rather than earlier, so the 404 has every
+    // header the other hooks set.)
     if (request.is404 && !isServedLibraryRoute(request.method, request.url)) {
       return await reply.code(404).send(notFoundBody(request.method, request.url))
     }
-  })
-
-  fastify.addHook('preHandler', async (request, reply) => {
-    const route = request.is404 ? request.url : request.routeOptions.url ?? request.url
+    // The library's routes are not the router's (it matched none): their path is their route.
+    const route = request.routeOptions.url ?? request.url
     const limited = limitedAuthRoute(request.method, route)
     if (limited === undefined) return
     const action = limited.limit
