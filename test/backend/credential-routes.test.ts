@@ -2,7 +2,8 @@
 // check, no foreign redirect URI, no oversized field, no lock that keeps an owner out.
 import tap, { test } from 'tap'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
-import { AUTH_LIMITS } from '../../lib/auth-limits.js'
+import { readFile } from 'node:fs/promises'
+import { AUTH_LIMITS, AUTH_ROUTES } from '../../lib/auth-limits.js'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { CORE_INTERNAL_FAILURE, signInRequest, startCountingCore } from './counting-core.js'
 
@@ -157,4 +158,48 @@ test('a failure of the session core answers a 500 that names no internals', asyn
   t.equal(answer.statusCode, 500)
   t.same(answer.json(), { statusCode: 500, error: 'Internal Server Error', message: 'Something went wrong on our side; try again later' })
   t.match(log.text(), new RegExp(CORE_INTERNAL_FAILURE.replace(/[.]/g, '\\.')), 'the cause is in the log')
+})
+
+// The README's table of the routes that need no session: `METHOD path` for every method and path of a row.
+async function routesListedWithoutSession (): Promise<Set<string>> {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const section = readme.slice(readme.indexOf('**Routes that need no session.**'))
+  const table = section.slice(0, section.indexOf('\n\n', section.indexOf('|')))
+  const listed = new Set<string>()
+  for (const row of table.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| method'))) {
+    const [methods = '', paths = ''] = row.split('|').slice(1).map((cell) => cell.trim())
+    for (const method of methods.split(', ')) for (const [, path] of paths.matchAll(/`([^`]+)`/g)) listed.add(`${method} ${path}`)
+  }
+  return listed
+}
+
+test('the README lists every route that answers without a session, and each one it lists exists', async (t) => {
+  const deps = await startDependencies(t)
+  const { app, routes } = await buildApp(t, deps)
+  const listed = await routesListedWithoutSession()
+  t.ok(listed.size > 5, `the table is read (${[...listed].join(', ')})`)
+  const served = [
+    ...routes.filter((route) => !['HEAD', 'OPTIONS'].includes(route.method) && route.url !== '*'),
+    ...AUTH_ROUTES.filter((route) => route.library).map((route) => ({ method: route.method, url: route.path })),
+    // What the session library would answer besides: none of it may be reachable unlisted.
+    ...['/api/auth/emailpassword/email/exists', '/api/auth/signup/email/exists', '/api/auth/loginmethods', '/api/auth/jwt/jwks.json', '/api/auth/.well-known/openid-configuration']
+      .map((url) => ({ method: 'GET', url })),
+    { method: 'POST', url: '/api/auth/callback/apple' }
+  ]
+  for (const { method, url } of served) {
+    if (url.startsWith('/sync/')) {
+      // The Sync service's public parts, proxied whole: listed by their prefix.
+      t.ok([...listed].some((key) => key.endsWith(` ${url}`) || key.endsWith(` ${url}/*`) || key.endsWith(` ${url.replace(/\/\*$/, '')}`)), `${url} is listed`)
+      continue
+    }
+    const answer = await app.inject({ method: method as 'GET', url: url.replace(/:\w+/g, '0').replace(/\*$/, 'x'), headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.99' }, ...(method === 'GET' ? {} : { payload: {} }) })
+    // 404: not served here (a provider route when no provider is configured, or a route kept from the library).
+    const answersWithoutSession = ![401, 403, 404].includes(answer.statusCode)
+    if (answersWithoutSession) t.ok(listed.has(`${method} ${url}`), `${method} ${url} answers ${answer.statusCode} without a session: listed`)
+  }
+  const known = new Set(served.map((route) => `${route.method} ${route.url}`))
+  for (const key of listed) {
+    const [, path = ''] = key.split(' ')
+    t.ok(known.has(key) || path.startsWith('/sync/'), `${key} exists`)
+  }
 })
