@@ -17,7 +17,7 @@ import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
-import { errorBody, notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
+import { notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
 import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
 
@@ -155,14 +155,28 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
             signUpPOST: original.signUpPOST && (async (input) => {
               const result = await original.signUpPOST!(input)
               if (result.status !== 'OK') return result
+              // The address an account was made at is one it is known at (a lock does not shut it out).
+              const request = input.options.req.original as FastifyRequest
+              request.server.signInGuard.succeeded(normalizeEmail(formValue(input.formFields, 'email') ?? ''), request.ip)
               const session = await appOf(input.options.req).identity.adopt(libraryRequest(input), result.session, {
                 email: formValue(input.formFields, 'email') ?? '',
                 name: formValue(input.formFields, 'name')
               })
               return { ...result, session }
             }),
+            // The session library's email-exists check would tell anyone which emails have accounts.
+            emailExistsGET: undefined,
             signInPOST: original.signInPOST && (async (input) => {
+              const request = input.options.req.original as FastifyRequest
+              const account = normalizeEmail(formValue(input.formFields, 'email') ?? '')
+              const wait = request.server.signInGuard.refusal(account, request.ip)
+              if (wait !== undefined) {
+                request.log.warn('sign-in refused: too many failed attempts')
+                throw new TypedHttpError(429, 'RATE_LIMITED', `Too many attempts; try again in ${wait} seconds`, {}, wait)
+              }
               const result = await original.signInPOST!(input)
+              if (result.status === 'OK') request.server.signInGuard.succeeded(account, request.ip)
+              else if (result.status === 'WRONG_CREDENTIALS_ERROR') request.server.signInGuard.failed(account, request.ip)
               if (result.status === 'WRONG_CREDENTIALS_ERROR' && !passwordChecked.has(input.userContext)) {
                 // The library answers at once for an email without an account, but only after a
                 // password check for one with an account: check the password against the decoy
@@ -175,6 +189,11 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
                 name: undefined
               })
               return { ...result, session }
+            }),
+            passwordResetPOST: original.passwordResetPOST && (async (input) => {
+              const result = await original.passwordResetPOST!(input)
+              if (result.status === 'OK') appOf(input.options.req).signInGuard.passwordReset(normalizeEmail(result.email))
+              return result
             }),
             generatePasswordResetTokenPOST: original.generatePasswordResetTokenPOST && (async (input) => {
               const formFields = input.formFields.map((field) => field.id === 'email' && typeof field.value === 'string'
@@ -243,6 +262,13 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
               }),
               apis: (original) => ({
                 ...original,
+                // Only the service's own callback may receive a provider's code.
+                authorisationUrlGET: original.authorisationUrlGET && (async (input) => {
+                  if (!isAllowedRedirectUri(input.redirectURIOnProviderDashboard, config.web.url)) {
+                    throw new TypedHttpError(400, 'REDIRECT_URI_NOT_ALLOWED', 'The redirect URI is not this service\'s provider callback')
+                  }
+                  return await original.authorisationUrlGET!(input)
+                }),
                 signInUpPOST: original.signInUpPOST && (async (input) => {
                   // Both refusals come before the library exchanges anything with the provider.
                   const redirect = 'redirectURIInfo' in input ? input.redirectURIInfo : undefined
@@ -344,12 +370,10 @@ export default fp(async function session (fastify) {
   await fastify.register(async function sessionLibraryRoutes (auth) {
     await auth.register(supertokensPlugin)
     auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
-    // The app's own refusals inside the library's routes (a provider sign-in's redirect URI)
-    // keep their status and code; everything else is handled as before.
-    auth.setErrorHandler(async (error, _request, reply) => {
-      if (error instanceof TypedHttpError) return await reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code))
-      throw error
-    })
+    // Errors of the library's routes go to the app's one error handler (typed refusals keep their
+    // status, code and Retry-After; a 5xx hides its message). This scope is made before the app
+    // sets that handler, so without this its errors would reach Fastify's default, which does not.
+    auth.setErrorHandler(async (error, request, reply) => { await fastify.errorHandler(error, request, reply) })
     auth.addHook('onSend', async (request, _reply, payload) => {
       const summary = signInSummaries.get(request)
       if (summary === undefined || typeof payload !== 'string') return payload
@@ -362,4 +386,4 @@ export default fp(async function session (fastify) {
   fastify.decorateRequest('userId', '')
   fastify.decorate('requireSession', sessionVerifier({ checkDatabase: false }))
   fastify.decorate('requireLiveSession', sessionVerifier({ checkDatabase: true }))
-}, { name: 'session', dependencies: ['config', 'identity', 'sign-out', 'provider-auth', 'session-revocations'] })
+}, { name: 'session', dependencies: ['config', 'identity', 'sign-out', 'provider-auth', 'session-revocations', 'auth-rate-limit'] })

@@ -51,6 +51,13 @@ test('with Google configured, the authorisation URL asks for offline calendar ac
   t.match(url.searchParams.get('scope') ?? '', /https:\/\/www\.googleapis\.com\/auth\/calendar/)
   t.notMatch(body.urlWithQueryParams, /google-client-secret/, 'the secret never leaves the backend')
 
+  for (const other of ['https://evil.example/cb', `${redirect}/`, `${redirect}?next=https://evil.example`, 'http://localhost:9081/auth/extprovider/callback']) {
+    const refused = await app.inject({ method: 'GET', url: `/api/auth/authorisationurl?thirdPartyId=google&redirectURIOnProviderDashboard=${encodeURIComponent(other)}` })
+    t.equal(refused.statusCode, 400, other)
+    t.equal(refused.json().code, 'REDIRECT_URI_NOT_ALLOWED', other)
+    t.notMatch(refused.body, /accounts\.google\.com/, 'no authorization URL for it')
+  }
+
   const unknown = await app.inject({ method: 'GET', url: '/api/auth/authorisationurl?thirdPartyId=apple&redirectURIOnProviderDashboard=x' })
   t.not(unknown.json().status, 'OK', 'an unconfigured provider is not offered')
 })

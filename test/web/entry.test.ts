@@ -4,6 +4,7 @@ import { test } from 'tap'
 import { readAuthEntry, routeOf, withResetToken, withoutResetToken } from '../../web/src/lib/auth-params.js'
 import { AUTH_STATE_KEY, LEGACY_AUTH_KEY, loadAuthState, markAuthenticated, needsEmailBackfill } from '../../web/src/lib/auth-state.js'
 import { memoryStore } from '../../web/src/lib/storage.js'
+import { tooManyAttemptsMessage, waitFromRetryAfter } from '../../web/src/lib/retry-after.js'
 
 const origin = 'https://cal.example.com'
 
@@ -68,4 +69,19 @@ test('local auth state: sign-in sets the flag and the email; a returning user wi
   t.equal(needsEmailBackfill(loadAuthState(store)), false)
   t.same(markAuthenticated(store), { hasAuthenticated: true, lastKnownEmail: 'ada@example.com' }, 'a sign-in without an email keeps the known one')
   t.equal(needsEmailBackfill({ hasAuthenticated: false }), false, 'never signed in: nothing to backfill')
+})
+
+test('a refusal for now: the wait from Retry-After, in words', async (t) => {
+  const now = Date.parse('2026-03-02T10:00:00Z')
+  t.equal(waitFromRetryAfter('900', now), 900)
+  t.equal(waitFromRetryAfter('Mon, 02 Mar 2026 10:01:30 GMT', now), 90, 'an HTTP date')
+  t.equal(waitFromRetryAfter('Mon, 02 Mar 2026 09:00:00 GMT', now), 1, 'a date gone by: at least a second')
+  t.equal(waitFromRetryAfter(null, now), undefined)
+  t.equal(waitFromRetryAfter('soon', now), undefined)
+  t.equal(tooManyAttemptsMessage(900), 'Too many attempts. Try again in 15 minutes.')
+  t.equal(tooManyAttemptsMessage(61), 'Too many attempts. Try again in 2 minutes.')
+  t.equal(tooManyAttemptsMessage(60), 'Too many attempts. Try again in 1 minute.')
+  t.equal(tooManyAttemptsMessage(1), 'Too many attempts. Try again in 1 second.')
+  t.equal(tooManyAttemptsMessage(42), 'Too many attempts. Try again in 42 seconds.')
+  t.equal(tooManyAttemptsMessage(undefined), 'Too many attempts. Please try again later.')
 })

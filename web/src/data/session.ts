@@ -11,6 +11,7 @@ import { loadAuthState, markAuthenticated, needsEmailBackfill } from '../lib/aut
 import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
 import { signupFailedEvent } from '../lib/oauth.js'
 import { track } from './analytics.js'
+import { tooManyAttemptsMessage, waitFromRetryAfter } from '../lib/retry-after.js'
 
 export type SessionState =
   | { status: 'unknown' }
@@ -94,7 +95,13 @@ function fieldErrors (formFields: Array<{ id: string, error: string }>): FormRes
   return { ok: false, message: formFields.map((field) => field.error).join('. '), fields }
 }
 
-function failure (error: unknown): FormResult {
+// The SDK throws the response itself for a status it does not handle.
+async function failure (error: unknown): Promise<FormResult> {
+  if (error instanceof Response) {
+    if (error.status === 429) return { ok: false, message: tooManyAttemptsMessage(waitFromRetryAfter(error.headers.get('retry-after'))) }
+    const body = await error.json().catch(() => undefined) as { status?: unknown, formFields?: unknown } | undefined
+    if (error.status === 400 && body?.status === 'FIELD_ERROR' && Array.isArray(body.formFields)) return fieldErrors(body.formFields as Array<{ id: string, error: string }>)
+  }
   const message = error instanceof Error && error.message !== '' ? error.message : 'Something went wrong. Please try again.'
   return { ok: false, message }
 }
@@ -116,7 +123,7 @@ export async function signUp (input: { name: string, email: string, password: st
     return { ok: true }
   } catch (error) {
     track(signupFailedEvent('error'))
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -129,7 +136,7 @@ export async function signIn (input: { email: string, password: string }): Promi
     await afterSignIn(input.email)
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -140,7 +147,7 @@ export async function sendPasswordReset (email: string): Promise<FormResult> {
     if (result.status === 'FIELD_ERROR') return fieldErrors(result.formFields)
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   }
 }
 
@@ -156,7 +163,7 @@ export async function submitNewPassword (password: string, token: string): Promi
     if (result.status === 'RESET_PASSWORD_INVALID_TOKEN_ERROR') return { ok: false, message: 'This reset link has expired or was already used. Ask for a new one.' }
     return { ok: true }
   } catch (error) {
-    return failure(error)
+    return await failure(error)
   } finally {
     history.replaceState(history.state, '', withoutResetToken(location.href))
   }

@@ -27,14 +27,17 @@ export function AuthDialog (props: {
   )
 }
 
-function Field (props: { id: string, label: string, type: 'text' | 'email' | 'password', autocomplete: string, error: string | undefined, value: string, onInput: (value: string) => void, minLength?: number }) {
+// The backend's field limits (lib/auth-limits.ts): the browser stops typing there.
+const MAX_LENGTH = { name: 100, email: 254, password: 100 }
+
+function Field (props: { id: string, label: string, type: 'text' | 'email' | 'password', autocomplete: string, error: string | undefined, value: string, onInput: (value: string) => void, minLength?: number, maxLength: number }) {
   const errorId = `${props.id}-error`
   return (
     <div class='field'>
       <label for={props.id}>{props.label}</label>
       <input
         id={props.id} name={props.id} type={props.type as 'text'} autocomplete={props.autocomplete} required value={props.value}
-        minLength={props.minLength}
+        minLength={props.minLength} maxLength={props.maxLength}
         aria-invalid={props.error !== undefined} aria-describedby={props.error !== undefined ? errorId : undefined}
         onInput={(event) => props.onInput((event.currentTarget as HTMLInputElement).value)}
       />
@@ -87,13 +90,13 @@ function AuthForm (props: { kind: AuthDialogKind, resetToken: string | null, onS
         : (
           <>
             {kind === 'forgot' && <p>Enter the email of your account. We will send a link to choose a new password.</p>}
-            {kind === 'signup' && <Field id='auth-name' label='Name' type='text' autocomplete='name' value={name} onInput={setName} error={fields.name} />}
-            {kind !== 'reset' && <Field id='auth-email' label='Email' type='email' autocomplete='email' value={email} onInput={setEmail} error={fields.email} />}
+            {kind === 'signup' && <Field id='auth-name' label='Name' type='text' autocomplete='name' value={name} onInput={setName} error={fields.name} maxLength={MAX_LENGTH.name} />}
+            {kind !== 'reset' && <Field id='auth-email' label='Email' type='email' autocomplete='email' value={email} onInput={setEmail} error={fields.email} maxLength={MAX_LENGTH.email} />}
             {kind !== 'forgot' && (
               <Field
                 id='auth-password' label={kind === 'reset' ? 'New password' : 'Password'} type='password'
                 autocomplete={kind === 'login' ? 'current-password' : 'new-password'} value={password} onInput={setPassword} error={fields.password}
-                minLength={kind === 'login' ? undefined : 8}
+                minLength={kind === 'login' ? undefined : 8} maxLength={MAX_LENGTH.password}
               />
             )}
             {result !== null && !result.ok && Object.keys(fields).length === 0 && <p role='alert' class='form-error'>{result.message}</p>}
