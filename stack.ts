@@ -152,7 +152,11 @@ async function readSchedulerFile (path: string): Promise<SchedulerFile> {
 async function maintainOnce (caller: SchedulerFile): Promise<void> {
   const token = await signMaintenanceToken(caller.signingKey, { caller: caller.caller, audience: caller.audience })
   const response = await fetch(caller.url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(120_000) })
-  if (response.status !== 200) throw new StackError(`maintenance: ${caller.url} answered ${response.status}`)
+  if (response.status !== 200) {
+    // Read to the end, so the loop's next call finds the connection free.
+    await response.arrayBuffer().catch(() => undefined)
+    throw new StackError(`maintenance: ${caller.url} answered ${response.status}`)
+  }
   const report = await response.json() as { renewed?: unknown, stopped?: unknown, failed?: unknown }
   say(`maintenance: renewed ${String(report.renewed)}, stopped ${String(report.stopped)}, failed ${String(report.failed)}`)
 }
