@@ -3,21 +3,26 @@
 //
 //   npm run setup -- [--web-url URL] [--api-url URL] [--version TAG] [--web-port N] [--backend-port N] [--dir DIR]
 //   npm run setup -- --env-only [--dir DIR]      rewrite .env from an existing config.yaml
+//   npm run setup -- --add-scheduler-key [--dir DIR]
+//                                                add the watch-maintenance scheduler's key pair to a
+//                                                config.yaml written before the scheduler existed
 //
 // On a terminal it asks for the public URLs it was not given; otherwise it asks nothing and uses
 // the defaults (the published ports on this machine).
+import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
-import { parse as parseYaml, stringify } from 'yaml'
+import { parse as parseYaml, parseDocument, stringify } from 'yaml'
 import { ConfigError, parseConfig, type LoadedConfig } from './lib/config.js'
 import {
   checkAnswers, composeEnvironment, defaultApiUrl, defaultWebUrl, generateSecrets, nextSteps,
-  productionConfig, renderConfigYaml, renderEnvFile, SETUP_DEFAULTS, type SetupAnswers
+  productionConfig, renderConfigYaml, renderEnvFile, SETUP_DEFAULTS, STACK_NAMES, type SetupAnswers
 } from './lib/setup.js'
-import { selfHostFindings, syncConfigDocument } from './lib/setup-stack.js'
+import { ed25519KeyPair } from './lib/maintenance-token.js'
+import { schedulerFindings, selfHostFindings, syncConfigDocument } from './lib/setup-stack.js'
 import type { Config } from './schemas/config.js'
 
 class SetupError extends Error {}
@@ -42,7 +47,7 @@ async function answersFrom (values: Record<string, string | boolean | undefined>
 /** A configuration the services and the stack would refuse is never written. */
 function check (text: string): LoadedConfig<Config> {
   const loaded = parseConfig(text, 'backend')
-  const problem = selfHostFindings(loaded.config)[0]
+  const problem = [...selfHostFindings(loaded.config), ...schedulerFindings(loaded.config)][0]
   if (problem !== undefined) throw new ConfigError(`config: ${problem.key} ${problem.rule}`)
   parseConfig(stringify(syncConfigDocument(parseYaml(text) as Record<string, unknown>, loaded.config)), 'sync')
   return loaded
@@ -58,12 +63,37 @@ async function main (argv: string[]): Promise<void> {
       'web-port': { type: 'string' },
       'backend-port': { type: 'string' },
       dir: { type: 'string' },
-      'env-only': { type: 'boolean' }
+      'env-only': { type: 'boolean' },
+      'add-scheduler-key': { type: 'boolean' }
     }
   })
   const dir = resolve(values.dir ?? '.')
   const configPath = join(dir, 'config.yaml')
   const envPath = join(dir, '.env')
+
+  if (values['add-scheduler-key'] === true) {
+    let text: string
+    try {
+      text = await readFile(configPath, 'utf8')
+    } catch {
+      throw new SetupError(`setup: there is no ${configPath} to read; run \`npm run setup\` without --add-scheduler-key first`)
+    }
+    const document = parseDocument(text)
+    if (document.has('scheduler')) throw new SetupError(`setup: ${configPath} already has scheduler.signingKey; nothing was changed`)
+    if (document.hasIn(['sync', 'maintenanceIssuer'])) throw new SetupError('setup: sync.maintenanceIssuer is set, and sync.maintenanceKey is its alternative; remove it first to use the stack\'s scheduler')
+    const keys = ed25519KeyPair(randomBytes(32))
+    if (!document.hasIn(['sync', 'maintenanceCaller'])) document.setIn(['sync', 'maintenanceCaller'], STACK_NAMES.maintenanceCaller)
+    document.setIn(['sync', 'maintenanceKey'], keys.publicJwk)
+    document.set('scheduler', { signingKey: keys.privateJwk })
+    const updated = document.toString({ lineWidth: 0 })
+    check(updated)
+    // A new file renamed over the old, so an interrupted run leaves the old one whole.
+    const staging = `${configPath}.${process.pid}`
+    await writeFile(staging, updated, { mode: 0o600, flag: 'wx' })
+    await rename(staging, configPath)
+    process.stdout.write(`added scheduler.signingKey, sync.maintenanceKey and sync.maintenanceCaller to ${configPath}; start the stack again: docker compose up -d\n`)
+    return
+  }
 
   if (values['env-only'] === true) {
     let text: string

@@ -1,17 +1,26 @@
 // The self-host stack's own steps, run from the backend image by compose.yaml:
 //   node dist/stack.js files --config FILE --out DIR   derive every container's secret files from config.yaml
 //   node dist/stack.js database                        initiate the replica set and create the Sync user
-//   node dist/stack.js health backend|sync             the containers' health checks
+//   node dist/stack.js health backend|sync|scheduler   the containers' health checks
+//   node dist/stack.js maintenance [--caller FILE] [--every-minutes N] [--once]
+//                                                      the scheduler: POST /maintenance to the Sync
+//                                                      service with an ID token it signs, every N minutes
 // Each prints one line per thing it did and never a secret.
 import { chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { Value } from '@sinclair/typebox/value'
 import { MongoClient } from 'mongodb'
 import { parse as parseYaml, stringify } from 'yaml'
 import { ConfigError, loadConfig, parseConfig } from './lib/config.js'
 import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from './lib/loopback.js'
 import { environmentDrift } from './lib/setup.js'
-import { rootConnection, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser } from './lib/setup-stack.js'
+import {
+  rootConnection, SCHEDULER_FILE, schedulerFindings, SchedulerFileSchema, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser,
+  type SchedulerFile
+} from './lib/setup-stack.js'
+import { signMaintenanceToken } from './lib/maintenance-token.js'
 import { DATABASE_DEADLINES } from './lib/mongo-errors.js'
 
 class StackError extends Error {}
@@ -31,7 +40,7 @@ async function files (configPath: string, outDir: string, env: NodeJS.ProcessEnv
   if (override === 'mismatch') throw new ConfigError(`config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
   const acceptLoopback = override === 'granted'
   const { config } = parseConfig(text, 'backend', { acceptLoopback })
-  const problem = selfHostFindings(config)[0]
+  const problem = [...selfHostFindings(config), ...schedulerFindings(config)][0]
   if (problem !== undefined) throw new ConfigError(`config: ${problem.key} ${problem.rule}`)
   const drift = environmentDrift(config, env)[0]
   if (drift !== undefined) throw new ConfigError(drift)
@@ -123,13 +132,81 @@ async function database (env: NodeJS.ProcessEnv): Promise<void> {
   }
 }
 
+// The scheduler's last call, for its health check; in the container's own /tmp, as it is no secret.
+const SCHEDULER_STATUS = join(tmpdir(), 'calendar-scheduler-status.json')
+
+interface SchedulerStatus { at: number, ok: boolean, everyMs: number }
+
+async function readSchedulerFile (path: string): Promise<SchedulerFile> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(await readFile(path, 'utf8'))
+  } catch {
+    throw new StackError(`cannot read ${path} (the config step writes it into the scheduler's volume)`)
+  }
+  if (!Value.Check(SchedulerFileSchema, parsed)) throw new StackError(`${path} is not a scheduler file; run the config step again`)
+  return parsed
+}
+
+/** One watch-maintenance pass at the Sync service; throws unless it answers 200. */
+async function maintainOnce (caller: SchedulerFile): Promise<void> {
+  const token = await signMaintenanceToken(caller.signingKey, { caller: caller.caller, audience: caller.audience })
+  const response = await fetch(caller.url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(120_000) })
+  if (response.status !== 200) {
+    // Read to the end, so the loop's next call finds the connection free.
+    await response.arrayBuffer().catch(() => undefined)
+    throw new StackError(`maintenance: ${caller.url} answered ${response.status}`)
+  }
+  const report = await response.json() as { renewed?: unknown, stopped?: unknown, failed?: unknown }
+  say(`maintenance: renewed ${String(report.renewed)}, stopped ${String(report.stopped)}, failed ${String(report.failed)}`)
+}
+
+async function maintenance (path: string, everyMinutes: number, once: boolean): Promise<void> {
+  const caller = await readSchedulerFile(path)
+  if (once) {
+    await maintainOnce(caller)
+    return
+  }
+  if (!Number.isFinite(everyMinutes) || everyMinutes < 1) throw new StackError('--every-minutes must be a number of minutes, at least 1')
+  const everyMs = everyMinutes * 60_000
+  say(`maintenance: calling ${caller.url} every ${everyMinutes} min`)
+  for (;;) {
+    let ok = true
+    try {
+      await maintainOnce(caller)
+    } catch (error) {
+      ok = false
+      process.stderr.write(`stack: ${(error as Error).message.split('\n')[0]}; trying again in ${everyMinutes} min\n`)
+    }
+    const status: SchedulerStatus = { at: Date.now(), ok, everyMs }
+    await writeFile(SCHEDULER_STATUS, JSON.stringify(status))
+    await sleep(everyMs)
+  }
+}
+
+/** Healthy while the last call was accepted and the next one is not overdue. */
+async function schedulerHealth (): Promise<void> {
+  let status: SchedulerStatus
+  try {
+    status = JSON.parse(await readFile(SCHEDULER_STATUS, 'utf8')) as SchedulerStatus
+  } catch {
+    throw new StackError('the scheduler has made no call yet')
+  }
+  if (!status.ok) throw new StackError('the scheduler\'s last maintenance call was refused or failed')
+  if (Date.now() - status.at > 2 * status.everyMs + 60_000) throw new StackError('the scheduler\'s calls are overdue')
+}
+
 async function health (service: string, env: NodeJS.ProcessEnv): Promise<void> {
+  if (service === 'scheduler') {
+    await schedulerHealth()
+    return
+  }
   const url = service === 'backend'
     ? `http://127.0.0.1:${loadConfig({ argv: [], env, service: 'backend' }).config.backend.port}/api/health`
     : service === 'sync'
       ? `http://127.0.0.1:${loadConfig({ argv: [], env, service: 'sync' }).config.sync.port}/health/ready`
       : undefined
-  if (url === undefined) throw new StackError('health needs backend or sync')
+  if (url === undefined) throw new StackError('health needs backend, sync or scheduler')
   const response = await fetch(url, { signal: AbortSignal.timeout(3000) })
   if (response.status !== 200) throw new StackError(`${service} answered ${response.status}`)
 }
@@ -138,7 +215,13 @@ async function main (argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { config: { type: 'string' }, out: { type: 'string' } }
+    options: {
+      config: { type: 'string' },
+      out: { type: 'string' },
+      caller: { type: 'string' },
+      'every-minutes': { type: 'string' },
+      once: { type: 'boolean' }
+    }
   })
   const [command, service] = positionals
   if (command === 'files') {
@@ -147,8 +230,10 @@ async function main (argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
     await database(env)
   } else if (command === 'health') {
     await health(service ?? '', env)
+  } else if (command === 'maintenance') {
+    await maintenance(resolve(values.caller ?? `/run/calendar/${SCHEDULER_FILE}`), Number(values['every-minutes'] ?? '30'), values.once === true)
   } else {
-    throw new StackError('usage: node dist/stack.js files [--config FILE] [--out DIR] | database | health backend|sync')
+    throw new StackError('usage: node dist/stack.js files [--config FILE] [--out DIR] | database | health backend|sync|scheduler | maintenance [--caller FILE] [--every-minutes N] [--once]')
   }
 }
 

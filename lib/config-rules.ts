@@ -1,4 +1,5 @@
 import type { SyncConfig, ServiceName } from '../schemas/config.js'
+import { isKeyPair } from './maintenance-token.js'
 
 // Rules of the specification's "Deployment configuration keys" that a JSON schema cannot say,
 // because they involve more than one key. Each names the key it is about; none prints a value.
@@ -160,6 +161,22 @@ export const crossKeyRules: CrossKeyRule[] = [
       : ([['extprovider', extprovider], ['extprovider2', extprovider2], ['idsignin', idsignin]] as const)
           .filter(([, block]) => block?.endpointBase !== undefined)
           .map(([name]) => ({ key: `${name}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
+  },
+  {
+    services: ['backend', 'sync'],
+    check: ({ sync }) => {
+      if (sync.maintenanceKey === undefined) return []
+      const findings: RuleFinding[] = []
+      if (sync.maintenanceIssuer !== undefined) findings.push({ key: 'sync.maintenanceKey', rule: 'is an alternative to sync.maintenanceIssuer: set one of them', severity: 'error' })
+      if (sync.maintenanceCaller === undefined) findings.push({ key: 'sync.maintenanceCaller', rule: 'is required with sync.maintenanceKey (the caller its tokens name)', severity: 'error' })
+      return findings
+    }
+  },
+  {
+    services: ['backend'],
+    check: ({ scheduler, sync }) => scheduler === undefined || (sync.maintenanceKey !== undefined && isKeyPair(scheduler.signingKey, sync.maintenanceKey))
+      ? []
+      : [{ key: 'scheduler.signingKey', rule: 'must be the private half of sync.maintenanceKey, or the Sync service refuses every maintenance call', severity: 'error' }]
   },
   {
     services: ['backend'],

@@ -1,9 +1,11 @@
 // What the self-host stack's one-shot steps (stack.ts, run by compose.yaml) derive from the one
 // config.yaml: the files each container reads its secrets from, the Sync service's narrower copy
 // of the configuration, and the database users. Rules only; stack.ts writes and connects.
-import { stringify } from 'yaml'
-import type { Config } from '../schemas/config.js'
+import { Type, type Static } from '@sinclair/typebox'
+import { parseDocument, stringify } from 'yaml'
+import { SchedulerSchema, type Config } from '../schemas/config.js'
 import { databaseNameOf, type RuleFinding } from './config-rules.js'
+import { maintenanceAudience } from './maintenance-token.js'
 import { STACK_NAMES } from './setup.js'
 
 // The users the images run as: node in ours, mongodb and postgres (999) in the database images.
@@ -13,8 +15,22 @@ export const STACK_UIDS = { root: 0, node: 1000, database: 999 } as const
  * One named volume per consumer, each mounted read-only at /run/calendar in its container only: the
  * Sync container never holds the root database password, Postgres never sees the API key.
  */
-export type StackVolume = 'backend' | 'sync' | 'mongo' | 'sessions-db' | 'session-core'
-export const STACK_VOLUMES: readonly StackVolume[] = ['backend', 'sync', 'mongo', 'sessions-db', 'session-core']
+export type StackVolume = 'backend' | 'sync' | 'mongo' | 'sessions-db' | 'session-core' | 'scheduler'
+export const STACK_VOLUMES: readonly StackVolume[] = ['backend', 'sync', 'mongo', 'sessions-db', 'session-core', 'scheduler']
+
+/** The scheduler's one file, in its volume: what it signs with and whom it calls. */
+export const SCHEDULER_FILE = 'maintenance.json'
+
+export const SchedulerFileSchema = Type.Object({
+  /** Where the scheduler reaches POST /maintenance: the Sync service's address inside the stack. */
+  url: Type.String({ pattern: '^https?://' }),
+  /** The token's audience: the endpoint's public URL, which the Sync service expects. */
+  audience: Type.String({ minLength: 1 }),
+  caller: Type.String({ minLength: 3 }),
+  signingKey: SchedulerSchema.properties.signingKey
+}, { additionalProperties: false })
+
+export type SchedulerFile = Static<typeof SchedulerFileSchema>
 
 export interface StackFile {
   volume: StackVolume
@@ -104,6 +120,18 @@ export function selfHostFindings (config: Config): RuleFinding[] {
   return findings
 }
 
+/**
+ * What the stack's config step and setup add for the full config.yaml (the backend's copy has no
+ * scheduler block): a maintenance caller, which is the stack's scheduler (its key and the Sync
+ * service's half of it) unless an outside scheduler's issuer is named. The configuration's own rules
+ * check that the two halves belong together.
+ */
+export function schedulerFindings (config: Config): RuleFinding[] {
+  const { scheduler, sync } = config
+  if (sync.maintenanceCaller !== undefined && (sync.maintenanceIssuer !== undefined || (scheduler !== undefined && sync.maintenanceKey !== undefined))) return []
+  return [finding('scheduler.signingKey', 'is required by the self-host stack, with sync.maintenanceKey and sync.maintenanceCaller: the scheduler signs watch maintenance with it (or name a scheduler of your own with sync.maintenanceIssuer and sync.maintenanceCaller); `npm run setup -- --add-scheduler-key` adds them to an older config.yaml')]
+}
+
 /** The Sync service's own database user: readWrite on its database, nothing on the API database. */
 export function syncDatabaseUser (config: Config): MongoCredentials & { database: string } {
   const parsed = parseMongoUri(config.sync.databaseUri)
@@ -135,13 +163,33 @@ export function rootConnection (config: Config): { uri: string, member: string, 
 
 /**
  * The Sync service's copy of the configuration: without the API database's URI and root
- * credentials, the session core and the backend-only blocks. `sync.apiDatabase` names the database
+ * credentials, the session core, the backend-only blocks and the scheduler's private key. `sync.apiDatabase` names the database
  * its least-privilege check must be denied.
  */
 export function syncConfigDocument (document: Record<string, unknown>, config: Config): Record<string, unknown> {
-  const { database: _database, sessions: _sessions, idsignin: _idsignin, billing: _billing, email: _email, ...rest } = document
+  const { database: _database, sessions: _sessions, idsignin: _idsignin, billing: _billing, email: _email, scheduler: _scheduler, ...rest } = document
   const sync = { ...(document.sync as Record<string, unknown>), apiDatabase: config.sync.apiDatabase ?? databaseNameOf(config.database.uri) }
   return { ...rest, sync }
+}
+
+/** The backend's copy: config.yaml as written, comments and all, less the scheduler's private key. */
+export function backendConfigText (configText: string): string {
+  const document = parseDocument(configText)
+  if (!document.has('scheduler')) return configText
+  document.delete('scheduler')
+  return document.toString({ lineWidth: 0 })
+}
+
+/** What the scheduler reads (SCHEDULER_FILE); undefined without the keys selfHostFindings requires. */
+export function schedulerFile (config: Config): SchedulerFile | undefined {
+  const { scheduler, sync } = config
+  if (scheduler === undefined || sync.maintenanceCaller === undefined) return undefined
+  return {
+    url: `${sync.serviceUrl.replace(/\/+$/, '')}/maintenance`,
+    audience: maintenanceAudience(sync.callbackBaseUrl),
+    caller: sync.maintenanceCaller,
+    signingKey: scheduler.signingKey
+  }
 }
 
 /** Every file the stack's containers read, by volume. */
@@ -149,8 +197,9 @@ export function stackFiles (configText: string, document: Record<string, unknown
   const { node, database: databaseUid, root } = STACK_UIDS
   const file = (volume: StackVolume, name: string, content: string, uid: number): StackFile => ({ volume, name, content, uid, mode: 0o400 })
   const db = config.sessions.db ?? {}
+  const scheduler = schedulerFile(config)
   return [
-    file('backend', 'config.yaml', configText, node),
+    file('backend', 'config.yaml', backendConfigText(configText), node),
     file('sync', 'config.yaml', '# Derived from config.yaml by the stack\'s config step; edit config.yaml instead.\n' + stringify(syncConfigDocument(document, config), { lineWidth: 0 }), node),
     // mongod refuses a keyfile that others can read; the image runs mongod as 999.
     file('mongo', 'keyfile', `${config.database.replicaSetKey ?? ''}\n`, databaseUid),
@@ -163,6 +212,7 @@ export function stackFiles (configText: string, document: Record<string, unknown
     file('session-core', 'api-key', config.sessions.key, root),
     file('session-core', 'db-user', db.user ?? '', root),
     file('session-core', 'db-password', db.password ?? '', root),
-    file('session-core', 'db-name', db.database ?? '', root)
+    file('session-core', 'db-name', db.database ?? '', root),
+    ...(scheduler === undefined ? [] : [file('scheduler', SCHEDULER_FILE, `${JSON.stringify(scheduler, null, 2)}\n`, node)])
   ]
 }

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { stringify } from 'yaml'
 import type { Config } from '../schemas/config.js'
+import { ed25519KeyPair } from './maintenance-token.js'
 
 export interface SetupAnswers {
   /** web.url: where people open the calendar. */
@@ -20,7 +21,17 @@ export const SETUP_DEFAULTS = { version: 'latest', webPort: 9080, backendPort: 3
 
 // Names inside the stack; compose.yaml gives its services these names.
 export const STACK_HOSTS = { mongo: 'mongo:27017', sessionCore: 'session-core:3567', sync: 'sync', backend: 'backend' } as const
-export const STACK_NAMES = { apiDatabase: 'calendar', syncDatabase: 'sync', rootUser: 'root', syncUser: 'sync', sessionsUser: 'sessions', sessionsDatabase: 'sessions', replicaSet: 'rs0' } as const
+export const STACK_NAMES = {
+  apiDatabase: 'calendar',
+  syncDatabase: 'sync',
+  rootUser: 'root',
+  syncUser: 'sync',
+  sessionsUser: 'sessions',
+  sessionsDatabase: 'sessions',
+  replicaSet: 'rs0',
+  // The `iss` and `email` of the scheduler's maintenance tokens; .invalid, as it is no mailbox.
+  maintenanceCaller: 'scheduler@calendar.invalid'
+} as const
 export const SYNC_PORT = 3010
 
 export type RandomSource = (size: number) => Buffer
@@ -30,7 +41,7 @@ export type RandomSource = (size: number) => Buffer
  * ends up: base64url for passwords that sit inside URIs and the session core's configuration file,
  * hex for the core's API key (letters, digits, '=' and '-' only), standard base64 for the replica
  * set keyfile (mongod reads base64 characters) and for the credential encryption key (the rule of
- * sync.credentialEncryptionKey).
+ * sync.credentialEncryptionKey), base64url for the seed of the scheduler's signing key (a JWK's `d`).
  */
 export function generateSecrets (random: RandomSource = randomBytes) {
   return {
@@ -41,7 +52,9 @@ export function generateSecrets (random: RandomSource = randomBytes) {
     sessionsDbPassword: random(32).toString('base64url'),
     syncDatabasePassword: random(32).toString('base64url'),
     internalAuthToken: random(32).toString('base64url'),
-    credentialEncryptionKey: random(32).toString('base64')
+    credentialEncryptionKey: random(32).toString('base64'),
+    // The seed of the scheduler's Ed25519 signing key: the private JWK's `d` (lib/maintenance-token.ts).
+    schedulerSigningSeed: random(32).toString('base64url')
   }
 }
 
@@ -93,6 +106,7 @@ export function productionConfig (answers: SetupAnswers, secrets: SetupSecrets):
   const webUrl = withoutTrailingSlash(answers.webUrl)
   const apiUrl = withoutTrailingSlash(answers.apiUrl)
   const { apiDatabase, syncDatabase, rootUser, syncUser, replicaSet } = STACK_NAMES
+  const scheduler = ed25519KeyPair(Buffer.from(secrets.schedulerSigningSeed, 'base64url'))
   return {
     runtime: { version: answers.version, nodeEnv: 'production', timezone: 'Etc/UTC', logLevel: 'info' },
     web: { port: answers.webPort, url: webUrl },
@@ -126,8 +140,11 @@ export function productionConfig (answers: SetupAnswers, secrets: SetupSecrets):
       maxConcurrency: 4,
       enforceLeastPrivilege: true,
       apiDatabase,
-      credentialEncryptionKey: secrets.credentialEncryptionKey
-    }
+      credentialEncryptionKey: secrets.credentialEncryptionKey,
+      maintenanceCaller: STACK_NAMES.maintenanceCaller,
+      maintenanceKey: scheduler.publicJwk
+    },
+    scheduler: { signingKey: scheduler.privateJwk }
   }
 }
 

@@ -88,6 +88,24 @@ export const IdSignInSchema = section({
   endpointBase: Type.Optional(Url('Development only: the origin of a Sign in with Apple stand-in that serves Apple\'s own paths; refused when runtime.nodeEnv is production'))
 }, 'ID sign-in: all four keys or none')
 
+// Ed25519 keys as JSON Web Keys (RFC 8037): `x` is the public key, `d` the private seed, 32 bytes
+// each in base64url. The self-host stack's scheduler signs watch-maintenance tokens with one.
+const Base64Url32 = { pattern: '^[A-Za-z0-9_-]{43}$' }
+const Ed25519PublicJwk = (description: string) => Type.Object({
+  kty: Type.Literal('OKP'),
+  crv: Type.Literal('Ed25519'),
+  x: Type.String(Base64Url32)
+}, { additionalProperties: false, description })
+
+export const SchedulerSchema = section({
+  signingKey: Type.Object({
+    kty: Type.Literal('OKP'),
+    crv: Type.Literal('Ed25519'),
+    x: Type.String(Base64Url32),
+    d: Type.String({ ...Base64Url32, secret: true })
+  }, { additionalProperties: false, description: 'Private Ed25519 JWK the scheduler signs its watch-maintenance ID tokens with; its public half is sync.maintenanceKey. Only the scheduler\'s container receives it.' })
+}, 'The self-host stack\'s watch-maintenance scheduler (compose service `scheduler`)')
+
 export const SyncSchema = section({
   port: Port(3010, 'HTTP port of the Sync service'),
   databaseUri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'Isolated Sync database URI; never the API database' }),
@@ -107,7 +125,8 @@ export const SyncSchema = section({
   })),
   inactiveUserDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Watch maintenance stops the provider notification channels of users not seen for this many days (default 30)' })),
   maintenanceIssuer: Type.Optional(Url('OpenID Connect issuer whose ID tokens may call POST {callbackBaseUrl}/maintenance (for example https://accounts.google.com for a cloud scheduler); its keys come from its discovery document')),
-  maintenanceCaller: Type.Optional(Type.String({ minLength: 3, description: 'The `email` claim an ID token for POST /maintenance must carry (the scheduler\'s service account); required with maintenanceIssuer, since an issuer such as Google signs tokens for anyone' }))
+  maintenanceCaller: Type.Optional(Type.String({ minLength: 3, description: 'The `email` claim an ID token for POST /maintenance must carry (the scheduler\'s service account); required with maintenanceIssuer, since an issuer such as Google signs tokens for anyone, and with maintenanceKey, where it is also the token\'s issuer' })),
+  maintenanceKey: Type.Optional(Ed25519PublicJwk('Public Ed25519 JWK whose holder may call POST {callbackBaseUrl}/maintenance with an ID token it signs itself (iss and email: sync.maintenanceCaller); the self-host stack\'s scheduler holds the private half. An alternative to maintenanceIssuer'))
 }, 'The Sync service')
 
 export const AnalyticsSchema = section({
@@ -143,7 +162,8 @@ const optionalBlocks = {
   analytics: Type.Optional(AnalyticsSchema),
   maps: Type.Optional(MapsSchema),
   billing: Type.Optional(BillingSchema),
-  email: Type.Optional(EmailSchema)
+  email: Type.Optional(EmailSchema),
+  scheduler: Type.Optional(SchedulerSchema)
 }
 
 export const ConfigSchema = Type.Object({

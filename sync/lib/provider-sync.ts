@@ -46,13 +46,21 @@ export function fallbackPullDue (calendar: { cursor: string | null, lastUpdatedA
 
 /**
  * Watch maintenance (specification, "States and transitions": notification channel expiring soon):
- * renewed while its user is active, stopped once the user has been away `inactiveDays`. A user the
- * service never saw counts from the channel's creation, which is about its expiry minus its lifetime.
+ * renewed while its user is active, stopped once the user has been away `inactiveDays`.
  */
 export function watchAction (watch: { expiresAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): WatchAction {
   if (watch.expiresAt.getTime() - now.getTime() > WATCH_RENEW_BEFORE_MS) return 'keep'
+  return channelUserInactive(watch, lastSeenAt, now, inactiveDays) ? 'stop' : 'renew'
+}
+
+/**
+ * Whether a channel's user has been away longer than `inactiveDays` (specification, "Inbound provider
+ * change notifications": such a user's sync is cancelled). A user the service never saw counts from
+ * the channel's creation, which is about its expiry minus its lifetime.
+ */
+export function channelUserInactive (watch: { expiresAt: Date }, lastSeenAt: Date | null, now: Date, inactiveDays: number): boolean {
   const seen = lastSeenAt?.getTime() ?? watch.expiresAt.getTime() - WATCH_LIFETIME_MS
-  return now.getTime() - seen > inactiveDays * DAY_MS ? 'stop' : 'renew'
+  return now.getTime() - seen > inactiveDays * DAY_MS
 }
 
 /**

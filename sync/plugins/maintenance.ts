@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
-import { Maintenance } from '../services/maintenance.js'
+import { maintenanceAudience, maintenancePublicKey } from '../../lib/maintenance-token.js'
+import { Maintenance, type MaintenanceAuthSettings } from '../services/maintenance.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,9 +18,15 @@ export interface SyncMaintenanceOptions {
 
 export default fp<SyncMaintenanceOptions>(async function syncMaintenance (fastify, options) {
   const settings = fastify.syncConfig.sync
-  const auth = settings.maintenanceIssuer !== undefined && settings.maintenanceCaller !== undefined
-    ? { issuer: settings.maintenanceIssuer, caller: settings.maintenanceCaller, audience: `${settings.callbackBaseUrl.replace(/\/+$/, '')}/maintenance` }
-    : null
+  const audience = maintenanceAudience(settings.callbackBaseUrl)
+  // The configuration's rules make the key and the issuer exclusive, and the key need the caller.
+  const auth: MaintenanceAuthSettings | null = settings.maintenanceCaller === undefined
+    ? null
+    : settings.maintenanceKey !== undefined
+      ? { key: maintenancePublicKey(settings.maintenanceKey), caller: settings.maintenanceCaller, audience }
+      : settings.maintenanceIssuer !== undefined
+        ? { issuer: settings.maintenanceIssuer, caller: settings.maintenanceCaller, audience }
+        : null
   if (settings.maintenanceIssuer !== undefined && settings.maintenanceCaller === undefined) {
     fastify.log.warn('sync.maintenanceIssuer is set without sync.maintenanceCaller; POST /maintenance refuses every token')
   }

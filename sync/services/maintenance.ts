@@ -1,23 +1,29 @@
 // Watch maintenance, run by the Sync service itself while `sync.execution` is active, or by an
-// outside scheduler through POST /maintenance with an OpenID Connect ID token: signed by the
-// configured issuer (keys from its discovery document), for this endpoint's URL as audience, and
-// naming the configured caller.
+// outside scheduler through POST /maintenance with an ID token naming the configured caller, for this
+// endpoint's URL as audience, and signed either by the configured OpenID Connect issuer (keys from its
+// discovery document) or by the holder of the configured key (sync.maintenanceKey: the self-host
+// stack's scheduler, lib/maintenance-token.ts).
+import type { KeyObject } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import type { JWTVerifyGetKey } from 'jose'
+import { MAINTENANCE_TOKEN_ALGORITHM, MAINTENANCE_TOKEN_MAX_AGE_S } from '../../lib/maintenance-token.js'
 import type { MaintenanceReport, SyncEngine } from './sync-engine.js'
 
 export class MaintenanceUnauthorizedError extends Error {
   override name = 'MaintenanceUnauthorizedError'
 }
 
-export interface MaintenanceAuthSettings {
-  issuer: string
+export type MaintenanceAuthSettings = {
   /** The `email` claim the caller's ID token must carry. */
   caller: string
   /** The URL of POST /maintenance as the caller addresses it. */
   audience: string
-}
+} & (
+  | { issuer: string }
+  /** The caller signs its own tokens: `iss` is the caller too. */
+  | { key: KeyObject }
+)
 
 export class Maintenance {
   readonly #engine: SyncEngine
@@ -43,11 +49,20 @@ export class Maintenance {
   /** Checks the bearer ID token of an outside scheduler; throws MaintenanceUnauthorizedError. */
   async authenticate (authorization: string | undefined): Promise<void> {
     const auth = this.#auth
-    if (auth === null) throw new MaintenanceUnauthorizedError('no trusted issuer is configured (sync.maintenanceIssuer)')
+    if (auth === null) throw new MaintenanceUnauthorizedError('no trusted caller is configured (sync.maintenanceIssuer or sync.maintenanceKey)')
     const token = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(authorization ?? '')?.[1]
     if (token === undefined) throw new MaintenanceUnauthorizedError('a bearer ID token is required')
     try {
-      const { payload } = await jwtVerify(token, await this.#issuerKeys(auth.issuer), { issuer: auth.issuer, audience: auth.audience })
+      const { payload } = 'key' in auth
+        // A self-signed token must say when it was made and expire: a leaked one is good for minutes.
+        ? await jwtVerify(token, auth.key, {
+          issuer: auth.caller,
+          audience: auth.audience,
+          algorithms: [MAINTENANCE_TOKEN_ALGORITHM],
+          requiredClaims: ['iat', 'exp'],
+          maxTokenAge: MAINTENANCE_TOKEN_MAX_AGE_S
+        })
+        : await jwtVerify(token, await this.#issuerKeys(auth.issuer), { issuer: auth.issuer, audience: auth.audience })
       if (payload['email'] !== auth.caller || payload['email_verified'] === false) throw new Error('the token names another caller')
     } catch (error) {
       throw new MaintenanceUnauthorizedError(`the ID token was refused: ${error instanceof Error ? error.message : 'invalid'}`)

@@ -18,7 +18,7 @@ import type { ConnectionRecord } from '../lib/connections/record.js'
 import { isLive } from '../lib/connections/state-machine.js'
 import type { ProviderCredential } from '../lib/credentials.js'
 import {
-  DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, NOTIFICATION_PULL_DELAY_MS, NOTIFICATION_PULL_MAX_WAIT_MS,
+  channelUserInactive, DEFAULT_INACTIVE_USER_DAYS, FALLBACK_PULL_AFTER_MS, fallbackPullDue, importWindow, NOTIFICATION_PULL_DELAY_MS, NOTIFICATION_PULL_MAX_WAIT_MS,
   WATCH_LIFETIME_MS, watchAction
 } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
@@ -81,8 +81,12 @@ export interface MaintenanceReport {
 }
 
 export interface NotificationOutcome {
-  /** `queued`: a pull of the calendar is queued (or one waiting took it); `acknowledged`: nothing to do. */
-  result: 'queued' | 'acknowledged' | 'refused' | 'unknownChannel'
+  /**
+   * `queued`: a pull of the calendar is queued (or one waiting took it); `acknowledged`: nothing to
+   * do; `stopped`: the channel's user has been away longer than sync.inactiveUserDays, so the
+   * channel was stopped at the provider and nothing is pulled.
+   */
+  result: 'queued' | 'acknowledged' | 'stopped' | 'refused' | 'unknownChannel'
 }
 
 function calendarOf (record: CalendarRecord): ProviderCalendar {
@@ -231,10 +235,11 @@ export class SyncEngine {
   /**
    * A provider change notification (Google: `X-Goog-*` headers). The channel token is compared in
    * constant time with the stored digest; a notification that fails changes nothing. A channel we
-   * do not know is stopped at the provider when its resource tells whose it is.
+   * do not know is stopped at the provider when its resource tells whose it is. The channel is the
+   * key and its resource must match (sync/README.md, "Provider data": why not the resource alone).
    */
   async notify (provider: Provider, notification: { channelId: string, token: string, resourceId?: string, state: string }): Promise<NotificationOutcome> {
-    const { watches, log } = this.#parts
+    const { watches, activity, settings, clock, log } = this.#parts
     const watch = await watches.get(notification.channelId)
     if (watch === null) {
       await this.#stopUnknownChannel(provider, notification.channelId, notification.resourceId ?? '')
@@ -245,6 +250,13 @@ export class SyncEngine {
       log.warn({ channelId: notification.channelId }, 'provider notification refused: its channel token or resource does not match')
       return { result: 'refused' }
     }
+    // Specification, "Inbound provider change notifications": the sync of a user away for longer
+    // than the configured days is cancelled, and the channel is stopped so the provider stops calling.
+    if (channelUserInactive(watch, await activity.lastSeen(watch.userId), clock.now(), settings.inactiveUserDays ?? DEFAULT_INACTIVE_USER_DAYS)) {
+      await this.#stopWatch(watch)
+      log.info({ channelId: watch._id }, 'notification for a user inactive longer than sync.inactiveUserDays: channel stopped, nothing pulled')
+      return { result: 'stopped' }
+    }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
     // Microsoft's lifecycle events: the subscription needs a renewal (which reauthorizes it), or it
@@ -253,7 +265,7 @@ export class SyncEngine {
       await this.#replaceWatch(watch, notification.state === 'reauthorizationRequired' ? 'renew' : 'recreate')
     }
     // Each notification of a burst moves the waiting pull back a little, so the burst is one pull.
-    const now = this.#parts.clock.now().getTime()
+    const now = clock.now().getTime()
     const queued = await this.#queueCalendarPull(watch, new Date(now + NOTIFICATION_PULL_DELAY_MS))
     if (queued.coalesced) {
       await this.#parts.queue.postpone(queued.job, new Date(now + NOTIFICATION_PULL_DELAY_MS), new Date(queued.job.createdAt.getTime() + NOTIFICATION_PULL_MAX_WAIT_MS))

@@ -6,6 +6,7 @@
 // The compiled processes run on the images' Node release line, not on whatever Node runs the tests:
 // the official binary of IMAGE_NODE_VERSION, fetched once from the npm registry (see imageNodeBinary).
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { access, cp, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { builtinModules } from 'node:module'
@@ -21,7 +22,8 @@ import { startSessionCore } from '../../dev/session-core/index.js'
 import { parseConfig } from '../../lib/config.js'
 import { configFingerprint, LOOPBACK_TEST_OVERRIDE } from '../../lib/loopback.js'
 import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, WEB_BUILD_ARGS, variableNameOf } from '../../lib/setup.js'
-import { STACK_UIDS } from '../../lib/setup-stack.js'
+import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/setup-stack.js'
+import { ed25519KeyPair } from '../../lib/maintenance-token.js'
 import { freePort } from '../ports.js'
 import { waitFor, waitUntil } from '../processes.js'
 
@@ -259,8 +261,12 @@ test('the production build runs as the images run it', { timeout: 300_000 }, asy
 
     const { code, output } = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv })
     t.equal(code, 0, 'the step succeeds')
-    t.equal(output, 'stack: wrote the secret files of backend, sync, mongo, sessions-db, session-core\n')
-    t.equal(await readFile(join(stackDir, 'backend/config.yaml'), 'utf8'), text, 'the backend reads config.yaml as it is')
+    t.equal(output, 'stack: wrote the secret files of backend, sync, mongo, sessions-db, session-core, scheduler\n')
+    const backendCopy = await readFile(join(stackDir, 'backend/config.yaml'), 'utf8')
+    t.equal(backendCopy, backendConfigText(text), 'the backend reads config.yaml as it is, less the scheduler block')
+    t.notOk(backendCopy.includes(secrets.schedulerSigningSeed), 'so it never holds the scheduler\'s private key')
+    const callerFile = JSON.parse(await readFile(join(stackDir, `scheduler/${SCHEDULER_FILE}`), 'utf8')) as { signingKey: { d: string } }
+    t.equal(callerFile.signingKey.d, secrets.schedulerSigningSeed, 'which the scheduler\'s volume holds')
     t.equal(await readFile(join(stackDir, 'mongo/keyfile'), 'utf8'), `${secrets.replicaSetKey}\n`, 'the keyfile is database.replicaSetKey')
     t.equal(await readFile(join(stackDir, 'session-core/api-key'), 'utf8'), secrets.sessionsKey, 'the core\'s API key is sessions.key')
     const syncCopy = await readFile(join(stackDir, 'sync/config.yaml'), 'utf8')
@@ -338,6 +344,30 @@ test('the production build runs as the images run it', { timeout: 300_000 }, asy
     const profile = await fetch(`${api}/user/profile`, { headers: { authorization: `Bearer ${token ?? ''}` } })
     t.equal(profile.status, 200, 'which opens the profile')
     t.equal((await profile.json() as { email: string }).email, email)
+
+    // The scheduler's step, as compose runs it, against this Sync process: its call is accepted; a
+    // caller file whose key is not the configured one is refused.
+    const callerPath = join(stackDir, `scheduler/${SCHEDULER_FILE}`)
+    const once = await finished(t, app, ['dist/stack.js', 'maintenance', '--once', '--caller', callerPath])
+    t.equal(once.code, 0, once.output)
+    t.equal(once.output, 'stack: maintenance: renewed 0, stopped 0, failed 0\n', 'Sync accepts the scheduler\'s token: 200 {renewed, stopped, failed}')
+    const impostorPath = join(work, 'impostor.json')
+    const caller = JSON.parse(await readFile(callerPath, 'utf8')) as Record<string, unknown>
+    await writeFile(impostorPath, JSON.stringify({ ...caller, signingKey: ed25519KeyPair(randomBytes(32)).privateJwk }))
+    const impostor = await finished(t, app, ['dist/stack.js', 'maintenance', '--once', '--caller', impostorPath])
+    t.equal(impostor.code, 1, 'a token signed by another key is refused')
+    t.equal(impostor.output, `stack: maintenance: http://127.0.0.1:${syncPort}/maintenance answered 401\n`)
+    // The long-running loop compose starts: healthy once its first call was accepted.
+    const statusDir = await temporaryDir(t, 'calendar-scheduler-')
+    const schedulerHealthy = async () => (await finished(t, app, ['dist/stack.js', 'health', 'scheduler'], { TMPDIR: statusDir })).code === 0
+    t.notOk(await schedulerHealthy(), 'a scheduler that has made no call is not healthy')
+    const scheduler = run(t, app, ['dist/stack.js', 'maintenance', '--caller', callerPath, '--every-minutes', '30'], { TMPDIR: statusDir })
+    await waitUntil(async () => scheduler.child.exitCode !== null || await schedulerHealthy(), 'the scheduler\'s health check', 30_000)
+    t.equal(scheduler.child.exitCode, null, 'the scheduler keeps running')
+    t.equal(scheduler.output(), `stack: maintenance: calling http://127.0.0.1:${syncPort}/maintenance every 30 min\nstack: maintenance: renewed 0, stopped 0, failed 0\n`)
+    t.same(allSecrets.filter((secret) => once.output.includes(secret) || scheduler.output().includes(secret)), [], 'the scheduler prints no secret')
+    scheduler.child.kill('SIGTERM')
+    await scheduler.exited
 
     for (const [name, process] of [['Sync', syncProcess], ['backend', backendProcess]] as const) {
       t.match(process.output(), new RegExp(`${LOOPBACK_TEST_OVERRIDE} accepts loopback addresses`), `${name} says at start that the override is in force`)

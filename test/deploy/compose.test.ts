@@ -8,7 +8,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { parse } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
 import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/setup.js'
-import { STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/setup-stack.js'
+import { SCHEDULER_FILE, STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/setup-stack.js'
 import { ConfigSchema } from '../../schemas/config.js'
 import { bundleValues, valuesFromConfigFile, valuesFromEnvironment, type WebValues } from '../../web/build.js'
 import { writeTempFile } from '../processes.js'
@@ -112,7 +112,7 @@ test('every service has a restart policy; every long-running one a health check'
       t.ok(Array.isArray(service.healthcheck?.test) && service.healthcheck.test[0]?.startsWith('CMD'), `${name} has a health check`)
     }
   }
-  t.same(services.map(([name]) => name).sort(), ['backend', 'config', 'mongo', 'mongo-init', 'session-core', 'sessions-db', 'sync', 'web'])
+  t.same(services.map(([name]) => name).sort(), ['backend', 'config', 'mongo', 'mongo-init', 'scheduler', 'session-core', 'sessions-db', 'sync', 'web'])
 })
 
 test('only web and backend publish ports, on 127.0.0.1, at web.port and backend.port', async (t) => {
@@ -198,11 +198,41 @@ test('each container reads exactly the secret files the config step writes into 
     }
     const volume = (mount.split(':')[0] ?? '').replace(/-secrets$/, '') as StackVolume
     t.ok(STACK_VOLUMES.includes(volume), `${name} mounts a volume the step writes`)
-    // Our images read CONFIG_FILE, /run/calendar/config.yaml, set by the Containerfile.
-    const reads = OURS(service) ? [...referenced, 'config.yaml'] : referenced
+    // Our images read CONFIG_FILE, /run/calendar/config.yaml, set by the Containerfile, unless their
+    // command names the file they read instead (the scheduler).
+    const reads = OURS(service) && referenced.length === 0 ? ['config.yaml'] : referenced
     t.same(reads.sort(), written(volume).sort(), `${name} reads every file of ${volume} and nothing else`)
   }
   t.equal(written('sync').length, 1, 'the Sync container gets its own narrower configuration and nothing else')
+})
+
+test('the scheduler calls watch maintenance with a key only its container holds; the Sync service gets the public half', async (t) => {
+  const secrets = generateSecrets()
+  const text = sampleConfigText({}, secrets)
+  const { config } = parseConfig(text, 'backend')
+  const files = stackFiles(text, parse(text) as Record<string, unknown>, config)
+  const scheduler = raw.services.scheduler as Service
+  t.same(scheduler.command, ['node', 'dist/stack.js', 'maintenance', '--caller', `/run/calendar/${SCHEDULER_FILE}`, '--every-minutes', '30'], 'a long-running loop of the backend image')
+  t.same(scheduler.volumes, ['scheduler-secrets:/run/calendar:ro'])
+  t.same(scheduler.healthcheck?.test, ['CMD', 'node', 'dist/stack.js', 'health', 'scheduler'])
+
+  const privateHalf = config.scheduler?.signingKey.d ?? ''
+  t.ok(privateHalf.length > 0, 'the sample configuration has a scheduler key')
+  const holders = files.filter((file) => file.content.includes(privateHalf)).map((file) => `${file.volume}/${file.name}`)
+  t.same(holders, [`scheduler/${SCHEDULER_FILE}`], 'the private key reaches the scheduler\'s volume and no other')
+  const callerFile = JSON.parse(files.find((file) => file.volume === 'scheduler')?.content ?? '{}') as unknown
+  t.same(callerFile, {
+    url: 'http://sync:3010/maintenance',
+    audience: 'https://calendar.example.org/sync/maintenance',
+    caller: STACK_NAMES.maintenanceCaller,
+    signingKey: config.scheduler?.signingKey
+  }, 'it calls the Sync service inside the stack, for the public URL the Sync service expects as audience')
+  const syncCopy = parseConfig(files.find((file) => file.volume === 'sync')?.content ?? '', 'sync', { acceptLoopback: true }).config
+  t.same(syncCopy.sync.maintenanceKey, { kty: 'OKP', crv: 'Ed25519', x: config.scheduler?.signingKey.x }, 'the Sync service gets the public half')
+  t.equal(syncCopy.sync.maintenanceCaller, STACK_NAMES.maintenanceCaller)
+  const backendCopy = files.find((file) => file.volume === 'backend')?.content ?? ''
+  t.equal(parseConfig(backendCopy, 'backend').config.scheduler, undefined, 'the backend\'s copy has no scheduler block')
+  t.match(backendCopy, /^# Production configuration of the calendar service/, 'and keeps config.yaml\'s comments')
 })
 
 test('the stack starts in order: files, databases, the replica set, then the services', async (t) => {
@@ -217,6 +247,7 @@ test('the stack starts in order: files, databases, the replica set, then the ser
   wants('backend', 'mongo-init', 'service_completed_successfully')
   wants('backend', 'session-core', 'service_healthy')
   wants('backend', 'sync', 'service_healthy')
+  wants('scheduler', 'sync', 'service_healthy')
   for (const [name, service] of services) {
     for (const on of Object.keys(service.depends_on ?? {})) t.ok(raw.services[on], `${name} depends on a service that exists`)
   }

@@ -7,6 +7,7 @@ import { test, type Test } from 'tap'
 import type { TSchema } from '@sinclair/typebox'
 import { parse, stringify } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
+import { isKeyPair } from '../../lib/maintenance-token.js'
 import { COMPOSE_VARIABLES, composeEnvironment, variableNameOf } from '../../lib/setup.js'
 import { selfHostFindings, syncConfigDocument, syncDatabaseUser } from '../../lib/setup-stack.js'
 import { ConfigSchema } from '../../schemas/config.js'
@@ -78,6 +79,7 @@ test('setup writes a production configuration both services and the stack accept
   t.same(syncCopy.warnings, [], 'the Sync service\'s narrower copy passes its checks')
   t.equal(syncCopy.config.database, undefined, 'and holds no root database credentials')
   t.equal(syncCopy.config.sessions, undefined)
+  t.equal(syncCopy.config.scheduler, undefined, 'nor the scheduler\'s private key')
 
   const { config } = backend
   t.equal(config.runtime.nodeEnv, 'production')
@@ -89,8 +91,15 @@ test('setup writes a production configuration both services and the stack accept
   t.equal(config.sync.enforceLeastPrivilege, true)
   t.match(config.database.uri, /^mongodb:\/\/root:[^@]+@mongo:27017\/calendar\?authSource=admin&replicaSet=rs0$/)
 
+  // The scheduler's key pair: the private half for the scheduler, the public half for the Sync
+  // service, which then accepts what the scheduler signs (test/deploy/build.test.ts makes the call).
+  const signingKey = config.scheduler?.signingKey
+  t.ok(signingKey !== undefined && isKeyPair(signingKey, syncCopy.config.sync.maintenanceKey ?? { kty: 'OKP', crv: 'Ed25519', x: '' }), 'setup writes the scheduler\'s signing key and the Sync service\'s copy holds its public half')
+  t.equal(syncCopy.config.sync.maintenanceCaller, 'scheduler@calendar.invalid', 'with the caller its tokens name')
+  t.equal(syncCopy.config.sync.maintenanceIssuer, undefined)
+
   const keys = secretKeys(ConfigSchema).filter((key) => parentExists(document, key))
-  t.same(keys.sort(), ['backend.serviceToken', 'database.password', 'database.replicaSetKey', 'sessions.db.password', 'sessions.key', 'sync.credentialEncryptionKey', 'sync.internalAuthToken'])
+  t.same(keys.sort(), ['backend.serviceToken', 'database.password', 'database.replicaSetKey', 'scheduler.signingKey.d', 'sessions.db.password', 'sessions.key', 'sync.credentialEncryptionKey', 'sync.internalAuthToken'])
   const secrets = [...keys.map((key) => String(at(document, key))), syncDatabaseUser(config).password]
   for (const [index, value] of secrets.entries()) {
     t.ok(randomBytesIn(value) >= 32, `secret ${keys[index] ?? 'sync database password'} holds at least 32 random bytes`)
@@ -112,7 +121,7 @@ test('two runs never share a secret', async (t) => {
     return secretKeys(ConfigSchema).map((key) => at(document, key)).filter((value) => value !== undefined)
   }
   const [first, second] = [await values(a), await values(b)]
-  t.equal(first.length, 7)
+  t.equal(first.length, 8)
   for (const value of first) t.notOk(second.includes(value))
 })
 

@@ -1,5 +1,5 @@
-// Watch maintenance for an outside scheduler, authenticated with an OpenID Connect ID token of
-// the configured issuer (sync.maintenanceIssuer) whose audience is this endpoint's URL.
+// Watch maintenance for an outside scheduler, authenticated with an ID token whose audience is this
+// endpoint's URL, signed by the configured issuer (sync.maintenanceIssuer) or key (sync.maintenanceKey).
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { SyncErrorBodySchema } from '../../../schemas/sync/index.js'
@@ -25,7 +25,7 @@ const maintenance: FastifyPluginAsyncTypebox = async (fastify) => {
     } catch (error) {
       if (!(error instanceof MaintenanceUnauthorizedError)) throw error
       request.log.warn({ reason: error.message }, 'maintenance request refused')
-      return reply.code(401).send(errorBody('UNAUTHORIZED', 'A valid ID token of the trusted issuer is required'))
+      return reply.code(401).send(errorBody('UNAUTHORIZED', 'A valid ID token of the trusted caller is required'))
     }
     return await fastify.syncMaintenance.run()
   })

@@ -8,7 +8,8 @@ import { errorBody } from '../../lib/errors.js'
 const GoogleHeadersSchema = Type.Object({
   'x-goog-channel-id': Type.String({ minLength: 1, maxLength: 200 }),
   'x-goog-channel-token': Type.Optional(Type.String({ maxLength: 256 })),
-  'x-goog-resource-id': Type.Optional(Type.String({ maxLength: 500 })),
+  // Google sends it with every message; it names the watched calendar the channel must match.
+  'x-goog-resource-id': Type.String({ minLength: 1, maxLength: 500 }),
   'x-goog-resource-state': Type.String({ minLength: 1, maxLength: 40 }),
   'x-goog-message-number': Type.Optional(Type.String({ maxLength: 40 }))
 })
@@ -21,7 +22,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/google', {
     schema: {
       description: 'Google Calendar push notification: `sync` is acknowledged, `exists`/`not_exists` queue one pull of the calendar ' +
-        '(a burst coalesces); a wrong channel token answers 401 and changes nothing; an unknown channel is stopped',
+        '(a burst coalesces); a wrong channel token or resource answers 401 and changes nothing; an unknown channel is stopped; ' +
+        'a user inactive for longer than sync.inactiveUserDays has the channel stopped and nothing pulled',
       headers: GoogleHeadersSchema,
       response: { 204: Type.Null(), 401: SyncErrorBodySchema }
     }
@@ -30,7 +32,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
     const outcome = await fastify.syncEngine.notify('google', {
       channelId: headers['x-goog-channel-id'],
       token: headers['x-goog-channel-token'] ?? '',
-      resourceId: headers['x-goog-resource-id'] ?? '',
+      resourceId: headers['x-goog-resource-id'],
       state: headers['x-goog-resource-state']
     })
     if (outcome.result === 'refused') return reply.code(401).send(errorBody('UNAUTHORIZED', 'The notification does not match its channel'))
