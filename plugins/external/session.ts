@@ -419,9 +419,12 @@ export default fp(async function session (fastify) {
     auth.setErrorHandler(async (error, request, reply) => {
       if (isSessionCoreUnavailableError(error)) {
         request.log.error({ err: error }, 'session core unavailable')
-        throw sessionCoreUnavailable()
+        error = sessionCoreUnavailable()
       }
-      if (error instanceof TypedHttpError) return await reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code))
+      if (error instanceof TypedHttpError) {
+        if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
+        return await reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code))
+      }
       throw error
     })
     auth.addHook('onSend', async (request, _reply, payload) => {

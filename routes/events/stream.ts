@@ -55,7 +55,8 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     // The stream lives no longer than the access token it was opened with: the client reconnects
     // with a fresh one, which proves the session is still alive.
-    const lifetimeMs = await session.getExpiry() - Date.now()
+    const { exp } = session.getAccessTokenPayload() as { exp?: unknown }
+    const lifetimeMs = typeof exp === 'number' ? exp * 1000 - Date.now() : undefined
     reply.hijack()
     // Headers set by earlier hooks (CORS, security headers) would be lost with the reply taken over.
     const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders(), lifetimeMs })
