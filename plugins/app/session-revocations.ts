@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { AnyBulkWriteOperation, Collection } from 'mongodb'
 import fp from 'fastify-plugin'
 import Session from 'supertokens-node/recipe/session'
@@ -60,6 +61,7 @@ export const DEFAULT_ACCESS_TOKEN_LIFETIME_MS = 60 * 60 * 1000
  */
 const REREAD_WINDOW_MS = 60_000
 const COLLECTION = 'sessionRevocations'
+const WRITE_WAIT_MS = 1000
 
 export default fp<{ realtime?: Partial<SessionRevocationOptions> }>(async function sessionRevocations (fastify, opts) {
   const pollMs = opts.realtime?.revocationPollMs ?? defaultSessionRevocationOptions.revocationPollMs
@@ -109,7 +111,10 @@ export default fp<{ realtime?: Partial<SessionRevocationOptions> }>(async functi
       remember(end.sessionHandle, expiresAt.getTime())
       streamsClosed += fastify.sse.closeSession(end.sessionHandle)
     }
-    await write(ends.map((end) => ({ ...end, expiresAt })))
+    // Refused here already; a database that is slow to take the write does not hold the answer
+    // (sign-out, a reset) longer than this, and the write goes on (or is retried) behind it.
+    const written = write(ends.map((end) => ({ ...end, expiresAt })))
+    await Promise.race([written, sleep(WRITE_WAIT_MS, undefined, { ref: false })])
     return streamsClosed
   }
 

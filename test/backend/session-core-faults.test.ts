@@ -108,6 +108,28 @@ test('the database hung as well: a fresh, valid access token is never answered 4
   t.ok(stream.ms < 5500, `a new stream: answered in ${stream.ms} ms`)
 })
 
+test('sign-out while the database is hung: refused here at once, stored for the other processes once the database answers', { timeout: 120_000 }, async (t) => {
+  const user = await signUp(app, { email: uniqueEmail('db-hung-signout'), password: 'pw-for-faults-1' })
+  const profile = async () => (await app.inject({ method: 'GET', url: '/api/user/profile', headers: user.headers })).statusCode
+  t.equal(await profile(), 200)
+  const logged = (msg: string) => log.lines().filter((line) => line.msg === msg).length
+  const unreadBefore = logged('session revocations could not be read; retrying')
+  const readAgainBefore = logged('session revocations are read again')
+  mongo.hang()
+  t.teardown(() => { mongo.resume() })
+
+  const signedOut = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...user.headers, 'sx-auth-mode': 'header' } })
+  t.equal(signedOut.statusCode, 200, 'the sign-out succeeds')
+  t.equal(await profile(), 401, 'the access token is refused here at once')
+  t.ok(await waitFor(() => logged('session revocations could not be read; retrying') > unreadBefore, 30_000), 'the failing reads are logged')
+  t.ok(await waitFor(() => logged('session revocation not stored yet; other backend processes learn of it once it is') > 0, 30_000), 'and so is the write that did not go through')
+  mongo.resume()
+  const stored = async () => await app.mongo.db.collection('sessionRevocations').countDocuments({ userId: user.userId, reason: 'signOut' }) === 1
+  t.ok(await waitFor(stored, 30_000), 'the end is stored once the database answers')
+  t.ok(await waitFor(() => logged('session revocations are read again') > readAgainBefore, 10_000), 'and the reads go on')
+  t.equal(await profile(), 401, 'the token stays refused')
+})
+
 test('a session core that is gone: sign-in and a new stream answer 503 at once; a valid token still reads', { timeout: 120_000 }, async (t) => {
   const email = uniqueEmail('core-gone')
   const user = await signUp(app, { email, password: 'pw-for-faults-1' })
