@@ -128,3 +128,12 @@ test('a user\'s streams are bounded: one more closes the oldest', async (t) => {
   t.equal(app.sse.streamsOf(first.userId), 3)
   t.ok(log.lines().some((line) => line.msg === 'event stream displaced by a newer one of the same user'), 'logged')
 })
+
+test('a token with a forged signature is refused with 401 while the session core answers', async (t) => {
+  const { first } = await newAccount('forged')
+  const [header, payload, signature] = first.accessToken.split('.') as [string, string, string]
+  const forged = `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`
+  const profile = await app.inject({ method: 'GET', url: '/api/user/profile', headers: { authorization: `Bearer ${forged}` } })
+  t.equal(profile.statusCode, 401, 'refused: the core answers, so it is the token that is wrong')
+  t.same(profile.json(), { message: 'try refresh token' })
+})
