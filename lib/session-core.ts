@@ -33,8 +33,9 @@ export function installSessionCoreDeadlines (uri: string): void {
   if (installed) return
   installed = true
   setGlobalDispatcher(new Agent({
-    factory: (origin: string | URL, options: object): Dispatcher => {
+    factory: (origin: string | URL, options: Pool.Options): Dispatcher => {
       const name = typeof origin === 'string' ? new URL(origin).origin : origin.origin
+      // This Agent sets no `connections`, so undici's own choice for every other origin is a Pool.
       if (!coreOrigins.has(name)) return new Pool(origin, options)
       return new Pool(origin, {
         ...options,

@@ -319,7 +319,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
             await Session.revokeSession(sessionHandle, userContext)
             const app = appOf(request)
             await app.sessionRevocations.sessionEnded({ sessionHandle, userId, reason: 'tokenTheft' })
-            app.log.warn({ closedSession: true }, 'refresh token reused: the session was ended')
+            app.log.warn('refresh token reused: the session was ended')
             response.setStatusCode(401)
             response.sendJSONResponse({ message: 'token theft detected' })
           }
