@@ -11,7 +11,8 @@ import configPlugin from './plugins/external/config.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
 import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
-import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/external/session.js'
+import sessionPlugin, { isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
+import { isSessionCoreUnavailableError } from './lib/session-core.js'
 import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
@@ -55,7 +56,11 @@ export const HEADERS_RECEIVE_DEADLINE_MS = 10_000
 /** What a client is told to wait before retrying while the database is unavailable. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5
 
-function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
+function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError | TypedHttpError): FastifyReply {
+  if (isSessionCoreUnavailableError(error)) {
+    request.log.error({ err: error }, 'session core unavailable')
+    return sendError(request, reply, sessionCoreUnavailable())
+  }
   if (error instanceof TypedHttpError) {
     if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
     return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))

@@ -10,6 +10,7 @@ import { backoffDelay } from '../../lib/backoff.js'
 import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest, type Provider } from '../../schemas/sync/index.js'
 import { isRevocation, resyncMessages, translatePage } from '../../lib/change-translation.js'
 import { pickOptions, type SseBroker, type SseBrokerOptions } from './sse-broker.js'
+import type { SessionRevocationOptions } from './session-revocations.js'
 
 export interface ChangeFeedOptions {
   /** Pause between two reads of the feed. */
@@ -299,4 +300,4 @@ export default fp<ChangeFeedPluginOptions>(async function changeFeed (fastify, o
 }, { name: 'change-feed', dependencies: ['sse-broker', 'sync-client'] })
 
 /** Every realtime setting; app.ts passes one object of this type to both realtime plugins. */
-export type RealtimeOptions = Partial<SseBrokerOptions & ChangeFeedOptions>
+export type RealtimeOptions = Partial<SseBrokerOptions & ChangeFeedOptions & SessionRevocationOptions>

@@ -326,7 +326,7 @@ export default fp(async function providerAuth (fastify) {
       for (const message of revocationMessages(notice.connectionId, notice.provider)) fastify.sse.publish(notice.userId, message)
     }
     if (!grantIsRefreshToken(notice.provider)) return { sessionsRevoked: 0, streamsClosed: 0 }
-    const result = await sessionRevocations.revokeUser(notice.userId)
+    const result = await sessionRevocations.revokeUser(notice.userId, 'providerRevoked')
     log.warn({
       user: trace(notice.userId),
       provider: notice.provider,

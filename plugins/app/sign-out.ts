@@ -16,10 +16,11 @@ declare module 'fastify' {
   }
 }
 
-// What sign-out does besides revoking the session (specification, Sessions item 5): streams opened
-// with the session close, and the Sync service is told to stop the user's provider watches. The
-// stop goes through the outbox, so sign-out answers at once whether or not Sync is reachable, and
-// the stop arrives when Sync answers again, also after a restart.
+// What sign-out does besides revoking the session (specification, Sessions item 5): its access
+// tokens are refused on every backend process, the streams opened with it close, and the Sync
+// service is told to stop the user's provider watches. The stop goes through the outbox, so
+// sign-out answers at once whether or not Sync is reachable, and the stop arrives when Sync
+// answers again, also after a restart.
 export default fp(async function signOut (fastify) {
   const listeners: SignOutListener[] = []
 
@@ -36,12 +37,13 @@ export default fp(async function signOut (fastify) {
 
   fastify.decorate('signOut', { onSignedOut: (listener: SignOutListener) => { listeners.push(listener) }, afterSignOut })
 
-  fastify.signOut.onSignedOut(({ sessionHandle }) => {
-    const closed = fastify.sse.closeSession(sessionHandle)
+  // First, so the session's access tokens are refused everywhere before anything else runs.
+  fastify.signOut.onSignedOut(async ({ userId, sessionHandle }) => {
+    const closed = await fastify.sessionRevocations.sessionEnded({ userId, sessionHandle, reason: 'signOut' })
     if (closed > 0) fastify.log.info({ closed }, 'sign-out: closed the session\'s event streams')
   })
   fastify.signOut.onSignedOut(async ({ userId }) => {
     await fastify.outbox.add(userId, [{ kind: 'watchStop' }])
     fastify.outbox.kick(userId)
   })
-}, { name: 'sign-out', dependencies: ['outbox', 'sse-broker'] })
+}, { name: 'sign-out', dependencies: ['outbox', 'sse-broker', 'session-revocations'] })

@@ -21,13 +21,19 @@ export interface SseBrokerOptions {
   maxPendingBytes: number
   /** The `retry:` hint written first on every stream. */
   retryMs: number
+  /**
+   * Open streams of one user in this process (tabs and devices); one more closes the user's
+   * oldest, which is most likely a tab or device that went away without closing its connection.
+   */
+  maxStreamsPerUser: number
 }
 
 export const defaultSseBrokerOptions: SseBrokerOptions = {
   heartbeatIntervalMs: 15_000,
   lifetimeMs: 20 * 60_000,
   maxPendingBytes: 128 * 1024,
-  retryMs: 5000
+  retryMs: 5000,
+  maxStreamsPerUser: 20
 }
 
 export interface OpenStreamOptions {
@@ -40,7 +46,7 @@ export interface OpenStreamOptions {
   lifetimeMs?: number
 }
 
-export type StreamCloseReason = 'client' | 'lifetime' | 'session' | 'user' | 'slow' | 'error' | 'shutdown'
+export type StreamCloseReason = 'client' | 'lifetime' | 'session' | 'user' | 'slow' | 'error' | 'shutdown' | 'displaced'
 
 type Release = (stream: SseStream, reason: StreamCloseReason, error?: unknown) => void
 
@@ -202,6 +208,14 @@ export class SseBroker {
       this.#byUser.set(stream.userId, userStreams)
     }
     userStreams.add(stream)
+    if (userStreams.size > this.options.maxStreamsPerUser) {
+      // A Set iterates in insertion order: the first is the oldest.
+      const oldest = userStreams.values().next().value
+      if (oldest !== undefined && oldest !== stream) {
+        this.#log.info({ streamId: oldest.id, userId: stream.userId, maxStreamsPerUser: this.options.maxStreamsPerUser }, 'event stream displaced by a newer one of the same user')
+        this.#end(oldest, 'displaced')
+      }
+    }
     if (stream.sessionHandle !== undefined) {
       let sessionStreams = this.#bySession.get(stream.sessionHandle)
       if (sessionStreams === undefined) {

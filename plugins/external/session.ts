@@ -20,6 +20,9 @@ import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
 import { notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
 import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
+import {
+  claimedExpiry, coreProbe, installSessionCoreDeadlines, isSessionCoreUnavailableError, SESSION_CORE_RETRY_AFTER_SECONDS, SESSION_VERIFY_DEADLINE_MS
+} from '../../lib/session-core.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -91,6 +94,8 @@ const signInDecoy = {
 // user store, the logger) is reached through the request, so several app instances in one
 // process (tests, benchmarks) each use their own.
 function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
+  installSessionCoreDeadlines(config.sessions.uri)
+  const coreAnswers = coreProbe(config.sessions.uri)
   const apiUrl = new URL(config.backend.apiUrl)
   const webUrl = new URL(config.web.url)
   const nodeEnv = config.runtime.nodeEnv
@@ -190,9 +195,20 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
               })
               return { ...result, session }
             }),
+            // A new password ends every session of the account, on every device (the library
+            // changes the password only), and lifts the account's sign-in lock.
             passwordResetPOST: original.passwordResetPOST && (async (input) => {
               const result = await original.passwordResetPOST!(input)
-              if (result.status === 'OK') appOf(input.options.req).signInGuard.passwordReset(normalizeEmail(result.email))
+              if (result.status !== 'OK') return result
+              const { log: requestLog, sessionRevocations, signInGuard } = appOf(input.options.req)
+              signInGuard.passwordReset(normalizeEmail(result.email))
+              try {
+                const ended = await sessionRevocations.revokeUser(result.user.id, 'passwordReset')
+                requestLog.info(ended, 'password reset: ended every session of the account')
+              } catch (error) {
+                // The password has changed and its reset token is spent: the answer stays OK.
+                requestLog.error({ err: error }, 'password reset: the account\'s sessions could not be ended')
+              }
               return result
             }),
             generatePasswordResetTokenPOST: original.generatePasswordResetTokenPOST && (async (input) => {
@@ -318,7 +334,23 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
         // Browsers must send a custom header on state-changing calls, which a cross-site form
         // cannot do and CORS allows only for the configured origins.
         antiCsrf: 'VIA_CUSTOM_HEADER',
+        errorHandlers: {
+          // The library's own handling (revoke the session, answer 401), plus: the session's
+          // access tokens, which stay valid by themselves, are refused everywhere from now on.
+          onTokenTheftDetected: async (sessionHandle, userId, _recipeUserId, request, response, userContext) => {
+            await Session.revokeSession(sessionHandle, userContext)
+            const app = appOf(request)
+            await app.sessionRevocations.sessionEnded({ sessionHandle, userId, reason: 'tokenTheft' })
+            app.log.warn('refresh token reused: the session was ended')
+            response.setStatusCode(401)
+            response.sendJSONResponse({ message: 'token theft detected' })
+          }
+        },
         override: {
+          functions: (original) => ({
+            ...original,
+            getSession: async (input) => await verifiedOrUnavailable(original.getSession(input), input.accessToken, coreAnswers)
+          }),
           apis: (original) => ({
             ...original,
             signOutPOST: original.signOutPOST && (async (input) => {
@@ -336,6 +368,37 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
   })
 }
 
+export function sessionCoreUnavailable (): TypedHttpError {
+  return new TypedHttpError(503, 'SESSION_SERVICE_UNAVAILABLE', 'Sessions cannot be checked right now; try again shortly', {}, SESSION_CORE_RETRY_AFTER_SECONDS)
+}
+
+/**
+ * A valid session is never refused because the session core is down: a 401 makes clients refresh
+ * and then sign the person out, so an outage answers 503 with Retry-After instead. The library
+ * reports signing keys it could not fetch as it reports a forged token (try refresh), so a refused
+ * token that has not expired is followed by a look at the core.
+ */
+async function verifiedOrUnavailable<T> (verification: Promise<T>, accessToken: string | undefined, coreAnswers: () => Promise<boolean>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(sessionCoreUnavailable()) }, SESSION_VERIFY_DEADLINE_MS)
+  })
+  // When the deadline answers first, the verification's own failure comes later and is not news.
+  verification.catch(() => {})
+  try {
+    return await Promise.race([verification, deadline])
+  } catch (error) {
+    if (isSessionCoreUnavailableError(error)) throw sessionCoreUnavailable()
+    if (error instanceof Session.Error && error.type === Session.Error.TRY_REFRESH_TOKEN && accessToken !== undefined) {
+      const expiry = claimedExpiry(accessToken)
+      if (expiry !== undefined && expiry > Date.now() && !await coreAnswers()) throw sessionCoreUnavailable()
+    }
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 // Access tokens are verified locally by default. A long-lived stream also asks the session core,
 // so a token from a session that was signed out cannot open a new one.
 function sessionVerifier (options: { checkDatabase: boolean }) {
@@ -344,11 +407,14 @@ function sessionVerifier (options: { checkDatabase: boolean }) {
     await verify(request as Parameters<typeof verify>[0], reply)
     const verified = (request as FastifyRequest & { session?: Session.SessionContainer }).session
     if (verified === undefined) return
-    // Access tokens are checked locally: one of a session this process revoked (a dead provider
-    // grant) is refused here rather than when it expires.
-    if (request.server.sessionRevocations.isRevoked(verified.getHandle())) {
+    const { sessionRevocations } = request.server
+    // Access tokens are checked locally: one of a session that ended (sign-out, password reset,
+    // token theft, a dead provider grant) is refused here rather than when it expires.
+    if (sessionRevocations.isRevoked(verified.getHandle())) {
       throw new Session.Error({ type: Session.Error.UNAUTHORISED, message: 'session revoked', payload: { clearTokens: true } })
     }
+    const { exp, iat } = verified.getAccessTokenPayload() as { exp?: unknown, iat?: unknown }
+    if (typeof exp === 'number' && typeof iat === 'number') sessionRevocations.noteAccessTokenLifetime((exp - iat) * 1000)
     request.userId = verified.getUserId()
   }
 }
@@ -371,8 +437,9 @@ export default fp(async function session (fastify) {
     await auth.register(supertokensPlugin)
     auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
     // Errors of the library's routes go to the app's one error handler (typed refusals keep their
-    // status, code and Retry-After; a 5xx hides its message). This scope is made before the app
-    // sets that handler, so without this its errors would reach Fastify's default, which does not.
+    // status, code and Retry-After; an unavailable session core is a 503; a 5xx hides its
+    // message). This scope is made before the app sets that handler, so without this its errors
+    // would reach Fastify's default, which does neither.
     auth.setErrorHandler(async (error, request, reply) => { await fastify.errorHandler(error, request, reply) })
     auth.addHook('onSend', async (request, _reply, payload) => {
       const summary = signInSummaries.get(request)

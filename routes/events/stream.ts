@@ -35,7 +35,8 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/stream', {
     schema: {
       description: 'Server-sent events: a `retry: 5000` hint, then `message` events whose data is a JSON ServerMessage, ' +
-        '`: keepalive` comments every 15 s, and a planned close after 20 minutes (reconnect with a fresh token). ' +
+        '`: keepalive` comments every 15 s, and a planned close when the access token expires, after 20 minutes at most ' +
+        '(reconnect with a fresh token); a user\'s 21st stream on one server closes their oldest. ' +
         'The first message replays userMetadataChanged.',
       tags: ['events'],
       produces: ['text/event-stream'],
@@ -52,9 +53,13 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
       // The folder's session hook guarantees both; never stream for nobody.
       return await reply.code(401).send({ message: 'unauthorised' })
     }
+    // The stream lives no longer than the access token it was opened with: the client reconnects
+    // with a fresh one, which proves the session is still alive.
+    const { exp } = session.getAccessTokenPayload() as { exp?: unknown }
+    const lifetimeMs = typeof exp === 'number' ? exp * 1000 - Date.now() : undefined
     reply.hijack()
     // Headers set by earlier hooks (CORS, security headers) would be lost with the reply taken over.
-    const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders() })
+    const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders(), lifetimeMs })
     if (opened === undefined) return
 
     // Replay after the feed position is known, so nothing between the replay and the next poll is lost.

@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { buildApp, listen, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { RawSseReader } from '../realtime/sse-reader.js'
 
 // A session core whose access tokens live three seconds (a real core is configured the same way
 // with access_token_validity). Expiry has whole-second precision, so a fresh token stays valid for
@@ -34,4 +35,24 @@ test('an expired access token gets the try-refresh answer; a refresh brings the 
   })
   t.equal(again.statusCode, 200, 'the refreshed token works')
   t.equal(again.json().id, session.userId)
+})
+
+test('a stream ends when the access token it was opened with expires, long before its planned 20 minutes', { timeout: 60_000 }, async (t) => {
+  if (process.env.SESSIONS_URI !== undefined) {
+    t.comment('token lifetimes of a real core given by SESSIONS_URI are its own')
+    return
+  }
+  const deps = await startDependencies(t, { accessTokenValiditySec: 3 })
+  const { app } = await buildApp(t, deps)
+  t.equal(app.sse.options.lifetimeMs, 20 * 60_000, 'the planned lifetime stays the upper bound')
+  const session = await signUp(app, { email: uniqueEmail('stream-expiry'), password: 'pw-for-stream-expiry-1' })
+  const expiresAt = JSON.parse(Buffer.from(session.accessToken.split('.')[1] ?? '', 'base64url').toString()).exp * 1000
+  const stream = await RawSseReader.open(`${await listen(app)}/api/events/stream`, session.headers)
+  t.teardown(() => stream.close())
+  t.equal(stream.status, 200)
+  await stream.untilEnded(10_000)
+  const endedAfterExpiry = Date.now() - expiresAt
+  t.ok(stream.ended, 'the server ended the stream')
+  // The broker checks lifetimes once a second.
+  t.ok(endedAfterExpiry > -1000 && endedAfterExpiry < 2500, `ended ${endedAfterExpiry} ms after the token expired`)
 })
