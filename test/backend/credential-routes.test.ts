@@ -149,14 +149,16 @@ test('credential fields have length limits, refused with 400 before the core is 
   t.equal((await users.findOne({ email: `${'l'.repeat(64)}@example.com` }))?.['name'], 'n'.repeat(100))
 })
 
-test('a failure of the session core answers a 500 that names no internals', async (t) => {
+test('a failure of the session core (its 5xx) answers a 503 with Retry-After that names no internals', async (t) => {
   const deps = await startDependencies(t)
   const { app, log } = await buildApp(t, deps)
   core.failPasswordChecks = true
   t.teardown(() => { core.failPasswordChecks = false })
   const answer = await app.inject(signInRequest(uniqueEmail('core-down'), 'password one 1', '192.0.2.90'))
-  t.equal(answer.statusCode, 500)
-  t.same(answer.json(), { statusCode: 500, error: 'Internal Server Error', message: 'Something went wrong on our side; try again later' })
+  t.equal(answer.statusCode, 503)
+  t.match(answer.headers['retry-after'], /^\d+$/)
+  t.same(answer.json(), { statusCode: 503, code: 'SESSION_SERVICE_UNAVAILABLE', error: 'Service Unavailable', message: 'Sessions cannot be checked right now; try again shortly' })
+  t.notOk(answer.body.includes('supertokens'), 'no internal path')
   t.match(log.text(), new RegExp(CORE_INTERNAL_FAILURE.replace(/[.]/g, '\\.')), 'the cause is in the log')
 })
 
