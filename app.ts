@@ -7,11 +7,12 @@ import { loggerOptions } from './lib/logging.js'
 import { TypedHttpError, errorBody, notFoundBody, sendUntypedError, serverErrorBody, type UntypedErrorBodies } from './lib/error-bodies.js'
 import type { ErrorResponse } from './schemas/errors.js'
 import { isDatabaseUnavailableError } from './lib/mongo-errors.js'
+import { requestBodies, validationOptions } from './lib/request-bodies.js'
 import configPlugin from './plugins/external/config.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
 import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
-import sessionPlugin, { isSessionLibraryError, sessionErrorHandler } from './plugins/external/session.js'
+import sessionPlugin, { AUTH_BASE_PATH, isSessionLibraryError, sessionErrorHandler } from './plugins/external/session.js'
 import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
@@ -45,7 +46,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
     // long answer to a short request, so a finite limit only cuts off clients that send too slowly.
     requestTimeout: REQUEST_RECEIVE_DEADLINE_MS,
     return503OnClosing: true,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
+    ...validationOptions()
   }
 }
 
@@ -79,6 +80,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   // Node's own limit for headers (60 s) is longer than the whole request's, which would leave it unused.
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
+  // Apple's form post to the session library's callback is the one form body the backend takes.
+  await fastify.register(requestBodies, { formPaths: [`${AUTH_BASE_PATH}/callback/apple`] })
   await fastify.register(mongoPlugin)
   // The app's own decorators (plugins/app): they add no request hooks, so their order is only
   // that of their declared dependencies.
