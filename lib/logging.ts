@@ -69,7 +69,7 @@ function parameterName (raw: string): string {
 }
 
 interface LoggedRequest extends Pick<IncomingMessage, 'method' | 'headers' | 'socket'> {
-  url?: string
+  url: string
   host?: string
   ip?: string
 }
@@ -79,7 +79,7 @@ interface LoggedRequest extends Pick<IncomingMessage, 'method' | 'headers' | 'so
 function requestSerializer (request: LoggedRequest) {
   return {
     method: request.method,
-    url: request.url === undefined ? undefined : redactUrl(request.url),
+    url: redactUrl(request.url),
     version: request.headers['accept-version'],
     host: request.host,
     remoteAddress: request.ip,

@@ -25,9 +25,8 @@ type Pool = (externalSchemas: Record<string, unknown>, options: CompilerOptions)
 export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schemaController'> {
   const pool = AjvCompiler() as unknown as Pool
   function buildValidator (externalSchemas: Record<string, unknown>, options: CompilerOptions): RouteCompile {
-    const customOptions = options.customOptions ?? {}
-    const textual = pool(externalSchemas, { ...options, customOptions: { ...customOptions, coerceTypes: 'array' } })
-    const exact = pool(externalSchemas, { ...options, customOptions: { ...customOptions, coerceTypes: false } })
+    const textual = pool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: 'array' } })
+    const exact = pool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
     return (route) => route.httpPart === 'body' ? exact(route) : textual(route)
   }
   return {
