@@ -4,7 +4,9 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
-import { TypedHttpError, errorBody, notFoundBody, sendUntypedError, serverErrorBody, type UntypedErrorBodies } from './lib/error-bodies.js'
+import {
+  DATABASE_RETRY_AFTER_SECONDS, TypedHttpError, errorBody, notFoundBody, sendDatabaseUnavailable, sendUntypedError, serverErrorBody, type UntypedErrorBodies
+} from './lib/error-bodies.js'
 import type { ErrorResponse } from './schemas/errors.js'
 import { isDatabaseUnavailableError } from './lib/mongo-errors.js'
 import { requestBodies, validationOptions } from './lib/request-bodies.js'
@@ -53,19 +55,20 @@ export function serverOptions (config: Config): FastifyServerOptions {
 export const REQUEST_RECEIVE_DEADLINE_MS = 30_000
 /** Headers come first and are small: a client that has not sent them by then is not going to. */
 export const HEADERS_RECEIVE_DEADLINE_MS = 10_000
-/** What a client is told to wait before retrying while the database is unavailable. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5
+export { DATABASE_RETRY_AFTER_SECONDS }
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError): FastifyReply {
   if (error instanceof TypedHttpError) {
     if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
     return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))
   }
-  if (isDatabaseUnavailableError(error)) {
-    request.log.error({ err: error }, 'database unavailable')
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    // A route's deadline passed (routes/event): what it waited on ends on its own deadline behind.
+    request.log.error('request deadline exceeded')
     return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
-      .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DATABASE_UNAVAILABLE'))
+      .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DEADLINE_EXCEEDED'))
   }
+  if (isDatabaseUnavailableError(error)) return sendDatabaseUnavailable(request, reply, error)
   return sendUntypedError(request, reply, error, BACKEND_UNTYPED_ERROR_BODIES)
 }
 

@@ -1,6 +1,5 @@
 import {
-  MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError,
-  type MongoClientOptions
+  MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type MongoClientOptions
 } from 'mongodb'
 
 /**
@@ -19,18 +18,6 @@ export const DATABASE_DEADLINES = {
   socketTimeoutMS: 10_000
 } as const satisfies MongoClientOptions
 
-/**
- * The backend's deadline for each database operation, cursor and transaction, as a whole
- * (server selection, connection checkout, the round trips and retries included; the driver's
- * `timeoutMS`). A request that needs the database answers, or meets a 503, within about this,
- * whatever state the database is in. Reads and writes of a request take milliseconds when it is
- * well, so this only ever cuts off waiting.
- */
-export const OPERATION_DEADLINE_MS = 2500
-
-/** Work done off a person's request in one operation (a page of up to 2,500 provider changes). */
-export const BATCH_DEADLINE_MS = 30_000
-
 export function isDuplicateKeyError (error: unknown): boolean {
   return error instanceof MongoServerError && error.code === 11000
 }
@@ -46,7 +33,6 @@ export function isUnauthorizedError (error: unknown): boolean {
  */
 export function isDatabaseUnavailableError (error: unknown): boolean {
   return error instanceof MongoServerSelectionError ||
-    error instanceof MongoOperationTimeoutError ||
     error instanceof MongoNetworkError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoTopologyClosedError

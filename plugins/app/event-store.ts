@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import createError from '@fastify/error'
 import type { AnyBulkWriteOperation, ClientSession, Collection } from 'mongodb'
 import type { EventRecord } from '../../lib/events/record.js'
-import { BATCH_DEADLINE_MS, isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { ProviderRecord, ProviderWrite } from '../../lib/events/provider-apply.js'
@@ -105,7 +105,7 @@ export class EventStore {
           throw new Error(`unknown provider write: ${JSON.stringify(write satisfies never)}`)
       }
     })
-    if (operations.length > 0) await this.events.bulkWrite(operations, { ordered: true, timeoutMS: BATCH_DEADLINE_MS })
+    if (operations.length > 0) await this.events.bulkWrite(operations, { ordered: true })
     if (supersede === undefined) return 0
     const gone = await this.events.deleteMany({
       user: userId,
@@ -113,7 +113,7 @@ export class EventStore {
       connectionId: supersede.connectionId,
       providerEventId: { $exists: true },
       generation: { $ne: supersede.generation }
-    }, { timeoutMS: BATCH_DEADLINE_MS })
+    })
     return gone.deletedCount
   }
 

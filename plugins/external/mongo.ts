@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
-import { DATABASE_DEADLINES, OPERATION_DEADLINE_MS } from '../../lib/mongo-errors.js'
+import { DATABASE_DEADLINES } from '../../lib/mongo-errors.js'
 
 export interface MongoHandle {
   client: MongoClient
@@ -28,7 +28,7 @@ declare module 'fastify' {
 
 /** Connects to the database a URI names (its path names the database) and learns whether it has transactions. */
 export async function connectMongo (uri: string): Promise<MongoHandle> {
-  const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES, timeoutMS: OPERATION_DEADLINE_MS })
+  const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES })
   await client.connect()
   const db = client.db()
   const hello = await db.admin().command({ hello: 1 })

@@ -16,7 +16,8 @@ import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
-import { errorBody, notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
+import { errorBody, notFoundBody, sendDatabaseUnavailable, TypedHttpError } from '../../lib/error-bodies.js'
+import { isDatabaseUnavailableError } from '../../lib/mongo-errors.js'
 import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
 
@@ -344,8 +345,11 @@ export default fp(async function session (fastify) {
     auth.setNotFoundHandler((request, reply) => { reply.code(404).send(notFoundBody(request.method, request.url)) })
     // The app's own refusals inside the library's routes (a provider sign-in's redirect URI)
     // keep their status and code; everything else is handled as before.
-    auth.setErrorHandler(async (error, _request, reply) => {
+    auth.setErrorHandler(async (error, request, reply) => {
       if (error instanceof TypedHttpError) return await reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code))
+      // Sign-up and sign-in write the user record after the core answered: a database that is away
+      // is a 503 to retry, not a 500 carrying the driver's message.
+      if (isDatabaseUnavailableError(error)) return sendDatabaseUnavailable(request, reply, error)
       throw error
     })
     auth.addHook('onSend', async (request, _reply, payload) => {
