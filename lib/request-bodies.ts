@@ -36,7 +36,8 @@ export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schema
 }
 
 function declaredCharset (request: FastifyRequest): string | undefined {
-  const header = request.headers['content-type'] ?? ''
+  const header = request.headers['content-type']
+  if (header === undefined) return undefined
   const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(header)
   return match?.[1]?.toLowerCase()
 }
@@ -59,10 +60,14 @@ export interface RequestBodiesOptions {
 export const requestBodies = fp<RequestBodiesOptions>(async function requestBodies (fastify, options) {
   const formPaths = new Set(options.formPaths)
 
-  fastify.addHook('preParsing', async (request, _reply, payload) => {
+  // A callback hook: it runs on every request, most of them without a body or a charset.
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
     const charset = declaredCharset(request)
-    if (charset !== undefined && !ACCEPTED_CHARSETS.has(charset)) throw refuseCharset(charset)
-    return payload
+    if (charset !== undefined && !ACCEPTED_CHARSETS.has(charset)) {
+      done(refuseCharset(charset), payload)
+      return
+    }
+    done(null, payload)
   })
 
   fastify.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
