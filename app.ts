@@ -4,14 +4,17 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
-import { TypedHttpError, errorBody, notFoundBody, sendUntypedError, serverErrorBody, type UntypedErrorBodies } from './lib/error-bodies.js'
+import {
+  DATABASE_RETRY_AFTER_SECONDS, TypedHttpError, errorBody, notFoundBody, sendDatabaseUnavailable, sendUntypedError, serverErrorBody, type UntypedErrorBodies
+} from './lib/error-bodies.js'
 import type { ErrorResponse } from './schemas/errors.js'
 import { isDatabaseUnavailableError } from './lib/mongo-errors.js'
+import { requestBodies, validationOptions } from './lib/request-bodies.js'
 import configPlugin from './plugins/external/config.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
 import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
-import sessionPlugin, { isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
+import sessionPlugin, { AUTH_BASE_PATH, isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
 import { isSessionCoreUnavailableError } from './lib/session-core.js'
 import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
@@ -46,15 +49,14 @@ export function serverOptions (config: Config): FastifyServerOptions {
     // long answer to a short request, so a finite limit only cuts off clients that send too slowly.
     requestTimeout: REQUEST_RECEIVE_DEADLINE_MS,
     return503OnClosing: true,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
+    ...validationOptions()
   }
 }
 
 export const REQUEST_RECEIVE_DEADLINE_MS = 30_000
 /** Headers come first and are small: a client that has not sent them by then is not going to. */
 export const HEADERS_RECEIVE_DEADLINE_MS = 10_000
-/** What a client is told to wait before retrying while the database is unavailable. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5
+export { DATABASE_RETRY_AFTER_SECONDS }
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: FastifyError | TypedHttpError): FastifyReply {
   if (isSessionCoreUnavailableError(error)) {
@@ -65,11 +67,13 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: Fastify
     if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
     return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message, error.code, error.details))
   }
-  if (isDatabaseUnavailableError(error)) {
-    request.log.error({ err: error }, 'database unavailable')
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    // A route's deadline passed (routes/event): what it waited on ends on its own deadline behind.
+    request.log.error('request deadline exceeded')
     return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
-      .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DATABASE_UNAVAILABLE'))
+      .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DEADLINE_EXCEEDED'))
   }
+  if (isDatabaseUnavailableError(error)) return sendDatabaseUnavailable(request, reply, error)
   return sendUntypedError(request, reply, error, BACKEND_UNTYPED_ERROR_BODIES)
 }
 
@@ -84,6 +88,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   // Node's own limit for headers (60 s) is longer than the whole request's, which would leave it unused.
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
+  // Apple's form post to the session library's callback is the one form body the backend takes.
+  await fastify.register(requestBodies, { formPaths: [`${AUTH_BASE_PATH}/callback/apple`] })
   await fastify.register(mongoPlugin)
   // The app's own decorators (plugins/app): they add no request hooks, so their order is only
   // that of their declared dependencies.

@@ -28,6 +28,16 @@ export class TypedHttpError extends Error {
   }
 }
 
+/** What a client is told to wait before retrying while the database is unavailable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5
+
+/** The database could not be reached or did not answer in time: 503 with Retry-After, never a 401 or a 500. */
+export function sendDatabaseUnavailable (request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  request.log.error({ err: error }, 'database unavailable')
+  return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+    .send(errorBody(503, 'The service is briefly unavailable; try again shortly', 'DATABASE_UNAVAILABLE'))
+}
+
 export function notFoundBody (method: string, url: string): ErrorResponse {
   return errorBody(404, `Route ${method} ${url.split('?')[0]} not found`)
 }

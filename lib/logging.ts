@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { LoggerOptions } from 'pino'
 
 // Everything that can carry a credential, wherever it appears in a log object.
@@ -35,10 +36,62 @@ export const redactedPaths = [
   '*.credentialEncryptionKey'
 ]
 
+// Query parameters that carry a credential or a one-time secret: an access token sent in the URL
+// (clients that cannot set headers, such as EventSource), OAuth's authorization code and state on
+// provider callbacks, ID tokens of a form post turned into a redirect, reset and unsubscribe tokens.
+// Names are compared without regard to case.
+const SECRET_QUERY_PARAMETERS = new Set([
+  'access_token', 'accesstoken', 'sx-access-token', 'st-access-token', 'refresh_token', 'id_token', 'token',
+  'code', 'state', 'client_secret', 'code_verifier', 'session_state', 'key'
+])
+
+const CENSOR = '[redacted]'
+
+/** The URL as it may be written to a log: the value of every secret query parameter replaced. */
+export function redactUrl (url: string): string {
+  const queryAt = url.indexOf('?')
+  if (queryAt < 0) return url
+  const pairs = url.slice(queryAt + 1).split('&').map((pair) => {
+    const equalsAt = pair.indexOf('=')
+    const rawName = equalsAt < 0 ? pair : pair.slice(0, equalsAt)
+    return SECRET_QUERY_PARAMETERS.has(parameterName(rawName)) ? `${rawName}=${CENSOR}` : pair
+  })
+  return `${url.slice(0, queryAt)}?${pairs.join('&')}`
+}
+
+function parameterName (raw: string): string {
+  try {
+    return decodeURIComponent(raw.replaceAll('+', ' ')).toLowerCase()
+  } catch {
+    // A name that does not decode is compared as sent; it can name no parameter a route reads.
+    return raw.toLowerCase()
+  }
+}
+
+interface LoggedRequest extends Pick<IncomingMessage, 'method' | 'headers' | 'socket'> {
+  url: string
+  host?: string
+  ip?: string
+}
+
+// Fastify's own request serializer, with the URL's secrets replaced: the request line is logged
+// by both services on every request, so this is the one place a query string reaches the logs.
+function requestSerializer (request: LoggedRequest) {
+  return {
+    method: request.method,
+    url: redactUrl(request.url),
+    version: request.headers['accept-version'],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort
+  }
+}
+
 export function loggerOptions (level: string, pretty = process.stdout.isTTY === true): LoggerOptions {
   return {
     level,
-    redact: { paths: redactedPaths, censor: '[redacted]' },
+    redact: { paths: redactedPaths, censor: CENSOR },
+    serializers: { req: requestSerializer },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
   }
 }

@@ -22,6 +22,15 @@ export const EVENT_LIMITS = {
   occurrencesPerSeries: 2000
 } as const
 
+// Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.
+// A control character in a title or a place is never meant, breaks other calendars' parsers and
+// can hide text from a reader (a lone carriage return, an escape sequence in a terminal).
+export const PLAIN_TEXT_PATTERN = '^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$'
+
+function plainText (maxLength: number, description?: string) {
+  return Type.String({ maxLength, pattern: PLAIN_TEXT_PATTERN, ...(description === undefined ? {} : { description }) })
+}
+
 export const ObjectIdString = Type.String({
   pattern: OBJECT_ID_PATTERN,
   description: 'A 24-hex-character object id'
@@ -109,7 +118,9 @@ export const EVENT_DEFAULTS = {
 // defaults inside a union. lib/events fills them in (withDefaults) and the descriptions say so.
 const changeFields = {
   ...recordFields,
-  title: Type.Optional(Type.String({ maxLength: EVENT_LIMITS.titleLength, description: 'Default: empty' })),
+  title: Type.Optional(plainText(EVENT_LIMITS.titleLength, 'Default: empty. No control characters but tab and line feed')),
+  description: Type.Optional(plainText(EVENT_LIMITS.descriptionLength, 'No control characters but tab and line feed')),
+  location: Type.Optional(plainText(EVENT_LIMITS.locationLength, 'No control characters but tab and line feed')),
   isAllDay: Type.Optional(Type.Boolean({ description: 'Default: false' })),
   timeZone: Type.Optional(Type.String({
     minLength: 1,

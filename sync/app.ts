@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyServerOp
 import autoload from '@fastify/autoload'
 import type { SyncConfig } from '../schemas/config.js'
 import { loggerOptions } from '../lib/logging.js'
+import { requestBodies, validationOptions } from '../lib/request-bodies.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
 import { errorBody, SyncServiceError } from './lib/errors.js'
@@ -66,7 +67,7 @@ export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
     logger: loggerOptions(config.runtime.logLevel),
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } }
+    ...validationOptions()
   }
 }
 
@@ -82,6 +83,8 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // Each part declares the parts it needs; they are registered here in that order, each with
   // the options it takes.
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
+  // Sync's bodies are JSON (the internal API, Microsoft's notifications); no route takes a form.
+  await fastify.register(requestBodies, { formPaths: [] })
   // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
   await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}), ...(options.caldav ? { caldav: options.caldav } : {}) })

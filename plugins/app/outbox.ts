@@ -16,6 +16,12 @@ declare module 'fastify' {
 
 export const OUTBOX_COLLECTION = 'syncOutbox'
 export const OUTBOX_LEASES_COLLECTION = 'syncOutboxLeases'
+/**
+ * How long a process's claim on a user's entries lasts unless renewed. The holder renews it every
+ * third of that while it sends, so a delivery that takes longer keeps it; a crashed holder's claim
+ * lapses this soon, and the next sweep (every 2 s) of any process takes the entries over.
+ */
+export const OUTBOX_LEASE_MS = 5000
 
 export type DeliverEntry = (userId: string, entry: OutboxEntry) => Promise<void>
 
@@ -100,7 +106,7 @@ export class Outbox {
     this.#options = options
     this.#now = options.now ?? (() => new Date())
     this.#random = options.random ?? Math.random
-    this.#leaseMs = options.leaseMs ?? 30_000
+    this.#leaseMs = options.leaseMs ?? OUTBOX_LEASE_MS
   }
 
   static collections (db: Db): Pick<OutboxOptions, 'collection' | 'leases'> {
@@ -196,8 +202,8 @@ export class Outbox {
   }
 
   async #deliverAll (userId: string): Promise<void> {
-    let claimedAt = await this.#claim(userId)
-    if (claimedAt === null) return
+    if (await this.#claim(userId) === null) return
+    const claim = this.#keepClaim(userId)
     try {
       while (!this.#stopped) {
         // Entries are read in batches in order; only the first can be waiting for a retry, since
@@ -205,23 +211,52 @@ export class Outbox {
         const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
         if (batch.length === 0) return
         for (const record of batch) {
-          if (this.#stopped || record.nextAttemptAt > this.#now()) return
-          if (this.#now().getTime() - claimedAt.getTime() > this.#leaseMs / 3) {
-            claimedAt = await this.#claim(userId)
-            if (claimedAt === null) return
-          }
+          // A claim lost (this process stalled past the lease and another took over) ends the run:
+          // the entries are the other holder's now, and sending on would break their order.
+          if (this.#stopped || claim.lost || record.nextAttemptAt > this.#now()) return
           if (!await this.#send(record)) return
         }
       }
     } finally {
+      await claim.end()
       await this.#options.leases.deleteOne({ _id: userId, holder: this.#holder })
     }
   }
 
   /**
-   * Takes (or renews) this process's claim on the user's entries; null while another process
-   * holds a live claim. A claim that was not renewed in time lapses, so a crashed process does
-   * not block the user's entries for longer than the lease.
+   * Renews this process's claim every third of the lease while a run lasts, however long one
+   * delivery takes. Only a claim this process still holds is renewed: one that lapsed and was
+   * taken over is lost, never taken back.
+   */
+  #keepClaim (userId: string): { readonly lost: boolean, end: () => Promise<void> } {
+    let lost = false
+    let renewing: Promise<void> = Promise.resolve()
+    const timer = setInterval(() => {
+      renewing = this.#options.leases.updateOne(
+        { _id: userId, holder: this.#holder },
+        { $set: { until: new Date(this.#now().getTime() + this.#leaseMs) } }
+      ).then((renewed) => {
+        if (renewed.matchedCount === 0) lost = true
+      }, (error: unknown) => {
+        // The claim may still lapse; the next renewal tries again, and the run ends if it is lost.
+        this.#options.log.warn({ err: error, userId }, 'outbox lease renewal failed')
+      })
+    }, this.#leaseMs / 3)
+    timer.unref()
+    return {
+      get lost () { return lost },
+      end: async () => {
+        clearInterval(timer)
+        // A renewal under way would otherwise outlive the release and hold the claim on.
+        await renewing
+      }
+    }
+  }
+
+  /**
+   * Takes this process's claim on the user's entries; null while another process holds a live
+   * claim. A claim that was not renewed in time lapses, so a crashed process does not block the
+   * user's entries for longer than the lease.
    */
   async #claim (userId: string): Promise<Date | null> {
     const now = this.#now()

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
-import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import supertokens from 'supertokens-node'
 import { plugin as supertokensPlugin, errorHandler as supertokensErrorHandler } from 'supertokens-node/framework/fastify'
@@ -428,7 +427,6 @@ export const sessionErrorHandler = supertokensErrorHandler()
 export default fp(async function session (fastify) {
   initSessionLibrary(fastify.config, fastify.log)
 
-  await fastify.register(formbody)
   // The library answers its own routes (sign-up, sign-in, sign-out, refresh, password reset,
   // provider sign-in) under /api/auth. They are not Fastify routes: they are served from this
   // scope's not-found path, so the library's hook runs for /api/auth/* only and costs nothing

@@ -1,6 +1,7 @@
+import { Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import httpProxy from '@fastify/http-proxy'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import Session from 'supertokens-node/recipe/session'
 import { INTERNAL_AUTH_HEADERS, signInternalRequest } from '../../lib/internal-auth.js'
 
@@ -12,7 +13,9 @@ const PUBLIC_PARTS = ['oauth', 'webhooks', 'maintenance'] as const
 // Headers a browser or a provider must not pass on to Sync: the backend's own session tokens,
 // and anything that would pose as the backend's signature. The scheduler calling /maintenance
 // proves itself with an ID token in Authorization, which Sync verifies, so that one goes through.
-const STRIPPED = ['cookie', 'sx-access-token', 'sx-refresh-token', ...Object.values(INTERNAL_AUTH_HEADERS)]
+// `expect` belongs to the hop it came on: this server already answered 100 Continue and read the
+// body, and undici refuses to send a request carrying it (every such request used to answer 500).
+const STRIPPED = ['cookie', 'sx-access-token', 'sx-refresh-token', 'expect', ...Object.values(INTERNAL_AUTH_HEADERS)]
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,11 +28,23 @@ export default fp(async function syncProxy (fastify) {
   const { serviceUrl, internalAuthToken } = fastify.config.sync
   fastify.decorateRequest('proxiedSessionUser', null)
 
-  for (const part of PUBLIC_PARTS) {
-    await fastify.register(httpProxy, {
+  await fastify.register(async function publicParts (proxied) {
+    // Bodies are read whole, within the server's body limit (413 past it, however the length is
+    // sent), before anything is sent to Sync, and passed on as the bytes that came: a provider's
+    // signature covers them. Streaming them through instead would let a body of any size reach
+    // Sync, and a refusal there would break the half-sent request into a 5xx here.
+    proxied.removeAllContentTypeParsers()
+    proxied.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, Readable.from([body])) })
+    for (const part of PUBLIC_PARTS) await registerPart(proxied, part)
+  })
+
+  async function registerPart (proxied: FastifyInstance, part: typeof PUBLIC_PARTS[number]): Promise<void> {
+    await proxied.register(httpProxy, {
       upstream: serviceUrl,
       prefix: `/sync/${part}`,
       rewritePrefix: `/${part}`,
+      // The parser above reads the body; the proxy's own would pass the unread stream on.
+      proxyPayloads: false,
       // The OAuth callback learns who is signed in, so Sync can tell a browser that finishes
       // another user's authorization (a mismatch) from the user who started it.
       preHandler: part === 'oauth'

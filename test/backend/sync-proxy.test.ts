@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
 import Fastify from 'fastify'
 import { test } from 'tap'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail } from '../helper.js'
@@ -9,8 +10,11 @@ import { INTERNAL_AUTH_HEADERS, verifyInternalRequest } from '../../lib/internal
 test('the /sync proxy', async (t) => {
   const received: Array<{ method: string, url: string, headers: Record<string, string | string[] | undefined>, body: unknown }> = []
   const upstream = Fastify()
+  // Bytes as sent, so the test sees whether the proxy passed them on unchanged.
+  upstream.removeAllContentTypeParsers()
+  upstream.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 8 * 1024 * 1024 }, (_request, body, done) => { done(null, body) })
   upstream.all('/*', async (request, reply) => {
-    received.push({ method: request.method, url: request.url, headers: request.headers, body: request.body })
+    received.push({ method: request.method, url: request.url, headers: request.headers, body: Buffer.isBuffer(request.body) ? request.body.toString() : request.body })
     if (request.url.startsWith('/oauth/')) return await reply.redirect('http://localhost:9080/day?status=connected&cid=abc123', 302)
     return { ok: true }
   })
@@ -83,4 +87,42 @@ test('the /sync proxy', async (t) => {
     }
     t.same(received, [], 'nothing reached Sync')
   })
+
+  await t.test('a body sent after Expect: 100-continue (curl does so past 1 KB) is passed on, without the header', async (t) => {
+    received.length = 0
+    const body = JSON.stringify({ value: [{ subscriptionId: 's-1', clientState: 'c'.repeat(2048) }] })
+    const answer = await rawPost(`${base}/sync/webhooks/microsoft`, body, { 'content-type': 'application/json', expect: '100-continue', 'content-length': String(Buffer.byteLength(body)) })
+    t.equal(answer.status, 200)
+    t.equal(received[0]?.body, body, 'the bytes arrive unchanged')
+    t.notOk(received[0]?.headers.expect)
+  })
+
+  await t.test('a body over 1 MiB answers 413 and never reaches Sync, announced or chunked', async (t) => {
+    received.length = 0
+    const big = 'x'.repeat(2 * 1024 * 1024)
+    const announced = await rawPost(`${base}/sync/webhooks/google`, big, { 'content-type': 'application/json', expect: '100-continue', 'content-length': String(big.length) })
+    t.equal(announced.status, 413)
+    t.equal(announced.json()['code'], 'FST_ERR_CTP_BODY_TOO_LARGE')
+    const chunked = await rawPost(`${base}/sync/webhooks/google`, big, { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' })
+    t.equal(chunked.status, 413)
+    t.same(received, [], 'nothing reached Sync')
+  })
 })
+
+/** A POST over node:http, which sends Expect and chunked bodies as curl does (fetch does neither). */
+async function rawPost (url: string, body: string, headers: Record<string, string>): Promise<{ status: number, json: () => Record<string, unknown> }> {
+  return await new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: 'POST', headers }, (response) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('end', () => {
+        const text = Buffer.concat(chunks).toString()
+        resolve({ status: response.statusCode ?? 0, json: () => JSON.parse(text) as Record<string, unknown> })
+      })
+    })
+    request.on('error', reject)
+    if (headers.expect === undefined) request.end(body)
+    // A server that refuses before reading answers without 100 Continue; the body is then not sent.
+    else request.on('continue', () => request.end(body)).on('response', () => { if (!request.writableEnded) request.end() })
+  })
+}

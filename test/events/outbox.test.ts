@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { ObjectId } from 'mongodb'
@@ -254,6 +255,71 @@ test('the sender', async (t) => {
       t.equal(await leases.countDocuments({ _id: USER }), 0)
     })
   }
+
+  await t.test('the claim is renewed while a delivery lasts, ends the run once lost, and a failed renewal is logged', async (t) => {
+    const LEASE_MS = 300
+    const deliver = deliverThrough(client, openCredential)
+    // Real time here: the renewal runs on a timer.
+    const backendProcess = (deliverEntry: DeliverEntry, leaseCollection = leases) => new Outbox({
+      collection, leases: leaseCollection, deliver: deliverEntry, log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, leaseMs: LEASE_MS
+    })
+    function gate (): { opened: Promise<void>, open: () => void } {
+      let open = (): void => {}
+      const opened = new Promise<void>((resolve) => { open = resolve })
+      return { opened, open }
+    }
+
+    forgetCalls()
+    const slowEntered = gate()
+    const slow = backendProcess(async (userId, entry) => { slowEntered.open(); await sleep(LEASE_MS * 4); await deliver(userId, entry) })
+    await collection.insertMany(outboxRecords(USER, [marker('slow'), marker('slow-after')], new Date()))
+    const slowRun = slow.flush(USER)
+    await slowEntered.opened
+    await sleep(LEASE_MS * 2)
+    await backendProcess(deliver).flush(USER)
+    t.same(callsOf(USER), [], 'two leases into one delivery, the claim still holds: no other process sends')
+    await slowRun
+    t.same(deliveredTo(USER), ['eventChange:slow', 'eventChange:slow-after'], 'the holder sends them all, in order')
+
+    forgetCalls()
+    const stalledEntered = gate()
+    const takenOver = gate()
+    const stalled = backendProcess(async (userId, entry) => { stalledEntered.open(); await takenOver.opened; await deliver(userId, entry) })
+    await collection.insertMany(outboxRecords(USER, [marker('lost'), marker('lost-after')], new Date()))
+    const stalledRun = stalled.flush(USER)
+    await stalledEntered.opened
+    // This process stalled past its lease and another took the user's entries over.
+    await leases.updateOne({ _id: USER }, { $set: { holder: 'another-process', until: new Date(Date.now() + 60_000) } })
+    await sleep(LEASE_MS)
+    takenOver.open()
+    await stalledRun
+    t.same(deliveredTo(USER), ['eventChange:lost'], 'the entry in flight completes; the next is left to the new holder')
+    t.equal(await leases.countDocuments({ _id: USER, holder: 'another-process' }), 1, 'the new holder\'s claim is not taken back')
+    await leases.deleteOne({ _id: USER })
+    await backendProcess(deliver).flush(USER)
+    t.same(deliveredTo(USER), ['eventChange:lost', 'eventChange:lost-after'])
+
+    forgetCalls()
+    // The database refuses renewals (the first update, the claim itself, goes through).
+    let updates = 0
+    const failingLeases = new Proxy(leases, {
+      get (target, property, receiver) {
+        if (property === 'updateOne') {
+          return async (...args: Parameters<typeof leases.updateOne>) => {
+            updates += 1
+            if (updates > 1) throw new Error('database away')
+            return await target.updateOne(...args)
+          }
+        }
+        const value: unknown = Reflect.get(target, property, receiver)
+        return typeof value === 'function' ? value.bind(target) : value
+      }
+    })
+    await collection.insertMany(outboxRecords(USER, [marker('unrenewed')], new Date()))
+    await backendProcess(async (userId, entry) => { await sleep(LEASE_MS * 2); await deliver(userId, entry) }, failingLeases).flush(USER)
+    t.same(deliveredTo(USER), ['eventChange:unrenewed'], 'the delivery under way completes')
+    t.ok(log.lines().some((line) => line.msg === 'outbox lease renewal failed' && line.userId === USER), 'operators see the failed renewal')
+  })
 
   await t.test('an unreachable Sync is retried like an answer of 5xx', async (t) => {
     sync.applied.length = 0
