@@ -2,6 +2,7 @@
 // app password instead of OAuth. WebDAV requests and their multistatus answers go through tsdav's
 // davRequest, iCalendar through ical.js (sync/lib/providers/caldav-mapping.ts). CalDAV has no push,
 // so the service pulls each calendar on a timer (pollIntervalMs).
+import { retryAfterMs } from '../../../lib/backoff.js'
 import ICAL from 'ical.js'
 import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
@@ -425,11 +426,14 @@ export class CalDavAdapter implements ProviderPort {
     return responses
   }
 
-  #failure (status: number, what: string): Error {
+  /** `response`, where the answer is at hand, gives the Retry-After a 429 or 503 may carry (RFC 9110). */
+  #failure (status: number, what: string, response?: Response): Error {
     if (status === 401) return new ProviderAuthorizationRevokedError(`the CalDAV server refused the stored password (${what}: 401)`)
     if (status === 404 || status === 410) return new ProviderNotFoundError(`the CalDAV server has no such resource (${what}: ${status})`)
     if (status === 412) return new ProviderVersionConflictError(`the CalDAV server holds another version (${what}: 412)`)
-    if (status === 429 || status >= 500) return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status)
+    if (status === 429 || status >= 500) {
+      return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status, retryAfterMs(response?.headers.get('retry-after'), new Date()))
+    }
     return new Error(`the CalDAV server refused (${what}: ${status})`)
   }
 
@@ -446,7 +450,7 @@ export class CalDavAdapter implements ProviderPort {
     const response = await this.#fetch(context, url, { method: 'GET' })
     const body = await response.text()
     if (response.status === 404 || response.status === 410) return null
-    if (!response.ok) throw this.#failure(response.status, 'GET')
+    if (!response.ok) throw this.#failure(response.status, 'GET', response)
     return { href: new URL(url).pathname, etag: response.headers.get('etag'), ics: body }
   }
 
@@ -458,7 +462,7 @@ export class CalDavAdapter implements ProviderPort {
       body: ics
     })
     await response.arrayBuffer()
-    if (!response.ok) throw this.#failure(response.status, 'PUT')
+    if (!response.ok) throw this.#failure(response.status, 'PUT', response)
     return response.headers.get('etag')
   }
 
@@ -466,6 +470,6 @@ export class CalDavAdapter implements ProviderPort {
     const response = await this.#fetch(context, url, { method: 'DELETE', headers: etag === null ? {} : { 'If-Match': etag } })
     await response.arrayBuffer()
     if (response.status === 404 || response.status === 410) return
-    if (!response.ok) throw this.#failure(response.status, 'DELETE')
+    if (!response.ok) throw this.#failure(response.status, 'DELETE', response)
   }
 }

@@ -55,23 +55,27 @@ test('a newer version at Microsoft wins over an older change of the backend and 
   t.match(stack.backend.batches.slice(batches)[0]?.events, [{ providerEventId, content: { title: 'Dentist' } }])
 })
 
-test('429 with Retry-After: the pull fails, nothing is saved, and the retry on the ladder gets the change', async (t) => {
+test('429 with Retry-After: the pull waits as long as Graph asks, keeps its attempt, nothing is saved, and the next try gets the change', async (t) => {
   const stack = await startStack(t)
   const calendarId = defaultCalendar(stack)
   const { connectionId } = await connectAndSync(stack)
   const cursor = (await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor
-  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/calendars', method: 'GET', status: 429, retryAfterSec: 30, count: 1 })
+  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/calendars', method: 'GET', status: 429, retryAfterSec: 300, count: 1 })
   const event = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.allDay)
   await stack.microsoft.notificationsSettled()
   const batches = stack.backend.batches.length
   await stack.drain()
   const [job] = await stack.sync.syncJobQueue.list()
-  t.match(job, { type: 'pull', status: 'queued', attempts: 1, lastError: /unavailable.*429.*retry after 30/ })
-  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure' })
+  t.match(job, { type: 'pull', status: 'queued', attempts: 0, waitingForProvider: true, lastError: /unavailable.*429.*retry after 300/ })
+  t.equal(job?.runAt.getTime(), stack.clock.now().getTime() + 300_000, 'Graph\'s Retry-After, longer than the backoff, is the wait')
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure', providerRetryAt: job?.runAt })
   t.equal((await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor, cursor, 'the cursor is kept')
   t.equal(stack.backend.batches.length, batches)
 
-  stack.clock.advance(40_000)
+  stack.clock.advance(299_000)
+  await stack.drain()
+  t.equal(stack.backend.batches.length, batches, 'nothing is asked before Graph said')
+  stack.clock.advance(1_000)
   await stack.drain()
   t.same(await stack.sync.syncJobQueue.list(), [])
   t.match(stack.backend.batches.at(-1)?.events, [{ providerEventId: event.id }], 'the change arrived on the retry')
