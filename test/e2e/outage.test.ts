@@ -65,9 +65,9 @@ test('edits made while Google answers 503 reach it within a minute of its recove
   await t.test('during the outage: every edit waits for Google without spending a retry, and the status says writes are waiting', async (t) => {
     await faults('POST', { pathPrefix: '/calendar/v3/', status: 503, count: 100_000 })
     await put(lunch, 'Lunch v1', '2026-11-26')
-    await waitUntil(async () => (await writeOf('Lunch v1'))?.waitingForProvider === true, 'the first edit waiting for Google', 20_000)
-    const firstTry = (await connection()).providerRetryAt
-    t.ok(firstTry instanceof Date && firstTry.getTime() - clock.now().getTime() <= 15_000, 'Google is tried again within the first step of its backoff')
+    await waitUntil(async () => ((await writeOf('Lunch v1'))?.lastError ?? null) !== null, 'the first edit tried at Google', 20_000)
+    const firstTry = (await writeOf('Lunch v1'))?.runAt.getTime() ?? Infinity
+    t.ok(firstTry - clock.now().getTime() <= 15_000, 'Google is tried again within the first step of its backoff')
 
     // Four more edits of the lunch, one of the dinner, seconds apart; Google is tried again on its
     // own time in between and still answers 503.
@@ -81,7 +81,7 @@ test('edits made while Google answers 503 reach it within a minute of its recove
       await waitUntil(async () => (await writeOf(title)) !== undefined, `the report of ${title} at Sync`, 20_000)
       if (index === 2) {
         clock.advance(15_000)
-        await waitUntil(async () => ((await connection()).unavailableStreak ?? 0) >= 2, 'Google tried again and still down', 20_000)
+        await waitUntil(async () => (google.control.counts().operations['calendar.events.get']?.statuses['503'] ?? 0) >= 2, 'Google tried again and still down', 20_000)
       }
     }
     // The worker settles: nothing runs before Google's next try.
@@ -104,7 +104,7 @@ test('edits made while Google answers 503 reach it within a minute of its recove
     const recoveredAt = clock.now().getTime()
     // Time goes on in steps of five seconds until both have arrived.
     const arrived = () => atGoogle('Lunch v5').length === 1 && atGoogle('Dinner w1').length === 1
-    while (!arrived() && clock.now().getTime() - recoveredAt < 5 * MINUTE) {
+    while (!arrived() && clock.now().getTime() - recoveredAt < 3 * MINUTE) {
       clock.advance(5_000)
       await waitFor(arrived, 1_500)
     }
@@ -124,7 +124,7 @@ test('edits made while Google answers 503 reach it within a minute of its recove
   await t.test('a long Retry-After is honoured, and POST /api/connections/refresh tries again at once', async (t) => {
     await faults('POST', { pathPrefix: '/calendar/v3/', status: 503, count: 1, retryAfterSec: 600 })
     await put(dinner, 'Dinner w2', '2026-11-27')
-    await waitUntil(async () => (await writeOf('Dinner w2'))?.waitingForProvider === true, 'the edit waiting for Google', 20_000)
+    await waitUntil(async () => ((await writeOf('Dinner w2'))?.lastError ?? null) !== null, 'the edit tried at Google', 20_000)
     const job = await writeOf('Dinner w2')
     t.ok((job?.runAt.getTime() ?? 0) - clock.now().getTime() >= 600_000, 'not before Google\'s Retry-After')
     await new Promise((resolve) => setTimeout(resolve, 300))
