@@ -232,13 +232,11 @@ export class JobQueue {
 
   /** Provider writes not yet done, per connection: queued, running, failed or exhausted. */
   async pendingWrites (connectionIds: string[]): Promise<Map<string, number>> {
-    const counts = new Map<string, number>()
-    if (connectionIds.length === 0) return counts
-    const rows = await this.#rows.find({ type: 'providerWrite', connectionId: { $in: connectionIds } }, { projection: { connectionId: 1 } }).toArray()
-    for (const row of rows) {
-      if (row.connectionId !== null) counts.set(row.connectionId, (counts.get(row.connectionId) ?? 0) + 1)
-    }
-    return counts
+    const rows = await this.#rows.aggregate<{ _id: string, count: number }>([
+      { $match: { type: 'providerWrite', connectionId: { $in: connectionIds } } },
+      { $group: { _id: '$connectionId', count: { $sum: 1 } } }
+    ]).toArray()
+    return new Map(rows.map((row) => [row._id, row.count]))
   }
 
   async get (jobId: ObjectId): Promise<JobRecord | null> {

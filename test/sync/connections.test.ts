@@ -200,3 +200,23 @@ test('the running service works its queue in the background while execution is a
   t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'importCalendar', 'watch', 'pullChanges'], 'the weeks around today, the whole calendar, its channel, the catch-up pull')
   await t.rejects(built.app.syncEngine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
 })
+
+test('a connection\'s provider health: each unavailable answer lengthens the wait, the first answer after it clears it, a refresh tries at once', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const store = built.app.syncConnections
+  const id = (await store.create(newUserId(), 'google'))._id.toHexString()
+  const now = built.clock.now().getTime()
+  t.same(await store.recordUnavailable(id, null, () => 1), new Date(now + 15_000))
+  t.same(await store.recordUnavailable(id, 90_000, () => 1), new Date(now + 90_000), 'the provider\'s longer Retry-After')
+  t.match(await store.get(id), { unavailableStreak: 2, providerRetryAt: new Date(now + 90_000) })
+  await store.tryProviderNow(id)
+  t.match(await store.get(id), { unavailableStreak: 2, providerRetryAt: null }, 'tried at once; a failure would back off further')
+  t.equal(await store.recordAnswered(id), true, 'an answer after the refresh ends the outage')
+  t.equal(await store.recordAnswered(id), false, 'only the first answer after an outage is a recovery')
+  t.match(await store.get(id), { unavailableStreak: 0, providerRetryAt: null })
+  t.same(await store.recordUnavailable(id, null, () => 0), new Date(now + 7_500), 'a new outage starts from the first step')
+
+  t.equal(await store.recordAnswered('not-a-connection'), false)
+  await t.resolves(store.tryProviderNow('not-a-connection'))
+  t.same(await store.recordUnavailable('not-a-connection', null, () => 0), new Date(now + 7_500))
+})
