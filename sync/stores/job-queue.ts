@@ -202,7 +202,8 @@ export class JobQueue {
   async waitForProvider (job: JobRecord, owner: string, reason: string, runAt: Date): Promise<boolean> {
     const now = this.#clock.now()
     const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { status: 'queued', runAt, waitingForProvider: true, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now },
+      // A report that came in meanwhile is in the payload the next try writes: no second run for it.
+      $set: { status: 'queued', runAt, waitingForProvider: true, rerun: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now },
       $inc: { attempts: -1 }
     })
     return result.modifiedCount === 1

@@ -69,14 +69,15 @@ test('edits made while Google answers 503 reach it within a minute of its recove
     const firstTry = (await writeOf('Lunch v1'))?.runAt.getTime() ?? Infinity
     t.ok(firstTry - clock.now().getTime() <= 15_000, 'Google is tried again within the first step of its backoff')
 
-    // Four more edits of the lunch, one of the dinner, seconds apart; Google is tried again on its
-    // own time in between and still answers 503.
+    // Four more edits of the lunch, one of the dinner; Google is tried again on its own time in
+    // between and still answers 503.
     const edits: Array<[string, string, string]> = [
       [lunch, 'Lunch v2', '2026-11-26'], [lunch, 'Lunch v3', '2026-11-26'], [dinner, 'Dinner w1', '2026-11-27'],
       [lunch, 'Lunch v4', '2026-11-26'], [lunch, 'Lunch v5', '2026-11-26']
     ]
     for (const [index, [id, title, day]] of edits.entries()) {
-      clock.advance(3_000)
+      // Seconds apart, so the dinner's first edit comes before Google's next try (at least 7.5 s on).
+      clock.advance(2_000)
       await put(id, title, day)
       await waitUntil(async () => (await writeOf(title)) !== undefined, `the report of ${title} at Sync`, 20_000)
       if (index === 2) {
@@ -122,7 +123,9 @@ test('edits made while Google answers 503 reach it within a minute of its recove
   })
 
   await t.test('a long Retry-After is honoured, and POST /api/connections/refresh tries again at once', async (t) => {
-    await faults('POST', { pathPrefix: '/calendar/v3/', status: 503, count: 1, retryAfterSec: 600 })
+    // Only the dinner's own requests, so a pull that happens to run now cannot take the fault.
+    const dinnerAtGoogle = String(atGoogle('Dinner w1')[0]?.['id'])
+    await faults('POST', { pathPrefix: `/calendar/v3/calendars/${encodeURIComponent(primary)}/events/${dinnerAtGoogle}`, status: 503, count: 1, retryAfterSec: 600 })
     await put(dinner, 'Dinner w2', '2026-11-27')
     await waitUntil(async () => ((await writeOf('Dinner w2'))?.lastError ?? null) !== null, 'the edit tried at Google', 20_000)
     const job = await writeOf('Dinner w2')

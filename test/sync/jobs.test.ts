@@ -242,10 +242,12 @@ test('waiting for the provider: the attempt is given back, the other jobs of the
 
   const claimed = await queue.claim('w')
   t.same(claimed?._id, first._id, 'the first queued goes first')
+  // A report while it runs: the next try writes it, no extra run is kept for it.
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:a', connectionId: 'c', payload: { title: 'during the try' } })
   t.equal(await queue.waitForProvider(claimed as JobRecord, 'w', 'ProviderUnavailableError: 503', new Date(now + 10_000)), true)
   t.equal(await queue.holdConnection('c', first._id, new Date(now + 70_000)), 1, 'only the other job of the same connection')
   t.match(await queue.list(), [
-    { coalescingKey: 'write:c:a', status: 'queued', attempts: 0, waitingForProvider: true, runAt: new Date(now + 10_000), lastError: 'ProviderUnavailableError: 503' },
+    { coalescingKey: 'write:c:a', status: 'queued', attempts: 0, waitingForProvider: true, rerun: false, runAt: new Date(now + 10_000), lastError: 'ProviderUnavailableError: 503', payload: { title: 'during the try' } },
     { coalescingKey: 'write:c:b', status: 'queued', attempts: 0, waitingForProvider: true, runAt: new Date(now + 70_000) },
     { coalescingKey: 'write:other:a', status: 'queued', runAt: new Date(now) }
   ])
