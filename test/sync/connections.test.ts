@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import type { Test } from 'tap'
 import type { ChangesPage, Invalidation } from '../../schemas/sync/index.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../../sync/lib/providers/port.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError } from '../../sync/lib/providers/port.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -162,6 +162,22 @@ test('a read failure makes a healthy connection delayed with lastReadFailureAt; 
   built.clock.advance(RETRY_LADDER_MS[0])
   await built.app.syncJobWorker.tick()
   t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
+})
+
+test('the connection\'s own pull meets the provider unavailable: it waits for it, its recovery makes the connection healthy with no second pull queued', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  const connectionId = await connectHealthy(built, userId)
+  provider.scriptPull('primary', new ProviderUnavailableError('503 from provider', 503))
+  await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  await built.app.syncJobWorker.tick()
+  const [waiting] = await built.app.syncJobQueue.list()
+  t.match(waiting, { type: 'pull', coalescingKey: `pull:${connectionId}`, status: 'queued', attempts: 0, waitingForProvider: true })
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'delayed', unavailableStreak: 1, providerRetryAt: waiting?.runAt })
+
+  built.clock.advance((waiting?.runAt.getTime() ?? 0) - built.clock.now().getTime())
+  t.equal(await built.app.syncJobWorker.tick(), 1)
+  t.same(await built.app.syncJobQueue.list(), [], 'the pull that recovered is the connection\'s pull: none queued after it')
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', unavailableStreak: 0, providerRetryAt: null })
 })
 
 test('an import that keeps failing is exhausted, then cleared because the connection has lastReadFailureAt, so a reconnect can import again', async (t) => {
