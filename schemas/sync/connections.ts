@@ -20,6 +20,13 @@ export const ConnectionSummarySchema = Type.Object({
   lastSyncedAt: Type.Union([IsoDateTimeSchema, Type.Null()]),
   lastHealthyAt: Type.Union([IsoDateTimeSchema, Type.Null()]),
   importProgress: Type.Union([ImportProgressSchema, Type.Null()]),
+  pendingWrites: Type.Optional(Type.Integer({
+    minimum: 0,
+    description: 'Changes made here that are not yet written to the provider (waiting for it to answer again, or for a retry)'
+  })),
+  providerRetryAt: Type.Optional(Type.Union([IsoDateTimeSchema, Type.Null()], {
+    description: 'The provider answered "unavailable": when Sync tries it again (POST /api/connections/refresh tries at once); null while it answers'
+  })),
   createdAt: IsoDateTimeSchema
 }, { additionalProperties: false })
 

@@ -22,7 +22,8 @@ export default fp(async function syncEngine (fastify) {
     backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
     clock: fastify.syncClock,
-    log: fastify.log.child({ component: 'sync' })
+    log: fastify.log.child({ component: 'sync' }),
+    random: fastify.syncJobQueue.random
   }))
 }, {
   name: 'sync-engine',

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
+import { WaitForProviderError } from '../lib/jobs/rules.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -100,13 +101,18 @@ export class JobWorker {
     heartbeat.unref()
     try {
       let failure: string | null = null
+      let waitUntil: Date | null = null
       try {
         await handlers[job.type](job)
       } catch (error) {
         failure = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
+        if (error instanceof WaitForProviderError) waitUntil = error.retryAt
       }
       clearInterval(heartbeat)
-      if (failure !== null) {
+      if (waitUntil !== null && failure !== null) {
+        log.info({ ...context, reason: failure, retryAt: waitUntil.toISOString() }, 'job waits for its provider to answer again')
+        await queue.waitForProvider(job, this.id, failure, waitUntil)
+      } else if (failure !== null) {
         log.warn({ ...context, reason: failure }, 'job attempt failed')
         await queue.fail(job, this.id, failure)
       } else if (!await queue.complete(job, this.id)) {

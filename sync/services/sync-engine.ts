@@ -23,7 +23,8 @@ import {
 } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError } from '../lib/providers/port.js'
+import { PROVIDER_BACKOFF, WaitForProviderError } from '../lib/jobs/rules.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
 import type { BackendPort } from '../clients/backend.js'
 import { SyncServiceError } from '../lib/errors.js'
@@ -56,6 +57,8 @@ export interface SyncEngineParts {
   settings: Pick<SyncConfig['sync'], 'cloudMutationMode' | 'execution' | 'internalAuthToken' | 'callbackBaseUrl' | 'inactiveUserDays'>
   clock: Clock
   log: FastifyBaseLogger
+  /** Source of the jitter of the provider's next try, in [0, 1). */
+  random?: () => number
 }
 
 /** The connection cannot be acted on: it is gone, or its credential is. The job has nothing to do. */
@@ -189,13 +192,18 @@ export class SyncEngine {
     return result
   }
 
-  /** Queues the next step for each live connection of a user; returns how many are queued. */
+  /**
+   * Queues the next step for each live connection of a user (the refresh button), and tries the
+   * provider again now for the jobs waiting for it; returns how many connections are queued.
+   */
   async restart (userId: string): Promise<number> {
     const { connections, queue } = this.#parts
     let queued = 0
     for (const connection of await connections.listByUser(userId)) {
       if (!isLive(connection.state)) continue
       const id = connection._id.toHexString()
+      await connections.tryProviderNow(id)
+      await queue.release(id)
       if (connection.state === 'importing') {
         await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation: 'full', run: randomUUID() } })
       } else {
@@ -470,6 +478,12 @@ export class SyncEngine {
       await connections.apply(connectionId, { type: 'grantRevoked' })
       return
     }
+    const retryAt = connection.providerRetryAt ?? null
+    if (retryAt !== null && retryAt > this.#parts.clock.now()) {
+      // Another job of the connection met the provider unavailable and tries it again at retryAt;
+      // this one waits behind it (released at once when it succeeds) instead of asking a provider that is down.
+      throw new WaitForProviderError(`waiting for ${connection.provider} to answer again`, new Date(retryAt.getTime() + PROVIDER_BACKOFF.capMs))
+    }
     try {
       await work(connection, this.#providerContext(connectionId, connection.userId, credential), provider)
     } catch (error) {
@@ -480,8 +494,34 @@ export class SyncEngine {
         await this.#tellBackendOfRevocation(connection)
         return
       }
+      if (error instanceof ProviderUnavailableError) await this.#waitForProvider(job, connectionId, error)
       if (job.type !== 'providerWrite') await connections.apply(connectionId, { type: 'readFailed' })
       throw error
+    }
+    await this.#providerAnswered(job, connection)
+  }
+
+  /**
+   * The provider is unavailable: the connection is delayed (its status tells the user), the job
+   * tries again when the provider's health says, and the connection's other jobs wait behind it.
+   */
+  async #waitForProvider (job: JobRecord, connectionId: string, error: ProviderUnavailableError): Promise<never> {
+    const { connections, queue, random } = this.#parts
+    await connections.apply(connectionId, { type: 'readFailed' })
+    const retryAt = await connections.recordUnavailable(connectionId, error.retryAfterMs, random ?? Math.random)
+    await queue.holdConnection(connectionId, job._id, new Date(retryAt.getTime() + PROVIDER_BACKOFF.capMs))
+    throw new WaitForProviderError(error.message, retryAt)
+  }
+
+  /** A job reached the provider: after an outage, the jobs waiting for it go now, and a pull reads what changed meanwhile. */
+  async #providerAnswered (job: JobRecord, connection: ConnectionRecord): Promise<void> {
+    const { connections, queue, log } = this.#parts
+    const id = connection._id.toHexString()
+    if (!await connections.recordAnswered(id)) return
+    const released = await queue.release(id)
+    log.info({ connectionId: id, released }, 'the provider answers again; the jobs waiting for it are due now')
+    if (job.coalescingKey !== jobKeys.pull(id)) {
+      await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(id), userId: connection.userId, connectionId: id })
     }
   }
 

@@ -8,6 +8,7 @@ import type { ConnectionRecord, StoredImportProgress } from '../lib/connections/
 import { transition } from '../lib/connections/state-machine.js'
 import type { ConnectionEvent } from '../lib/connections/state-machine.js'
 import type { Clock } from '../lib/clock.js'
+import { providerRetryDelayMs } from '../lib/jobs/rules.js'
 import type { ChangeFeed } from './change-feed.js'
 import type { CredentialStore } from './credentials.js'
 
@@ -97,6 +98,34 @@ export class ConnectionStore {
       return updated
     }
     throw new Error(`connection ${connectionId} kept changing while a transition was applied`)
+  }
+
+  /**
+   * The provider answered "unavailable" for this connection: one more in the streak, and the next
+   * try after the provider's Retry-After or the streak's backoff. Answers that time (for a
+   * connection removed meanwhile, the first step's: its jobs then find nothing to do).
+   */
+  async recordUnavailable (connectionId: string, retryAfterMs: number | null, random: () => number): Promise<Date> {
+    const id = objectIdFrom(connectionId)
+    const now = this.#clock.now()
+    const counted = id ? await this.#rows.findOneAndUpdate({ _id: id }, { $inc: { unavailableStreak: 1 } }, { returnDocument: 'after' }) : null
+    const retryAt = new Date(now.getTime() + providerRetryDelayMs(counted?.unavailableStreak ?? 1, retryAfterMs, random))
+    if (id) await this.#rows.updateOne({ _id: id }, { $set: { providerRetryAt: retryAt, updatedAt: now } })
+    return retryAt
+  }
+
+  /** The provider answered this connection again; true when it had been unavailable until now. */
+  async recordAnswered (connectionId: string): Promise<boolean> {
+    const id = objectIdFrom(connectionId)
+    if (!id) return false
+    const cleared = await this.#rows.updateOne({ _id: id, unavailableStreak: { $gt: 0 } }, { $set: { providerRetryAt: null, unavailableStreak: 0 } })
+    return cleared.modifiedCount === 1
+  }
+
+  /** The user asked to try now: the next job asks the provider at once (the streak stays, so a failure backs off further). */
+  async tryProviderNow (connectionId: string): Promise<void> {
+    const id = objectIdFrom(connectionId)
+    if (id) await this.#rows.updateOne({ _id: id, providerRetryAt: { $ne: null } }, { $set: { providerRetryAt: null } })
   }
 
   /** Stores import progress and appends the matching `importProgress` invalidation. */

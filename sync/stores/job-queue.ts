@@ -27,6 +27,12 @@ export interface JobRecord {
   leaseUntil: Date | null
   /** Enqueued again while running: run once more after this run instead of being deleted. */
   rerun: boolean
+  /**
+   * Waiting for its provider to answer again (it met the provider unavailable, or another job of
+   * its connection did): released the moment the provider answers, and never made due earlier by
+   * a new request. Absent on older rows.
+   */
+  waitingForProvider?: boolean
   lastError: string | null
   failedAt: Date | null
   createdAt: Date
@@ -106,13 +112,17 @@ export class JobQueue {
     // running job may already have read the state this request is about, so it runs once more.
     await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } })
     await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } })
-    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued', runAt: { $gt: job.runAt } }, { $set: { runAt: job.runAt } })
+    // Only a job that has not been tried yet starts earlier for a new request: one waiting for a
+    // retry or for its provider keeps its time, so edits made during an outage spend no retries.
+    await this.#rows.updateOne(
+      { coalescingKey: job.coalescingKey, status: 'queued', attempts: 0, waitingForProvider: { $ne: true }, runAt: { $gt: job.runAt } },
+      { $set: { runAt: job.runAt } }
+    )
     const existing = await this.#rows.findOne({ coalescingKey: job.coalescingKey })
     if (!existing) return await this.enqueue(request)
     return { job: existing, coalesced: true }
   }
 
-  /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. */
   /**
    * Moves a queued job's start to `runAt` (never earlier than it was, never later than `latest`):
    * a debounce, for requests that keep arriving while the job waits. A running job is left alone.
@@ -124,6 +134,7 @@ export class JobQueue {
     await this.#rows.updateOne({ _id: job._id, status: 'queued' }, { $set: { runAt: start, updatedAt: this.#clock.now() } })
   }
 
+  /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. Ties go in the order jobs were first queued. */
   async claim (owner: string): Promise<JobRecord | null> {
     for (;;) {
       const now = this.#clock.now()
@@ -136,7 +147,7 @@ export class JobQueue {
       const job = await this.#rows.findOneAndUpdate(due, {
         $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },
         $inc: { attempts: 1 }
-      }, { sort: { runAt: 1 }, returnDocument: 'after' })
+      }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' })
       if (!job) return null
       // Workers that died holding the job used up its budget too.
       if (job.attempts <= ATTEMPT_BUDGET) return job
@@ -151,6 +162,11 @@ export class JobQueue {
       $set: { leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now }
     })
     return result.modifiedCount === 1
+  }
+
+  /** The source of retry jitter, for the other retry timings of the service. */
+  get random (): () => number {
+    return this.#random
   }
 
   get leaseMs (): number {
@@ -174,9 +190,54 @@ export class JobQueue {
     if (job.attempts >= ATTEMPT_BUDGET) return await this.#markFailed(job, owner, reason, now)
     const runAt = new Date(now.getTime() + retryDelayMs(job.attempts, this.#random))
     const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { status: 'queued', runAt, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now }
+      $set: { status: 'queued', runAt, waitingForProvider: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now }
     })
     return result.modifiedCount === 1
+  }
+
+  /**
+   * The job met its provider unavailable: it waits until `runAt` for the provider, and the attempt
+   * it used is given back (the provider's health is not the job's failure).
+   */
+  async waitForProvider (job: JobRecord, owner: string, reason: string, runAt: Date): Promise<boolean> {
+    const now = this.#clock.now()
+    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+      // A report that came in meanwhile is in the payload the next try writes: no second run for it.
+      $set: { status: 'queued', runAt, waitingForProvider: true, rerun: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now },
+      $inc: { attempts: -1 }
+    })
+    return result.modifiedCount === 1
+  }
+
+  /**
+   * The connection's provider is unavailable: its other queued jobs due before `until` wait until
+   * then (behind the one job that tries the provider), marked as waiting for it.
+   */
+  async holdConnection (connectionId: string, except: ObjectId, until: Date): Promise<number> {
+    const held = await this.#rows.updateMany(
+      { connectionId, status: 'queued', _id: { $ne: except }, runAt: { $lt: until } },
+      { $set: { runAt: until, waitingForProvider: true, updatedAt: this.#clock.now() } }
+    )
+    return held.modifiedCount
+  }
+
+  /** The connection's provider answers again (or the user asked to try now): its waiting jobs are due now. */
+  async release (connectionId: string): Promise<number> {
+    const now = this.#clock.now()
+    const released = await this.#rows.updateMany(
+      { connectionId, status: 'queued', waitingForProvider: true },
+      { $set: { runAt: now, waitingForProvider: false, updatedAt: now } }
+    )
+    return released.modifiedCount
+  }
+
+  /** Provider writes not yet done, per connection: queued, running, failed or exhausted. */
+  async pendingWrites (connectionIds: string[]): Promise<Map<string, number>> {
+    const rows = await this.#rows.aggregate<{ _id: string, count: number }>([
+      { $match: { type: 'providerWrite', connectionId: { $in: connectionIds } } },
+      { $group: { _id: '$connectionId', count: { $sum: 1 } } }
+    ]).toArray()
+    return new Map(rows.map((row) => [row._id, row.count]))
   }
 
   async get (jobId: ObjectId): Promise<JobRecord | null> {

@@ -11,6 +11,7 @@ import { startMicrosoft, type AccountSetup as MicrosoftAccountSetup, type Micros
 import syncApp from '../../sync/app.js'
 import type { CalDavAdapterOptions } from '../../sync/providers/caldav/adapter.js'
 import type { SyncConfig } from '../../schemas/config.js'
+import type { Clock } from '../../sync/lib/clock.js'
 import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltApp, type SignedIn, type Teardown } from '../helper.js'
 import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
@@ -59,6 +60,8 @@ export interface FullStackOptions {
   analytics?: { key: string, host: string }
   /** maps.placesApiKey, fixed into the web bundle. */
   placesApiKey?: string
+  /** The Sync service's clock (a test's manual clock moves its job timings; the rest of the stack keeps real time). */
+  syncClock?: Clock
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -121,6 +124,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     config: syncConfig,
     worker: { pollIntervalMs: 50 },
     maintenance: { autoStart: false },
+    ...(options.syncClock === undefined ? {} : { clock: options.syncClock }),
     ...(options.caldavFetch === undefined ? {} : { caldav: { fetch: options.caldavFetch } })
   })
   await sync.listen({ port: syncPort, host: '127.0.0.1' })

@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import type { Test } from 'tap'
 import type { ChangesPage, Invalidation } from '../../schemas/sync/index.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError } from '../../sync/lib/providers/port.js'
+import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError } from '../../sync/lib/providers/port.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
@@ -84,6 +84,8 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
       lastSyncedAt: now,
       lastHealthyAt: now,
       importProgress: { phase: 'completed', operation: 'full', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 6 }, updatedAt: now },
+      pendingWrites: 0,
+      providerRetryAt: null,
       createdAt: now
     }]
   })
@@ -176,6 +178,22 @@ test('a read failure makes a healthy connection delayed with lastReadFailureAt; 
   t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
 })
 
+test('the connection\'s own pull meets the provider unavailable: it waits for it, its recovery makes the connection healthy with no second pull queued', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  const connectionId = await connectHealthy(built, userId)
+  provider.scriptPull('primary', new ProviderUnavailableError('503 from provider', 503))
+  await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  await built.app.syncJobWorker.tick()
+  const [waiting] = await built.app.syncJobQueue.list()
+  t.match(waiting, { type: 'pull', coalescingKey: `pull:${connectionId}`, status: 'queued', attempts: 0, waitingForProvider: true })
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'delayed', unavailableStreak: 1, providerRetryAt: waiting?.runAt })
+
+  built.clock.advance((waiting?.runAt.getTime() ?? 0) - built.clock.now().getTime())
+  t.equal(await built.app.syncJobWorker.tick(), 1)
+  t.same(await built.app.syncJobQueue.list(), [], 'the pull that recovered is the connection\'s pull: none queued after it')
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', unavailableStreak: 0, providerRetryAt: null })
+})
+
 test('an import that keeps failing is exhausted, then cleared because the connection has lastReadFailureAt, so a reconnect can import again', async (t) => {
   const { built, provider, userId } = await setup(t)
   provider.failNext('listCalendars', ...Array.from({ length: ATTEMPT_BUDGET * (MAX_REQUEUES + 1) }, () => new Error('provider down')))
@@ -211,4 +229,24 @@ test('the running service works its queue in the background while execution is a
   t.match(await built.app.syncConnections.get(connection._id.toHexString()), { state: 'healthy' }, 'import and catch-up ran without anyone ticking')
   t.same(provider.calls.map((call) => call.method), ['listCalendars', 'importCalendar', 'importCalendar', 'watch', 'pullChanges'], 'the weeks around today, the whole calendar, its channel, the catch-up pull')
   await t.rejects(built.app.syncEngine.authorize(newUserId(), 'google', { refreshToken: 'x' }, connection._id.toHexString()), /not this user's connection/, 'another user cannot take the connection over')
+})
+
+test('a connection\'s provider health: each unavailable answer lengthens the wait, the first answer after it clears it, a refresh tries at once', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const store = built.app.syncConnections
+  const id = (await store.create(newUserId(), 'google'))._id.toHexString()
+  const now = built.clock.now().getTime()
+  t.same(await store.recordUnavailable(id, null, () => 1), new Date(now + 15_000))
+  t.same(await store.recordUnavailable(id, 90_000, () => 1), new Date(now + 90_000), 'the provider\'s longer Retry-After')
+  t.match(await store.get(id), { unavailableStreak: 2, providerRetryAt: new Date(now + 90_000) })
+  await store.tryProviderNow(id)
+  t.match(await store.get(id), { unavailableStreak: 2, providerRetryAt: null }, 'tried at once; a failure would back off further')
+  t.equal(await store.recordAnswered(id), true, 'an answer after the refresh ends the outage')
+  t.equal(await store.recordAnswered(id), false, 'only the first answer after an outage is a recovery')
+  t.match(await store.get(id), { unavailableStreak: 0, providerRetryAt: null })
+  t.same(await store.recordUnavailable(id, null, () => 0), new Date(now + 7_500), 'a new outage starts from the first step')
+
+  t.equal(await store.recordAnswered('not-a-connection'), false)
+  await t.resolves(store.tryProviderNow('not-a-connection'))
+  t.same(await store.recordUnavailable('not-a-connection', null, () => 0), new Date(now + 7_500))
 })

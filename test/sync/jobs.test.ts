@@ -208,3 +208,60 @@ test('a worker whose queue fails to record an outcome logs it and keeps running'
   t.match(built.logs.find((line) => line.msg === 'job outcome could not be recorded'), { level: 50, type: 'pull' })
   t.match(await queue.list(), [{ status: 'running' }], 'the lease will run out and the job runs again')
 })
+
+test('a new request for a job waiting for its retry changes what it writes, not when: no retry is spent on it', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e', payload: { title: 'v1' } })
+  const worker = workerFor(built, async () => { throw new Error('backend refused') })
+  t.equal(await worker.tick(), 1)
+  const [waiting] = await queue.list()
+  const retryAt = new Date(built.clock.now().getTime() + (RETRY_LADDER_MS[0] ?? 0))
+  t.match(waiting, { attempts: 1, runAt: retryAt })
+
+  for (const title of ['v2', 'v3', 'v4']) {
+    built.clock.advance(1_000)
+    t.equal((await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e', payload: { title } })).coalesced, true)
+    t.equal(await worker.tick(), 0, `the report of ${title} does not make it due`)
+  }
+  t.match(await queue.list(), [{ attempts: 1, runAt: retryAt, payload: { title: 'v4' } }], 'the newest content, the same time, the same attempt')
+
+  // A job not tried yet still starts earlier when a request asks for earlier.
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:later', runAt: new Date(built.clock.now().getTime() + 60_000) })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:later' })
+  t.match(await queue.list({ coalescingKey: 'pull:later' }), [{ runAt: built.clock.now() }])
+})
+
+test('waiting for the provider: the attempt is given back, the other jobs of the connection wait behind it, a release makes them due in the order they were queued', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  const first = (await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:a', connectionId: 'c' })).job
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:b', connectionId: 'c' })
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:other:a', connectionId: 'other' })
+  const now = built.clock.now().getTime()
+
+  const claimed = await queue.claim('w')
+  t.same(claimed?._id, first._id, 'the first queued goes first')
+  // A report while it runs: the next try writes it, no extra run is kept for it.
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:a', connectionId: 'c', payload: { title: 'during the try' } })
+  t.equal(await queue.waitForProvider(claimed as JobRecord, 'w', 'ProviderUnavailableError: 503', new Date(now + 10_000)), true)
+  t.equal(await queue.holdConnection('c', first._id, new Date(now + 70_000)), 1, 'only the other job of the same connection')
+  t.match(await queue.list(), [
+    { coalescingKey: 'write:c:a', status: 'queued', attempts: 0, waitingForProvider: true, rerun: false, runAt: new Date(now + 10_000), lastError: 'ProviderUnavailableError: 503', payload: { title: 'during the try' } },
+    { coalescingKey: 'write:c:b', status: 'queued', attempts: 0, waitingForProvider: true, runAt: new Date(now + 70_000) },
+    { coalescingKey: 'write:other:a', status: 'queued', runAt: new Date(now) }
+  ])
+  t.same(await queue.pendingWrites(['c', 'other', 'none']), new Map([['c', 2], ['other', 1]]))
+  t.same(await queue.pendingWrites([]), new Map())
+
+  // A new report during the wait does not make it due.
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:a', connectionId: 'c', payload: { title: 'newer' } })
+  t.match(await queue.get(first._id), { runAt: new Date(now + 10_000), payload: { title: 'newer' } })
+
+  built.clock.advance(5_000)
+  t.equal(await queue.release('c'), 2)
+  const order: string[] = []
+  for (let job = await queue.claim('w'); job !== null; job = await queue.claim('w')) order.push(job.coalescingKey)
+  t.same(order, ['write:other:a', 'write:c:a', 'write:c:b'], 'due by time, then in the order first queued')
+  t.match(await queue.list({ connectionId: 'c' }), [{ attempts: 1, waitingForProvider: false }, { attempts: 1, waitingForProvider: false }])
+})

@@ -5,7 +5,7 @@ import type { ConnectionEvent, ConnectionFacts } from '../../sync/lib/connection
 import { appendsCalendarInvalidation } from '../../sync/lib/pull-rule.js'
 import type { PullOutcome } from '../../sync/lib/pull-rule.js'
 import {
-  ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_JITTER, RETRY_LADDER_MS, retryDelayMs, sweepAction
+  ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_PROVIDER_RETRY_AFTER_MS, MAX_REQUEUES, providerRetryDelayMs, RETRY_JITTER, RETRY_LADDER_MS, retryDelayMs, sweepAction
 } from '../../sync/lib/jobs/rules.js'
 import type { ConnectionState } from '../../schemas/sync/index.js'
 
@@ -80,4 +80,14 @@ test('the self-heal sweep rules', async (t) => {
   t.equal(sweepAction({ status: 'exhausted', failedAt, requeueCount: 3 }, { lastReadFailureAt: now }, now), 'remove')
   t.equal(sweepAction({ status: 'exhausted', failedAt, requeueCount: 3 }, { lastReadFailureAt: null }, now), 'none', 'kept for an operator')
   t.equal(sweepAction({ status: 'queued', failedAt: null, requeueCount: 0 }, { lastReadFailureAt: now }, now), 'none')
+})
+
+test('the provider\'s next try: 15 s doubling to at most a minute, never under half a step, or its longer Retry-After (at most an hour)', async (t) => {
+  const lowest = () => 0
+  const highest = () => 1
+  t.same([1, 2, 3, 4, 10].map((streak) => providerRetryDelayMs(streak, null, lowest)), [7_500, 15_000, 30_000, 30_000, 30_000])
+  t.same([1, 2, 3, 4, 10].map((streak) => providerRetryDelayMs(streak, null, highest)), [15_000, 30_000, 60_000, 60_000, 60_000])
+  t.equal(providerRetryDelayMs(1, 120_000, highest), 120_000, 'a longer Retry-After is honoured')
+  t.equal(providerRetryDelayMs(3, 1_000, highest), 60_000, 'a shorter one does not hurry the backoff')
+  t.equal(providerRetryDelayMs(1, 30 * 24 * 3_600_000, lowest), MAX_PROVIDER_RETRY_AFTER_MS, 'a month is read as an hour')
 })

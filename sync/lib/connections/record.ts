@@ -27,11 +27,19 @@ export interface ConnectionRecord {
   lastSyncedAt: Date | null
   lastHealthyAt: Date | null
   importProgress: StoredImportProgress | null
+  /**
+   * The provider answered "unavailable" (429, 5xx, no answer): when the connection's jobs try it
+   * again. Null (or absent, on older records) while it answers.
+   */
+  providerRetryAt?: Date | null
+  /** Unavailable answers in a row; the next try backs off with it. */
+  unavailableStreak?: number
   createdAt: Date
   updatedAt: Date
 }
 
-export function connectionSummary (record: ConnectionRecord): ConnectionSummary {
+/** `pendingWrites`: the connection's own-data changes not yet written to the provider. */
+export function connectionSummary (record: ConnectionRecord, pendingWrites = 0): ConnectionSummary {
   const iso = (date: Date | null) => date?.toISOString() ?? null
   return {
     connectionId: record._id.toHexString(),
@@ -42,6 +50,8 @@ export function connectionSummary (record: ConnectionRecord): ConnectionSummary 
     lastSyncedAt: iso(record.lastSyncedAt),
     lastHealthyAt: iso(record.lastHealthyAt),
     importProgress: record.importProgress && { ...record.importProgress, updatedAt: record.importProgress.updatedAt.toISOString() },
+    pendingWrites,
+    providerRetryAt: iso(record.providerRetryAt ?? null),
     createdAt: record.createdAt.toISOString()
   }
 }

@@ -1,4 +1,6 @@
 // Retry and self-heal rules of the job queue, as pure functions over plain data.
+import { backoffDelay } from '../../../lib/backoff.js'
+import type { BackoffPolicy } from '../../../lib/backoff.js'
 
 // The specification's per-attempt retry ladder, kept as a ladder rather than lib/backoff.ts: its
 // rungs grow by 4, 5 and 3 (no doubling fits them), and each delay stays within 20 % of its rung,
@@ -20,6 +22,35 @@ export function retryDelayMs (failedAttempt: number, random: () => number): numb
   const base = RETRY_LADDER_MS[step] ?? FAILED_JOB_COOLDOWN_MS
   const spread = (random() * 2 - 1) * RETRY_JITTER
   return Math.round(base * (1 + spread))
+}
+
+// A provider that answers "unavailable" (429, 5xx, no answer) is a fact about the provider, not about
+// the job that met it: the job keeps its attempt and waits for the connection's next try, which
+// follows the provider's health. Exponential from 15 s with equal jitter (a down provider gets at
+// least half the step), capped at a minute so writes go out within a minute of the provider
+// answering again; Google's documented exponential backoff caps at 32 to 64 s the same way.
+export const PROVIDER_BACKOFF: BackoffPolicy = { baseMs: 15_000, capMs: 60_000, jitter: 'equal' }
+/** A Retry-After longer than this is read as this: a wrong header must not park a user's writes for days. */
+export const MAX_PROVIDER_RETRY_AFTER_MS = 60 * 60_000
+
+/**
+ * When to try a provider again after its `streak`-th unavailable answer in a row (1-based): its
+ * Retry-After when it sent a longer one, else the capped backoff.
+ */
+export function providerRetryDelayMs (streak: number, retryAfterMs: number | null, random: () => number, policy: BackoffPolicy = PROVIDER_BACKOFF): number {
+  const backoff = backoffDelay(streak - 1, policy, random)
+  return retryAfterMs === null ? backoff : Math.max(backoff, Math.min(retryAfterMs, MAX_PROVIDER_RETRY_AFTER_MS))
+}
+
+/** A job's provider is unavailable: the job waits for it until `retryAt`, and keeps its attempt. */
+export class WaitForProviderError extends Error {
+  override name = 'WaitForProviderError'
+  readonly retryAt: Date
+
+  constructor (message: string, retryAt: Date) {
+    super(message)
+    this.retryAt = retryAt
+  }
 }
 
 export type JobStatus = 'queued' | 'running' | 'failed' | 'exhausted'

@@ -14,16 +14,19 @@ export class ProviderCursorExpiredError extends Error {
 }
 
 /**
- * The provider refused for now (rate limit, 5xx, network): nothing was applied, so the job fails
- * and retries on the job ladder.
+ * The provider refused for now (rate limit, 5xx, network): nothing was applied. The job keeps its
+ * attempt and waits for the connection's next try, which follows the provider's health and the
+ * `Retry-After` it sent (`retryAfterMs`, null when it sent none).
  */
 export class ProviderUnavailableError extends Error {
   override name = 'ProviderUnavailableError'
   readonly status: number | null
+  readonly retryAfterMs: number | null
 
-  constructor (message: string, status: number | null) {
+  constructor (message: string, status: number | null, retryAfterMs: number | null = null) {
     super(message)
     this.status = status
+    this.retryAfterMs = retryAfterMs
   }
 }
 

@@ -2,6 +2,7 @@
 // app password instead of OAuth. WebDAV requests and their multistatus answers go through tsdav's
 // davRequest, iCalendar through ical.js (sync/lib/providers/caldav-mapping.ts). CalDAV has no push,
 // so the service pulls each calendar on a timer (pollIntervalMs).
+import { retryAfterMs } from '../../../lib/backoff.js'
 import ICAL from 'ical.js'
 import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
@@ -401,13 +402,20 @@ export class CalDavAdapter implements ProviderPort {
 
   async #dav (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
     let responses: DAVResponse[]
+    // tsdav's answers carry no headers; the Retry-After of a refusal is read on the way.
+    let retryAfter: string | null = null
+    const transport: typeof bufferedFetch = async (input, init) => {
+      const response = await this.#transport(input, init)
+      retryAfter = response.headers.get('retry-after')
+      return response
+    }
     try {
       responses = await davRequest({
         url,
         init: { method, headers: { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }, body },
         convertIncoming: false,
         // The same fetch as the adapter's other requests (tsdav would otherwise keep its own).
-        fetch: this.#transport,
+        fetch: transport,
         fetchOptions: { signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) }
       })
     } catch (error) {
@@ -420,16 +428,19 @@ export class CalDavAdapter implements ProviderPort {
       if (options.syncCollection === true && (first.status === 403 || first.status === 409 || first.status === 410)) {
         throw new ProviderCursorExpiredError(`the CalDAV server no longer accepts the sync token (${first.status})`)
       }
-      throw this.#failure(first.status, method)
+      throw this.#failure(first.status, method, retryAfter)
     }
     return responses
   }
 
-  #failure (status: number, what: string): Error {
+  /** `retryAfter`: the answer's Retry-After header, which a 429 or 503 may carry (RFC 9110, 10.2.3). */
+  #failure (status: number, what: string, retryAfter: string | null): Error {
     if (status === 401) return new ProviderAuthorizationRevokedError(`the CalDAV server refused the stored password (${what}: 401)`)
     if (status === 404 || status === 410) return new ProviderNotFoundError(`the CalDAV server has no such resource (${what}: ${status})`)
     if (status === 412) return new ProviderVersionConflictError(`the CalDAV server holds another version (${what}: 412)`)
-    if (status === 429 || status >= 500) return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status)
+    if (status === 429 || status >= 500) {
+      return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status, retryAfterMs(retryAfter, new Date()))
+    }
     return new Error(`the CalDAV server refused (${what}: ${status})`)
   }
 
@@ -446,7 +457,7 @@ export class CalDavAdapter implements ProviderPort {
     const response = await this.#fetch(context, url, { method: 'GET' })
     const body = await response.text()
     if (response.status === 404 || response.status === 410) return null
-    if (!response.ok) throw this.#failure(response.status, 'GET')
+    if (!response.ok) throw this.#failure(response.status, 'GET', response.headers.get('retry-after'))
     return { href: new URL(url).pathname, etag: response.headers.get('etag'), ics: body }
   }
 
@@ -458,7 +469,7 @@ export class CalDavAdapter implements ProviderPort {
       body: ics
     })
     await response.arrayBuffer()
-    if (!response.ok) throw this.#failure(response.status, 'PUT')
+    if (!response.ok) throw this.#failure(response.status, 'PUT', response.headers.get('retry-after'))
     return response.headers.get('etag')
   }
 
@@ -466,6 +477,6 @@ export class CalDavAdapter implements ProviderPort {
     const response = await this.#fetch(context, url, { method: 'DELETE', headers: etag === null ? {} : { 'If-Match': etag } })
     await response.arrayBuffer()
     if (response.status === 404 || response.status === 410) return
-    if (!response.ok) throw this.#failure(response.status, 'DELETE')
+    if (!response.ok) throw this.#failure(response.status, 'DELETE', response.headers.get('retry-after'))
   }
 }

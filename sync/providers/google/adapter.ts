@@ -2,6 +2,7 @@
 // through @googleapis/calendar. Production talks to Google's own endpoints; a development
 // configuration (extprovider.endpointBase) points both libraries at another origin that serves
 // Google's paths, and nothing else changes.
+import { retryAfterMs } from '../../../lib/backoff.js'
 import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
 import { bufferedFetch } from '../buffered-fetch.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
@@ -60,6 +61,12 @@ function failureOf (error: unknown): GoogleFailure {
   return { status, reason: typeof reason === 'string' ? reason : null, oauthError: oauthError ?? (message.includes('invalid_grant') ? 'invalid_grant' : null) }
 }
 
+/** The Retry-After of a failed call's answer (gaxios gives the fetch Headers), in milliseconds. */
+function retryAfterOf (error: unknown): number | null {
+  const headers = (error as { response?: { headers?: unknown } } | null)?.response?.headers
+  return headers instanceof Headers ? retryAfterMs(headers.get('retry-after'), new Date()) : null
+}
+
 /** The port's error for a failed Google call; the original is never kept (its config holds the access token). */
 function translate (error: unknown, what: string): Error {
   const failure = failureOf(error)
@@ -67,7 +74,7 @@ function translate (error: unknown, what: string): Error {
   switch (classifyFailure(failure)) {
     case 'revoked': return new ProviderAuthorizationRevokedError(`Google refused the refresh token (${detail})`)
     case 'cursorExpired': return new ProviderCursorExpiredError(`Google needs a full sync (${detail})`)
-    case 'unavailable': return new ProviderUnavailableError(`Google is unavailable for now (${detail})`, failure.status)
+    case 'unavailable': return new ProviderUnavailableError(`Google is unavailable for now (${detail})`, failure.status, retryAfterOf(error))
     case 'notFound':
     case 'gone': return new ProviderNotFoundError(`Google has no such resource (${detail})`)
     case 'conflict': return new ProviderVersionConflictError(`Google holds a newer version (${detail})`)

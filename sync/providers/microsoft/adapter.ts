@@ -5,6 +5,7 @@
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
 import { DateTime } from 'luxon'
 import { bufferedFetch } from '../buffered-fetch.js'
+import { retryAfterMs } from '../../../lib/backoff.js'
 import { compileSeries, expandSeries, hasOccurrenceAt, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
@@ -123,12 +124,12 @@ interface GraphSubscription {
 /** A failed Microsoft call, kept without the request (its headers hold the access token). */
 class MicrosoftCallError extends Error {
   readonly failure: GraphFailure
-  readonly retryAfterSec: number | null
+  readonly retryAfterMs: number | null
 
-  constructor (what: string, failure: GraphFailure, retryAfterSec: number | null) {
+  constructor (what: string, failure: GraphFailure, retryAfterMs: number | null) {
     super(`${what}: ${failure.status ?? 'no answer'}${failure.code ? ` ${failure.code}` : ''}`)
     this.failure = failure
-    this.retryAfterSec = retryAfterSec
+    this.retryAfterMs = retryAfterMs
   }
 }
 
@@ -139,7 +140,7 @@ function translate (error: MicrosoftCallError): Error {
     case 'revoked': return new ProviderAuthorizationRevokedError(`Microsoft refused the refresh token (${detail})`)
     case 'cursorExpired': return new ProviderCursorExpiredError(`Microsoft needs a full sync (${detail})`)
     case 'unavailable': return new ProviderUnavailableError(
-      `Microsoft is unavailable for now (${detail}${error.retryAfterSec === null ? '' : `, retry after ${error.retryAfterSec} s`})`, error.failure.status)
+      `Microsoft is unavailable for now (${detail}${error.retryAfterMs === null ? '' : `, retry after ${error.retryAfterMs / 1000} s`})`, error.failure.status, error.retryAfterMs)
     case 'notFound': return new ProviderNotFoundError(`Microsoft has no such resource (${detail})`)
     case 'conflict': return new ProviderVersionConflictError(`Microsoft holds a newer version (${detail})`)
     default: return new Error(`Microsoft refused (${detail})`)
@@ -745,7 +746,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   }
 }
 
+// Graph sends Retry-After with its 429 and 503 answers (Microsoft Graph throttling guidance).
 function retryAfterOf (response: Response): number | null {
-  const value = Number(response.headers.get('retry-after'))
-  return Number.isFinite(value) && value >= 0 && response.headers.has('retry-after') ? value : null
+  return retryAfterMs(response.headers.get('retry-after'), new Date())
 }

@@ -3,6 +3,7 @@
 import { test } from 'tap'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
 import { bufferedFetch } from '../../../sync/providers/buffered-fetch.js'
+import { ProviderUnavailableError } from '../../../sync/lib/providers/port.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage } from '../../../sync/lib/providers/port.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { allDayIcs, ics, PASSWORD, USER } from './harness.js'
@@ -96,4 +97,31 @@ test('CalDAV has no OAuth and no push: the port says so instead of pretending', 
   await t.rejects(adapter.exchangeCode(), /user name and password/)
   await t.rejects(adapter.watch(), /no change notifications/)
   await t.resolves(adapter.unwatch(), 'stopping a channel that cannot exist is a no-op')
+})
+
+test('a server that answers 503 or 429 with Retry-After: the port\'s unavailable error carries the wait it asked for', async (t) => {
+  const answers = [
+    new Response('busy', { status: 503, headers: { 'retry-after': '120' } }),
+    new Response('slow down', { status: 429, headers: { 'retry-after': new Date(Date.now() + 600_000).toUTCString() } }),
+    new Response('down', { status: 503 })
+  ]
+  const adapter = new CalDavAdapter({ fetch: async () => answers.shift() ?? new Response('', { status: 500 }) })
+  const credential = { serverUrl: 'http://127.0.0.1:9/', username: USER, password: PASSWORD, homeUrl: 'http://127.0.0.1:9/alice/' }
+  const context: ProviderContext = { connectionId: 'c'.repeat(24), userId: 'u'.repeat(24), credential }
+  const calendar: ProviderCalendar = { calendarId: 'http://127.0.0.1:9/alice/work/', name: 'work', primary: true, timeZone: 'UTC' }
+
+  const write = await adapter.writeEvent(context, calendar, {
+    eventId: 'e1',
+    operation: 'update',
+    subject: { lastUpdated: '2026-11-21T10:00:00.000Z', providerEventId: '/alice/work/e1.ics', content: { title: 'Lunch', startDate: '2026-11-26T12:00:00Z', endDate: '2026-11-26T13:00:00Z', isAllDay: false, timeZone: 'UTC' } }
+  }).catch((error: unknown) => error)
+  t.ok(write instanceof ProviderUnavailableError)
+  t.match(write, { status: 503, retryAfterMs: 120_000 }, 'seconds, on a resource request')
+
+  const listing = await adapter.listCalendars(context).catch((error: unknown) => error)
+  t.ok(listing instanceof ProviderUnavailableError)
+  const asked = (listing as ProviderUnavailableError).retryAfterMs ?? 0
+  t.ok(asked > 590_000 && asked <= 600_000, `an HTTP date, on a WebDAV report (${asked} ms)`)
+
+  t.match(await adapter.listCalendars(context).catch((error: unknown) => error), { status: 503, retryAfterMs: null }, 'none sent, none assumed')
 })

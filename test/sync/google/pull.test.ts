@@ -126,7 +126,7 @@ test('410 on the sync token: the calendar is imported again under a new generati
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
 })
 
-test('429 and 403 rateLimitExceeded on a pull: the job fails, nothing is saved, and the retry on the ladder gets the change', async (t) => {
+test('429 and 403 rateLimitExceeded on a pull: the job waits for Google without spending its attempts, nothing is saved, and the next try gets the change', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'UTC' }] })
   const { connectionId } = await connectAndSync(stack)
   const cursor = (await stack.sync.syncCalendars.get(connectionId, ALICE))?.cursor
@@ -138,19 +138,22 @@ test('429 and 403 rateLimitExceeded on a pull: the job fails, nothing is saved, 
 
   await stack.drain()
   const [job] = await stack.sync.syncJobQueue.list()
-  t.match(job, { type: 'pull', status: 'queued', attempts: 1, lastError: /unavailable.*429/ })
-  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure' })
+  t.match(job, { type: 'pull', status: 'queued', attempts: 0, waitingForProvider: true, lastError: /unavailable.*429/ })
+  const waited = (job?.runAt.getTime() ?? 0) - stack.clock.now().getTime()
+  t.ok(waited >= 7_500 && waited <= 15_000, `the first step of the provider's backoff (${waited} ms)`)
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure', unavailableStreak: 1, providerRetryAt: job?.runAt })
   t.equal((await stack.sync.syncCalendars.get(connectionId, ALICE))?.cursor, cursor, 'the cursor is kept')
   t.equal(stack.backend.batches.length, batches)
 
   stack.clock.advance(40_000)
   await stack.drain()
-  t.match((await stack.sync.syncJobQueue.list())[0], { attempts: 2, lastError: /403 rateLimitExceeded/ })
+  t.match((await stack.sync.syncJobQueue.list())[0], { attempts: 0, lastError: /403 rateLimitExceeded/ })
+  t.match(await stack.sync.syncConnections.get(connectionId), { unavailableStreak: 2 })
   stack.clock.advance(3 * 60_000)
   await stack.drain()
   t.same(await stack.sync.syncJobQueue.list(), [])
   t.match(stack.backend.batches.at(-1)?.events, [{ providerEventId: event['id'] }], 'the change arrived on the retry')
-  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy', lastReadFailureAt: null })
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy', lastReadFailureAt: null, unavailableStreak: 0, providerRetryAt: null })
 })
 
 test('a calendar deleted at Google: the next pull finds it gone, its events leave the backend, its channel stops', async (t) => {

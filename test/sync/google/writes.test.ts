@@ -74,7 +74,7 @@ test('a change made at Google after ours wins; a rate-limited write retries on t
     })
   })
   await stack.drain()
-  t.match(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [{ status: 'queued', attempts: 1, lastError: /429/ }], 'the write waits for its next rung')
+  t.match(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [{ status: 'queued', attempts: 0, waitingForProvider: true, lastError: /429/ }], 'the write waits for Google, its attempt kept')
   stack.clock.advance(60_000)
   await stack.drain()
   t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [])

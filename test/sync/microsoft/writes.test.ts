@@ -1,6 +1,6 @@
 // Own-data changes reported by the backend reaching Microsoft (insert, PATCH and DELETE with the
-// change key), the newer version winning, 429 with Retry-After retried on the job ladder, and a
-// revoked grant making the connection need the user.
+// change key), the newer version winning, 429 and 503 with Retry-After waited out as Graph asks
+// (no attempt of the job ladder spent), and a revoked grant making the connection need the user.
 import { test } from 'tap'
 import { lunchWriteSubject, reportEventChange, revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
@@ -41,6 +41,44 @@ test('provider writes: an own event is created in the default calendar and linke
   t.equal((await stack.sync.syncConnections.get(connectionId))?.state, 'healthy')
 })
 
+test('503 with Retry-After on a write: the write waits as long as Graph asks, edits meanwhile change what is written, and it is written once', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId, connectionId } = await connectAndSync(stack)
+  const eventId = '6b0400000000000000000009'
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0009', subject: lunchWriteSubject(stack) }), 202)
+  await stack.drain()
+  const providerEventId = String(stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')?.['id'])
+  // The pull Microsoft's notification of the insert asks for runs first.
+  await stack.microsoft.notificationsSettled()
+  stack.clock.advance(60_000)
+  await stack.drain()
+  const updatesBefore = stack.microsoft.control.counts().operations['event.update']?.statuses['200'] ?? 0
+
+  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/events', status: 503, retryAfterSec: 120, count: 1 })
+  const edit = (title: string, key: string) => reportEventChange(stack, {
+    userId, eventId, operation: 'update', idempotencyKey: key, calendarId, subject: lunchWriteSubject(stack, { providerEventId, content: { ...lunchWriteSubject(stack).content!, title } })
+  })
+  stack.clock.advance(1_000)
+  t.equal(await edit('Lunch v1', 'update-0091'), 202)
+  await stack.drain()
+  const [waiting] = await stack.sync.syncJobQueue.list({ type: 'providerWrite' })
+  t.match(waiting, { status: 'queued', attempts: 0, waitingForProvider: true, lastError: /503.*retry after 120/ })
+  t.equal(waiting?.runAt.getTime(), stack.clock.now().getTime() + 120_000)
+  for (const [index, title] of ['Lunch v2', 'Lunch v3'].entries()) {
+    stack.clock.advance(10_000)
+    t.equal(await edit(title, `update-009${index + 2}`), 202)
+    await stack.drain()
+  }
+  t.match(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [{ attempts: 0, runAt: waiting?.runAt }], 'the edits did not make it due')
+  stack.clock.advance(100_000)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { subject: 'Lunch v3' })
+  t.equal(stack.microsoft.control.counts().operations['event.update']?.statuses['200'], updatesBefore + 1, 'the latest version, in one PATCH')
+  t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [])
+  t.match(await stack.sync.syncConnections.get(connectionId), { providerRetryAt: null, unavailableStreak: 0 })
+})
+
 test('a newer version at Microsoft wins over an older change of the backend and goes to the backend instead', async (t) => {
   const stack = await startStack(t)
   const calendarId = defaultCalendar(stack)
@@ -55,23 +93,27 @@ test('a newer version at Microsoft wins over an older change of the backend and 
   t.match(stack.backend.batches.slice(batches)[0]?.events, [{ providerEventId, content: { title: 'Dentist' } }])
 })
 
-test('429 with Retry-After: the pull fails, nothing is saved, and the retry on the ladder gets the change', async (t) => {
+test('429 with Retry-After: the pull waits as long as Graph asks, keeps its attempt, nothing is saved, and the next try gets the change', async (t) => {
   const stack = await startStack(t)
   const calendarId = defaultCalendar(stack)
   const { connectionId } = await connectAndSync(stack)
   const cursor = (await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor
-  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/calendars', method: 'GET', status: 429, retryAfterSec: 30, count: 1 })
+  stack.microsoft.control.armFault({ pathPrefix: '/v1.0/me/calendars', method: 'GET', status: 429, retryAfterSec: 300, count: 1 })
   const event = stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.allDay)
   await stack.microsoft.notificationsSettled()
   const batches = stack.backend.batches.length
   await stack.drain()
   const [job] = await stack.sync.syncJobQueue.list()
-  t.match(job, { type: 'pull', status: 'queued', attempts: 1, lastError: /unavailable.*429.*retry after 30/ })
-  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure' })
+  t.match(job, { type: 'pull', status: 'queued', attempts: 0, waitingForProvider: true, lastError: /unavailable.*429.*retry after 300/ })
+  t.equal(job?.runAt.getTime(), stack.clock.now().getTime() + 300_000, 'Graph\'s Retry-After, longer than the backoff, is the wait')
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'delayed', reason: 'readFailure', providerRetryAt: job?.runAt })
   t.equal((await stack.sync.syncCalendars.get(connectionId, calendarId))?.cursor, cursor, 'the cursor is kept')
   t.equal(stack.backend.batches.length, batches)
 
-  stack.clock.advance(40_000)
+  stack.clock.advance(299_000)
+  await stack.drain()
+  t.equal(stack.backend.batches.length, batches, 'nothing is asked before Graph said')
+  stack.clock.advance(1_000)
   await stack.drain()
   t.same(await stack.sync.syncJobQueue.list(), [])
   t.match(stack.backend.batches.at(-1)?.events, [{ providerEventId: event.id }], 'the change arrived on the retry')

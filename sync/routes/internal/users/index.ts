@@ -14,14 +14,20 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/:userId/metadata', {
     schema: {
-      description: 'The user\'s connections with state, reason and import progress, and the service modes',
+      description: 'The user\'s connections with state, reason, import progress and writes waiting for the provider, and the service modes',
       params: UserParamsSchema,
       response: { 200: SyncMetadataSchema, ...errorResponses }
     }
   }, async (request) => {
     const { cloudMutationMode, execution } = fastify.syncConfig.sync
     const connections = await fastify.syncConnections.listByUser(request.params.userId)
-    return { userId: request.params.userId, cloudMutationMode, execution, connections: connections.map(connectionSummary) }
+    const pending = await fastify.syncJobQueue.pendingWrites(connections.map((connection) => connection._id.toHexString()))
+    return {
+      userId: request.params.userId,
+      cloudMutationMode,
+      execution,
+      connections: connections.map((connection) => connectionSummary(connection, pending.get(connection._id.toHexString())))
+    }
   })
 
   fastify.post('/:userId/connections/begin', {
