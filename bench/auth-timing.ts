@@ -39,7 +39,7 @@ for (let round = 0; round < ROUNDS + 5; round++) {
     method: 'POST',
     url: '/api/auth/signup',
     headers: { 'sx-auth-mode': 'header', 'x-forwarded-for': `10.200.${round >> 8}.${round & 255}` },
-    payload: { formFields: [{ id: 'email', value: `known-${round}@example.com` }, { id: 'password', value: 'the real password 1' }] }
+    payload: { formFields: [{ id: 'name', value: `Known ${round}` }, { id: 'email', value: `known-${round}@example.com` }, { id: 'password', value: 'the real password 1' }] }
   })
 }
 

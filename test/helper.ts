@@ -215,8 +215,9 @@ async function headerModeAuth (app: FastifyInstance, path: string, fields: Recor
   }
 }
 
+/** A password sign-up; without a name the account is named after the email's local part. */
 export async function signUp (app: FastifyInstance, user: { email: string, password: string, name?: string }): Promise<SignedIn> {
-  return await headerModeAuth(app, 'signup', { email: user.email, password: user.password, ...(user.name !== undefined ? { name: user.name } : {}) })
+  return await headerModeAuth(app, 'signup', { email: user.email, password: user.password, name: user.name ?? user.email.split('@')[0] ?? 'someone' })
 }
 
 export async function signIn (app: FastifyInstance, user: { email: string, password: string }): Promise<SignedIn> {

@@ -114,7 +114,9 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
     },
     recipeList: [
       EmailPassword.init({
-        signUpFeature: { formFields: [{ id: 'name', optional: true }] },
+        // Sign-up's fields are name, email and password (specification, "Endpoints"): a name that
+        // is missing or blank is refused as a field error, like a malformed email.
+        signUpFeature: { formFields: [{ id: 'name', validate: async (value: unknown) => typeof value === 'string' && value.trim() !== '' ? undefined : 'Enter your name' }] },
         emailDelivery: {
           ...(smtp === undefined ? {} : { service: new EmailPasswordSMTPService({ smtpSettings: smtp }) }),
           override: (original) => ({

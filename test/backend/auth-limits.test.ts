@@ -31,7 +31,7 @@ test('one address is limited across accounts; another address is not', async (t)
     method: 'POST',
     url: '/api/auth/signup',
     headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', 'x-forwarded-for': '192.0.2.10' },
-    payload: { formFields: [{ id: 'email', value: uniqueEmail('spray') }, { id: 'password', value: 'password one 1' }] }
+    payload: { formFields: [{ id: 'name', value: 'Spray' }, { id: 'email', value: uniqueEmail('spray') }, { id: 'password', value: 'password one 1' }] }
   })
   t.equal(limited.statusCode, 429, 'sign-up from the same address shares the limit')
   t.ok(Number(limited.headers['retry-after']) > 0)

@@ -71,8 +71,20 @@ test('accounts and sessions', async (t) => {
     await signUp(app, { email, password: 'pw-for-dup-1' })
     const wrong = await app.inject({ method: 'POST', url: '/api/auth/signin', payload: authFields({ email, password: 'nope-nope-1' }) })
     t.equal(wrong.json().status, 'WRONG_CREDENTIALS_ERROR')
-    const duplicate = await app.inject({ method: 'POST', url: '/api/auth/signup', payload: authFields({ email: email.toUpperCase(), password: 'pw-for-dup-2' }) })
+    const duplicate = await app.inject({ method: 'POST', url: '/api/auth/signup', payload: authFields({ name: 'Dup', email: email.toUpperCase(), password: 'pw-for-dup-2' }) })
     t.equal(duplicate.json().status, 'FIELD_ERROR')
+  })
+
+  await t.test('sign-up needs a name (the form\'s fields are name, email and password); nothing is stored without one', async (t) => {
+    for (const [label, fields] of [
+      ['no name', { email: uniqueEmail('nameless'), password: 'pw-for-nameless-1' }],
+      ['a blank name', { name: '   ', email: uniqueEmail('blank'), password: 'pw-for-blank-1' }]
+    ] as const) {
+      const answer = await app.inject({ method: 'POST', url: '/api/auth/signup', payload: authFields(fields) })
+      t.equal(answer.json().status, 'FIELD_ERROR', label)
+      t.same(answer.json().formFields.map((field: { id: string }) => field.id), ['name'], label)
+      t.equal(await app.mongo.db.collection('users').countDocuments({ email: fields.email }), 0, `${label}: no user`)
+    }
   })
 
   await t.test('sign-up reuses the user record that already owns the email', async (t) => {
@@ -152,7 +164,7 @@ test('accounts and sessions', async (t) => {
       method: 'POST',
       url: '/api/auth/signup',
       headers: { origin: WEB_URL, rid: 'emailpassword' },
-      payload: authFields({ email, password: 'pw-for-browser-1' })
+      payload: authFields({ name: 'Browser', email, password: 'pw-for-browser-1' })
     })
     t.equal(signedUp.statusCode, 200)
     t.notOk(signedUp.headers['sx-access-token'], 'no header tokens for a browser')

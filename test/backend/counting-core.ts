@@ -56,6 +56,12 @@ export async function startCountingCore (t: Teardown): Promise<CountingCore> {
   return counting
 }
 
+/** A password sign-up of the same shape as signInRequest, with the name sign-up needs. */
+export function signUpRequest (email: string, password: string, address = '198.51.100.7') {
+  const request = signInRequest(email, password, address)
+  return { ...request, url: '/api/auth/signup', payload: { formFields: [{ id: 'name', value: email.split('@')[0] ?? 'someone' }, ...request.payload.formFields] } }
+}
+
 export function signInRequest (email: string, password: string, address = '198.51.100.7') {
   return {
     method: 'POST' as const,

@@ -5,7 +5,7 @@ import EmailPassword from 'supertokens-node/recipe/emailpassword'
 import { readFile } from 'node:fs/promises'
 import { AUTH_LIMITS, AUTH_ROUTES } from '../../lib/auth-limits.js'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
-import { CORE_INTERNAL_FAILURE, signInRequest, startCountingCore } from './counting-core.js'
+import { CORE_INTERNAL_FAILURE, signInRequest, signUpRequest, startCountingCore } from './counting-core.js'
 
 const core = await startCountingCore(tap)
 
@@ -14,7 +14,7 @@ test('failed guesses lock an account, successes do not count, and its owner is n
   const { app, log } = await buildApp(t, deps)
   const email = uniqueEmail('guessed')
   const home = '198.51.100.1'
-  await app.inject({ ...signInRequest(email, 'the real password 1', home), url: '/api/auth/signup' })
+  await app.inject(signUpRequest(email, 'the real password 1', home))
 
   for (let attempt = 1; attempt <= AUTH_LIMITS.failuresPerAccount.max + 2; attempt++) {
     const answer = await app.inject(signInRequest(email, 'the real password 1', home))

@@ -25,7 +25,7 @@ test('sign-out through process A: process B refuses the access token and closes 
   const signedUp = await fetch(`${a}/api/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', rid: 'emailpassword' },
-    body: JSON.stringify(authFields({ email: uniqueEmail('two-processes'), password: 'pw-for-two-processes-1' }))
+    body: JSON.stringify(authFields({ name: 'Two', email: uniqueEmail('two-processes'), password: 'pw-for-two-processes-1' }))
   })
   t.equal(signedUp.status, 200)
   const headers = { authorization: `Bearer ${String(signedUp.headers.get('sx-access-token'))}` }

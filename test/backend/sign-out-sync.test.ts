@@ -45,7 +45,7 @@ test('SuperTokens\' own frontend SDKs: st-auth-mode gets st-* token headers', as
     method: 'POST',
     url: '/api/auth/signup',
     headers: { 'st-auth-mode': 'header', rid: 'emailpassword' },
-    payload: { formFields: [{ id: 'email', value: uniqueEmail('sdk') }, { id: 'password', value: 'pw-for-sdk-1' }] }
+    payload: { formFields: [{ id: 'name', value: 'Sdk' }, { id: 'email', value: uniqueEmail('sdk') }, { id: 'password', value: 'pw-for-sdk-1' }] }
   })
   t.equal(response.statusCode, 200)
   t.type(response.headers['st-access-token'], 'string')

@@ -33,7 +33,7 @@ test('a backend killed mid-delivery: the restarted one delivers the report withi
   const signUp = await fetch(`${base}/api/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', rid: 'emailpassword', 'sx-auth-mode': 'header' },
-    body: JSON.stringify(authFields({ email: uniqueEmail('crash'), password: 'pw-for-crash-1' }))
+    body: JSON.stringify(authFields({ name: 'Crash', email: uniqueEmail('crash'), password: 'pw-for-crash-1' }))
   })
   t.equal(signUp.status, 200)
   const accessToken = signUp.headers.get('sx-access-token') ?? ''

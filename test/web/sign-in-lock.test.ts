@@ -15,7 +15,7 @@ test('a locked account: the sign-in dialog shows the wait the server gives', asy
     method: 'POST',
     url: `/api/auth/${path}`,
     headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', 'x-forwarded-for': address },
-    payload: { formFields: [{ id: 'email', value: email }, { id: 'password', value: password }] }
+    payload: { formFields: [...(path === 'signup' ? [{ id: 'name', value: 'Locked' }] : []), { id: 'email', value: email }, { id: 'password', value: password }] }
   })
   t.equal((await attempt('the real password 1', '198.51.100.1', 'signup')).json().status, 'OK')
   // Guesses from elsewhere lock the account for every address it is not known at, this browser's too.
