@@ -29,7 +29,7 @@ export function storageFields (event: EventRecord): StorageFields {
   return {
     startsAt,
     endsAt,
-    seriesEndsAt: category === 'base' ? seriesEnd(compiledSeriesOf(event), EVENT_LIMITS.occurrencesPerSeries) : endsAt,
+    seriesEndsAt: category === 'base' ? seriesEnd(compiledSeriesOf(event)) : endsAt,
     originalStartsAt: category === 'instance' && event.originalStartDate !== undefined
       ? eventInstant(event.originalStartDate, event.isAllDay, event.timeZone)
       : null
