@@ -165,7 +165,7 @@ function compileFresh (shape: SeriesShape): CompiledSeries {
 export const RULE_SEARCH_BUDGET = 2000
 const YEARLY_PERIOD_WEIGHT = 8
 /** Periods walked per piece of an expansion, so that a long range is expanded in short steps. */
-const PERIODS_PER_PIECE = 500
+const PERIODS_PER_PIECE = 100
 /** Frequencies below HOURLY are refused: the calendars users sync with offer nothing below DAILY. */
 const ALLOWED_FREQUENCIES = new Set<number>([RRule.YEARLY, RRule.MONTHLY, RRule.WEEKLY, RRule.DAILY, RRule.HOURLY])
 
