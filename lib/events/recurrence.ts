@@ -356,6 +356,8 @@ function occurrenceFromFloating (series: CompiledSeries, floating: Date): Occurr
 }
 
 const DAY_MS = 86_400_000
+/** More than any zone's distance from UTC (+14 h to -12 h), with a DST shift on top. */
+const ZONE_MARGIN_MS = 16 * 3_600_000
 
 /**
  * Every occurrence overlapping [from, to), in order, at most `limit` of them. The rule is
@@ -388,7 +390,10 @@ export function * expansionPieces (series: CompiledSeries, from: Date, to: Date)
   for (let pieceStart = after.getTime(); pieceStart <= before.getTime(); pieceStart += pieceMs) {
     const piece: Occurrence[] = []
     matchesBetween(series, new Date(pieceStart), new Date(Math.min(before.getTime(), pieceStart + pieceMs - 1)), (floating) => {
-      if (series.excluded.has(floating.getTime())) return true
+      // Placing a candidate in its zone is the costly part; one that cannot overlap the range
+      // whatever the zone's offset is left out before.
+      if (series.excluded.has(floating.getTime()) || floating.getTime() + lengthMs + ZONE_MARGIN_MS <= from.getTime() ||
+        floating.getTime() - ZONE_MARGIN_MS >= to.getTime()) return true
       const occurrence = occurrenceFromFloating(series, floating)
       if (occurrence.start < to && occurrence.end > from) piece.push(occurrence)
       return true
