@@ -13,6 +13,7 @@ import { requestBodies, validationOptions } from './lib/request-bodies.js'
 import configPlugin from './plugins/external/config.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
+import loadSheddingPlugin, { type LoadSheddingOptions } from './plugins/external/load-shedding.js'
 import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
 import sessionPlugin, { AUTH_BASE_PATH, isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
 import { isSessionCoreUnavailableError } from './lib/session-core.js'
@@ -32,6 +33,8 @@ export interface AppOptions {
   config: Config
   // Stream timings (heartbeat, lifetime, poll cadence); tests shorten them.
   realtime?: RealtimeOptions
+  // When the process sheds load (plugins/external/load-shedding.ts); tests sample faster.
+  loadShedding?: Partial<LoadSheddingOptions>
 }
 
 // Fastify's own options for this app, shared by server.ts and the tests so both run the same thing.
@@ -100,6 +103,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   // request logging and JSON body parsing (Fastify parses bodies after every onRequest hook
   // above), then the routes, then the error handler with the session library's handler.
   await fastify.register(corsPlugin)
+  // An overloaded process sheds a request before it costs anything (session, body, handler),
+  // but after CORS, so that a browser can read the 503 and its Retry-After.
+  await fastify.register(loadSheddingPlugin, options.loadShedding ?? {})
   await fastify.register(authRateLimitPlugin)
   await fastify.register(sessionPlugin)
   await fastify.register(securityHeadersPlugin)

@@ -19,7 +19,11 @@ export const EVENT_LIMITS = {
   ruleLineLength: 1000,
   changesPerRequest: 500,
   rangeDays: 400,
-  occurrencesPerSeries: 2000
+  occurrencesPerSeries: 2000,
+  /** What one range read may hold: stored events read plus occurrences made. */
+  rangeItems: 5000,
+  /** The same in characters of text, each item counted with RANGE_ITEM_OVERHEAD for its other fields. */
+  rangeCharacters: 4 * 1024 * 1024
 } as const
 
 // Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.
@@ -30,6 +34,9 @@ export const PLAIN_TEXT_PATTERN = '^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$'
 function plainText (maxLength: number, description?: string) {
   return Type.String({ maxLength, pattern: PLAIN_TEXT_PATTERN, ...(description === undefined ? {} : { description }) })
 }
+
+/** What an item of a range answer costs beside its free text (ids, dates, flags as JSON). */
+export const RANGE_ITEM_OVERHEAD = 400
 
 export const ObjectIdString = Type.String({
   pattern: OBJECT_ID_PATTERN,

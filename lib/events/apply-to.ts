@@ -1,7 +1,7 @@
 import type { EventApplyTo } from '../../schemas/event.js'
 import type { EventRecord } from './record.js'
 import { planTransition, reportFor, type TransitionResult } from './transition.js'
-import { compileSeries, firstOccurrence, truncateRule } from './recurrence.js'
+import { compileSeries, firstOccurrence, RecurrenceRuleError, truncateRule, type CompiledSeries } from './recurrence.js'
 import { eventInstant } from './time.js'
 
 export interface OccurrenceTarget {
@@ -26,7 +26,14 @@ export function planOccurrenceDelete (series: EventRecord, target: OccurrenceTar
   const rule = series.recurrence?.rule
   const originalStartDate = (target.stored ?? target.expanded).originalStartDate
   if (rule === undefined || originalStartDate === undefined) return { ok: false, reason: 'the target is not an occurrence of this series' }
-  const compiled = compileSeries({ ...series, rule })
+  let compiled: CompiledSeries
+  try {
+    compiled = compileSeries({ ...series, rule })
+  } catch (error) {
+    // A series stored before its rule was refused has no occurrences to cut between.
+    if (error instanceof RecurrenceRuleError) return { ok: false, reason: `the series cannot be cut: ${error.message}` }
+    throw error
+  }
   const cutAt = eventInstant(originalStartDate, series.isAllDay, series.timeZone)
   const first = firstOccurrence(compiled)
   if (first === null || cutAt <= first.start) return planTransition(series, null, now)

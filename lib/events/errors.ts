@@ -4,8 +4,8 @@ import type { PersistencePlan, TransitionResult } from './transition.js'
 /** A refusal of an event request; the app's error handler answers it with the status, code and message. */
 export class EventRequestError extends TypedHttpError {}
 
-export function invalidEvent (path: string, message: string): EventRequestError {
-  return new EventRequestError(400, 'EVENT_INVALID', `${path} ${message}`)
+export function invalidEvent (path: string, message: string, code = 'EVENT_INVALID'): EventRequestError {
+  return new EventRequestError(400, code, `${path} ${message}`)
 }
 
 export function eventNotFound (): EventRequestError {

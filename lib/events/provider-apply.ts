@@ -19,6 +19,12 @@ export interface ProviderFields {
   generation?: string
   /** An exception whose series master has not arrived: the master's provider id. Hidden from reads. */
   waitingForSeries?: string
+  /**
+   * A provider series whose rule this service refuses to expand (for example FREQ=MINUTELY): the
+   * code of the refusal. The series is kept with its rule, and reads show it as its first
+   * occurrence only.
+   */
+  expansionSkipped?: string
 }
 
 export type ProviderRecord = EventRecord & ProviderFields
@@ -53,6 +59,8 @@ export interface ProviderApplyPlan {
   counts: ProviderEventBatchResult
   /** Items refused, with the reason, for the log. */
   rejections: Array<{ providerEventId: string, reason: string }>
+  /** Series kept without their expansion, with the reason, for the log. */
+  skippedExpansions: Array<{ providerEventId: string, reason: string }>
 }
 
 const CONTENT_KEYS = ['title', 'description', 'location', 'startDate', 'endDate', 'isAllDay', 'timeZone', 'status', 'originalStartDate'] as const
@@ -96,6 +104,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const counts = emptyCounts()
   const writes: ProviderWrite[] = []
   const rejections: ProviderApplyPlan['rejections'] = []
+  const skippedExpansions: ProviderApplyPlan['skippedExpansions'] = []
   const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
   const linkedById = new Map(input.linked.map((record) => [record._id, record]))
   const editKey = (seriesId: string, originalStartDate: string, isAllDay: boolean, timeZone: string): string =>
@@ -140,11 +149,17 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     return record
   }
 
-  const put = (item: ProviderEvent, record: ProviderRecord, existing: ProviderRecord | undefined): void => {
+  const put = (item: ProviderEvent, given: ProviderRecord, existing: ProviderRecord | undefined): void => {
+    let record = given
     // A waiting exception is checked as the single event it is until its master comes.
     const { waitingForSeries, originalStartDate, ...event } = record
     const issue = validateEventChange(waitingForSeries === undefined ? { ...event, ...(originalStartDate === undefined ? {} : { originalStartDate }) } : event)
-    if (issue !== null) {
+    // A rule this service will not expand does not cost the user the event, nor the page.
+    if (issue?.code !== undefined && record.recurrence?.rule !== undefined &&
+      validateEventChange({ ...event, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=1'] } }) === null) {
+      skippedExpansions.push({ providerEventId: record.providerEventId as string, reason: `${issue.path} ${issue.message}` })
+      record = { ...record, expansionSkipped: issue.code }
+    } else if (issue !== null) {
       counts.rejected++
       rejections.push({ providerEventId: record.providerEventId as string, reason: `${issue.path} ${issue.message}` })
       return
@@ -265,7 +280,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     applyException(item, waiting, masterProviderId)
   }
 
-  return { writes, counts, rejections }
+  return { writes, counts, rejections, skippedExpansions }
 }
 
 const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries'] as const

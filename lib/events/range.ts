@@ -1,9 +1,13 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import { performance } from 'node:perf_hooks'
 import { DateTime } from 'luxon'
-import { EVENT_LIMITS } from '../../schemas/event.js'
+import { EVENT_LIMITS, RANGE_ITEM_OVERHEAD } from '../../schemas/event.js'
 import type { EventRecord } from './record.js'
+import type { ProviderRecord } from './provider-apply.js'
 import { categoryOf } from './transition.js'
 import { occurrenceId } from './ids.js'
-import { compileSeries, expandSeries, seriesEnd, type CompiledSeries, type Occurrence } from './recurrence.js'
+import { EventRequestError } from './errors.js'
+import { compileSeries, expandSeries, expansionPieces, RecurrenceRuleError, seriesEnd, type CompiledSeries, type Occurrence } from './recurrence.js'
 import { eventInstant, occurrenceKey } from './time.js'
 
 /** Fields kept next to each stored event so the database can answer range queries in UTC. */
@@ -16,31 +20,51 @@ export interface StorageFields {
   originalStartsAt: Date | null
 }
 
-function compiledSeriesOf (series: EventRecord): CompiledSeries {
+/**
+ * The compiled rule of a stored series, or null for a series kept without its occurrences and
+ * read as one event: a provider series whose rule is refused here, or one stored before its
+ * rule was refused.
+ */
+export function expandableSeries (series: EventRecord): CompiledSeries | null {
   const rule = series.recurrence?.rule
-  if (rule === undefined) throw new TypeError(`event ${series._id} is not a series`)
-  return compileSeries({ ...series, rule })
+  if (rule === undefined || (series as ProviderRecord).expansionSkipped !== undefined) return null
+  try {
+    return compileSeries({ ...series, rule })
+  } catch (error) {
+    if (error instanceof RecurrenceRuleError) return null
+    throw error
+  }
 }
 
 export function storageFields (event: EventRecord): StorageFields {
   const startsAt = eventInstant(event.startDate, event.isAllDay, event.timeZone)
   const endsAt = eventInstant(event.endDate, event.isAllDay, event.timeZone)
   const category = categoryOf(event)
+  const compiled = category === 'base' ? expandableSeries(event) : null
   return {
     startsAt,
     endsAt,
-    seriesEndsAt: category === 'base' ? seriesEnd(compiledSeriesOf(event), EVENT_LIMITS.occurrencesPerSeries) : endsAt,
+    seriesEndsAt: compiled === null ? endsAt : seriesEnd(compiled),
     originalStartsAt: category === 'instance' && event.originalStartDate !== undefined
       ? eventInstant(event.originalStartDate, event.isAllDay, event.timeZone)
       : null
   }
 }
 
+/**
+ * occurrenceKey of an occurrence made here: its start is already an instant, so no date parsing
+ * (a range read makes thousands of them).
+ */
+function keyOf (occurrence: Occurrence, isAllDay: boolean): string {
+  if (isAllDay) return occurrence.startDate.replaceAll('-', '')
+  return occurrence.start.toISOString().replace(/\.\d{3}/, '').replaceAll(/[-:]/g, '')
+}
+
 function occurrenceRecord (series: EventRecord, occurrence: Occurrence): EventRecord {
   const { recurrence: _rule, ...fields } = series
   return {
     ...fields,
-    _id: occurrenceId(series._id, occurrenceKey(occurrence.startDate, series.isAllDay, series.timeZone)),
+    _id: occurrenceId(series._id, keyOf(occurrence, series.isAllDay)),
     recurrence: { eventId: series._id },
     originalStartDate: occurrence.startDate,
     startDate: occurrence.startDate,
@@ -57,10 +81,11 @@ function keyInstant (key: string, series: EventRecord): Date | null {
 
 /** The never-edited occurrence of `series` whose key is `key`, or null if the series has none there. */
 export function occurrenceAt (series: EventRecord, key: string): EventRecord | null {
-  if ((key.length === 8) !== series.isAllDay) return null
+  const compiled = expandableSeries(series)
+  if ((key.length === 8) !== series.isAllDay || compiled === null) return null
   const start = keyInstant(key, series)
   if (start === null) return null
-  const candidates = expandSeries(compiledSeriesOf(series), start, new Date(start.getTime() + 1), EVENT_LIMITS.occurrencesPerSeries)
+  const candidates = expandSeries(compiled, start, new Date(start.getTime() + 1), EVENT_LIMITS.occurrencesPerSeries)
   const match = candidates.find((occurrence) => occurrence.start.getTime() === start.getTime())
   return match === undefined ? null : occurrenceRecord(series, match)
 }
@@ -71,28 +96,75 @@ export interface SeriesWithEdits {
   edits: EventRecord[]
 }
 
+/** Refused when a range read would hold more than EVENT_LIMITS allows: the client narrows the range. */
+export function rangeTooLarge (): EventRequestError {
+  return new EventRequestError(400, 'RANGE_TOO_LARGE',
+    `The range holds more than ${EVENT_LIMITS.rangeItems} events or ${EVENT_LIMITS.rangeCharacters / 1024 / 1024} MB of text; narrow the range`)
+}
+
+/** Counts what one range read holds, and refuses it past EVENT_LIMITS (rangeItems, rangeCharacters). */
+export class RangeBudget {
+  items = 0
+  characters = 0
+
+  /** Counts `count` items of this event's size. */
+  hold (event: EventRecord, count = 1): void {
+    this.items += count
+    this.characters += count * textSize(event)
+    if (this.items > EVENT_LIMITS.rangeItems || this.characters > EVENT_LIMITS.rangeCharacters) throw rangeTooLarge()
+  }
+}
+
+function textSize (event: EventRecord): number {
+  return RANGE_ITEM_OVERHEAD + event.title.length + (event.description?.length ?? 0) + (event.location?.length ?? 0) +
+    (event.calendarId?.length ?? 0) + (event.providerEventId?.length ?? 0)
+}
+
+/** How long the range assembly may hold the event loop before it lets other requests run. */
+const SLICE_MS = 10
+
 /**
  * The answer of a range read: single events and edited occurrences that overlap [from, to)
- * as stored, plus every never-edited occurrence of each series, in start order.
+ * as stored, plus every never-edited occurrence of each series, in start order. Series are
+ * expanded piece by piece, giving the event loop back every few milliseconds; every occurrence
+ * made is counted in `budget`, which refuses the read once it holds too much.
  */
-export function assembleRange (singles: EventRecord[], series: SeriesWithEdits[], from: Date, to: Date): EventRecord[] {
+export async function assembleRange (singles: EventRecord[], series: SeriesWithEdits[], from: Date, to: Date, budget = new RangeBudget()): Promise<EventRecord[]> {
   const byId = new Map<string, { event: EventRecord, start: number, end: number }>()
-  for (const event of singles) {
-    if (event.status !== 'confirmed' || categoryOf(event) === 'base') continue
+  const add = (event: EventRecord): void => {
     byId.set(event._id, {
       event,
       start: eventInstant(event.startDate, event.isAllDay, event.timeZone).getTime(),
       end: eventInstant(event.endDate, event.isAllDay, event.timeZone).getTime()
     })
   }
+  for (const event of singles) {
+    if (event.status !== 'confirmed' || categoryOf(event) === 'base') continue
+    add(event)
+  }
+  let sliceStart = performance.now()
   for (const { series: base, edits } of series) {
+    const compiled = expandableSeries(base)
+    if (compiled === null) {
+      const start = eventInstant(base.startDate, base.isAllDay, base.timeZone)
+      const end = eventInstant(base.endDate, base.isAllDay, base.timeZone)
+      if (base.status === 'confirmed' && start < to && end > from) add(base)
+      continue
+    }
     const editedKeys = new Set(edits.flatMap((edit) => edit.originalStartDate === undefined
       ? []
       : [occurrenceKey(edit.originalStartDate, base.isAllDay, base.timeZone)]))
-    for (const occurrence of expandSeries(compiledSeriesOf(base), from, to, EVENT_LIMITS.occurrencesPerSeries)) {
-      if (editedKeys.has(occurrenceKey(occurrence.startDate, base.isAllDay, base.timeZone))) continue
-      const record = occurrenceRecord(base, occurrence)
-      byId.set(record._id, { event: record, start: occurrence.start.getTime(), end: occurrence.end.getTime() })
+    for (const piece of expansionPieces(compiled, from, to)) {
+      budget.hold(base, piece.length)
+      for (const occurrence of piece) {
+        if (editedKeys.has(keyOf(occurrence, base.isAllDay))) continue
+        const record = occurrenceRecord(base, occurrence)
+        byId.set(record._id, { event: record, start: occurrence.start.getTime(), end: occurrence.end.getTime() })
+      }
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await nextTurn()
+        sliceStart = performance.now()
+      }
     }
   }
   // Ties are broken by end, then id, so the same data always reads in the same order.

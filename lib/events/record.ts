@@ -25,6 +25,8 @@ export interface EventIssue {
   /** JSON pointer into the change, e.g. `/endDate`. */
   path: string
   message: string
+  /** A code of its own when clients can act on it (a refused recurrence rule); otherwise EVENT_INVALID. */
+  code?: string
 }
 
 function checkDatePair (change: CompleteEventChange): EventIssue | null {
@@ -64,7 +66,10 @@ function checkRecurrence (change: CompleteEventChange): EventIssue | null {
     try {
       compileSeries({ ...change, rule: recurrence.rule })
     } catch (error) {
-      if (error instanceof RecurrenceRuleError) return { path: '/recurrence/rule', message: `is not a valid rule: ${error.message}` }
+      if (error instanceof RecurrenceRuleError) {
+        const issue = { path: '/recurrence/rule', message: `is not a valid rule: ${error.message}` }
+        return error.code === 'RRULE_INVALID' ? issue : { ...issue, code: error.code }
+      }
       throw error
     }
   }

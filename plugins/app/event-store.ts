@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import createError from '@fastify/error'
-import type { AnyBulkWriteOperation, ClientSession, Collection } from 'mongodb'
+import type { AnyBulkWriteOperation, ClientSession, Collection, FindCursor } from 'mongodb'
 import type { EventRecord } from '../../lib/events/record.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
@@ -8,7 +8,11 @@ import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { ProviderRecord, ProviderWrite } from '../../lib/events/provider-apply.js'
 import type { MongoHandle } from '../external/mongo.js'
 import type { Outbox } from './outbox.js'
-import { assembleRange, storageFields, type StorageFields } from '../../lib/events/range.js'
+import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../../lib/events/range.js'
+import { eventInstant } from '../../lib/events/time.js'
+import { EVENT_LIMITS } from '../../schemas/event.js'
+
+const DAY_MS = 86_400_000
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -148,10 +152,15 @@ export class EventStore {
     )
   }
 
-  /** Every event and occurrence of the user overlapping [from, to), in start order. */
+  /**
+   * Every event and occurrence of the user overlapping [from, to), in start order. What the read
+   * holds (stored events read, occurrences made) is counted as it comes and bounded
+   * (RangeBudget): past the bound the read is refused before it holds much more.
+   */
   async findRange (userId: string, from: Date, to: Date): Promise<EventRecord[]> {
+    const budget = new RangeBudget()
     const [singles, bases] = await Promise.all([
-      this.events.find({
+      this.#readBounded(this.events.find({
         user: userId,
         status: 'confirmed',
         'recurrence.rule': { $exists: false },
@@ -159,19 +168,40 @@ export class EventStore {
         waitingForSeries: { $exists: false },
         startsAt: { $lt: to },
         endsAt: { $gt: from }
-      }, { projection: STORAGE_ONLY }).toArray(),
-      this.events.find({
+      }, { projection: STORAGE_ONLY }), budget),
+      this.#readBounded(this.events.find({
         user: userId,
         'recurrence.rule': { $exists: true },
         startsAt: { $lt: to },
         $or: [{ seriesEndsAt: null }, { seriesEndsAt: { $gt: from } }]
-      }, { projection: STORAGE_ONLY }).toArray()
+      }, { projection: STORAGE_ONLY }), budget)
     ])
+    // Only edits of occurrences that can reach into the range matter: an occurrence overlapping
+    // it starts at most one occurrence length before it (expansion keeps two days of margin too).
+    const longest = bases.reduce((most, base) => Math.max(most, eventInstant(base.endDate, base.isAllDay, base.timeZone).getTime() -
+      eventInstant(base.startDate, base.isAllDay, base.timeZone).getTime()), 0)
     const edits = bases.length === 0
       ? []
-      : await this.events.find({ user: userId, 'recurrence.eventId': { $in: bases.map((base) => base._id) } }, { projection: STORAGE_ONLY }).toArray()
+      : await this.#readBounded(this.events.find({
+        user: userId,
+        'recurrence.eventId': { $in: bases.map((base) => base._id) },
+        originalStartsAt: { $gte: new Date(from.getTime() - longest - 2 * DAY_MS), $lt: new Date(to.getTime() + 2 * DAY_MS) }
+      }, { projection: STORAGE_ONLY }), budget)
     const series = bases.map((base) => ({ series: base, edits: edits.filter((edit) => edit.recurrence?.eventId === base._id) }))
-    return assembleRange(singles, series, from, to)
+    return await assembleRange(singles, series, from, to, budget)
+  }
+
+  async #readBounded (cursor: FindCursor<EventRecord>, budget: RangeBudget): Promise<EventRecord[]> {
+    const read: EventRecord[] = []
+    try {
+      for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1)) {
+        budget.hold(event)
+        read.push(event)
+      }
+    } finally {
+      await cursor.close()
+    }
+    return read
   }
 
   /**

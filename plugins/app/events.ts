@@ -6,10 +6,10 @@ import { mintEventId, normalizeEventId, parseEventAddress } from '../../lib/even
 import { toEventRecord, validateEventChange, type EventRecord } from '../../lib/events/record.js'
 import { categoryOf, planTransition, type PersistencePlan, type TransitionResult } from '../../lib/events/transition.js'
 import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
-import { occurrenceAt } from '../../lib/events/range.js'
+import { expandableSeries, occurrenceAt } from '../../lib/events/range.js'
 import { eventChangeEntries } from '../../lib/events/outbox.js'
 import { eventInstant } from '../../lib/events/time.js'
-import { compileSeries, hasOccurrenceAt } from '../../lib/events/recurrence.js'
+import { hasOccurrenceAt } from '../../lib/events/recurrence.js'
 import { eventNotFound, invalidEvent, planned } from '../../lib/events/errors.js'
 import { gateProviderEffect, type SyncAnswer } from '../../lib/events/provider-gate.js'
 import { keepProviderIdentity } from '../../lib/events/provider-apply.js'
@@ -158,7 +158,7 @@ export class EventService {
 
   #validate (change: EventChangeInput, path: string): void {
     const issue = validateEventChange(change)
-    if (issue !== null) throw invalidEvent(`${path}${issue.path}`, issue.message)
+    if (issue !== null) throw invalidEvent(`${path}${issue.path}`, issue.message, issue.code)
   }
 
   /** Writes one validated change over what is stored (null: nothing yet). */
@@ -180,7 +180,8 @@ export class EventService {
       const series = await this.#findSeries(owner.userId, seriesId)
       if (series === null) throw invalidEvent(`${path}/recurrence/eventId`, 'must name one of your recurring series')
       const originalStart = eventInstant(after.originalStartDate, after.isAllDay, after.timeZone)
-      if (series.isAllDay !== after.isAllDay || !hasOccurrenceAt(compileSeries({ ...series, rule: series.recurrence?.rule ?? [] }), originalStart)) {
+      const compiled = expandableSeries(series)
+      if (series.isAllDay !== after.isAllDay || compiled === null || !hasOccurrenceAt(compiled, originalStart)) {
         throw invalidEvent(`${path}/originalStartDate`, 'must be the start of an occurrence of the series')
       }
       if (before === null) {

@@ -45,6 +45,9 @@ export default fp(async function providerEvents (fastify) {
     for (const rejection of plan.rejections) {
       log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
     }
+    for (const skipped of plan.skippedExpansions) {
+      log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...skipped }, 'provider series kept without its occurrences')
+    }
     return { ...plan.counts, deleted: plan.counts.deleted + superseded }
   }
 

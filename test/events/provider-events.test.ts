@@ -22,7 +22,7 @@ function item (providerEventId: string, fields: Partial<ProviderEvent> = {}): Pr
 
 test('provider pages reach the user\'s calendar', async (t) => {
   const deps = await startDependencies(t, { replicaSet: true })
-  const { app, config } = await buildApp(t, deps)
+  const { app, config, log } = await buildApp(t, deps)
   const user = await signUp(app, { email: uniqueEmail('imported'), password: 'pw-for-imported-1' })
   const token = config.backend.serviceToken
   const send = async (batch: Partial<ProviderEventBatch>, authorization = `Bearer ${token}`) => await app.inject({
@@ -137,6 +137,29 @@ test('provider pages reach the user\'s calendar', async (t) => {
     t.equal(mine.providerEventId, 'google-mine')
     t.equal(mine.calendarId, CALENDAR)
     t.equal(mine.origin, 'compass', 'still the user\'s own event')
+  })
+
+  await t.test('a provider series with a rule refused here is kept as one event, and the page still applies', async (t) => {
+    const answer = await send({
+      events: [
+        item('every-minute', { content: { title: 'Every minute', startDate: '2026-05-06T09:00:00Z', endDate: '2026-05-06T09:01:00Z', isAllDay: false, timeZone: 'UTC', recurrence: ['RRULE:FREQ=MINUTELY'] } }),
+        item('never', { content: { title: 'Never', startDate: '2026-05-07T09:00:00Z', endDate: '2026-05-07T10:00:00Z', isAllDay: false, timeZone: 'UTC', recurrence: ['RRULE:FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30'] } }),
+        item('beside', { content: { title: 'Beside', startDate: '2026-05-08T09:00:00Z', endDate: '2026-05-08T10:00:00Z', isAllDay: false, timeZone: 'UTC' } })
+      ]
+    })
+    t.equal(answer.statusCode, 200)
+    t.match(answer.json(), { created: 3, rejected: 0 })
+    const shown = (await range()).filter((event) => ['Every minute', 'Never', 'Beside'].includes(event.title))
+    t.same(shown.map((event) => [event.title, event.startDate]), [
+      ['Every minute', '2026-05-06T09:00:00Z'], ['Never', '2026-05-07T09:00:00Z'], ['Beside', '2026-05-08T09:00:00Z']
+    ], 'each series once, at its own start')
+    const series = shown[0] as { _id: string }
+    t.equal((await app.inject({ method: 'GET', url: `/api/event/${series._id}_20260506T090100Z`, headers: user.headers })).statusCode, 404, 'no occurrence of it is made')
+    const notes = log.lines().filter((line) => line.msg === 'provider series kept without its occurrences')
+    t.same(notes.map((line) => line.providerEventId), ['every-minute', 'never'])
+    t.match(notes[0], { reason: /FREQ=MINUTELY is not allowed/ })
+    const removed = await send({ events: ['every-minute', 'never', 'beside'].map((id) => item(id, { status: 'cancelled', content: undefined })) })
+    t.equal(removed.json().deleted, 3)
   })
 
   await t.test('removing the connection removes imported events and keeps the user\'s own', async (t) => {

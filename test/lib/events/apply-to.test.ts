@@ -58,3 +58,12 @@ test('applyTo thisAndFollowing on the first occurrence removes the whole series'
   t.ok(result.ok)
   if (result.ok) t.same(result.plan.writes, [{ kind: 'delete', eventId: base._id }, { kind: 'deleteInstances', seriesId: base._id }])
 })
+
+test('a series stored before its rule was refused cannot be cut, and says why', async (t) => {
+  const legacy = series({ _id: 'b'.repeat(24), recurrence: { rule: ['RRULE:FREQ=SECONDLY'] } })
+  const stored = instance(legacy, { _id: 'c'.repeat(24), originalStartDate: '2026-03-02T09:00:05+01:00' })
+  t.same(planOccurrenceDelete(legacy, { stored, expanded: stored }, 'thisAndFollowing', NOW), {
+    ok: false,
+    reason: 'the series cannot be cut: FREQ=SECONDLY is not allowed: a series repeats at most hourly'
+  })
+})

@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { assembleRange, occurrenceAt, storageFields } from '../../../lib/events/range.js'
+import { assembleRange, occurrenceAt, RangeBudget, storageFields } from '../../../lib/events/range.js'
+import type { ProviderRecord } from '../../../lib/events/provider-apply.js'
 import { instance, series, standalone } from './fixtures.js'
 
 const from = new Date('2026-03-01T00:00:00Z')
@@ -16,7 +17,7 @@ test('range reads merge single events, occurrences and edited occurrences in sta
   })
   const cancelled = instance(base, { _id: 'c'.repeat(24), originalStartDate: '2026-03-16T08:00:00Z', status: 'cancelled' })
   const single = standalone({ _id: 'd'.repeat(24), startDate: '2026-03-05T12:00:00Z', endDate: '2026-03-05T13:00:00Z' })
-  const result = assembleRange([single, moved], [{ series: base, edits: [moved, cancelled] }], from, to)
+  const result = await assembleRange([single, moved], [{ series: base, edits: [moved, cancelled] }], from, to)
   t.same(result.map((event) => [event._id, event.startDate, event.title]), [
     ['a'.repeat(24) + '_20260302T080000Z', '2026-03-02T09:00:00+01:00', 'Standup'],
     ['d'.repeat(24), '2026-03-05T12:00:00Z', 'Dentist'],
@@ -50,4 +51,28 @@ test('storage fields hold UTC instants for the database', async (t) => {
   t.equal(storageFields(series()).seriesEndsAt, null)
   const edit = instance(base, { originalStartDate: '2026-03-09T09:00:00+01:00' })
   t.same(storageFields(edit).originalStartsAt, new Date('2026-03-09T08:00:00Z'))
+})
+
+test('a range read holding more than its bound is refused with a code to narrow it', async (t) => {
+  const hourly = series({ _id: 'a'.repeat(24), startDate: '1970-01-01T00:00:00Z', endDate: '1970-01-01T00:30:00Z', timeZone: 'UTC', recurrence: { rule: ['RRULE:FREQ=HOURLY'] } })
+  const yearLong = [new Date('2026-01-01T00:00:00Z'), new Date('2027-01-01T00:00:00Z')] as const
+  await t.rejects(assembleRange([], [{ series: hourly, edits: [] }], ...yearLong), { statusCode: 400, code: 'RANGE_TOO_LARGE', message: /narrow the range/ })
+  const week = await assembleRange([], [{ series: hourly, edits: [] }], new Date('2026-12-01T00:00:00Z'), new Date('2026-12-08T00:00:00Z'))
+  t.equal(week.length, 7 * 24, 'a week of the same series is answered')
+  const wordy = series({ _id: 'b'.repeat(24), description: 'x'.repeat(16_000), recurrence: { rule: ['RRULE:FREQ=DAILY'] } })
+  await t.rejects(assembleRange([], [{ series: wordy, edits: [] }], ...yearLong), { code: 'RANGE_TOO_LARGE' }, 'the bound counts text too')
+  const budget = new RangeBudget()
+  t.throws(() => { budget.hold(standalone({}), 5001) }, { code: 'RANGE_TOO_LARGE' })
+})
+
+test('a series whose rule is refused here is read as its one stored event, never expanded', async (t) => {
+  const skipped: ProviderRecord = series({ _id: 'a'.repeat(24), startDate: '2026-03-02T09:00:00Z', endDate: '2026-03-02T10:00:00Z', recurrence: { rule: ['RRULE:FREQ=MINUTELY'] }, expansionSkipped: 'RRULE_FREQUENCY_NOT_ALLOWED' } as Partial<ProviderRecord>)
+  // Stored before SECONDLY was refused: the same, without the mark.
+  const legacy = series({ _id: 'b'.repeat(24), startDate: '2026-03-03T09:00:00Z', endDate: '2026-03-03T09:00:01Z', recurrence: { rule: ['RRULE:FREQ=SECONDLY'] } })
+  const result = await assembleRange([], [{ series: skipped, edits: [] }, { series: legacy, edits: [] }], from, to)
+  t.same(result.map((event) => event._id), ['a'.repeat(24), 'b'.repeat(24)])
+  t.equal(occurrenceAt(skipped, '20260302T090100Z'), null)
+  t.equal(occurrenceAt(legacy, '20260303T090001Z'), null)
+  t.same(storageFields(legacy).seriesEndsAt, new Date('2026-03-03T09:00:01Z'), 'kept as the single event it is read as')
+  t.same(await assembleRange([], [{ series: skipped, edits: [] }], new Date('2026-03-05T00:00:00Z'), to), [], 'nowhere else')
 })
