@@ -15,7 +15,7 @@ import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
 import loadSheddingPlugin, { type LoadSheddingOptions } from './plugins/external/load-shedding.js'
 import authRateLimitPlugin from './plugins/external/auth-rate-limit.js'
-import sessionPlugin, { AUTH_BASE_PATH, isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
+import sessionPlugin, { isSessionLibraryError, sessionCoreUnavailable, sessionErrorHandler } from './plugins/external/session.js'
 import { isSessionCoreUnavailableError } from './lib/session-core.js'
 import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
@@ -92,7 +92,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
   // Apple's form post to the session library's callback is the one form body the backend takes.
-  await fastify.register(requestBodies, { formPaths: [`${AUTH_BASE_PATH}/callback/apple`] })
+  await fastify.register(requestBodies)
   await fastify.register(mongoPlugin)
   // The app's own decorators (plugins/app): they add no request hooks, so their order is only
   // that of their declared dependencies.

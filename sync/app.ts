@@ -84,7 +84,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // the options it takes.
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
   // Sync's bodies are JSON (the internal API, Microsoft's notifications); no route takes a form.
-  await fastify.register(requestBodies, { formPaths: [] })
+  await fastify.register(requestBodies)
   // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
   await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}), ...(options.caldav ? { caldav: options.caldav } : {}) })

@@ -147,6 +147,13 @@ export interface BuiltApp {
 }
 
 // `configure` adjusts the validated configuration; `extend` adds test-only routes before ready.
+// The stand-ins a test starts in its own process (the database, the session core with its password
+// hashing) share the app's event loop, so their work would count as the app's overload; an app
+// built here sheds only when that loop is stuck for a second. Shedding itself is tested with the
+// production threshold in test/events/bounded-cost.test.ts, and processes started from server.ts
+// keep it.
+const IN_PROCESS_LOAD_SHEDDING = { maxEventLoopDelayMs: 1000 }
+
 export async function buildApp (
   t: Test,
   deps: Dependencies,
@@ -163,7 +170,7 @@ export async function buildApp (
   instance.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url })
   })
-  await instance.register(fp(app), { config })
+  await instance.register(fp(app), { config, loadShedding: IN_PROCESS_LOAD_SHEDDING })
   extend?.(instance)
   await instance.ready()
   t.teardown(() => instance.close())
