@@ -221,6 +221,12 @@ function occurrenceKey (instance: GraphEvent, content: EventContent): string | n
   return Number.isNaN(ms) ? null : String(ms)
 }
 
+/** The number of occurrences of a rule of one RRULE with a COUNT (Graph's numbered range); null for any other. */
+function occurrenceCount (rule: string[]): number | null {
+  const count = rule.length === 1 ? /^RRULE:(?:.*;)?COUNT=(\d+)(?:;|$)/.exec(rule[0] ?? '')?.[1] : undefined
+  return count === undefined ? null : Number(count)
+}
+
 /** EXDATE lines of the given values, as few as fit the contract's line length. */
 function exdateLines (head: string, values: string[]): string[] {
   const lines: string[] = []
@@ -585,9 +591,6 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     }
     const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
     const to = new Date(now.getTime() + FULL_RANGE.afterMs)
-    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
-    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
-    if (expected.length === 0) return []
     const present = new Set<string>()
     // Wider than the range, so an exception moved across its edge still shows its original start.
     let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
@@ -606,6 +609,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       }
       next = page['@odata.nextLink'] ?? null
     }
+    // A series of N occurrences with N of them listed lacks none: the rule need not be expanded.
+    const total = occurrenceCount(content.recurrence ?? [])
+    if (total !== null && present.size >= total) return []
+    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
+    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
     let missing = expected.filter((occurrence) => !present.has(content.isAllDay ? occurrence.startDate : String(occurrence.start.getTime())))
     if (missing.length === 0) return []
     const head = content.isAllDay ? 'EXDATE;VALUE=DATE' : 'EXDATE'
