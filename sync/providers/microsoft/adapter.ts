@@ -426,10 +426,10 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (request.pageToken) return undefined
     const span = { fromMs: range.from.getTime(), toMs: range.to.getTime() }
     if (request.window === undefined) {
-      return kept === undefined || Date.now() - kept.at > IMPORT_MEMORY_MS ? undefined : { reuse: kept.series, range: span }
+      return kept === undefined || this.#now().getTime() - kept.at > IMPORT_MEMORY_MS ? undefined : { reuse: kept.series, range: span }
     }
     const learnt = new Map<string, SeriesRead>()
-    this.#importMemory.set(key, { at: Date.now(), series: learnt })
+    this.#importMemory.set(key, { at: this.#now().getTime(), series: learnt })
     if (this.#importMemory.size > IMPORT_MEMORY_SIZE) {
       const oldest = this.#importMemory.keys().next().value
       if (oldest !== undefined) this.#importMemory.delete(oldest)

@@ -3,7 +3,7 @@
 // exceptions linked to them, occurrences deleted at Microsoft as EXDATEs of their series, all-day
 // events, Windows zone names, and the mailbox's zone as the calendars' zone.
 import { createHash, randomBytes } from 'node:crypto'
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { compileSeries, expandSeries } from '../../../lib/events/recurrence.js'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { importWindow } from '../../../sync/lib/provider-sync.js'
@@ -174,7 +174,12 @@ test('a grant from before the mailbox scope was asked for: refreshes still work 
  * range), through an adapter of its own, with `between` run after the window pass. Answers what each
  * pass handed over, and the Graph reads of series (masters and instances) the full pass made.
  */
-async function twoPasses (stack: Awaited<ReturnType<typeof startStack>>, between: (graphGet: <T>(path: string) => Promise<T>) => Promise<void> = async () => {}): Promise<{ window: ProviderEvent[], full: ProviderEvent[], fullPassReads: { masters: number, instancePages: number } }> {
+async function twoPasses (
+  t: Test,
+  stack: Awaited<ReturnType<typeof startStack>>,
+  between: (graphGet: <T>(path: string) => Promise<T>) => Promise<void> = async () => {},
+  options: { windowInterruptedAfterFirstPage?: boolean } = {}
+): Promise<{ window: ProviderEvent[], full: ProviderEvent[], fullPassReads: { masters: number, instancePages: number } }> {
   // A grant of the adapter's own (the Sync service is not connected, so it reads nothing meanwhile).
   const adapter = new MicrosoftCalendarAdapter({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: stack.microsoft.url, pageSize: 3, now: () => stack.clock.now() })
   const codeVerifier = randomBytes(32).toString('base64url')
@@ -188,7 +193,19 @@ async function twoPasses (stack: Awaited<ReturnType<typeof startStack>>, between
   if (calendar === undefined) throw new Error('no calendar')
   const window: ProviderEvent[] = []
   const full: ProviderEvent[] = []
-  await adapter.importCalendar(context, calendar, { window: importWindow(stack.clock.now()) }, async (page) => { window.push(...page.events) })
+  const windowRange = importWindow(stack.clock.now())
+  if (options.windowInterruptedAfterFirstPage === true) {
+    // The job ends after the first page; the next one goes on from that page's checkpoint.
+    let checkpoint: string | null = null
+    await t.rejects(adapter.importCalendar(context, calendar, { window: windowRange }, async (page) => {
+      window.push(...page.events)
+      checkpoint = page.nextPageToken
+      throw new Error('the job ends here')
+    }))
+    await adapter.importCalendar(context, calendar, { window: windowRange, pageToken: checkpoint }, async (page) => { window.push(...page.events) })
+  } else {
+    await adapter.importCalendar(context, calendar, { window: windowRange }, async (page) => { window.push(...page.events) })
+  }
   await between(async <T>(path: string): Promise<T> => {
     const form = new URLSearchParams({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, grant_type: 'refresh_token', refresh_token: credential['refreshToken'] ?? '' })
     const token = await (await fetch(`${stack.microsoft.url}/common/oauth2/v2.0/token`, { method: 'POST', body: form })).json() as { access_token: string }
@@ -217,7 +234,7 @@ test('import: the full pass takes the series the window pass read when Graph lis
   const calendarId = defaultCalendar(stack)
   const review = String(stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
   const standup = String(stack.microsoft.control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER).id)
-  const { window, full, fullPassReads } = await twoPasses(stack)
+  const { window, full, fullPassReads } = await twoPasses(t, stack)
   t.same(fullPassReads, { masters: 0, instancePages: 0 }, 'no master or instances read again')
   for (const id of [review, standup]) {
     const first = window.find((event) => event.providerEventId === id)
@@ -233,7 +250,7 @@ test('import: a series changed between the window pass and the full pass is read
   const review = String(control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
   const standup = String(control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER).id)
   const untouched = String(control.insertEvent(calendarId, { ...WEEKLY_FROM_NOVEMBER, subject: 'Untouched' }).id)
-  const { full, fullPassReads } = await twoPasses(stack, async (graphGet) => {
+  const { full, fullPassReads } = await twoPasses(t, stack, async (graphGet) => {
     // Another device renames one series and deletes an occurrence of another.
     control.patchEvent(calendarId, review, { subject: 'Weekly review, new room' })
     const query = new URLSearchParams({ startDateTime: '2026-11-17T00:00:00Z', endDateTime: '2026-11-17T23:59:59Z' })
@@ -245,4 +262,30 @@ test('import: a series changed between the window pass and the full pass is read
   t.same(last(standup)?.content?.recurrence, ['RRULE:FREQ=WEEKLY;BYDAY=TU;WKST=SU;COUNT=10', 'EXDATE:20261117T080000Z'], 'the occurrence deleted meanwhile is excluded')
   t.equal(last(untouched)?.content?.title, 'Untouched')
   t.equal(fullPassReads.masters, 2, 'the two changed series are read again, the third is not')
+})
+
+test('import: the full pass reads every series again after a window pass that was resumed, or one that ended long ago', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  control.insertEvent(calendarId, SAMPLE_EVENTS.series)
+  control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER)
+  // Enough single events in the window for a second page of three.
+  for (const day of ['2026-11-24', '2026-11-25', '2026-11-26', '2026-11-27']) {
+    control.insertEvent(calendarId, { ...SAMPLE_EVENTS.timed, start: { ...SAMPLE_EVENTS.timed.start, dateTime: `${day}T15:00:00` }, end: { ...SAMPLE_EVENTS.timed.end, dateTime: `${day}T16:00:00` } })
+  }
+  const resumed = await twoPasses(t, stack, async () => {}, { windowInterruptedAfterFirstPage: true })
+  t.equal(resumed.fullPassReads.masters, 2, 'a resumed window pass has no record of the series read before it stopped')
+
+  const late = await twoPasses(t, stack, async () => { stack.clock.advance(16 * 60_000) })
+  t.equal(late.fullPassReads.masters, 2, 'what a window pass read a quarter of an hour ago is read again')
+})
+
+test('import: a series deleted between the window pass and the full pass goes over as cancelled', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const review = String(stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  const { window, full } = await twoPasses(t, stack, async () => { stack.microsoft.control.deleteEvent(calendarId, review) })
+  t.equal(window.find((event) => event.providerEventId === review)?.status, 'confirmed')
+  t.match(full.filter((event) => event.providerEventId === review).at(-1), { status: 'cancelled' })
 })
