@@ -72,6 +72,12 @@ const EXDATE_LINES_MAX = 19
 const EXDATE_LINE_LENGTH = 1024
 /** A daily series over the whole range has about 1,100 occurrences. */
 const OCCURRENCES_MAX = 5000
+/**
+ * What a window pass read of its series is kept this long, and for this many calendars, for the full
+ * pass of the same import that follows it at once (a job ended between the two reads them again).
+ */
+const IMPORT_MEMORY_MS = 15 * 60_000
+const IMPORT_MEMORY_SIZE = 200
 
 export interface MicrosoftAdapterOptions {
   clientId: string
@@ -121,6 +127,26 @@ interface GraphSubscription {
   expirationDateTime?: string
 }
 
+/** A series as a pass read it: what was handed over, and each instance Graph listed with its version. */
+interface SeriesRead {
+  event: ProviderEvent
+  /** Instance id -> its `@odata.etag` and its span (UTC ms). */
+  instances: Map<string, { version: string | null, startMs: number, endMs: number }>
+}
+
+/**
+ * The series an import's full pass may take from its window pass instead of reading them again:
+ * `reuse` shrinks as the full pass sees a series' instances differ from those read then.
+ */
+interface SeriesMemory {
+  /** Series read in this pass go here (a window pass). */
+  learnt?: Map<string, SeriesRead>
+  /** Series the window pass read (a full pass). */
+  reuse?: Map<string, SeriesRead>
+  /** The range of this pass (UTC ms): an instance read then and meeting it must be listed again. */
+  range: { fromMs: number, toMs: number }
+}
+
 /** A failed Microsoft call, kept without the request (its headers hold the access token). */
 class MicrosoftCallError extends Error {
   readonly failure: GraphFailure
@@ -167,6 +193,20 @@ function utcMs (value: string | null | undefined): number {
   return Date.parse(value.endsWith('Z') || /[+-]\d{2}:\d{2}$/.test(value) ? value : `${value}Z`)
 }
 
+/** The version Graph gives an instance: an occurrence carries its series master's, an exception its own. */
+function versionOf (instance: GraphEvent): string | null {
+  return instance['@odata.etag'] ?? instance.changeKey ?? null
+}
+
+/**
+ * Whether an instance may meet a calendar view's range. Graph's instance times are UTC, an all-day
+ * one's its date at midnight: a day's margin on both sides takes in every instance the view may list
+ * (and one without times counts as meeting it).
+ */
+function meets (span: { startMs: number, endMs: number }, range: { fromMs: number, toMs: number }): boolean {
+  return !(span.startMs >= range.toMs + DAY_MS) && !(span.endMs <= range.fromMs - DAY_MS)
+}
+
 /**
  * Which occurrence of the series an instance at Graph stands for: its original start (UTC), or for an
  * all-day series its date in the series' zone; an occurrence's own start is its original one.
@@ -180,6 +220,12 @@ function occurrenceKey (instance: GraphEvent, content: EventContent): string | n
   let ms = utcMs(instance.originalStart)
   if (Number.isNaN(ms) && instance.type === 'occurrence') ms = utcMs(instance.start?.dateTime)
   return Number.isNaN(ms) ? null : String(ms)
+}
+
+/** The number of occurrences of a rule of one RRULE with a COUNT (Graph's numbered range); null for any other. */
+function occurrenceCount (rule: string[]): number | null {
+  const count = rule.length === 1 ? /^RRULE:(?:.*;)?COUNT=(\d+)(?:;|$)/.exec(rule[0] ?? '')?.[1] : undefined
+  return count === undefined ? null : Number(count)
 }
 
 /** EXDATE lines of the given values, as few as fit the contract's line length. */
@@ -207,6 +253,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   readonly #refreshing = new Map<string, Promise<string>>()
   /** Graph ids seen in a calendar: an occurrence's with its series master's id, others with ''. */
   readonly #seen = new Map<string, string>()
+  /** By connection and calendar: the series an import's window pass read, for its full pass. */
+  readonly #importMemory = new Map<string, { at: number, series: Map<string, SeriesRead> }>()
 
   constructor (options: MicrosoftAdapterOptions) {
     this.#options = options
@@ -275,7 +323,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const window = request.window ?? { from: new Date(now - FULL_RANGE.beforeMs), to: new Date(now + FULL_RANGE.afterMs) }
     const first = `${this.#graph}/me/calendars/${encodeURIComponent(calendar.calendarId)}/calendarView/delta?` +
       new URLSearchParams({ startDateTime: window.from.toISOString(), endDateTime: window.to.toISOString() }).toString()
-    const cursor = await this.#delta(context, calendar, request.pageToken ?? first, sink)
+    const cursor = await this.#delta(context, calendar, request.pageToken ?? first, sink, this.#seriesMemory(context, calendar, request, window))
     return { cursor: request.window ? null : cursor }
   }
 
@@ -374,6 +422,28 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     return this.#options.now?.() ?? new Date()
   }
 
+  /**
+   * The window pass of an import, from its first page, keeps what it reads of each series; the full
+   * pass that follows, from its first page, takes it (once). A resumed pass has no such memory.
+   */
+  #seriesMemory (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, range: { from: Date, to: Date }): SeriesMemory | undefined {
+    const key = `${context.connectionId}\n${calendar.calendarId}`
+    const kept = this.#importMemory.get(key)
+    this.#importMemory.delete(key)
+    if (request.pageToken) return undefined
+    const span = { fromMs: range.from.getTime(), toMs: range.to.getTime() }
+    if (request.window === undefined) {
+      return kept === undefined || this.#now().getTime() - kept.at > IMPORT_MEMORY_MS ? undefined : { reuse: kept.series, range: span }
+    }
+    const learnt = new Map<string, SeriesRead>()
+    this.#importMemory.set(key, { at: this.#now().getTime(), series: learnt })
+    if (this.#importMemory.size > IMPORT_MEMORY_SIZE) {
+      const oldest = this.#importMemory.keys().next().value
+      if (oldest !== undefined) this.#importMemory.delete(oldest)
+    }
+    return { learnt, range: span }
+  }
+
   #expiry (wanted: Date): Date {
     return new Date(Math.min(wanted.getTime(), this.#now().getTime() + SUBSCRIPTION_MAX_MS))
   }
@@ -395,8 +465,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * A deleted occurrence comes as `@removed` with its id only, and its series master keeps no list
    * of them: the series is read again and sent with the occurrences Graph no longer has as EXDATEs.
    */
-  async #delta (context: ProviderContext, calendar: ProviderCalendar, link: string, sink: ProviderEventSink): Promise<string> {
+  async #delta (context: ProviderContext, calendar: ProviderCalendar, link: string, sink: ProviderEventSink, memory?: SeriesMemory): Promise<string> {
     const masters = new Set<string>()
+    const reuse = memory?.reuse
+    /** Instances of the series taken from the window pass that this pass listed as they were then. */
+    const listedAgain = new Set<string>()
     let everySeriesChecked = false
     const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
     let next = link
@@ -407,12 +480,25 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const sendSeries = async (masterId: string): Promise<void> => {
         if (masters.has(masterId)) return
         masters.add(masterId)
+        const known = reuse?.get(masterId)
+        if (known !== undefined) {
+          events.push(known.event)
+          return
+        }
         const master = await this.#current(context, masterId)
+        const read: SeriesRead['instances'] = new Map()
         const mapped = master === null
           // Graph answers a deleted series as its occurrences removed, never the master itself.
           ? { providerEventId: masterId, updated: now.toISOString(), status: 'cancelled' as const }
-          : await this.#seriesEvent(context, master, calendar, now)
-        if (mapped !== null) events.push(mapped)
+          : await this.#seriesEvent(context, master, calendar, now, read)
+        if (mapped === null) return
+        events.push(mapped)
+        if (master !== null && read.size > 0) memory?.learnt?.set(masterId, { event: mapped, instances: read })
+      }
+      /** A series of the window pass changed since: it is read again, and sent again if it was already. */
+      const readAgain = (masterId: string): void => {
+        reuse?.delete(masterId)
+        masters.delete(masterId)
       }
       let unknownRemoval = false
       const seriesOfPage: string[] = []
@@ -423,7 +509,13 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
           else if (seriesId !== '') seriesOfPage.push(seriesId)
         } else {
           if (item.id) this.#remember(item.id, item.seriesMasterId ?? '')
-          if (item.seriesMasterId) seriesOfPage.push(item.seriesMasterId)
+          if (item.seriesMasterId) {
+            seriesOfPage.push(item.seriesMasterId)
+            const held = reuse?.get(item.seriesMasterId)?.instances.get(item.id)
+            // A new instance, or one of another version (an occurrence carries its master's): the series changed.
+            if (held !== undefined && held.version !== null && held.version === versionOf(item)) listedAgain.add(item.id)
+            else if (reuse?.has(item.seriesMasterId) === true) readAgain(item.seriesMasterId)
+          }
         }
         const mapped = toProviderEvent(item, calendar.timeZone, now)
         if (mapped !== null) events.push(mapped)
@@ -433,10 +525,20 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         everySeriesChecked = true
         seriesOfPage.push(...await this.#seriesIds(context, calendar))
       }
+      const nextLink = page['@odata.nextLink'] ?? null
+      if (nextLink === null && reuse !== undefined && memory !== undefined) {
+        // An occurrence deleted since the window pass is listed no more: its series is read again.
+        for (const [masterId, known] of reuse) {
+          const missing = [...known.instances].some(([id, span]) => !listedAgain.has(id) && meets(span, memory.range))
+          if (missing) {
+            readAgain(masterId)
+            seriesOfPage.push(masterId)
+          }
+        }
+      }
       // Each series costs two Graph round trips (its master, its instances); a few at a time keep a
       // page of many series from taking their sum.
       await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
-      const nextLink = page['@odata.nextLink'] ?? null
       await sink({ events, nextPageToken: nextLink })
       if (nextLink === null) {
         const deltaLink = page['@odata.deltaLink']
@@ -473,11 +575,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   }
 
   /** A series master as the backend is told of it: its rule, and the occurrences Graph no longer has as EXDATEs. */
-  async #seriesEvent (context: ProviderContext, master: GraphEvent, calendar: ProviderCalendar, now: Date): Promise<ProviderEvent | null> {
+  async #seriesEvent (context: ProviderContext, master: GraphEvent, calendar: ProviderCalendar, now: Date, read?: SeriesRead['instances']): Promise<ProviderEvent | null> {
     const mapped = toProviderEvent(master, calendar.timeZone, now)
     const content = mapped?.content
     if (mapped === null || content?.recurrence === undefined) return mapped
-    const excluded = await this.#deletedOccurrences(context, master.id, content, now)
+    const excluded = await this.#deletedOccurrences(context, master.id, content, now, read)
     return excluded.length === 0 ? mapped : { ...mapped, content: { ...content, recurrence: [...content.recurrence, ...excluded] } }
   }
 
@@ -485,7 +587,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * EXDATE lines for the occurrences of the rule, within the range the calendar is synchronised over,
    * that are not among the series' instances at Graph (expanded as the backend expands them).
    */
-  async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date): Promise<string[]> {
+  async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date, read?: SeriesRead['instances']): Promise<string[]> {
     let series: ReturnType<typeof compileSeries>
     try {
       series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
@@ -496,15 +598,12 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     }
     const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
     const to = new Date(now.getTime() + FULL_RANGE.afterMs)
-    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
-    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
-    if (expected.length === 0) return []
     const present = new Set<string>()
     // Wider than the range, so an exception moved across its edge still shows its original start.
     let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
       startDateTime: new Date(from.getTime() - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
       endDateTime: new Date(to.getTime() + MOVED_EXCEPTION_MARGIN_MS).toISOString(),
-      $select: 'id,type,start,originalStart,isAllDay'
+      $select: 'id,type,start,end,originalStart,isAllDay,changeKey'
     }).toString()
     const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
     while (next !== null) {
@@ -513,9 +612,15 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         const key = occurrenceKey(instance, content)
         if (key !== null) present.add(key)
         this.#remember(instance.id, masterId)
+        read?.set(instance.id, { version: versionOf(instance), startMs: utcMs(instance.start?.dateTime), endMs: utcMs(instance.end?.dateTime) })
       }
       next = page['@odata.nextLink'] ?? null
     }
+    // A series of N occurrences with N of them listed lacks none: the rule need not be expanded.
+    const total = occurrenceCount(content.recurrence ?? [])
+    if (total !== null && present.size >= total) return []
+    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
+    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
     let missing = expected.filter((occurrence) => !present.has(content.isAllDay ? occurrence.startDate : String(occurrence.start.getTime())))
     if (missing.length === 0) return []
     const head = content.isAllDay ? 'EXDATE;VALUE=DATE' : 'EXDATE'

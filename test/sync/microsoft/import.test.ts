@@ -3,9 +3,10 @@
 // exceptions linked to them, occurrences deleted at Microsoft as EXDATEs of their series, all-day
 // events, Windows zone names, and the mailbox's zone as the calendars' zone.
 import { createHash, randomBytes } from 'node:crypto'
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { compileSeries, expandSeries } from '../../../lib/events/recurrence.js'
-import type { EventContent } from '../../../schemas/sync/index.js'
+import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
+import { importWindow } from '../../../sync/lib/provider-sync.js'
 import { MicrosoftCalendarAdapter } from '../../../sync/providers/microsoft/adapter.js'
 import { ALICE, begin, CLIENT_ID, CLIENT_SECRET, connectAndSync, consent, defaultCalendar, followCallback, occurrenceOn, SAMPLE_EVENTS, startStack, WEB_CALLBACK } from './harness.js'
 import { newUserId } from '../helper.js'
@@ -166,4 +167,125 @@ test('a grant from before the mailbox scope was asked for: refreshes still work 
   const calendars = await adapter.listCalendars({ connectionId: 'old-grant', userId: newUserId(), credential: { refreshToken: tokens.refresh_token, scope: tokens.scope } })
   t.same(calendars.map((calendar) => calendar.timeZone), ['UTC'])
   t.equal(stack.microsoft.control.counts().operations['mailboxSettings.get']?.statuses['403'], 1, 'Graph refused the mailbox settings')
+})
+
+/**
+ * The two passes of an import as the Sync service runs them (the weeks around today, then the whole
+ * range), through an adapter of its own, with `between` run after the window pass. Answers what each
+ * pass handed over, and the Graph reads of series (masters and instances) the full pass made.
+ */
+async function twoPasses (
+  t: Test,
+  stack: Awaited<ReturnType<typeof startStack>>,
+  between: (graphGet: <T>(path: string) => Promise<T>) => Promise<void> = async () => {},
+  options: { windowInterruptedAfterFirstPage?: boolean } = {}
+): Promise<{ window: ProviderEvent[], full: ProviderEvent[], fullPassReads: { masters: number, instancePages: number } }> {
+  // A grant of the adapter's own (the Sync service is not connected, so it reads nothing meanwhile).
+  const adapter = new MicrosoftCalendarAdapter({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: stack.microsoft.url, pageSize: 3, now: () => stack.clock.now() })
+  const codeVerifier = randomBytes(32).toString('base64url')
+  const redirectUri = `${stack.syncUrl}/oauth/microsoft/callback`
+  const authorization = adapter.authorizationUrl({ state: 'passes', redirectUri, codeChallenge: createHash('sha256').update(codeVerifier).digest('base64url'), intent: 'connect' })
+  const code = new URL(await consent(authorization, ALICE)).searchParams.get('code') ?? ''
+  const { credential } = await adapter.exchangeCode({ code, codeVerifier, redirectUri })
+  const connectionId = 'two-passes'
+  const context = { connectionId, userId: newUserId(), credential }
+  const [calendar] = await adapter.listCalendars(context)
+  if (calendar === undefined) throw new Error('no calendar')
+  const window: ProviderEvent[] = []
+  const full: ProviderEvent[] = []
+  const windowRange = importWindow(stack.clock.now())
+  if (options.windowInterruptedAfterFirstPage === true) {
+    // The job ends after the first page; the next one goes on from that page's checkpoint.
+    let checkpoint: string | null = null
+    await t.rejects(adapter.importCalendar(context, calendar, { window: windowRange }, async (page) => {
+      window.push(...page.events)
+      checkpoint = page.nextPageToken
+      throw new Error('the job ends here')
+    }))
+    await adapter.importCalendar(context, calendar, { window: windowRange, pageToken: checkpoint }, async (page) => { window.push(...page.events) })
+  } else {
+    await adapter.importCalendar(context, calendar, { window: windowRange }, async (page) => { window.push(...page.events) })
+  }
+  await between(async <T>(path: string): Promise<T> => {
+    const form = new URLSearchParams({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, grant_type: 'refresh_token', refresh_token: credential['refreshToken'] ?? '' })
+    const token = await (await fetch(`${stack.microsoft.url}/common/oauth2/v2.0/token`, { method: 'POST', body: form })).json() as { access_token: string }
+    return await (await fetch(`${stack.microsoft.graphUrl}${path}`, { headers: { authorization: `Bearer ${token.access_token}` } })).json() as T
+  })
+  const reads = () => {
+    const { operations } = stack.microsoft.control.counts()
+    return { masters: operations['event.get']?.total ?? 0, instancePages: operations['event.instances']?.total ?? 0 }
+  }
+  const before = reads()
+  await adapter.importCalendar(context, calendar, {}, async (page) => { full.push(...page.events) })
+  const after = reads()
+  return { window, full, fullPassReads: { masters: after.masters - before.masters, instancePages: after.instancePages - before.instancePages } }
+}
+
+const WEEKLY_FROM_NOVEMBER = {
+  ...SAMPLE_EVENTS.series,
+  subject: 'Standup',
+  start: { dateTime: '2026-11-03T09:00:00', timeZone: 'W. Europe Standard Time' },
+  end: { dateTime: '2026-11-03T09:15:00', timeZone: 'W. Europe Standard Time' },
+  recurrence: { ...SAMPLE_EVENTS.series.recurrence, pattern: { ...SAMPLE_EVENTS.series.recurrence.pattern, daysOfWeek: ['tuesday'] }, range: { type: 'numbered', startDate: '2026-11-03', numberOfOccurrences: 10 } }
+}
+
+test('import: the full pass takes the series the window pass read when Graph lists every instance as it was', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const review = String(stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  const standup = String(stack.microsoft.control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER).id)
+  const { window, full, fullPassReads } = await twoPasses(t, stack)
+  t.same(fullPassReads, { masters: 0, instancePages: 0 }, 'no master or instances read again')
+  for (const id of [review, standup]) {
+    const first = window.find((event) => event.providerEventId === id)
+    t.ok(first, 'the window pass hands the series over')
+    t.same(full.find((event) => event.providerEventId === id), first, 'the full pass hands over the same series')
+  }
+})
+
+test('import: a series changed between the window pass and the full pass is read again, never handed over as it was', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  const review = String(control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  const standup = String(control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER).id)
+  const untouched = String(control.insertEvent(calendarId, { ...WEEKLY_FROM_NOVEMBER, subject: 'Untouched' }).id)
+  const { full, fullPassReads } = await twoPasses(t, stack, async (graphGet) => {
+    // Another device renames one series and deletes an occurrence of another.
+    control.patchEvent(calendarId, review, { subject: 'Weekly review, new room' })
+    const query = new URLSearchParams({ startDateTime: '2026-11-17T00:00:00Z', endDateTime: '2026-11-17T23:59:59Z' })
+    const [occurrence] = (await graphGet<{ value: Array<{ id: string }> }>(`/me/events/${standup}/instances?${query.toString()}`)).value
+    control.deleteEvent(calendarId, occurrence?.id ?? '')
+  })
+  const last = (id: string) => full.filter((event) => event.providerEventId === id).at(-1)
+  t.equal(last(review)?.content?.title, 'Weekly review, new room', 'the renamed series goes over with its new name')
+  t.same(last(standup)?.content?.recurrence, ['RRULE:FREQ=WEEKLY;BYDAY=TU;WKST=SU;COUNT=10', 'EXDATE:20261117T080000Z'], 'the occurrence deleted meanwhile is excluded')
+  t.equal(last(untouched)?.content?.title, 'Untouched')
+  t.equal(fullPassReads.masters, 2, 'the two changed series are read again, the third is not')
+})
+
+test('import: the full pass reads every series again after a window pass that was resumed, or one that ended long ago', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  control.insertEvent(calendarId, SAMPLE_EVENTS.series)
+  control.insertEvent(calendarId, WEEKLY_FROM_NOVEMBER)
+  // Enough single events in the window for a second page of three.
+  for (const day of ['2026-11-24', '2026-11-25', '2026-11-26', '2026-11-27']) {
+    control.insertEvent(calendarId, { ...SAMPLE_EVENTS.timed, start: { ...SAMPLE_EVENTS.timed.start, dateTime: `${day}T15:00:00` }, end: { ...SAMPLE_EVENTS.timed.end, dateTime: `${day}T16:00:00` } })
+  }
+  const resumed = await twoPasses(t, stack, async () => {}, { windowInterruptedAfterFirstPage: true })
+  t.equal(resumed.fullPassReads.masters, 2, 'a resumed window pass has no record of the series read before it stopped')
+
+  const late = await twoPasses(t, stack, async () => { stack.clock.advance(16 * 60_000) })
+  t.equal(late.fullPassReads.masters, 2, 'what a window pass read a quarter of an hour ago is read again')
+})
+
+test('import: a series deleted between the window pass and the full pass goes over as cancelled', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const review = String(stack.microsoft.control.insertEvent(calendarId, SAMPLE_EVENTS.series).id)
+  const { window, full } = await twoPasses(t, stack, async () => { stack.microsoft.control.deleteEvent(calendarId, review) })
+  t.equal(window.find((event) => event.providerEventId === review)?.status, 'confirmed')
+  t.match(full.filter((event) => event.providerEventId === review).at(-1), { status: 'cancelled' })
 })
