@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { test } from 'tap'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail, WEB_URL } from '../helper.js'
 import { REQUEST_RECEIVE_DEADLINE_MS } from '../../app.js'
@@ -95,6 +96,29 @@ test('the request order is the specification\'s: CORS and session, then security
   t.same(refused.json(), { message: 'unauthorised' }, 'the session library\'s error handler answered')
   t.equal(refused.headers['access-control-allow-origin'], WEB_URL)
   t.equal(refused.headers['x-content-type-options'], 'nosniff')
+})
+
+test('at run time a request without a session is refused before its body is read or parsed', async (t) => {
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps)
+  const base = new URL(await listen(app))
+
+  // Malformed JSON: the session check answers first, so no parser error is ever produced for it.
+  const malformed = await app.inject({ method: 'POST', url: '/api/event', headers: { 'content-type': 'application/json' }, payload: '{"title":' })
+  t.equal(malformed.statusCode, 401, 'a malformed body without a session is a 401, not a 400')
+  t.equal(malformed.headers['x-content-type-options'], 'nosniff', 'with the security headers')
+
+  // Headers announcing a body that never comes: the answer arrives without it.
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(base.port), base.hostname)
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => { text += chunk; if (text.includes('\r\n\r\n')) { socket.destroy(); resolve(text) } })
+    socket.on('error', reject)
+    setTimeout(() => { socket.destroy(); reject(new Error(`no answer before the body; got ${JSON.stringify(text)}`)) }, 5000)
+    socket.write(`POST /api/event HTTP/1.1\r\nHost: ${base.host}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`)
+  })
+  t.match(answer, /^HTTP\/1\.1 401 /, 'refused while the body is still unsent')
 })
 
 test('server errors never show internals', async (t) => {
