@@ -3,7 +3,7 @@ import { waitUntil } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { startFullStack } from './stack.js'
-import { caldavOccurrences, ourOccurrences } from './occurrences.js'
+import { caldavOccurrences, ourOccurrences, waitConverged } from './occurrences.js'
 
 // The Google case of test/e2e/google-moved-occurrence.test.ts on a CalDAV server (a real Radicale):
 // a series made here, one occurrence moved by another client (a RECURRENCE-ID override in the
@@ -39,16 +39,7 @@ test('CalDAV: a series made here, an occurrence moved by another client, then ed
   const theirs = async () => caldavOccurrences(await collection(), WINDOW)
   const series = async (): Promise<Stored> => (await app.inject({ method: 'GET', url: `/api/event/${SERIES_ID}`, headers: user.headers })).json()
   const refresh = async () => await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
-  const converged = async (what: string) => {
-    try {
-      await waitUntil(async () => {
-        await refresh()
-        return JSON.stringify(await ours()) === JSON.stringify(await theirs())
-      }, what, 20_000)
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await theirs()).join('\n       ')}`)
-    }
-  }
+  const converged = async (what: string) => { await waitConverged(ours, theirs, what, refresh) }
 
   const body = {
     title: 'Standup',

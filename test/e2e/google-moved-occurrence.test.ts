@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
-import { googleItems, ourOccurrences, providerOccurrences } from './occurrences.js'
+import { googleItems, ourOccurrences, providerOccurrences, waitConverged } from './occurrences.js'
 
 // A series made here, one occurrence moved at Google ("another device", the stand-in's control
 // surface), then the series edited here, then split ("this and following"): both sides must keep
@@ -26,13 +26,7 @@ test('a series made here, an occurrence moved at Google, then edited and split h
   const theirs = () => providerOccurrences(googleItems(google.storedEvents(primary)), WINDOW)
   const series = async (): Promise<Stored> => (await app.inject({ method: 'GET', url: `/api/event/${SERIES_ID}`, headers: user.headers })).json()
   const googleMaster = () => google.storedEvents(primary).find((event) => event['summary'] !== undefined && event['recurrence'] !== undefined && String(event['summary']).startsWith('Standup'))
-  const converged = async (what: string) => {
-    try {
-      await waitUntil(async () => JSON.stringify(await ours()) === JSON.stringify(theirs()), what, 20_000)
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${theirs().join('\n       ')}`)
-    }
-  }
+  const converged = async (what: string) => { await waitConverged(ours, theirs, what) }
 
   const body = {
     title: 'Standup',

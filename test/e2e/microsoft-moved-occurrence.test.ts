@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { graphClient, occurrenceOn } from './graph-client.js'
 import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft } from './stack.js'
-import { microsoftOccurrences, ourOccurrences } from './occurrences.js'
+import { microsoftOccurrences, ourOccurrences, waitConverged } from './occurrences.js'
 
 // The Google case of test/e2e/google-moved-occurrence.test.ts at Microsoft: a series made here,
 // one occurrence moved at Microsoft by another device (Graph's exception of a seriesMaster), the
@@ -31,11 +31,7 @@ test('Microsoft: a series made here, an occurrence moved there, then edited and 
   const master = () => microsoft.storedEvents(calendarId).find((event) => event['deleted'] !== true && event['type'] === 'seriesMaster' && String(event['subject']).startsWith('Standup'))
   const converged = async (what: string) => {
     await stack.microsoft.notificationsSettled()
-    try {
-      await waitUntil(async () => JSON.stringify(await ours()) === JSON.stringify(await theirs()), what, 20_000)
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await theirs()).join('\n       ')}`)
-    }
+    await waitConverged(ours, theirs, what)
   }
 
   const body = {

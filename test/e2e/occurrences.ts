@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { compileSeries, expandSeries } from '../../lib/events/recurrence.js'
 import { eventInstant } from '../../lib/events/time.js'
 import ICAL from 'ical.js'
+import { waitFor } from '../processes.js'
 
 export interface Window { from: string, to: string }
 
@@ -155,4 +156,19 @@ export function caldavOccurrences (collection: string, window: Window): string[]
     }
   }
   return sorted(lines)
+}
+
+/**
+ * Waits until both sides list the same occurrences (each poll may first nudge sync along); when they
+ * do not within 20 s, fails with both lists side by side.
+ */
+export async function waitConverged (
+  ours: () => Promise<string[]>, theirs: () => string[] | Promise<string[]>, what: string, beforeEachPoll: () => Promise<unknown> = async () => {}
+): Promise<void> {
+  const same = async () => {
+    await beforeEachPoll()
+    return JSON.stringify(await ours()) === JSON.stringify(await theirs())
+  }
+  if (await waitFor(same, 20_000)) return
+  throw new Error(`gave up waiting for ${what}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await theirs()).join('\n       ')}`)
 }
