@@ -51,6 +51,8 @@ export interface ProviderApplyInput {
    * the edit has no provider id yet (it was made here).
    */
   edits: EventRecord[]
+  /** The user's deletions here of events this batch names (by our id, provider id or series). */
+  deleted?: Array<{ eventId: string, providerEventId?: string, deletedAt: Date }>
   mintId: () => string
 }
 
@@ -95,6 +97,23 @@ function placeholderContent (item: ProviderEvent): EventContent {
   return { title: '', startDate: formatEventDate(begin, isAllDay), endDate: formatEventDate(begin.plus(isAllDay ? { days: 1 } : { minutes: 1 }), isAllDay), isAllDay, timeZone: 'UTC' }
 }
 
+/**
+ * The contract's `updated` of an item whose provider gave no time: Google's incremental lists
+ * carry only the id (and an exception's original start) of a deleted event.
+ */
+const UNKNOWN_TIME = new Date(0).toISOString()
+
+/**
+ * Whether the stored event holds a change made here that is newer than the provider's item. A
+ * deletion without a time happened after the provider version the event knows, so only a change
+ * made here after that version (its write to the provider decides then, with the provider's real
+ * times) keeps it.
+ */
+function changedHereSince (existing: ProviderRecord, item: ProviderEvent): boolean {
+  if (item.status === 'cancelled' && item.updated === UNKNOWN_TIME) return existing.providerUpdated !== undefined && existing.lastUpdated > existing.providerUpdated
+  return existing.lastUpdated > item.updated
+}
+
 function emptyCounts (): ProviderEventBatchResult {
   return { created: 0, updated: 0, deleted: 0, unchanged: 0, waiting: 0, superseded: 0, rejected: 0 }
 }
@@ -115,6 +134,21 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   // Masters as they will be after this batch, so exceptions later in the page link to them.
   const masters = new Map<string, ProviderRecord>()
   for (const record of input.stored) if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
+  const deletedByEventId = new Map((input.deleted ?? []).map((tombstone) => [tombstone.eventId, tombstone.deletedAt.getTime()]))
+  const deletedByProviderId = new Map((input.deleted ?? []).flatMap((tombstone) => tombstone.providerEventId === undefined ? [] : [[tombstone.providerEventId, tombstone.deletedAt.getTime()] as const]))
+  /**
+   * A provider version from before the user deleted the event here (a page read before the
+   * provider learnt of the deletion, or the answer to an earlier write of ours) must not bring it
+   * back: the deletion is on its way to the provider. A version changed after the deletion wins.
+   */
+  const deletedHereLater = (item: ProviderEvent): boolean => {
+    const deletedAt = Math.max(
+      (item.eventId === undefined ? undefined : deletedByEventId.get(item.eventId)) ?? -Infinity,
+      deletedByProviderId.get(item.providerEventId) ?? -Infinity,
+      (item.recurringEventId === undefined ? undefined : deletedByProviderId.get(item.recurringEventId)) ?? -Infinity
+    )
+    return Date.parse(item.updated) <= deletedAt
+  }
 
   const bookkeeping = (item: ProviderEvent): ProviderFields => ({
     connectionId: batch.connectionId,
@@ -172,7 +206,10 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       else counts.created++
       return
     }
-    if (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries) {
+    // The provider's version the event already holds: a replayed page, or an echo of our own
+    // write. Content that differs from it is the user's later edit here, on its way to the provider.
+    const knownVersion = item.etag !== undefined && item.etag === existing.providerEtag && existing.waitingForSeries === record.waitingForSeries
+    if (knownVersion || (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries)) {
       // A replayed page (or the full pass of an import after its window pass) has nothing to
       // write at all; an echo of our own write brings a new etag to remember.
       const set = bookkeeping(item)
@@ -216,6 +253,10 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   // Masters and single events first, so the exceptions of the same page find their master.
   const ordered = [...batch.events].sort((a, b) => Number(a.recurringEventId !== undefined) - Number(b.recurringEventId !== undefined))
   for (const item of ordered) {
+    if (!byProviderId.has(item.providerEventId) && deletedHereLater(item)) {
+      counts.superseded++
+      continue
+    }
     const linkedEvent = item.eventId === undefined ? undefined : linkedById.get(item.eventId)
     // An exception links only to an occurrence edit, never to a series: applying it onto its
     // series would replace the series with one occurrence.
@@ -233,7 +274,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       continue
     }
     const existing = byProviderId.get(item.providerEventId)
-    if (existing !== undefined && existing.lastUpdated > item.updated) {
+    if (existing !== undefined && changedHereSince(existing, item)) {
       counts.superseded++
       continue
     }

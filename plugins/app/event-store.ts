@@ -24,6 +24,23 @@ export const EVENTS_COLLECTION = 'events'
 
 type StoredEvent = ProviderRecord & StorageFields
 
+export const TOMBSTONES_COLLECTION = 'eventTombstones'
+
+/**
+ * How long a deletion made here is remembered: far longer than a provider page can be in flight,
+ * so a page read before the provider learnt of the deletion cannot bring the event back.
+ */
+const TOMBSTONE_RETENTION_SECONDS = 30 * 24 * 60 * 60
+
+/** An event the user deleted here, with the provider identity it had. */
+export interface EventTombstone {
+  user: string
+  eventId: string
+  calendarId?: string
+  providerEventId?: string
+  deletedAt: Date
+}
+
 const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0 } as const
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
@@ -40,16 +57,23 @@ function stored (event: ProviderRecord): StoredEvent {
  */
 export class EventStore {
   readonly events: Collection<StoredEvent>
+  readonly tombstones: Collection<EventTombstone>
   readonly #mongo: Pick<MongoHandle, 'withTransaction'>
   readonly #outbox: Pick<Outbox, 'add'>
 
   constructor (mongo: Pick<MongoHandle, 'db' | 'withTransaction'>, outbox: Pick<Outbox, 'add'>) {
     this.events = mongo.db.collection<StoredEvent>(EVENTS_COLLECTION)
+    this.tombstones = mongo.db.collection<EventTombstone>(TOMBSTONES_COLLECTION)
     this.#mongo = mongo
     this.#outbox = outbox
   }
 
   async ensureIndexes (): Promise<void> {
+    await this.tombstones.createIndexes([
+      { key: { user: 1, eventId: 1 }, name: 'user_event' },
+      { key: { user: 1, calendarId: 1, providerEventId: 1 }, name: 'user_provider_event', partialFilterExpression: { providerEventId: { $exists: true } } },
+      { key: { deletedAt: 1 }, name: 'retention', expireAfterSeconds: TOMBSTONE_RETENTION_SECONDS }
+    ])
     await this.events.createIndexes([
       { key: { user: 1, startsAt: 1 }, name: 'user_start' },
       { key: { user: 1, 'recurrence.eventId': 1, originalStartsAt: 1 }, name: 'user_series_occurrence' },
@@ -86,6 +110,15 @@ export class EventStore {
   async findEditsOf (userId: string, seriesIds: string[]): Promise<EventRecord[]> {
     if (seriesIds.length === 0) return []
     return await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY }).toArray()
+  }
+
+  /** Deletions made here of these events, by our id or by their provider id in this calendar. */
+  async findTombstones (userId: string, calendarId: string, eventIds: string[], providerEventIds: string[]): Promise<EventTombstone[]> {
+    if (eventIds.length === 0 && providerEventIds.length === 0) return []
+    return await this.tombstones.find({
+      user: userId,
+      $or: [{ eventId: { $in: eventIds } }, { calendarId, providerEventId: { $in: providerEventIds } }]
+    }, { projection: { _id: 0 } }).toArray()
   }
 
   async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
@@ -213,12 +246,12 @@ export class EventStore {
     const writes = plans.flatMap((plan) => plan.writes)
     if (writes.length === 0 && entries.length === 0) return
     await this.#mongo.withTransaction(async (session) => {
-      await this.#write(userId, writes, session)
+      await this.#write(userId, writes, session, now)
       await this.#outbox.add(userId, entries, { now, ...(session === undefined ? {} : { session }) })
     })
   }
 
-  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined): Promise<void> {
+  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined, now: Date): Promise<void> {
     const options = session === undefined ? {} : { session }
     for (const write of writes) {
       switch (write.kind) {
@@ -235,9 +268,21 @@ export class EventStore {
           if (result.matchedCount === 0) throw new EventChangedMeanwhileError(write.event._id)
           break
         }
-        case 'delete':
-          await this.events.deleteOne({ _id: write.eventId, user: userId }, options)
+        case 'delete': {
+          const gone = await this.events.findOneAndDelete({ _id: write.eventId, user: userId }, { ...options, projection: { calendarId: 1, providerEventId: 1 } })
+          // Remembered so that a provider page read before the provider learns of this deletion
+          // (or the answer to our own earlier write) cannot bring the event back.
+          if (gone !== null) {
+            await this.tombstones.insertOne({
+              user: userId,
+              eventId: write.eventId,
+              ...(gone.calendarId === undefined ? {} : { calendarId: gone.calendarId }),
+              ...(gone.providerEventId === undefined ? {} : { providerEventId: gone.providerEventId }),
+              deletedAt: now
+            }, options)
+          }
           break
+        }
         case 'deleteInstances':
           await this.events.deleteMany({
             user: userId,

@@ -27,15 +27,16 @@ export default fp(async function providerEvents (fastify) {
     // Only a series master can release exceptions that wait for it.
     const seriesInBatch = batch.events.flatMap((item) => item.content?.recurrence === undefined ? [] : [item.providerEventId])
     const linkedIds = batch.events.flatMap((item) => item.eventId === undefined ? [] : [item.eventId])
-    const [stored, waiting, linked] = await Promise.all([
+    const [stored, waiting, linked, deleted] = await Promise.all([
       store.findByProviderIds(batch.userId, batch.calendarId, [...new Set([...providerIds, ...masterIds])]),
       store.findWaitingFor(batch.userId, batch.calendarId, seriesInBatch),
-      store.findByIds(batch.userId, linkedIds)
+      store.findByIds(batch.userId, linkedIds),
+      store.findTombstones(batch.userId, batch.calendarId, linkedIds, [...new Set([...providerIds, ...masterIds])])
     ])
     // The stored edits of the series whose exceptions this page brings, matched by original start.
     const seriesOfExceptions = stored.filter((record) => record.recurrence?.rule !== undefined && masterIds.includes(record.providerEventId as string)).map((record) => record._id)
     const edits = await store.findEditsOf(batch.userId, seriesOfExceptions)
-    const plan = planProviderBatch({ batch, stored, waiting, linked, edits, mintId: mintEventId })
+    const plan = planProviderBatch({ batch, stored, waiting, linked, edits, deleted, mintId: mintEventId })
     const supersede = batch.complete === true && batch.generation !== undefined
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined

@@ -18,6 +18,7 @@ export default fp(async function syncEngine (fastify) {
     activity: fastify.syncActivity,
     handOvers: fastify.syncCredentialHandOvers,
     held: fastify.syncHeldWrites,
+    written: fastify.syncWrittenVersions,
     providers: fastify.syncProviders,
     backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
@@ -29,6 +30,6 @@ export default fp(async function syncEngine (fastify) {
   name: 'sync-engine',
   dependencies: [
     'sync-config', 'sync-providers', 'sync-backend', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars',
-    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs', 'sync-held-writes'
+    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs', 'sync-held-writes', 'sync-written-versions'
   ]
 })

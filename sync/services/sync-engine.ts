@@ -29,6 +29,7 @@ import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort
 import type { BackendPort } from '../clients/backend.js'
 import { SyncServiceError } from '../lib/errors.js'
 import type { HeldWriteStore } from '../stores/held-writes.js'
+import type { WrittenVersionStore } from '../stores/written-versions.js'
 import type { CredentialHandOverStore } from '../stores/credential-hand-overs.js'
 import type { CalendarRecord, CalendarStore, ImportCheckpoint } from '../stores/calendars.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
@@ -50,6 +51,8 @@ export interface SyncEngineParts {
   activity: UserActivityStore
   handOvers: CredentialHandOverStore
   held: HeldWriteStore
+  /** The provider's version of each event as our own last write left it. */
+  written: WrittenVersionStore
   providers: ProviderRegistry
   /** The backend's provider-events endpoints; null when the configuration names no backend. */
   backend: BackendPort | null
@@ -718,7 +721,7 @@ export class SyncEngine {
   }
 
   async #write (job: JobRecord, _connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
-    const { calendars, log } = this.#parts
+    const { calendars, written, clock, log } = this.#parts
     const { eventId, operation, calendarId } = job.payload
     if (eventId === undefined || (operation !== 'create' && operation !== 'update' && operation !== 'delete')) {
       throw new NothingToDo()
@@ -737,7 +740,9 @@ export class SyncEngine {
     const calendar: ProviderCalendar = record
       ? calendarOf(record)
       : { calendarId: calendarId ?? 'primary', name: calendarId ?? 'primary', primary: calendarId === undefined, timeZone: 'UTC' }
-    const result = await provider.writeEvent(context, calendar, { eventId, operation, subject })
+    const ownVersion = await written.get(context.connectionId, eventId)
+    const result = await provider.writeEvent(context, calendar, { eventId, operation, subject, ...(ownVersion === undefined ? {} : { ownVersion }) })
+    if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') await written.record(context.connectionId, eventId, result.event.etag, clock.now())
     // The backend links a new provider event to its own (the item carries eventId); a newer version
     // at the provider replaces the change. Anything else comes back through the next pull, where
     // the backend finds it unchanged.

@@ -272,3 +272,62 @@ test('an all-day event keeps its own zone when the provider\'s copy comes back i
   t.match(await send([item('offsite', { updated: '2099-01-03T00:00:00.000Z', content: { title: 'Offsite call', startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })]), { updated: 1 })
   t.match(await get(own), { isAllDay: false, timeZone: 'Europe/Berlin' }, 'a timed event takes the provider\'s zone')
 })
+
+test('pages that cross a change made here: an echo of our own write, a page read before our deletion, a deletion without a time', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('crossing'), password: 'pw-for-crossing-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json()
+  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
+    .map((event) => `${event.startDate} ${event.title}`)
+  const series = 'f'.repeat(24)
+  const rule = ['RRULE:FREQ=WEEKLY;COUNT=2']
+  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+  const copy = (title: string, fields: Partial<ProviderEvent>) => item('gseries', { eventId: series, etag: '"1"', content: { title, ...shape, isAllDay: false, recurrence: rule }, ...fields })
+
+  // Made here and renamed at once; Google's copy of the insert (the first title) is stamped later than the rename.
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'First', ...shape, recurrence: { rule } } })).statusCode, 204)
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}`, headers: user.headers, payload: { title: 'Renamed', ...shape, recurrence: { rule } } })).statusCode, 204)
+  const later = new Date(Date.now() + 60_000).toISOString()
+  t.same((await send([copy('First', { updated: later })])).unchanged, 1, 'the insert\'s answer links the series')
+
+  await t.test('the echo of our insert, in a later page, leaves the rename made here', async (t) => {
+    t.same(await send([copy('First', { updated: later })]), { created: 0, updated: 0, deleted: 0, unchanged: 1, waiting: 0, superseded: 0, rejected: 0 })
+    t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed', '2026-05-11T09:00:00+02:00 Renamed'])
+  })
+
+  await t.test('a page read before our deletion reached Google does not bring the series back', async (t) => {
+    const before = new Date().toISOString()
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${series}`, headers: user.headers })).statusCode, 204)
+    const stale = await send([
+      copy('Renamed', { updated: before, etag: '"2"' }),
+      item('gseries_20260511T070000Z', { status: 'cancelled', updated: new Date(0).toISOString(), recurringEventId: 'gseries', originalStartDate: '2026-05-11T09:00:00+02:00', content: undefined })
+    ])
+    t.same(stale, { created: 0, updated: 0, deleted: 0, unchanged: 0, waiting: 0, superseded: 2, rejected: 0 })
+    // Our own insert's answer arriving only now names the series by our id.
+    t.same((await send([item('gother', { eventId: series, updated: before })])).superseded, 1)
+    t.same(await titles(), [])
+    t.equal((await app.inject({ method: 'GET', url: `/api/event/${series}`, headers: user.headers })).statusCode, 404)
+  })
+
+  await t.test('a change at the provider after our deletion is the newer version, and comes back', async (t) => {
+    t.same((await send([copy('Changed at Google', { updated: new Date(Date.now() + 120_000).toISOString(), etag: '"3"' })])).created, 1)
+    t.same(await titles(), ['2026-05-04T09:00:00+02:00 Changed at Google', '2026-05-11T09:00:00+02:00 Changed at Google'])
+  })
+
+  await t.test('a deletion at the provider without a time applies, unless the event was changed here since the provider\'s version', async (t) => {
+    const imported = (at: string) => item('gsingle', { updated: at, content: { title: 'Single', startDate: '2026-05-20T09:00:00+02:00', endDate: '2026-05-20T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })
+    const gone = (id: string) => item(id, { status: 'cancelled', updated: new Date(0).toISOString(), content: undefined })
+    t.same((await send([gone('gseries')])).deleted, 1, 'the series is deleted at the provider')
+    t.same((await send([imported('2026-05-02T10:00:00.000Z')])).created, 1)
+    const single = ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-20T00:00:00Z&end=2026-05-21T00:00:00Z', headers: user.headers })).json() as Array<{ _id: string }>)[0]?._id
+    t.equal((await app.inject({ method: 'PUT', url: `/api/event/${single ?? ''}`, headers: user.headers, payload: { title: 'Single, edited here', startDate: '2026-05-20T09:00:00+02:00', endDate: '2026-05-20T10:00:00+02:00', timeZone: 'Europe/Berlin' } })).statusCode, 204)
+    t.same((await send([gone('gsingle')])).superseded, 1, 'the edit made here goes to the provider, which decides with its own times')
+    t.same(await titles(), ['2026-05-20T09:00:00+02:00 Single, edited here'])
+  })
+})

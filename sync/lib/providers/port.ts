@@ -91,6 +91,11 @@ export interface ProviderWrite {
   eventId: string
   operation: EventOperation
   subject: ProviderWriteSubject
+  /**
+   * The provider's version (etag) our own last write of this event left there: found unchanged,
+   * it is no newer change by anyone else, whatever its `updated` says.
+   */
+  ownVersion?: string
 }
 
 export interface WriteResult {

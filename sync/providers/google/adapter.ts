@@ -193,7 +193,10 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const current = await this.#current(context, calendarId, target)
     const removal = write.operation === 'delete' || subject.cancelled === true
 
-    if (current !== null && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
+    // Google's copy as our own last write left it is no change by another device: its `updated` is
+    // when that write arrived, which can be after the backend's change that this write carries.
+    const ownCopy = current !== null && write.ownVersion !== undefined && current.etag === write.ownVersion
+    if (current !== null && !ownCopy && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
       return { outcome: 'providerNewer', event: this.#mapped(current, calendar) }
     }
     const ifMatch = current?.etag ? { headers: { 'If-Match': current.etag } } : {}

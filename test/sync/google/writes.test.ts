@@ -135,3 +135,28 @@ test('watch maintenance: channels expiring soon are renewed for active users and
   // The service runs the same pass itself.
   t.same(await stack.sync.syncMaintenance.run(), { renewed: 0, stopped: 0, failed: 0 })
 })
+
+test('a change made here before our own insert reached Google is written: Google\'s later `updated` is only that insert arriving', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
+  const { userId } = await connectAndSync(stack)
+  const eventId = '6b0400000000000000000003'
+  const made = stack.clock.now().getTime()
+  // Created here, and renamed here at once; the insert reaches Google a minute after both.
+  await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0003', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) })
+  stack.clock.advance(60_000)
+  await stack.drain()
+  const inserted = stack.google.control.storedEvents(ALICE).find((event) => event['summary'] === 'Lunch with Bo')
+  t.ok(inserted, 'the first version reached Google')
+  const providerEventId = String(inserted?.['id'])
+  const renamed = { ...lunchWriteSubject(stack).content!, title: 'Lunch with Bo, renamed' }
+  await reportEventChange(stack, { userId, eventId, operation: 'update', idempotencyKey: 'update-0003', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId, lastUpdated: new Date(made + 1000).toISOString(), content: renamed }) })
+  await stack.drain()
+  t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { summary: 'Lunch with Bo, renamed' }, 'the rename made here reached Google')
+
+  // Another device's change after our write is Google's newer version again: an older change of ours loses.
+  stack.clock.advance(60_000)
+  stack.google.control.patchEvent(ALICE, providerEventId, { summary: 'Renamed at Google' })
+  await reportEventChange(stack, { userId, eventId, operation: 'update', idempotencyKey: 'update-0004', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId, lastUpdated: new Date(made + 2000).toISOString(), content: { ...renamed, title: 'Older edit here' } }) })
+  await stack.drain()
+  t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { summary: 'Renamed at Google' }, 'Google keeps the other device\'s newer change')
+})
