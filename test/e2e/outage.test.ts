@@ -18,7 +18,9 @@ interface Listed { _id: string, title: string, providerEventId?: string }
 
 test('edits made while Google answers 503 reach it within a minute of its recovery, latest version once, in order; refresh tries again at once', async (t) => {
   const clock = new ManualClock(Date.now())
-  const stack = await startFullStack(t, { syncClock: clock })
+  // One worker slot: the writes released together then run one after the other, so the order they
+  // are released in (oldest first) is what Google sees. With more slots they may overlap.
+  const stack = await startFullStack(t, { syncClock: clock, syncMaxConcurrency: 1 })
   const user = await userWithGoogleAccount(stack, 'outage')
   const google = stack.google
   const primary = user.email

@@ -62,6 +62,8 @@ export interface FullStackOptions {
   placesApiKey?: string
   /** The Sync service's clock (a test's manual clock moves its job timings; the rest of the stack keeps real time). */
   syncClock?: Clock
+  /** sync.maxConcurrency: how many jobs Sync's worker runs at once. */
+  syncMaxConcurrency?: number
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -110,7 +112,8 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     postConnectRedirectUrl: webUrl,
     backendUrl: backendOrigin,
     credentialEncryptionKey: backend.config.sync.credentialEncryptionKey,
-    execution: 'active'
+    execution: 'active',
+    ...(options.syncMaxConcurrency === undefined ? {} : { maxConcurrency: options.syncMaxConcurrency })
   })
   const syncConfig: SyncConfig = {
     ...base,
