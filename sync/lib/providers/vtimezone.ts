@@ -52,15 +52,14 @@ function localStart (transition: Transition): DateTime {
 function yearlyRule (changes: Transition[], years: number): string | null {
   if (changes.length !== years) return null
   const starts = changes.map(localStart)
-  const [first] = starts
-  if (first === undefined) return null
+  const first = starts[0] as DateTime
   const sameShape = starts.every((start, index) => start.year === first.year + index && start.month === first.month &&
     start.weekday === first.weekday && start.toFormat('HHmmss') === first.toFormat('HHmmss'))
   if (!sameShape) return null
-  const weekday = WEEKDAYS[first.weekday - 1] ?? 'SU'
+  const weekday = WEEKDAYS[first.weekday - 1] as string
   const ordinal = Math.ceil(first.day / 7)
   if (starts.every((start) => Math.ceil(start.day / 7) === ordinal)) return `FREQ=YEARLY;BYMONTH=${first.month};BYDAY=${ordinal}${weekday}`
-  const isLast = (start: DateTime): boolean => start.day + 7 > (start.daysInMonth ?? 31)
+  const isLast = (start: DateTime): boolean => start.day + 7 > (start.daysInMonth as number)
   if (starts.every(isLast)) return `FREQ=YEARLY;BYMONTH=${first.month};BYDAY=-1${weekday}`
   return null
 }
@@ -77,8 +76,8 @@ function observance (zone: string, start: DateTime, from: number, to: number, at
   }))
   component.updatePropertyWithValue('tzoffsetfrom', offsetOf(from))
   component.updatePropertyWithValue('tzoffsetto', offsetOf(to))
-  const name = DateTime.fromMillis(at, { zone }).setLocale('en-US').offsetNameShort
-  if (name !== null && name.length > 0) component.updatePropertyWithValue('tzname', name)
+  // Named as the runtime names it (EDT, or GMT+2 where English has no abbreviation).
+  component.updatePropertyWithValue('tzname', DateTime.fromMillis(at, { zone }).setLocale('en-US').offsetNameShort as string)
   if (rule !== null) component.updatePropertyWithValue('rrule', ICAL.Recur.fromString(rule))
   return component
 }
