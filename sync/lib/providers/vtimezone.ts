@@ -88,6 +88,21 @@ function observance (zone: string, start: DateTime, from: number, to: number, at
  * beyond them keeps its wall time; other zones get each change of the span written out.
  */
 export function vtimezoneFor (zone: string, firstYear: number, lastYear: number): Component {
+  const key = `${zone}|${firstYear}|${lastYear}`
+  let text = built.get(key)
+  if (text === undefined) {
+    text = buildVtimezone(zone, firstYear, lastYear).toString()
+    // Finding the changes takes thousands of zone look-ups; most writes name a zone already built.
+    if (built.size >= BUILT_MAX) built.delete(built.keys().next().value as string)
+    built.set(key, text)
+  }
+  return new ICAL.Component(ICAL.parse(text))
+}
+
+const BUILT_MAX = 64
+const built = new Map<string, string>()
+
+function buildVtimezone (zone: string, firstYear: number, lastYear: number): Component {
   const from = Date.UTC(firstYear - 1, 0, 1)
   const years = lastYear - firstYear + 3
   const changes = transitionsOf(zone, from, Date.UTC(lastYear + 2, 0, 1))

@@ -81,3 +81,13 @@ test('occurrences take the series\' form, and another client\'s VTIMEZONE of the
   if (allDayMaster === null) throw new Error('no series')
   t.equal(occurrenceProperty('recurrence-id', allDayMaster, '2027-03-22').toICALString(), 'RECURRENCE-ID;VALUE=DATE:20270322')
 })
+
+test('definitions are kept for reuse, a bounded number of them: the oldest, asked again, is built again alike', async (t) => {
+  const first = vtimezoneFor('Etc/GMT-3', 1900, 1900).toString()
+  for (let year = 1901; year < 1901 + 70; year++) vtimezoneFor('Etc/GMT-3', year, year)
+  const again = vtimezoneFor('Etc/GMT-3', 1900, 1900)
+  t.equal(again.toString(), first)
+  t.equal(offsetBy(again, '1900-06-01T09:00:00'), 180)
+  const reused = vtimezoneFor('Etc/GMT-3', 1900, 1900)
+  t.not(reused, again, 'each caller gets its own component to add to its resource')
+})
