@@ -14,7 +14,7 @@ type Time = InstanceType<typeof ICAL.Time>
 
 /** Carries the backend's id of an event the Sync service wrote, like Google's private property. */
 export const EVENT_ID_PROPERTY = 'x-calendar-event-id'
-/** The zone of an event written in UTC date-times (before date-times were written in their zone); still read. */
+/** The zone of an event whose date-times are written in UTC (a UTC event; before, every event): it reads back in that zone. */
 export const TIME_ZONE_PROPERTY = 'x-calendar-time-zone'
 
 const LIMITS = { title: 1024, description: 8192, location: 1024, recurrenceLines: 20, id: 1024, etag: 256 }

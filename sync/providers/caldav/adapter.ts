@@ -90,10 +90,11 @@ function zoneOf (vtimezone: string | null): string {
 }
 
 /**
- * The overrides (RECURRENCE-ID) each series' resource had when last read, by href: their original
- * starts. A pull that reads the resource without one of them tells the backend it is gone.
+ * The overrides (RECURRENCE-ID) each series' resource had when last read, by href: each original
+ * start with the override's version. A pull that reads the resource without one of them tells the
+ * backend it is gone, dated after that version (another client's clock may run ahead of ours).
  */
-type KnownOverrides = Record<string, string[]>
+type KnownOverrides = Record<string, Record<string, string>>
 
 /**
  * The cursor of a calendar: the server's sync token, or (without RFC 6578) its ctag and etags; with
@@ -111,7 +112,8 @@ function overridesOf (value: unknown): KnownOverrides {
   const overrides: KnownOverrides = {}
   if (typeof value !== 'object' || value === null) return overrides
   for (const [href, starts] of Object.entries(value)) {
-    if (Array.isArray(starts)) overrides[href] = starts.filter((start): start is string => typeof start === 'string')
+    if (typeof starts !== 'object' || starts === null) continue
+    overrides[href] = Object.fromEntries(Object.entries(starts).filter((entry): entry is [string, string] => typeof entry[1] === 'string'))
   }
   return overrides
 }
@@ -135,9 +137,9 @@ function decodeCursor (value: string): Cursor {
   throw new ProviderCursorExpiredError('the stored CalDAV cursor cannot be read')
 }
 
-/** The overrides among one resource's events: their original starts. */
-function overrideStarts (events: ProviderEvent[]): string[] {
-  return events.flatMap((event) => event.recurringEventId === undefined || event.originalStartDate === undefined ? [] : [event.originalStartDate])
+/** The overrides among one resource's events: their original starts and versions. */
+function overrideStarts (events: ProviderEvent[]): Record<string, string> {
+  return Object.fromEntries(events.flatMap((event) => event.recurringEventId === undefined || event.originalStartDate === undefined ? [] : [[event.originalStartDate, event.updated]]))
 }
 
 interface Resource {
@@ -227,7 +229,7 @@ export class CalDavAdapter implements ProviderPort {
     const overrides: KnownOverrides = {}
     resources.forEach((resource, index) => {
       const starts = overrideStarts(events[index] ?? [])
-      if (starts.length > 0) overrides[resource.href] = starts
+      if (Object.keys(starts).length > 0) overrides[resource.href] = starts
     })
     if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken, overrides }) }
     return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags: Object.fromEntries(resources.map((resource) => [resource.href, resource.etag ?? ''])), overrides }) }
@@ -390,10 +392,11 @@ export class CalDavAdapter implements ProviderPort {
       for (const resource of resources) {
         const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
         const starts = overrideStarts(found)
-        for (const gone of (overrides[resource.href] ?? []).filter((original) => !starts.includes(original))) {
-          events.push(removedResource(overrideId(resource.href, gone), now))
+        for (const [gone, version] of Object.entries(overrides[resource.href] ?? {}).filter(([original]) => starts[original] === undefined)) {
+          const after = Math.max(now.getTime(), (Date.parse(version) || 0) + 1)
+          events.push(removedResource(overrideId(resource.href, gone), new Date(after)))
         }
-        if (starts.length > 0) overrides[resource.href] = starts
+        if (Object.keys(starts).length > 0) overrides[resource.href] = starts
         else delete overrides[resource.href]
         events.push(...found)
       }
