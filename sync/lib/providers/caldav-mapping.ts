@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto'
 import ICAL from 'ical.js'
 import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
+import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -13,7 +14,7 @@ type Time = InstanceType<typeof ICAL.Time>
 
 /** Carries the backend's id of an event the Sync service wrote, like Google's private property. */
 export const EVENT_ID_PROPERTY = 'x-calendar-event-id'
-/** The zone of an event written in UTC date-times, so it reads back in the zone it was written in. */
+/** The zone of an event whose date-times are written in UTC (a UTC event; before, every event): it reads back in that zone. */
 export const TIME_ZONE_PROPERTY = 'x-calendar-time-zone'
 
 const LIMITS = { title: 1024, description: 8192, location: 1024, recurrenceLines: 20, id: 1024, etag: 256 }
@@ -182,7 +183,7 @@ export function eventsOfResource (href: string, ics: string, etag: string | null
   return found
 }
 
-/** A resource that is gone (deleted at the server): the backend drops its event and overrides. */
+/** A resource that is gone (deleted at the server): the backend drops its event and overrides; an override that is gone: its edit. */
 export function removedResource (href: string, updated: Date): ProviderEvent {
   return { providerEventId: href, updated: updated.toISOString(), status: 'cancelled' }
 }
@@ -191,10 +192,50 @@ function utcStamp (iso: string): Time {
   return ICAL.Time.fromJSDate(new Date(iso), true)
 }
 
-function timeFor (value: string, isAllDay: boolean): Time {
-  if (isAllDay) return ICAL.Time.fromDateString(value.slice(0, 10))
-  // A date-time is written in UTC: the server then needs no VTIMEZONE of ours to read it.
-  return ICAL.Time.fromJSDate(new Date(value), true)
+/** Whether a date-time in this zone is written as wall time with `TZID` (and the resource's VTIMEZONE). */
+function isWrittenInZone (zone: string): boolean {
+  return isIanaZone(zone) && !isUtcZone(zone)
+}
+
+/**
+ * A DTSTART, DTEND, RECURRENCE-ID or EXDATE. A date-time is the wall time in its zone with `TZID`,
+ * so a series keeps its wall time across daylight-saving changes; UTC (or no usable zone) with `Z`.
+ */
+function timeProperty (name: string, value: string, isAllDay: boolean, zone: string): Property {
+  const property = new ICAL.Property(name)
+  if (isAllDay) {
+    property.setValue(ICAL.Time.fromDateString(value.slice(0, 10)))
+    return property
+  }
+  if (!isWrittenInZone(zone)) {
+    property.setValue(ICAL.Time.fromJSDate(new Date(value), true))
+    return property
+  }
+  const local = DateTime.fromISO(value, { setZone: true }).setZone(zone)
+  property.setValue(ICAL.Time.fromData({ year: local.year, month: local.month, day: local.day, hour: local.hour, minute: local.minute, second: local.second, isDate: false }))
+  property.setParameter('tzid', zone)
+  return property
+}
+
+/**
+ * Adds the VTIMEZONE of every IANA `TZID` the resource's events name and it does not define yet,
+ * covering the years its date-times span. A definition already there (another client's) is kept.
+ */
+export function addTimeZones (calendar: Component): void {
+  const years = new Map<string, number[]>()
+  for (const event of calendar.getAllSubcomponents('vevent')) {
+    for (const property of ['dtstart', 'dtend', 'recurrence-id', 'exdate'].flatMap((name) => event.getAllProperties(name))) {
+      const tzid = property.getParameter('tzid')
+      const time = property.getFirstValue() as Time | null
+      if (typeof tzid !== 'string' || !isWrittenInZone(tzid) || time === null || typeof time !== 'object' || !('year' in time)) continue
+      years.set(tzid, [...years.get(tzid) ?? [], time.year])
+    }
+  }
+  const defined = new Set(calendar.getAllSubcomponents('vtimezone').map((zone) => zone.getFirstPropertyValue('tzid')))
+  for (const [zone, spanned] of years) {
+    if (defined.has(zone)) continue
+    calendar.addSubcomponent(vtimezoneFor(zone, Math.min(...spanned), Math.max(...spanned)))
+  }
 }
 
 /** Sets the content's properties on a VEVENT; a cleared field is removed there too. */
@@ -207,9 +248,10 @@ export function applyContent (event: Component, content: EventContent, lastUpdat
   event.removeAllProperties('dtstart')
   event.removeAllProperties('dtend')
   event.removeAllProperties('duration')
-  event.addPropertyWithValue('dtstart', timeFor(content.startDate, content.isAllDay))
-  event.addPropertyWithValue('dtend', timeFor(content.endDate, content.isAllDay))
-  if (content.isAllDay) event.removeAllProperties(TIME_ZONE_PROPERTY)
+  event.addProperty(timeProperty('dtstart', content.startDate, content.isAllDay, content.timeZone))
+  event.addProperty(timeProperty('dtend', content.endDate, content.isAllDay, content.timeZone))
+  // The zone is in the TZID now; a UTC date-time still names the event's zone, to read back as written.
+  if (content.isAllDay || isWrittenInZone(content.timeZone)) event.removeAllProperties(TIME_ZONE_PROPERTY)
   else event.updatePropertyWithValue(TIME_ZONE_PROPERTY, content.timeZone)
   if (event.getFirstProperty('recurrence-id') === null) {
     for (const name of RECURRENCE_PROPERTIES) event.removeAllProperties(name)
@@ -237,6 +279,7 @@ export function newResource (uid: string, eventId: string, content: EventContent
   event.updatePropertyWithValue(EVENT_ID_PROPERTY, eventId)
   applyContent(event, content, lastUpdated)
   calendar.addSubcomponent(event)
+  addTimeZones(calendar)
   return calendar
 }
 
@@ -260,11 +303,13 @@ export function overrideOf (calendar: Component, originalStartDate: string, cale
   }) ?? null
 }
 
-/** The RECURRENCE-ID (or EXDATE) value of an occurrence, in the form of the series' DTSTART. */
-export function occurrenceTime (master: Component, originalStartDate: string): Time {
-  const start = master.getFirstPropertyValue('dtstart') as Time | null
-  if (start !== null && typeof start === 'object' && 'isDate' in start && start.isDate) return ICAL.Time.fromDateString(originalStartDate.slice(0, 10))
-  return ICAL.Time.fromJSDate(new Date(originalStartDate), true)
+/** The RECURRENCE-ID (or EXDATE) of an occurrence, in the form of the series' DTSTART (date, zoned or UTC). */
+export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Component, originalStartDate: string): Property {
+  const start = master.getFirstProperty('dtstart')
+  const value = start?.getFirstValue() as Time | null | undefined
+  if (value !== null && typeof value === 'object' && 'isDate' in value && value.isDate) return timeProperty(name, originalStartDate, true, 'UTC')
+  const tzid = start?.getParameter('tzid')
+  return timeProperty(name, originalStartDate, false, typeof tzid === 'string' && isWrittenInZone(tzid) ? tzid : 'UTC')
 }
 
 /** The version of an event for the newer-wins rule: its LAST-MODIFIED (else DTSTAMP) as an instant. */

@@ -10,7 +10,7 @@ import { bufferedFetch } from '../buffered-fetch.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {
-  applyContent, eventsOfResource, masterOf, newResource, occurrenceTime, overrideOf, parseResource, removedResource, resourceNameFor,
+  addTimeZones, applyContent, eventsOfResource, masterOf, newResource, occurrenceProperty, overrideId, overrideOf, parseResource, removedResource, resourceNameFor,
   resourceOf, versionOf
 } from '../../lib/providers/caldav-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
@@ -89,26 +89,57 @@ function zoneOf (vtimezone: string | null): string {
   return tzid ?? 'UTC'
 }
 
-/** The cursor of a calendar: the server's sync token, or (without RFC 6578) its ctag and etags. */
-type Cursor = { kind: 'token', token: string } | { kind: 'etags', ctag: string | null, etags: Record<string, string> }
+/**
+ * The overrides (RECURRENCE-ID) each series' resource had when last read, by href: each original
+ * start with the override's version. A pull that reads the resource without one of them tells the
+ * backend it is gone, dated after that version (another client's clock may run ahead of ours).
+ */
+type KnownOverrides = Record<string, Record<string, string>>
+
+/**
+ * The cursor of a calendar: the server's sync token, or (without RFC 6578) its ctag and etags; with
+ * the overrides known, since neither a sync token nor an etag says which override went.
+ */
+type Cursor = ({ kind: 'token', token: string } | { kind: 'etags', ctag: string | null, etags: Record<string, string> }) & { overrides: KnownOverrides }
 
 function encodeCursor (cursor: Cursor): string {
-  return cursor.kind === 'token' ? `token:${cursor.token}` : `etags:${JSON.stringify({ c: cursor.ctag, e: cursor.etags })}`
+  const overrides = Object.keys(cursor.overrides).length === 0 ? {} : { o: cursor.overrides }
+  if (cursor.kind === 'token') return Object.keys(overrides).length === 0 ? `token:${cursor.token}` : `tokens:${JSON.stringify({ t: cursor.token, ...overrides })}`
+  return `etags:${JSON.stringify({ c: cursor.ctag, e: cursor.etags, ...overrides })}`
+}
+
+function overridesOf (value: unknown): KnownOverrides {
+  const overrides: KnownOverrides = {}
+  if (typeof value !== 'object' || value === null) return overrides
+  for (const [href, starts] of Object.entries(value)) {
+    if (typeof starts !== 'object' || starts === null) continue
+    overrides[href] = Object.fromEntries(Object.entries(starts).filter((entry): entry is [string, string] => typeof entry[1] === 'string'))
+  }
+  return overrides
 }
 
 function decodeCursor (value: string): Cursor {
-  if (value.startsWith('token:')) return { kind: 'token', token: value.slice('token:'.length) }
-  if (value.startsWith('etags:')) {
-    try {
-      const parsed = JSON.parse(value.slice('etags:'.length)) as { c?: unknown, e?: unknown }
+  if (value.startsWith('token:')) return { kind: 'token', token: value.slice('token:'.length), overrides: {} }
+  try {
+    if (value.startsWith('tokens:')) {
+      const parsed = JSON.parse(value.slice('tokens:'.length)) as { t?: unknown, o?: unknown }
+      if (typeof parsed.t === 'string') return { kind: 'token', token: parsed.t, overrides: overridesOf(parsed.o) }
+    }
+    if (value.startsWith('etags:')) {
+      const parsed = JSON.parse(value.slice('etags:'.length)) as { c?: unknown, e?: unknown, o?: unknown }
       const etags: Record<string, string> = {}
       if (typeof parsed.e === 'object' && parsed.e !== null) {
         for (const [href, etag] of Object.entries(parsed.e)) if (typeof etag === 'string') etags[href] = etag
       }
-      return { kind: 'etags', ctag: typeof parsed.c === 'string' ? parsed.c : null, etags }
-    } catch {}
-  }
+      return { kind: 'etags', ctag: typeof parsed.c === 'string' ? parsed.c : null, etags, overrides: overridesOf(parsed.o) }
+    }
+  } catch {}
   throw new ProviderCursorExpiredError('the stored CalDAV cursor cannot be read')
+}
+
+/** The overrides among one resource's events: their original starts and versions. */
+function overrideStarts (events: ProviderEvent[]): Record<string, string> {
+  return Object.fromEntries(events.flatMap((event) => event.recurringEventId === undefined || event.originalStartDate === undefined ? [] : [[event.originalStartDate, event.updated]]))
 }
 
 interface Resource {
@@ -192,10 +223,16 @@ export class CalDavAdapter implements ProviderPort {
       : ''
     const resources = await this.#query(context, calendar.calendarId,
       `<c:calendar-query ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`)
-    await this.#pages(resources.map((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)), Number(request.pageToken ?? 0) || 0, sink)
+    const events = resources.map((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
+    await this.#pages(events, Number(request.pageToken ?? 0) || 0, sink)
     if (state === null) return { cursor: null }
-    if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken }) }
-    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags: Object.fromEntries(resources.map((resource) => [resource.href, resource.etag ?? ''])) }) }
+    const overrides: KnownOverrides = {}
+    resources.forEach((resource, index) => {
+      const starts = overrideStarts(events[index] ?? [])
+      if (Object.keys(starts).length > 0) overrides[resource.href] = starts
+    })
+    if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken, overrides }) }
+    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags: Object.fromEntries(resources.map((resource) => [resource.href, resource.etag ?? ''])), overrides }) }
   }
 
   async pullChanges (context: ProviderContext, calendar: ProviderCalendar, cursor: string, sink: ProviderEventSink): Promise<PullResult> {
@@ -217,8 +254,8 @@ export class CalDavAdapter implements ProviderPort {
       }
       const token = text((responses[0]?.raw as { multistatus?: { syncToken?: unknown } } | undefined)?.multistatus?.syncToken)
       if (token === null) throw new ProviderUnavailableError('the CalDAV server answered a sync-collection report without a sync token', null)
-      await this.#deliver(context, calendar, changed, removed, now, sink)
-      return { cursor: encodeCursor({ kind: 'token', token }) }
+      const overrides = await this.#deliver(context, calendar, changed, removed, previous.overrides, now, sink)
+      return { cursor: encodeCursor({ kind: 'token', token, overrides }) }
     }
     // Without RFC 6578: an unchanged ctag says nothing changed; else the etags tell what did.
     const state = await this.#collectionState(context, calendar.calendarId)
@@ -237,8 +274,8 @@ export class CalDavAdapter implements ProviderPort {
     }
     const changed = Object.keys(etags).filter((href) => previous.etags[href] !== etags[href])
     const removed = Object.keys(previous.etags).filter((href) => etags[href] === undefined)
-    await this.#deliver(context, calendar, changed, removed, now, sink)
-    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags }) }
+    const overrides = await this.#deliver(context, calendar, changed, removed, previous.overrides, now, sink)
+    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags, overrides }) }
   }
 
   /**
@@ -290,18 +327,19 @@ export class CalDavAdapter implements ProviderPort {
         } else if (removal) {
           // A cancelled occurrence leaves its series as an EXDATE, and its override goes.
           if (target !== null) parsed.removeSubcomponent(target)
-          master.addPropertyWithValue('exdate', occurrenceTime(master, occurrence))
+          master.addProperty(occurrenceProperty('exdate', master, occurrence))
         } else {
           if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
           let override = target
           if (override === null) {
             override = new ICAL.Component('vevent')
             override.updatePropertyWithValue('uid', master.getFirstPropertyValue('uid') ?? href)
-            override.updatePropertyWithValue('recurrence-id', occurrenceTime(master, occurrence))
+            override.addProperty(occurrenceProperty('recurrence-id', master, occurrence))
             parsed.addSubcomponent(override)
           }
           applyContent(override, { ...subject.content, recurrence: undefined }, subject.lastUpdated)
         }
+        addTimeZones(parsed)
         const ics = parsed.toString()
         const etag = await this.#put(context, url, ics, current.etag ?? '*')
         return { outcome: 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
@@ -330,22 +368,42 @@ export class CalDavAdapter implements ProviderPort {
     }
   }
 
-  async #deliver (context: ProviderContext, calendar: ProviderCalendar, changed: string[], removed: string[], now: Date, sink: ProviderEventSink): Promise<void> {
+  /**
+   * Hands the backend the changed resources and the removed ones, and answers the overrides known
+   * afterwards. An override the resource had when last read and no longer has (another client
+   * removed it, the occurrence follows its series again) goes to the backend as a removed item
+   * under its own id, so the backend drops its edit of that occurrence.
+   */
+  async #deliver (context: ProviderContext, calendar: ProviderCalendar, changed: string[], removed: string[], known: KnownOverrides, now: Date, sink: ProviderEventSink): Promise<KnownOverrides> {
     const size = this.#options.pageSize ?? 250
+    const overrides: KnownOverrides = { ...known }
+    for (const href of removed) delete overrides[href]
     const removals = removed.map((href) => removedResource(href, now))
     if (changed.length === 0) {
       await sink({ events: removals, nextPageToken: null })
-      return
+      return overrides
     }
     for (let start = 0; start < changed.length; start += size) {
       const chunk = changed.slice(start, start + size)
       const hrefs = chunk.map((href) => `<d:href>${xmlEscape(href)}</d:href>`).join('')
       const resources = await this.#query(context, calendar.calendarId,
         `<c:calendar-multiget ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop>${hrefs}</c:calendar-multiget>`)
-      const events = resources.flatMap((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
+      const events: ProviderEvent[] = []
+      for (const resource of resources) {
+        const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+        const starts = overrideStarts(found)
+        for (const [gone, version] of Object.entries(overrides[resource.href] ?? {}).filter(([original]) => starts[original] === undefined)) {
+          const after = Math.max(now.getTime(), (Date.parse(version) || 0) + 1)
+          events.push(removedResource(overrideId(resource.href, gone), new Date(after)))
+        }
+        if (Object.keys(starts).length > 0) overrides[resource.href] = starts
+        else delete overrides[resource.href]
+        events.push(...found)
+      }
       const last = start + size >= changed.length
       await sink({ events: start === 0 ? [...removals, ...events] : events, nextPageToken: last ? null : String(start + size) })
     }
+    return overrides
   }
 
   async #collectionState (context: ProviderContext, calendarUrl: string): Promise<{ syncToken: string | null, ctag: string | null }> {
