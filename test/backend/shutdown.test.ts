@@ -41,7 +41,7 @@ test('SIGTERM ends the backend within the shutdown grace while range reads are r
   const signedUp = await fetch(`${base}/api/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', rid: 'emailpassword' },
-    body: JSON.stringify(authFields({ email: uniqueEmail('sigterm'), password: 'pw-for-sigterm-1' }))
+    body: JSON.stringify(authFields({ name: 'Sigterm', email: uniqueEmail('sigterm'), password: 'pw-for-sigterm-1' }))
   })
   t.equal(signedUp.status, 200, 'signed up')
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${signedUp.headers.get('sx-access-token') ?? ''}` }
