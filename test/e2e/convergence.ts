@@ -302,7 +302,7 @@ export const EVERY_KIND: Command[][] = [
     new CreateHere(true, 1, 9), new CreateHere(false, 2, 10), new EditTitleThere(0), new MoveOccurrenceThere(0, 1, 2),
     new ProviderDown(), new EditTitleHere(0), new ThisAndFollowingHere(0, 3), new EditTitleHere(1), new ProviderBack(), new CancelOccurrenceThere(0, 2)
   ],
-  [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(1), new EditTitleThere(0), new DeleteHere(0)]
+  [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(0)]
 ]
 
 /**
@@ -317,5 +317,7 @@ export const OPEN_FOUND: Command[][] = [
   // series (its first title) is back here for good, gone at the provider.
   [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(1), new CancelOccurrenceThere(0, 1), new DeleteHere(0)],
   // At Google and Microsoft, without any outage: a series renamed here and deleted here at once is back on both sides (its new title).
-  [new CreateHere(true, 0, 14), new EditTitleHere(0), new DeleteHere(0)]
+  [new CreateHere(true, 0, 14), new EditTitleHere(0), new DeleteHere(0)],
+  // At Google: a series renamed there, then deleted here, is back here under that title, gone at Google.
+  [new CreateHere(true, 0, 14), new EditTitleThere(0), new DeleteHere(0)]
 ]
