@@ -240,7 +240,7 @@ export interface SuiteOptions {
   deletesInCi?: boolean
   /** Those not fixed yet: run only with CONVERGENCE_OPEN=1 (`npm run convergence`). */
   open?: Command[][]
-  /** Generated sequences to run unless CONVERGENCE_RUNS says otherwise. */
+  /** Generated sequences to run (runsOf: CONVERGENCE_RUNS, else the file's default). */
   defaultRuns: number
 }
 
@@ -250,7 +250,7 @@ export function runsOf (defaultRuns: number): number {
 
 /** Runs the kept sequences, then the generated ones, each on a new user; fails with the two sides when they differ. */
 export async function convergenceSuite (t: Test, options: SuiteOptions): Promise<void> {
-  const runs = runsOf(options.defaultRuns)
+  const runs = options.defaultRuns
   const seed = process.env['CONVERGENCE_SEED'] === undefined ? undefined : Number(process.env['CONVERGENCE_SEED'])
   const began = Date.now()
   let sequences = 0

@@ -83,5 +83,5 @@ const FOUND: Command[][] = []
 
 test('Microsoft: generated sequences of changes on both sides converge', async (t) => {
   const stack = withMicrosoft(await startFullStack(t, { microsoft: true }))
-  await convergenceSuite(t, { provider: 'microsoft', app: stack.backend.app, connect: async (label) => await connect(stack, label), found: [...FOUND, EVERY_KIND, DELETIONS], open: OPEN_FOUND, deletesInCi: false, defaultRuns: 3 })
+  await convergenceSuite(t, { provider: 'microsoft', app: stack.backend.app, connect: async (label) => await connect(stack, label), found: [...FOUND, EVERY_KIND, DELETIONS], open: OPEN_FOUND, deletesInCi: false, defaultRuns: RUNS })
 })
