@@ -1,0 +1,323 @@
+// The convergence suite's machinery, the same for every provider: fast-check generates sequences of
+// operations here (our API) and at the provider ("another device", through a small per-provider
+// port), with the provider answering 503 for a while in between; each sequence runs against the
+// whole stack on a freshly connected user, sync settles, and both sides' occurrences over the weeks
+// involved are compared (start, end, title). A failure shrinks to a short sequence, printed with its seed.
+//
+// CONVERGENCE_RUNS sets how many sequences run (CI: each file's default); `npm run convergence` runs
+// more; CONVERGENCE_SEED replays one.
+import fc from 'fast-check'
+import type { Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { waitFor } from '../processes.js'
+import { ourOccurrences, type Window } from './occurrences.js'
+import { mintEventId } from '../../lib/events/ids.js'
+import type { SignedIn } from '../helper.js'
+
+export const WINDOW: Window = { from: '2026-11-30T00:00:00Z', to: '2027-01-05T00:00:00Z' }
+const FIRST_DAY = Date.parse('2026-12-01T00:00:00Z')
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+const WEEK_MS = 7 * DAY_MS
+// After the provider answers again, sync has this long to bring both sides together.
+const SETTLE_MS = 45_000
+
+export interface Body { title: string, startDate: string, endDate: string, timeZone: string, recurrence?: { rule: string[] } }
+/** `deleted`: deleted here by the person, so it must stay gone on both sides (nothing at the provider touches it after). */
+export interface Made { id: string, body: Body, removed: boolean, deleted?: true, titles: string[] }
+/** `deletes`: whether this run deletes here at all (see SuiteOptions.deletesInCi). */
+export interface Model { made: Made[], titles: number, down: boolean, hadOutage: boolean, hadDelete: boolean, deletes: boolean }
+
+/**
+ * Whether a sequence may have both a deletion here and an outage: a deletion waiting for the
+ * provider is undone, the event back on both sides (not fixed yet; OPEN_FOUND), so CI leaves the
+ * two apart and `npm run convergence` (CONVERGENCE_OPEN=1) keeps looking at them together.
+ */
+export const OPEN = process.env['CONVERGENCE_OPEN'] === '1'
+
+/**
+ * "Another device" at one provider: changes made there without our API, what the provider shows,
+ * and a switch that makes the provider answer Sync 503 (the device's own requests keep working).
+ * `providerId` is our event's `providerEventId`; a target already gone there is no failure.
+ */
+export interface Device {
+  editTitle: (providerId: string, title: string) => Promise<void>
+  moveOccurrence: (providerId: string, originalStart: number, start: number, end: number) => Promise<void>
+  cancelOccurrence: (providerId: string, originalStart: number) => Promise<void>
+  /** Every occurrence over the window as the provider shows it, as `ourOccurrences` lines. */
+  occurrences: () => Promise<string[]>
+  fault: (down: boolean) => Promise<void>
+  /** What moves sync on while settling, besides time (a refresh for a provider that sends no notifications). */
+  nudge: () => Promise<void>
+}
+
+export interface Connected { user: SignedIn & { email: string }, device: Device }
+
+export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device }
+
+export type Command = fc.AsyncCommand<Model, Real>
+
+/** An instant as iCalendar and Google's instance ids write it (`20261201T150000Z`). */
+export function basic (ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z').replaceAll('-', '').replaceAll(':', '')
+}
+
+function startOf (made: Made): number {
+  return Date.parse(made.body.startDate)
+}
+
+/** Our event's provider id once Sync has linked it; while the provider is down it may never come, so no waiting then. */
+async function providerIdOf (model: Model, real: Real, id: string): Promise<string | null> {
+  let found: string | null = null
+  await waitFor(async () => {
+    const answer = await real.app.inject({ method: 'GET', url: `/api/event/${id}`, headers: real.user.headers })
+    found = answer.statusCode === 200 ? answer.json<{ providerEventId?: string }>().providerEventId ?? null : null
+    return found !== null
+  }, model.down ? 0 : 20_000)
+  return found
+}
+
+const live = (model: Readonly<Model>) => model.made.filter((made) => !made.removed)
+const liveSeries = (model: Readonly<Model>) => live(model).filter((made) => made.body.recurrence !== undefined)
+
+export class CreateHere implements Command {
+  constructor (readonly series: boolean, readonly day: number, readonly hour: number) {}
+  check = () => true
+  async run (model: Model, real: Real): Promise<void> {
+    const start = FIRST_DAY + this.day * DAY_MS + (this.hour + 5) * HOUR_MS
+    const body: Body = {
+      title: `E${++model.titles}`,
+      startDate: new Date(start).toISOString(),
+      endDate: new Date(start + HOUR_MS).toISOString(),
+      timeZone: 'America/New_York',
+      ...(this.series ? { recurrence: { rule: ['RRULE:FREQ=WEEKLY'] } } : {})
+    }
+    const id = mintEventId()
+    const answer = await real.app.inject({ method: 'POST', url: '/api/event', headers: real.user.headers, payload: { _id: id, ...body } })
+    if (answer.statusCode !== 204) throw new Error(`create answered ${answer.statusCode}: ${answer.body}`)
+    model.made.push({ id, body, removed: false, titles: [body.title] })
+  }
+
+  toString = () => `CreateHere(${this.series ? 'weekly' : 'single'}, day ${this.day}, ${this.hour}:00)`
+}
+
+export class EditTitleHere implements Command {
+  constructor (readonly pick: number) {}
+  check = (model: Readonly<Model>) => live(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = live(model)[this.pick % live(model).length] as Made
+    made.body = { ...made.body, title: `E${++model.titles}` }
+    made.titles.push(made.body.title)
+    const answer = await real.app.inject({ method: 'PUT', url: `/api/event/${made.id}`, headers: real.user.headers, payload: made.body })
+    // A series cut back to nothing by "this and following" is gone here: a 404 is what the user would see.
+    if (answer.statusCode === 404) made.removed = true
+    else if (answer.statusCode !== 204) throw new Error(`edit answered ${answer.statusCode}: ${answer.body}`)
+  }
+
+  toString = () => `EditTitleHere(#${this.pick})`
+}
+
+export class DeleteHere implements Command {
+  constructor (readonly pick: number) {}
+  check = (model: Readonly<Model>) => live(model).length > 0 && model.deletes && (OPEN || !model.hadOutage)
+  async run (model: Model, real: Real): Promise<void> {
+    const made = live(model)[this.pick % live(model).length] as Made
+    made.removed = true
+    made.deleted = true
+    model.hadDelete = true
+    const answer = await real.app.inject({ method: 'DELETE', url: `/api/event/${made.id}`, headers: real.user.headers })
+    if (answer.statusCode !== 204 && answer.statusCode !== 404) throw new Error(`delete answered ${answer.statusCode}: ${answer.body}`)
+  }
+
+  toString = () => `DeleteHere(#${this.pick})`
+}
+
+export class ThisAndFollowingHere implements Command {
+  constructor (readonly pick: number, readonly week: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    const key = basic(startOf(made) + this.week * WEEK_MS)
+    const answer = await real.app.inject({ method: 'DELETE', url: `/api/event/${made.id}_${key}?applyTo=thisAndFollowing`, headers: real.user.headers })
+    if (answer.statusCode !== 204 && answer.statusCode !== 404) throw new Error(`this and following answered ${answer.statusCode}: ${answer.body}`)
+    // The series' rule is the server's now; a later title edit sends it back as read.
+    const stored = await real.app.inject({ method: 'GET', url: `/api/event/${made.id}`, headers: real.user.headers })
+    if (stored.statusCode === 200) made.body = { ...made.body, recurrence: { rule: stored.json<{ recurrence: { rule: string[] } }>().recurrence.rule } }
+    else made.removed = true
+  }
+
+  toString = () => `ThisAndFollowingHere(#${this.pick}, week ${this.week})`
+}
+
+export class EditTitleThere implements Command {
+  constructor (readonly pick: number) {}
+  check = (model: Readonly<Model>) => live(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = live(model)[this.pick % live(model).length] as Made
+    const providerId = await providerIdOf(model, real, made.id)
+    if (providerId === null) return
+    await real.device.editTitle(providerId, `E${++model.titles}`)
+  }
+
+  toString = () => `EditTitleThere(#${this.pick})`
+}
+
+export class MoveOccurrenceThere implements Command {
+  constructor (readonly pick: number, readonly week: number, readonly hours: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    const providerId = await providerIdOf(model, real, made.id)
+    if (providerId === null) return
+    const original = startOf(made) + this.week * WEEK_MS
+    const start = original + this.hours * HOUR_MS
+    await real.device.moveOccurrence(providerId, original, start, start + HOUR_MS)
+  }
+
+  toString = () => `MoveOccurrenceThere(#${this.pick}, week ${this.week}, ${this.hours > 0 ? '+' : ''}${this.hours} h)`
+}
+
+export class CancelOccurrenceThere implements Command {
+  constructor (readonly pick: number, readonly week: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    const providerId = await providerIdOf(model, real, made.id)
+    if (providerId === null) return
+    await real.device.cancelOccurrence(providerId, startOf(made) + this.week * WEEK_MS)
+  }
+
+  toString = () => `CancelOccurrenceThere(#${this.pick}, week ${this.week})`
+}
+
+/** The provider starts answering Sync 503; the operations after it happen during the outage. */
+export class ProviderDown implements Command {
+  check = (model: Readonly<Model>) => !model.down && (OPEN || !model.hadDelete)
+  async run (model: Model, real: Real): Promise<void> {
+    model.down = true
+    model.hadOutage = true
+    await real.device.fault(true)
+  }
+
+  toString = () => 'ProviderDown()'
+}
+
+/** The provider answers again (also done before settling when a sequence ends during an outage). */
+export class ProviderBack implements Command {
+  check = (model: Readonly<Model>) => model.down
+  async run (model: Model, real: Real): Promise<void> {
+    model.down = false
+    await real.device.fault(false)
+  }
+
+  toString = () => 'ProviderBack()'
+}
+
+const pick = fc.nat({ max: 7 })
+const week = fc.integer({ min: 1, max: 4 })
+
+/** Sequences of up to eight operations on both sides, an outage of the provider among them. */
+export const commands = fc.commands<Model, Real, false>([
+  fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 6 }), fc.integer({ min: 8, max: 16 })).map(([series, day, hour]) => new CreateHere(series, day, hour)),
+  pick.map((index) => new EditTitleHere(index)),
+  pick.map((index) => new DeleteHere(index)),
+  fc.tuple(pick, week).map(([index, w]) => new ThisAndFollowingHere(index, w)),
+  pick.map((index) => new EditTitleThere(index)),
+  fc.tuple(pick, week, fc.constantFrom(-2, -1, 1, 2, 26)).map(([index, w, hours]) => new MoveOccurrenceThere(index, w, hours)),
+  fc.tuple(pick, week).map(([index, w]) => new CancelOccurrenceThere(index, w)),
+  fc.constant(new ProviderDown()),
+  fc.constant(new ProviderBack())
+], { maxCommands: 8 })
+
+export interface SuiteOptions {
+  provider: string
+  /** A new user of the backend, connected to a new account at the provider, its connection healthy. */
+  connect: (label: string) => Promise<Connected>
+  app: FastifyInstance
+  /** Failures the generator found, shrunk, kept as plain sequences that run first. */
+  found: Command[][]
+  /** False where deletions here are known not to converge yet: CI's generated sequences leave them out, CONVERGENCE_OPEN=1 keeps them. */
+  deletesInCi?: boolean
+  /** Those not fixed yet: run only with CONVERGENCE_OPEN=1 (`npm run convergence`). */
+  open?: Command[][]
+  /** Generated sequences to run (runsOf: CONVERGENCE_RUNS, else the file's default). */
+  defaultRuns: number
+}
+
+export function runsOf (defaultRuns: number): number {
+  return Number(process.env['CONVERGENCE_RUNS'] ?? defaultRuns)
+}
+
+/** Runs the kept sequences, then the generated ones, each on a new user; fails with the two sides when they differ. */
+export async function convergenceSuite (t: Test, options: SuiteOptions): Promise<void> {
+  const runs = options.defaultRuns
+  const seed = process.env['CONVERGENCE_SEED'] === undefined ? undefined : Number(process.env['CONVERGENCE_SEED'])
+  const began = Date.now()
+  let sequences = 0
+  let operations = 0
+  let label = 0
+  const converges = async (sequence: Iterable<Command>, generated: boolean): Promise<void> => {
+    sequences++
+    const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
+    const real: Real = { app: options.app, user, device }
+    const model: Model = { made: [], titles: 0, down: false, hadOutage: false, hadDelete: false, deletes: OPEN || !generated || options.deletesInCi !== false }
+    const ran: string[] = []
+    for (const command of sequence) {
+      if (!command.check(model)) continue
+      operations++
+      ran.push(command.toString())
+      await command.run(model, real)
+    }
+    if (model.down) await new ProviderBack().run(model, real)
+    // A write waiting for the provider goes at once on a refresh, as a person would ask for it.
+    await options.app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
+    const ours = async () => await ourOccurrences(options.app, user.headers, WINDOW)
+    const settled = await waitFor(async () => {
+      await device.nudge()
+      return JSON.stringify(await ours()) === JSON.stringify(await device.occurrences())
+    }, SETTLE_MS)
+    if (!settled) {
+      throw new Error(`the two sides differ after ${ran.join(', ')}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await device.occurrences()).join('\n       ')}`)
+    }
+    // Equal sides could still be a change lost on both: an event deleted here must not come back.
+    for (const made of model.made.filter((entry) => entry.deleted === true)) {
+      const read = await options.app.inject({ method: 'GET', url: `/api/event/${made.id}`, headers: user.headers })
+      const back = (await ours()).filter((entry) => made.titles.some((title) => entry.endsWith(`|${title}`)))
+      if (read.statusCode !== 404 || back.length > 0) throw new Error(`an event deleted here is back after ${ran.join(', ')}: GET answered ${read.statusCode}, read ${back.join(', ') || 'nothing'} (${made.titles.join(', ')})`)
+    }
+    t.comment(`${ran.join(', ')}: ${(await ours()).length} occurrences on both sides`)
+    if (process.env['CONVERGENCE_SHOW'] !== undefined) t.comment((await ours()).join('\n'))
+  }
+  const kept = [...options.found, ...OPEN ? options.open ?? [] : []]
+  for (const sequence of kept) await converges(sequence, false)
+  t.pass(`${kept.length} kept sequences converged`)
+  await fc.assert(fc.asyncProperty(commands, async (sequence) => { await converges(sequence, true) }), { numRuns: runs, ...(seed === undefined ? {} : { seed }), endOnFailure: runs <= 4 })
+  t.pass(`${sequences} sequences, ${operations} operations converged`)
+  t.comment(`convergence: ${sequences} sequences, ${operations} operations, provider ${options.provider}, ${Math.round((Date.now() - began) / 1000)} s`)
+}
+
+/** Every operation kind but deletions, the provider down in the middle, so even a short run has them all. */
+export const EVERY_KIND: Command[] = [
+  new CreateHere(true, 1, 9), new CreateHere(false, 2, 10), new EditTitleThere(0), new MoveOccurrenceThere(0, 1, 2),
+  new ProviderDown(), new EditTitleHere(0), new ThisAndFollowingHere(0, 3), new EditTitleHere(1), new ProviderBack(), new CancelOccurrenceThere(0, 2)
+]
+
+/** Deletions here beside a change at the provider (at Google a series deleted here came back here, gone at Google). */
+export const DELETIONS: Command[] = [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(0)]
+
+/**
+ * Found and shrunk, not fixed: a deletion here that waits for the provider is undone; the event is
+ * back on both sides once the provider answers again (under a new id here).
+ */
+export const OPEN_FOUND: Command[][] = [
+  [new ProviderDown(), new CreateHere(false, 2, 10), new DeleteHere(0), new ProviderBack()],
+  // A single event at the provider, deleted here just before the provider goes down.
+  [new CreateHere(false, 2, 10), new EditTitleThere(0), new DeleteHere(0), new ProviderDown(), new ProviderBack()],
+  // Google's kept race at Microsoft: an occurrence cancelled there, the series deleted here; the
+  // series (its first title) is back here for good, gone at the provider.
+  [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(1), new CancelOccurrenceThere(0, 1), new DeleteHere(0)],
+  // At Google and Microsoft, without any outage: a series renamed here and deleted here at once is back on both sides (its new title).
+  [new CreateHere(true, 0, 14), new EditTitleHere(0), new DeleteHere(0)],
+  // At Google: a series renamed there, then deleted here, is back here under that title, gone at Google.
+  [new CreateHere(true, 0, 14), new EditTitleThere(0), new DeleteHere(0)]
+]
