@@ -206,10 +206,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       else counts.created++
       return
     }
-    // The provider's version the event already holds: a replayed page, or an echo of our own
-    // write. Content that differs from it is the user's later edit here, on its way to the provider.
-    const knownVersion = item.etag !== undefined && item.etag === existing.providerEtag && existing.waitingForSeries === record.waitingForSeries
-    if (knownVersion || (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries)) {
+    if (sameEvent(existing, record) && existing.waitingForSeries === record.waitingForSeries) {
       // A replayed page (or the full pass of an import after its window pass) has nothing to
       // write at all; an echo of our own write brings a new etag to remember.
       const set = bookkeeping(item)
