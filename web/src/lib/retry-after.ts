@@ -1,10 +1,11 @@
 // What the sign-in dialogs say when the server refuses for now (429): the wait it gives, in the
-// largest unit that reads naturally. Retry-After is seconds or an HTTP date (RFC 9110, 10.2.3).
+// largest unit that reads naturally. Retry-After is seconds or an HTTP date (RFC 9110, 10.2.3),
+// read by the one parser the services use.
+import { retryAfterMs } from '../../../lib/backoff.js'
 
 export function waitFromRetryAfter (header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === '') return undefined
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) : (Date.parse(header) - now) / 1000
-  return Number.isFinite(seconds) ? Math.max(1, Math.ceil(seconds)) : undefined
+  const ms = retryAfterMs(header, new Date(now))
+  return ms === null ? undefined : Math.max(1, Math.ceil(ms / 1000))
 }
 
 export function tooManyAttemptsMessage (seconds: number | undefined): string {
