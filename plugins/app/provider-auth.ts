@@ -17,6 +17,7 @@ import {
 } from '../../lib/provider-auth.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 import { connectOutcome } from '../../lib/connect-outcome.js'
+import { withDeadline } from '../../lib/deadline.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { UserDocument } from './users.js'
@@ -75,17 +76,6 @@ const SYNC_VIEW_DEADLINE_MS = 3000
 function googleAnswered (error: unknown): boolean {
   const status = (error as { response?: { status?: unknown } } | null)?.response?.status
   return typeof status === 'number' && status >= 400 && status < 500
-}
-
-async function withDeadline<T> (work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([work, new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    })])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 export default fp(async function providerAuth (fastify) {

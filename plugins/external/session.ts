@@ -17,6 +17,7 @@ import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
 import { notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
+import { withDeadline } from '../../lib/deadline.js'
 import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import {
@@ -380,14 +381,8 @@ export function sessionCoreUnavailable (): TypedHttpError {
  * token that has not expired is followed by a look at the core.
  */
 async function verifiedOrUnavailable<T> (verification: Promise<T>, accessToken: string | undefined, coreAnswers: () => Promise<boolean>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(sessionCoreUnavailable()) }, SESSION_VERIFY_DEADLINE_MS)
-  })
-  // When the deadline answers first, the verification's own failure comes later and is not news.
-  verification.catch(() => {})
   try {
-    return await Promise.race([verification, deadline])
+    return await withDeadline(verification, SESSION_VERIFY_DEADLINE_MS, sessionCoreUnavailable)
   } catch (error) {
     if (isSessionCoreUnavailableError(error)) throw sessionCoreUnavailable()
     if (error instanceof Session.Error && error.type === Session.Error.TRY_REFRESH_TOKEN && accessToken !== undefined) {
@@ -395,8 +390,6 @@ async function verifiedOrUnavailable<T> (verification: Promise<T>, accessToken: 
       if (expiry !== undefined && expiry > Date.now() && !await coreAnswers()) throw sessionCoreUnavailable()
     }
     throw error
-  } finally {
-    clearTimeout(timer)
   }
 }
 
