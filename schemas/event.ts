@@ -23,7 +23,13 @@ export const EVENT_LIMITS = {
   /** What one range read may hold: stored events read plus occurrences made. */
   rangeItems: 5000,
   /** The same in characters of text, each item counted with RANGE_ITEM_OVERHEAD for its other fields. */
-  rangeCharacters: 4 * 1024 * 1024
+  rangeCharacters: 4 * 1024 * 1024,
+  /**
+   * The steps of their rules (periods, a YEARLY one counting 8; lib/events/recurrence.ts) that the
+   * series of one range read may take together, finding first matches included: a series whose
+   * rule rarely matches costs walking without adding to the answer.
+   */
+  rangePeriods: 50_000
 } as const
 
 // Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.

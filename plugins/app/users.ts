@@ -4,6 +4,7 @@ import {
   IDENTITY_PROVIDERS, normalizeEmail, PROVIDER_ACCOUNT_FIELD, userUpsertFor, type AuthenticationFacts, type IdentityProvider, type KnownUser,
   type ProviderPayload
 } from '../../lib/identity.js'
+import { withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 export interface UserDocument {
   _id: ObjectId
@@ -61,38 +62,44 @@ export function knownUser (user: UserDocument): KnownUser {
   }
 }
 
+/**
+ * Every call has the database deadline (withDatabaseDeadline): these run on people's requests
+ * (sign-in, sign-up, the profile, event writes), which answer 503 rather than wait on a silent
+ * database.
+ */
 export function createUserStore (collection: Collection<UserDocument>): UserStore {
   return {
     async findById (userId) {
-      return ObjectId.isValid(userId) ? await collection.findOne({ _id: new ObjectId(userId) }) : null
+      if (!ObjectId.isValid(userId)) return null
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ _id: new ObjectId(userId) }, { signal }))
     },
     async findEmailOwner (email) {
-      return await collection.findOne({ email: normalizeEmail(email) }, { sort: { emailVerified: -1, _id: 1 } })
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ email: normalizeEmail(email) }, { sort: { emailVerified: -1, _id: 1 }, signal }))
     },
     async findByProviderAccount (provider, accountId) {
-      return await collection.findOne({ [PROVIDER_ACCOUNT_FIELD[provider]]: accountId })
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ [PROVIDER_ACCOUNT_FIELD[provider]]: accountId }, { signal }))
     },
     async recordAuthentication (userId, facts) {
-      const user = await collection.findOneAndUpdate(
+      const user = await withDatabaseDeadline(async () => await collection.findOneAndUpdate(
         { _id: new ObjectId(userId) },
         userUpsertFor(facts),
         { upsert: true, returnDocument: 'after' }
-      )
+      ))
       if (user === null) throw new Error('user upsert returned no document')
       return user
     },
     async linkProviderAccount (userId, payload, options = {}) {
       const $set: Record<string, unknown> = { [PROVIDER_ACCOUNT_FIELD[payload.provider]]: payload.accountId }
       if (payload.provider === 'google' && payload.sealedRefreshToken !== undefined) $set['google.gRefreshToken'] = payload.sealedRefreshToken
-      const result = await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session })
+      const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session }))
       if (result.matchedCount !== 1) throw new Error('no user record to link the provider account to')
     },
     async recordProviderConnection (userId, connectionId) {
       // Filtered on the id's absence, so every later page of the connection matches nothing and writes nothing.
-      await collection.updateOne({ _id: new ObjectId(userId), providerConnections: { $ne: connectionId } }, { $addToSet: { providerConnections: connectionId } })
+      await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId), providerConnections: { $ne: connectionId } }, { $addToSet: { providerConnections: connectionId } }))
     },
     async forgetProviderConnection (userId, connectionId) {
-      await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } })
+      await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } }))
     }
   }
 }
