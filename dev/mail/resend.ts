@@ -59,6 +59,9 @@ export function registerResendApi (http: FastifyInstance, mails: CaughtMail[], k
     const key = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1]
     if (key === undefined) return await reply.code(401).send(errorBody(401, 'missing_api_key', 'Missing API key in the authorization header.'))
     if (options.apiKey !== undefined && key !== options.apiKey) return await reply.code(403).send(errorBody(403, 'invalid_api_key', 'API key is invalid.'))
+    const given = (request.body ?? {}) as Record<string, unknown>
+    const missing = (['from', 'to', 'subject'] as const).find((field) => given[field] === undefined)
+    if (missing !== undefined) return await reply.code(422).send(errorBody(422, 'missing_required_field', `Missing \`${missing}\` field.`))
     if (!Value.Check(SendEmailBody, request.body)) {
       const first = [...Value.Errors(SendEmailBody, request.body)][0]
       return await reply.code(422).send(errorBody(422, 'validation_error', `Invalid \`${first?.path.slice(1) || 'body'}\`: ${first?.message ?? 'not an email'}`))
