@@ -3,6 +3,7 @@
 // stream that outlives a backend restart and the server's planned end, and a session ended
 // elsewhere that closes the stream and asks for a new sign-in.
 import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import tap, { test, type Test } from 'tap'
 import { buildApp, listen, startDependencies, uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -10,7 +11,7 @@ import { INTERNAL_TOKEN, startSyncService } from '../realtime/sync-service.js'
 import { defaultSseBrokerOptions } from '../../plugins/app/sse-broker.js'
 import type { ServerMessage } from '../../schemas/server-message.js'
 import {
-  CalendarClient, MemoryTokenStore, UnavailableError, type EventStream, type EventsRefetch, type StreamHandlers, type StreamOptions, type StreamStatus
+  CalendarClient, MemoryTokenStore, UnavailableError, type AuthResult, type EventStream, type EventsRefetch, type StreamHandlers, type StreamOptions, type StreamStatus
 } from '../../client/index.js'
 
 const deps = await startDependencies(tap)
@@ -46,9 +47,16 @@ function recorder (): { recorded: Recorded, handlers: StreamHandlers } {
 async function signedIn (label: string, url = apiUrl, store = new MemoryTokenStore(), reauth: string[] = []) {
   const client = new CalendarClient({ apiUrl: url, tokenStore: store, onReauthRequired: (reason) => { reauth.push(reason) } })
   const credentials = { email: uniqueEmail(label), password: `pw-${randomBytes(6).toString('hex')}` }
-  const result = await client.signUp({ name: label, ...credentials })
-  if (result.status !== 'OK') throw new Error(`sign-up failed: ${result.status}`)
-  return { client, userId: result.userId, store, credentials }
+  // The backend sheds load (503 OVERLOADED, Retry-After) when this shared machine stalls its event
+  // loop; a client tries again later, and so does this set-up step.
+  let result = await client.signUp({ name: label, ...credentials }).catch((error: unknown) => error)
+  for (let attempt = 1; result instanceof UnavailableError && attempt < 5; attempt++) {
+    await sleep(Math.min(result.retryAfterMs ?? 1000, 2000))
+    result = await client.signUp({ name: label, ...credentials }).catch((error: unknown) => error)
+  }
+  if (result instanceof Error) throw result
+  if ((result as AuthResult).status !== 'OK') throw new Error(`sign-up failed: ${(result as AuthResult).status}`)
+  return { client, userId: (result as { userId: string }).userId, store, credentials }
 }
 
 function openStream (t: Test, client: CalendarClient, handlers: StreamHandlers, options?: StreamOptions): EventStream {
