@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { mkdtemp, readFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { mkdtemp, readFile, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
@@ -23,6 +24,22 @@ async function answers (url: string): Promise<boolean> {
   } catch {
     return false
   }
+}
+
+/** `npm run cli -- ...` as a user types it; `input` goes to its standard input. */
+async function runCli (args: string[], env: Record<string, string>, input = ''): Promise<{ status: number | null, stdout: string, stderr: string }> {
+  const child = spawn('npm', ['run', '--silent', 'cli', '--', ...args], {
+    cwd: new URL('../../', import.meta.url).pathname,
+    env: { ...process.env, CONFIG_FILE: '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => { stdout += chunk })
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  child.stdin.end(input)
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { status, stdout, stderr }
 }
 
 interface GeneratedConfig {
@@ -240,6 +257,50 @@ test('npm start brings up the local stack', { timeout: 120_000 }, async (t) => {
   t.equal((await signUp.json() as { status: string }).status, 'OK')
   const accessToken = signUp.headers.get('sx-access-token')
   t.ok(accessToken, 'a session was issued through the whole stack')
+
+  // The command-line client (client/cli.ts, `npm run cli`) against this stack, as a user runs it.
+  await t.test('the command-line client signs up, adds and lists an event, and watches the stream', async (t) => {
+    const configDir = await mkdtemp(join(tmpdir(), 'calendar-cli-'))
+    const cliEnv = { CALENDAR_API_URL: api, CALENDAR_CONFIG_DIR: configDir, CALENDAR_PASSWORD: 'cli-password-1' }
+    const cli = async (...args: string[]) => await runCli(args, cliEnv)
+
+    const signedUp = await cli('signup', '--name', 'Cli User', '--email', 'cli-user@example.com')
+    t.equal(signedUp.status, 0, signedUp.stderr)
+    t.match(signedUp.stdout, /^signed up \(user [0-9a-f]{24}\)\n$/)
+    const tokenFile = join(configDir, 'tokens.json')
+    t.equal((await stat(tokenFile)).mode & 0o777, 0o600, 'the session file is readable by its owner only')
+    t.notMatch(await readFile(tokenFile, 'utf8'), 'cli-password-1', 'and holds no password')
+    t.match((await cli('whoami')).stdout, /^cli-user@example\.com \(Cli User\) [0-9a-f]{24}\n$/)
+
+    const watch = startScript(t, 'client/cli.ts', ['watch'], cliEnv)
+    await waitFor(() => watch.stdout().includes('"type":"userMetadataChanged"'), 30_000, () => watch.child.exitCode !== null)
+    t.match(watch.stdout(), /^\{"type":"userMetadataChanged"/, 'watch prints the replay first, as JSON')
+
+    const added = await cli('add', '--title', 'Written from the CLI', '--start', '2026-11-24T09:00:00Z', '--end', '2026-11-24T10:00:00Z')
+    t.equal(added.status, 0, added.stderr)
+    const eventId = added.stdout.trim()
+    t.match(eventId, /^[0-9a-f]{24}$/, 'add prints the new event\'s id')
+    const listed = await cli('list', '--from', '2026-11-24', '--to', '2026-11-25')
+    t.equal(listed.stdout, `2026-11-24T09:00:00Z  2026-11-24T10:00:00Z  Written from the CLI  ${eventId}\n`)
+
+    t.ok(await waitFor(() => watch.stdout().includes(eventId), 20_000, () => watch.child.exitCode !== null), 'the write came back on the stream through the Sync service')
+    const line = watch.stdout().split('\n').find((candidate) => candidate.includes(eventId)) ?? '{}'
+    t.same(JSON.parse(line), { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: [eventId] })
+    watch.child.kill('SIGINT')
+    t.equal(await watch.exited, 0, 'Ctrl-C ends watch cleanly')
+
+    t.equal((await cli('signout')).stdout, 'signed out\n')
+    const after = await cli('list')
+    t.equal(after.status, 1)
+    t.equal(after.stderr, 'not signed in: run signin first\n')
+    const wrong = await runCli(['signin', '--email', 'cli-user@example.com'], { ...cliEnv, CALENDAR_PASSWORD: 'not-the-password' })
+    t.same([wrong.status, wrong.stderr], [1, 'wrong email or password\n'])
+    const usage = await cli('list', '--from', 'yesterday')
+    t.same([usage.status, usage.stderr.split('\n')[0]], [2, 'not a date: yesterday'])
+    const signedIn = await runCli(['signin', '--email', 'cli-user@example.com'], { ...cliEnv, CALENDAR_PASSWORD: '' }, 'cli-password-1\n')
+    t.equal(signedIn.status, 0, 'the password can come on standard input')
+    t.match((await cli('list', '--from', '2026-11-24', '--to', '2026-11-25', '--json')).stdout, `"_id":"${eventId}"`)
+  })
 
   const caldavOrigin = `http://127.0.0.1:${ports.caldav}`
   await t.test('Radicale runs with a demo account, which the new user connects', { skip: radicaleMissing() ?? false }, async (t) => {
