@@ -152,7 +152,7 @@ export function outcomeOf (step: WriteStep, failure: Failure): Outcome {
   if (status === 401) return { state: 'waiting', reason: 'Not saved yet: sign in again to send it.' }
   if (code === 'CONNECTION_REVOKED' || status === 410) return { state: 'failed', reason: 'Not saved: the calendar connection was revoked. Reconnect it, then retry.' }
   if (code === 'MAINTENANCE') return { state: 'failed', reason: 'Not saved: provider calendars are in maintenance. Retry later.' }
-  if (status === 429) return { state: 'failed', reason: `Not saved: too many changes at once. ${message.replace(/;\s*/, '. ').replace(/^./, (first) => first.toUpperCase())}` }
+  if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
   if (status >= 500) return { state: 'failed', reason: `Not saved: the server could not take it (${status}). Retry in a moment.` }
   return { state: 'failed', reason: `Not saved: ${message}` }
 }
