@@ -1,6 +1,7 @@
 // In Chromium against the whole system: nothing is lost silently and a change can be taken back.
 // A write made offline is kept (in the browser, across a reload), drawn as not saved and sent when
-// the connection returns, stored once; a write the server refuses (503) is drawn as not saved
+// the connection returns, stored once, and an offline reload opens the calendar with it (the
+// service worker); a write the server refuses (503) is drawn as not saved
 // with Retry and Discard; a delete and a move are undone (toast, Ctrl+Z) and the account has the
 // event back; the sign-in dialog says what happened; a signed-in reload draws no demo events and
 // reads its range once.
@@ -147,6 +148,20 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     const drawn = await page.evaluate('[...window.drawnTitles]') as string[]
     t.same(drawn.filter((title) => DEMO_TITLES.includes(title)), [], 'no demo event was ever drawn')
     t.equal(reads.length, 1, 'the day is read once')
+  })
+
+  await t.test('offline reload: the calendar opens from the service worker, with the kept write', async (t) => {
+    await page.waitForFunction('navigator.serviceWorker.controller !== null')
+    await context.setOffline(true)
+    await createEventThroughUi(page, { title: 'Kept offline', day: DAY, start: '15:00', end: '16:00' })
+    await mark(page, 'Kept offline').waitFor()
+    await page.reload()
+    await mark(page, 'Kept offline').waitFor()
+    t.equal(await status(page).textContent(), '1 change waiting for the connection', 'the reloaded page knows it is not saved')
+    t.equal(await events.countDocuments({ title: 'Kept offline' }), 0)
+    await context.setOffline(false)
+    t.ok(await stored({ title: 'Kept offline' }), 'sent when the connection returned')
+    await mark(page, 'Kept offline').waitFor({ state: 'detached' })
   })
 
   await t.test('sign-in errors say what happened', async (t) => {

@@ -85,3 +85,7 @@ function Root () {
 }
 
 render(<Root />, document.getElementById('app') as HTMLElement)
+
+// An offline reload opens the calendar from the worker's copy (web/src/sw.ts). Without one
+// (an old browser, a private window that refuses it) everything works online as before.
+if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {})
