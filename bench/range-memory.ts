@@ -6,62 +6,18 @@
 // ratio to the baseline. A read that kept its answer, or built it whole several times over,
 // shows as a ratio well above 1. The MongoDB stand-in runs in a process of its own, so its data
 // is not counted.
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import Fastify from 'fastify'
-import fp from 'fastify-plugin'
-import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
-import { parseConfig } from '../lib/config.js'
-import { startSessionCore } from '../dev/session-core/index.js'
 import { EVENT_LIMITS } from '../schemas/event.js'
+import { startBenchBackend } from './backend-process.js'
 
 setFlagsFromString('--expose-gc')
 const collectGarbage = runInNewContext('gc') as () => void
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-const mongo = spawn(process.execPath, ['--import', 'tsx', 'dev/mongo/cli.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-const mongoUri = await new Promise<string>((resolve, reject) => {
-  let output = ''
-  mongo.stdout.on('data', (chunk) => {
-    output += chunk
-    const match = /mongodb:\/\/\S+/.exec(output)
-    if (match) resolve(match[0])
-  })
-  mongo.once('exit', () => reject(new Error(`the MongoDB stand-in stopped: ${output}`)))
-})
-const core = await startSessionCore({ apiKey: 'bench-session-core-api-key' })
-const withDatabase = (name: string) => {
-  const url = new URL(mongoUri)
-  url.pathname = `/${name}`
-  return url.toString()
-}
+const { backend, user, close } = await startBenchBackend('calendar_range_memory')
+const headers = await user('range-memory@example.com')
 
-const { config } = parseConfig(stringify({
-  runtime: { nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
-  web: { url: 'http://localhost:9080' },
-  backend: { apiUrl: 'http://localhost:3000/api', originsAllowed: ['http://localhost:9080'], serviceToken: 'bench-service-token' },
-  database: { uri: withDatabase('calendar_range_bench') },
-  sessions: { uri: core.uri, key: 'bench-session-core-api-key' },
-  // Nothing answers there: the outbox keeps the reports, which this benchmark does not need.
-  sync: { databaseUri: withDatabase('sync_range_bench'), internalAuthToken: 'bench-internal-auth-token-0123456789', callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' }
-}), 'backend')
-// A read that takes long on a busy machine is still measured, not cut off by the request deadline.
-const backend = Fastify({ ...serverOptions(config), logger: { level: 'fatal' } })
-await backend.register(fp(app), { config, loadShedding: { maxEventLoopDelayMs: 10_000 } })
-await backend.ready()
-
-const signUp = await backend.inject({
-  method: 'POST',
-  url: '/api/auth/signup',
-  headers: { 'sx-auth-mode': 'header' },
-  payload: { formFields: [{ id: 'email', value: 'range-bench@example.com' }, { id: 'password', value: 'bench password 1' }, { id: 'name', value: 'Bench' }] }
-})
-const headers = { authorization: `Bearer ${String(signUp.headers['sx-access-token'])}` }
-
-// Twelve daily series over 400 days: 4,812 items, each counted as 400 characters plus its text.
+// Twelve daily series over 400 days: 4,800 items, each counted as 400 characters plus its text.
 const SERIES = 12
 const series = Array.from({ length: SERIES }, (_, index) => ({
   title: `Daily ${index}`,
@@ -116,6 +72,4 @@ console.log(`  ${READS} one-day reads after them: ${figures(again)}`)
 console.log(`  ratios to the baseline: heap kept ${ratio(subject.heapMb, baseline.heapMb)}, rss kept ${ratio(subject.rssMb, baseline.rssMb)}, ` +
   `peak rss ${ratio(subject.peakRssMb, baseline.peakRssMb)}; after one-day reads again: heap ${ratio(again.heapMb, baseline.heapMb)}, rss ${ratio(again.rssMb, baseline.rssMb)}`)
 
-await backend.close()
-await core.close()
-mongo.kill('SIGINT')
+await close()

@@ -746,9 +746,17 @@ export class SyncEngine {
     const calendar: ProviderCalendar = record
       ? calendarOf(record)
       : { calendarId: calendarId ?? 'primary', name: calendarId ?? 'primary', primary: calendarId === undefined, timeZone: 'UTC' }
-    const ownVersion = await written.get(context.connectionId, eventId)
-    const result = await provider.writeEvent(context, calendar, { eventId, operation, subject, ...(ownVersion === undefined ? {} : { ownVersion }) })
-    if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') await written.record(context.connectionId, eventId, result.event.etag, clock.now())
+    const own = await written.get(context.connectionId, eventId)
+    const result = await provider.writeEvent(context, calendar, {
+      eventId,
+      operation,
+      subject,
+      ...(own === undefined ? {} : { ownVersion: own.version }),
+      ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId })
+    })
+    if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') {
+      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId }, clock.now())
+    }
     // The backend links a new provider event to its own (the item carries eventId); a newer version
     // at the provider replaces the change. Anything else comes back through the next pull, where
     // the backend finds it unchanged.

@@ -110,8 +110,17 @@ export class JobQueue {
     }
     // The newest request's payload wins (an event created then deleted is written as deleted). A
     // running job may already have read the state this request is about, so it runs once more.
-    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } })
-    await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } })
+    // Each update holds for the job's status at its moment; a job a worker claimed (or put back)
+    // between the two is tried again, else the worker would run it with the older payload.
+    for (;;) {
+      const running = await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } })
+      if (running.matchedCount === 1) break
+      const queued = await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } })
+      if (queued.matchedCount === 1) break
+      const current = await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 } })
+      // Gone meanwhile: queued anew below. Failed or exhausted: it keeps its payload, as before.
+      if (current === null || (current.status !== 'running' && current.status !== 'queued')) break
+    }
     // Only a job that has not been tried yet starts earlier for a new request: one waiting for a
     // retry or for its provider keeps its time, so edits made during an outage spend no retries.
     await this.#rows.updateOne(

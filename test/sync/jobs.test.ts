@@ -4,6 +4,8 @@ import type { JobHandler } from '../../sync/services/job-worker.js'
 import type { JobRecord, JobType } from '../../sync/stores/job-queue.js'
 import { DEFAULT_LEASE_MS, JobQueue } from '../../sync/stores/job-queue.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
+import type { Collection, Db, Filter } from 'mongodb'
+import { systemClock } from '../../sync/lib/clock.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 
@@ -18,6 +20,39 @@ function workerFor (built: BuiltSyncApp, handler: JobHandler, options: { maxConc
     sweep: async () => await built.app.syncJobWorker.sweep()
   })
 }
+
+test('a report coalesced into a job a worker claims at that moment is not lost: the job runs once more with it', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const db: Db = built.app.syncDb.db
+  const jobs = db.collection<JobRecord>('jobs')
+  const worker = new JobQueue(db, systemClock)
+  // The worker claims the job just after the coalescing request looked for it running, and before
+  // it looks for it queued: the interleaving a busy Sync meets (an event created and deleted at once).
+  let claimBetween = false
+  const interleaved = new Proxy(jobs, {
+    get (target, property, receiver) {
+      if (property !== 'updateOne') {
+        const value = Reflect.get(target, property, receiver) as unknown
+        return typeof value === 'function' ? value.bind(target) : value
+      }
+      return async (filter: Filter<JobRecord>, ...rest: Parameters<Collection<JobRecord>['updateOne']> extends [unknown, ...infer R] ? R : never) => {
+        const result = await target.updateOne(filter, ...rest)
+        if (claimBetween && filter.status === 'running' && result.matchedCount === 0) {
+          claimBetween = false
+          await worker.claim('worker-a')
+        }
+        return result
+      }
+    }
+  })
+  const queue = new JobQueue({ collection: () => interleaved } as unknown as Db, systemClock)
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e', payload: { eventId: 'e', operation: 'create' } })
+  claimBetween = true
+  const coalesced = await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:e', payload: { eventId: 'e', operation: 'delete' } })
+  t.equal(coalesced.coalesced, true)
+  t.match(await jobs.findOne({ coalescingKey: 'write:c:e' }), { status: 'running', rerun: true, payload: { operation: 'delete' } },
+    'the claimed job runs once more, with the newest payload')
+})
 
 test('one live job per coalescing key; a key is free again once its job is done', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))

@@ -96,6 +96,11 @@ export interface ProviderWrite {
    * it is no newer change by anyone else, whatever its `updated` says.
    */
   ownVersion?: string
+  /**
+   * The provider id our own last write of this event left there, for a report the backend made
+   * before it learnt that id (an event created and then deleted while the provider was away).
+   */
+  ownProviderEventId?: string
 }
 
 export interface WriteResult {

@@ -336,7 +336,9 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const occurrence = subject.providerEventId === undefined && subject.seriesProviderEventId && subject.originalStartDate
       ? await this.#occurrence(context, subject.seriesProviderEventId, subject.originalStartDate)
       : null
-    const target = subject.providerEventId ?? occurrence?.id ?? null
+    // A report made before the backend learnt the id of our insert (created, then deleted or
+    // changed while Graph was away) reaches the event that insert made.
+    const target = subject.providerEventId ?? occurrence?.id ?? write.ownProviderEventId ?? null
     const current = target === null ? occurrence : await this.#current(context, target)
     const removal = write.operation === 'delete' || subject.cancelled === true
 

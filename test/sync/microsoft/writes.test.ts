@@ -211,3 +211,19 @@ test('an event created and deleted here while Graph was away is deleted there: M
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === secondId), { subject: 'Renamed at Microsoft' }, 'Microsoft keeps the other device\'s newer change')
   t.notOk(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === secondId)?.['deleted'], 'and the event')
 })
+
+test('a deletion the backend reported before it learnt the id of our insert reaches the event that insert made', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId } = await connectAndSync(stack)
+  const eventId = '6b0400000000000000000015'
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0015', subject: lunchWriteSubject(stack) }), 202)
+  await stack.drain()
+  const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
+  t.ok(inserted, 'the insert reached Microsoft')
+  // Deleted here while the insert was on its way: the report names no provider id.
+  stack.clock.advance(1_000)
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0015', subject: lunchWriteSubject(stack) }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === inserted?.['id']), { deleted: true }, 'the event is deleted at Microsoft')
+})
