@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
 import { buildApp, freePort, listen, signUp, startDependencies, uniqueEmail, type BuiltApp, type Dependencies } from '../helper.js'
+import { waitFor } from '../processes.js'
 import { startMailCatcher, type CaughtMail, type MailCatcher } from '../../dev/mail/index.js'
 import { signResendWebhook } from '../../lib/email-vendor.js'
 import { EMAIL_LEASE_MS, EMAIL_SEND_SPACING_MS, type EmailOptions, type EmailSendDocument } from '../../plugins/app/email.js'
@@ -232,6 +233,33 @@ test('email block', async (t) => {
     const row = (await survivor.sends()).find((candidate) => candidate.step === 'welcome')!
     t.equal(row.state, 'sent')
     t.equal(row.vendorMessageId, mails[0]!.id)
+  })
+
+  await t.test('the poller runs by itself, and a tick that fails unexpectedly is logged and followed by the next', async (t) => {
+    let failures = 1
+    const time = clock()
+    const built = await emailApp(t, deps, {
+      database: database(),
+      catcher,
+      clock: time,
+      options: {
+        poll: true,
+        pollIntervalMs: 20,
+        wrapSender: (sender) => ({
+          send: async (email) => {
+            if (failures-- > 0) throw new Error('an unexpected fault')
+            return await sender.send(email)
+          }
+        })
+      }
+    })
+    const address = uniqueEmail('poller')
+    await signUp(built.app, { email: address, password: 'pw-for-poller-1' })
+    time.catchUp()
+    t.ok(await waitFor(() => built.log.lines().some((line) => line['msg'] === 'email: poller tick failed'), 20_000), 'the failed tick is logged')
+    // The fault might have come after the vendor took the mail: the row stays leased, as after a crash.
+    time.advance(EMAIL_LEASE_MS + 1000)
+    t.ok(await waitFor(async () => apiMails(catcher, address).length === 1, 20_000), 'the next ticks carry on and send it, without anyone calling tick')
   })
 
   await t.test('a vendor outage: backoff, then failed after five attempts, logged', async (t) => {
