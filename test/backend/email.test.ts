@@ -130,6 +130,11 @@ test('email block', async (t) => {
     t.equal(emailApp1.analytics('email_sent').length, 3)
     t.same(emailApp1.analytics('email_heartbeat').at(-1)?.['queueDepth'], 9)
 
+    const document = app.swagger() as unknown as { paths: Record<string, Record<string, { description?: string }>> }
+    for (const [path, method] of [['/api/email/unsubscribe', 'get'], ['/api/email/unsubscribe', 'post'], ['/api/email/webhooks/resend', 'post']] as const) {
+      t.ok(document.paths[path]?.[method]?.description, `${method.toUpperCase()} ${path} is in the OpenAPI document`)
+    }
+
     // The link as a person follows it: a confirm page that changes nothing.
     const page = await app.inject({ method: 'GET', url: pathOf(link) })
     t.equal(page.statusCode, 200)
