@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { Webhook, WebhookVerificationError } from 'standardwebhooks'
 import { retryAfterMs } from './backoff.js'
+import { redactUrl } from './logging.js'
 
 export const RESEND_API_BASE = 'https://api.resend.com'
 /** Resend answers within seconds; a send that takes longer is retried under the same key. */
@@ -94,7 +95,10 @@ export class ResendSender implements EmailSender {
   }
 }
 
-/** Logs what would be sent (subject, recipient, text) and sends nothing. */
+/**
+ * Logs what would be sent (subject, recipient, text) and sends nothing. The text's links go
+ * through the log's URL redaction: an unsubscribe token is a credential of its user.
+ */
 export class LogSender implements EmailSender {
   readonly #log: FastifyBaseLogger
 
@@ -104,7 +108,8 @@ export class LogSender implements EmailSender {
 
   async send (email: OutgoingEmail): Promise<{ id: string }> {
     const id = `log-${email.idempotencyKey}`
-    this.#log.info({ emailTo: email.to, subject: email.subject, text: email.text, idempotencyKey: email.idempotencyKey }, 'email (log provider, not sent)')
+    const text = email.text.replace(/https?:\/\/[^\s<>"]+/g, (url) => redactUrl(url))
+    this.#log.info({ emailTo: email.to, subject: email.subject, text, idempotencyKey: email.idempotencyKey }, 'email (log provider, not sent)')
     return { id }
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
 import { buildApp, freePort, listen, signUp, startDependencies, uniqueEmail, type BuiltApp, type Dependencies } from '../helper.js'
+import { waitFor } from '../processes.js'
 import { startMailCatcher, type CaughtMail, type MailCatcher } from '../../dev/mail/index.js'
 import { signResendWebhook } from '../../lib/email-vendor.js'
 import { EMAIL_LEASE_MS, EMAIL_SEND_SPACING_MS, type EmailOptions, type EmailSendDocument } from '../../plugins/app/email.js'
@@ -129,6 +130,11 @@ test('email block', async (t) => {
     t.equal(emailApp1.analytics('email_sent').length, 3)
     t.same(emailApp1.analytics('email_heartbeat').at(-1)?.['queueDepth'], 9)
 
+    const document = app.swagger() as unknown as { paths: Record<string, Record<string, { description?: string }>> }
+    for (const [path, method] of [['/api/email/unsubscribe', 'get'], ['/api/email/unsubscribe', 'post'], ['/api/email/webhooks/resend', 'post']] as const) {
+      t.ok(document.paths[path]?.[method]?.description, `${method.toUpperCase()} ${path} is in the OpenAPI document`)
+    }
+
     // The link as a person follows it: a confirm page that changes nothing.
     const page = await app.inject({ method: 'GET', url: pathOf(link) })
     t.equal(page.statusCode, 200)
@@ -232,6 +238,33 @@ test('email block', async (t) => {
     const row = (await survivor.sends()).find((candidate) => candidate.step === 'welcome')!
     t.equal(row.state, 'sent')
     t.equal(row.vendorMessageId, mails[0]!.id)
+  })
+
+  await t.test('the poller runs by itself, and a tick that fails unexpectedly is logged and followed by the next', async (t) => {
+    let failures = 1
+    const time = clock()
+    const built = await emailApp(t, deps, {
+      database: database(),
+      catcher,
+      clock: time,
+      options: {
+        poll: true,
+        pollIntervalMs: 20,
+        wrapSender: (sender) => ({
+          send: async (email) => {
+            if (failures-- > 0) throw new Error('an unexpected fault')
+            return await sender.send(email)
+          }
+        })
+      }
+    })
+    const address = uniqueEmail('poller')
+    await signUp(built.app, { email: address, password: 'pw-for-poller-1' })
+    time.catchUp()
+    t.ok(await waitFor(() => built.log.lines().some((line) => line['msg'] === 'email: poller tick failed'), 20_000), 'the failed tick is logged')
+    // The fault might have come after the vendor took the mail: the row stays leased, as after a crash.
+    time.advance(EMAIL_LEASE_MS + 1000)
+    t.ok(await waitFor(async () => apiMails(catcher, address).length === 1, 20_000), 'the next ticks carry on and send it, without anyone calling tick')
   })
 
   await t.test('a vendor outage: backoff, then failed after five attempts, logged', async (t) => {
@@ -340,7 +373,15 @@ test('email block', async (t) => {
     const tampered = JSON.stringify({ ...delivered, type: 'email.bounced' })
     const tamperedAnswer = await app.inject({ method: 'POST', url: '/api/email/webhooks/resend', headers: { ...signResendWebhook(WEBHOOK_SECRET, 'msg_t', new Date(), JSON.stringify(delivered)), 'content-type': 'application/json' }, payload: tampered })
     t.equal(tamperedAnswer.statusCode, 401, 'a body changed after signing')
+    const notJson = await app.inject({ method: 'POST', url: '/api/email/webhooks/resend', headers: { ...signResendWebhook(WEBHOOK_SECRET, 'msg_n', new Date(), 'not json'), 'content-type': 'application/json' }, payload: 'not json' })
+    t.equal(notJson.statusCode, 401, 'a signed body that is not JSON')
+    const notResend = await postWebhook(app, { event: 'something else' })
+    t.equal(notResend.statusCode, 401, 'a signed body that is not a Resend event')
+    t.match(notResend.json().message, /not a Resend event/)
     t.notOk(await app.mongo.db.collection('emailRecipients').findOne({ _id: bouncer.userId as unknown as ObjectId }), 'no refused webhook suppressed anyone')
+    const unmatched = await postWebhook(app, { type: 'email.delivered', data: { email_id: 'not-ours' } })
+    t.same(unmatched.json(), { received: true }, 'an event about a mail of no one here is taken and ignored')
+    t.ok(built.log.lines().some((line) => line['msg'] === 'email: webhook names no mail of this service'))
 
     // The bounce of the shortcuts mail names the shortcuts step, not the latest one.
     const bounce = await postWebhook(app, { type: 'email.bounced', created_at: new Date().toISOString(), data: { email_id: bouncerShortcuts.vendorMessageId, bounce: { type: 'Permanent' } } })
@@ -416,7 +457,8 @@ test('email block', async (t) => {
     const line = built.log.lines().find((candidate) => candidate['msg'] === 'email (log provider, not sent)')
     t.equal(line?.['emailTo'], address)
     t.equal(line?.['subject'], 'Welcome to Calendar')
-    t.match(String(line?.['text']), /Unsubscribe: http:\/\/localhost:3000\/api\/email\/unsubscribe\?token=/)
+    t.match(String(line?.['text']), /Unsubscribe: http:\/\/localhost:3000\/api\/email\/unsubscribe\?token=\[redacted\]/, 'the link, without its token')
+    t.notMatch(built.log.text(), new URL(built.app.email!.unsubscribeLink(user.userId)).searchParams.get('token')!, 'no unsubscribe token in any log line')
     t.equal(apiMails(catcher).length, before, 'nothing reached the vendor')
     t.equal((await built.app.inject({ method: 'POST', url: '/api/email/webhooks/resend', payload: {} })).statusCode, 404, 'no vendor, no webhook route')
     const link = built.app.email!.unsubscribeLink(user.userId)
