@@ -141,13 +141,16 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
       if (request.method() === 'GET' && url.pathname === '/api/event') reads.push(url.search)
     }
     page.on('request', onRequest)
-    await page.reload()
-    await eventBlock(page, 'Offline lunch').waitFor()
+    // Today's view: where the demo events of this browser are.
+    await page.goto(`${stack.webUrl}/day`)
+    await page.locator('.grid[aria-busy="false"]').waitFor()
     await status(page).filter({ hasText: 'Up to date' }).waitFor()
     page.off('request', onRequest)
     const drawn = await page.evaluate('[...window.drawnTitles]') as string[]
     t.same(drawn.filter((title) => DEMO_TITLES.includes(title)), [], 'no demo event was ever drawn')
     t.equal(reads.length, 1, 'the day is read once')
+    await page.goto(`${stack.webUrl}/day?date=${DAY}`)
+    await eventBlock(page, 'Offline lunch').waitFor()
   })
 
   await t.test('offline reload: the calendar opens from the service worker, with the kept write', async (t) => {
