@@ -161,6 +161,8 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.reload()
     await mark(page, 'Kept offline').waitFor()
     t.equal(await status(page).textContent(), '1 change waiting for the connection', 'the reloaded page knows it is not saved')
+    await page.locator('#calendar [role=alert]').waitFor()
+    t.equal(await page.locator('#calendar [role=alert]').textContent(), 'Events could not be loaded: no connection. They load when the connection returns.', 'the account\'s other events: why they are missing')
     t.equal(await events.countDocuments({ title: 'Kept offline' }), 0)
     await context.setOffline(false)
     t.ok(await stored({ title: 'Kept offline' }), 'sent when the connection returned')
