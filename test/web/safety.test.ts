@@ -2,7 +2,7 @@
 // A write made offline is kept (in the browser, across a reload), drawn as not saved and sent when
 // the connection returns, stored once, and an offline reload opens the calendar with it (the
 // service worker); a write the server refuses (503) is drawn as not saved
-// with Retry and Discard; a delete and a move are undone (toast, Ctrl+Z) and the account has the
+// with Retry and Discard; a delete, a move, a resize and an edit are undone (toast, Ctrl+Z) and the account has the
 // event back; the sign-in dialog says what happened; a signed-in reload draws no demo events and
 // reads its range once.
 import { test } from 'tap'
@@ -103,7 +103,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.unroute('**/api/event**')
   })
 
-  await t.test('undo: a delete and a move are taken back in the account', async (t) => {
+  await t.test('undo: a delete, a move, a resize and an edit are taken back in the account', async (t) => {
     const [dentist] = await events.find({ title: 'Dentist' }).toArray()
     await eventBlock(page, 'Dentist').click()
     await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click()
@@ -122,6 +122,23 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.keyboard.press('Control+z')
     t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'Ctrl+Z moves it back in the account')
     await eventBlock(page, 'Offline lunch').filter({ hasText: '12:00 – 13:00' }).waitFor()
+
+    await eventBlock(page, 'Offline lunch').focus()
+    await page.keyboard.press('Alt+Shift+ArrowDown')
+    t.ok(await stored({ title: 'Offline lunch', endDate: '2026-03-02T13:15:00+01:00' }), 'resized')
+    await toast.filter({ hasText: 'Event resized.' }).getByRole('button', { name: 'Undo' }).click()
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'the resize is undone in the account')
+
+    await eventBlock(page, 'Offline lunch').click()
+    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    await dialog.getByLabel('Title').fill('Lunch with Kim')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    t.ok(await stored({ title: 'Lunch with Kim' }), 'edited')
+    await toast.filter({ hasText: 'Event changed.' }).waitFor()
+    await page.locator('#calendar').focus()
+    await page.keyboard.press('Control+z')
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00' }), 'the edit is undone in the account')
+    await eventBlock(page, 'Offline lunch').waitFor()
   })
 
   await t.test('a signed-in reload draws no demo events and reads its range once', async (t) => {
