@@ -2,7 +2,7 @@
 // page.clock): a user with a healthy Google connection gets one POST /api/connections/refresh
 // when the connection first appears, one more after the tab was hidden at least 30 s, none after
 // a shorter absence, and one when the Refresh button is clicked while the tab's focus refresh is
-// still running. The tab is hidden for real: another tab of the same window is put in front.
+// still running; a reload then reads its range once. The tab is hidden for real: another tab of the same window is put in front.
 import { test } from 'tap'
 import type { Page, Route } from 'playwright-core'
 import { launchBrowserWithTabs, collectErrors } from './browser.js'
@@ -80,6 +80,19 @@ test('focus refresh: on the first healthy connection, after 30 s hidden, coalesc
 
   await waitFor(() => answered.length === 3, 5000)
   t.same(answered, [200, 200, 200], 'each refresh answered for the signed-in user')
+
+  // A reload reads the shown range once: the focus refresh of the connection appearing again asks
+  // for a pull, whose changes come through the stream, and does not read the range a second time.
+  await page.unroute(`${stack.backendOrigin}/api/connections/refresh`)
+  const reads: string[] = []
+  page.on('request', (request) => {
+    if (request.method() === 'GET' && request.url().startsWith(`${stack.backendOrigin}/api/event?`)) reads.push(request.url())
+  })
+  await page.reload()
+  await page.locator('.event-body', { hasText: 'Standup' }).waitFor()
+  await page.locator('p.status', { hasText: 'Google Calendar up to date' }).waitFor({ timeout: 20_000 })
+  await settled(4, 'the connection appearing again after the reload')
+  t.equal(reads.length, 1, 'the day is read once')
   // Before the sign-in the session library tries a refresh, answered 401: there is no session yet.
   t.same(errors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
 })

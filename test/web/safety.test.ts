@@ -2,7 +2,7 @@
 // A write made offline is kept (in the browser, across a reload), drawn as not saved and sent when
 // the connection returns, stored once, and an offline reload opens the calendar with it (the
 // service worker); a write the server refuses (503) is drawn as not saved
-// with Retry and Discard; a delete and a move are undone (toast, Ctrl+Z) and the account has the
+// with Retry and Discard; a delete, a move, a resize and an edit are undone (toast, Ctrl+Z) and the account has the
 // event back; the sign-in dialog says what happened; a signed-in reload draws no demo events and
 // reads its range once.
 import { test } from 'tap'
@@ -103,7 +103,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.unroute('**/api/event**')
   })
 
-  await t.test('undo: a delete and a move are taken back in the account', async (t) => {
+  await t.test('undo: a delete, a move, a resize and an edit are taken back in the account', async (t) => {
     const [dentist] = await events.find({ title: 'Dentist' }).toArray()
     await eventBlock(page, 'Dentist').click()
     await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click()
@@ -122,6 +122,23 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.keyboard.press('Control+z')
     t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'Ctrl+Z moves it back in the account')
     await eventBlock(page, 'Offline lunch').filter({ hasText: '12:00 – 13:00' }).waitFor()
+
+    await eventBlock(page, 'Offline lunch').focus()
+    await page.keyboard.press('Alt+Shift+ArrowDown')
+    t.ok(await stored({ title: 'Offline lunch', endDate: '2026-03-02T13:15:00+01:00' }), 'resized')
+    await toast.filter({ hasText: 'Event resized.' }).getByRole('button', { name: 'Undo' }).click()
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'the resize is undone in the account')
+
+    await eventBlock(page, 'Offline lunch').click()
+    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    await dialog.getByLabel('Title').fill('Lunch with Kim')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    t.ok(await stored({ title: 'Lunch with Kim' }), 'edited')
+    await toast.filter({ hasText: 'Event changed.' }).waitFor()
+    await page.locator('#calendar').focus()
+    await page.keyboard.press('Control+z')
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00' }), 'the edit is undone in the account')
+    await eventBlock(page, 'Offline lunch').waitFor()
   })
 
   await t.test('a signed-in reload draws no demo events and reads its range once', async (t) => {
@@ -141,13 +158,16 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
       if (request.method() === 'GET' && url.pathname === '/api/event') reads.push(url.search)
     }
     page.on('request', onRequest)
-    await page.reload()
-    await eventBlock(page, 'Offline lunch').waitFor()
+    // Today's view: where the demo events of this browser are.
+    await page.goto(`${stack.webUrl}/day`)
+    await page.locator('.grid[aria-busy="false"]').waitFor()
     await status(page).filter({ hasText: 'Up to date' }).waitFor()
     page.off('request', onRequest)
     const drawn = await page.evaluate('[...window.drawnTitles]') as string[]
     t.same(drawn.filter((title) => DEMO_TITLES.includes(title)), [], 'no demo event was ever drawn')
     t.equal(reads.length, 1, 'the day is read once')
+    await page.goto(`${stack.webUrl}/day?date=${DAY}`)
+    await eventBlock(page, 'Offline lunch').waitFor()
   })
 
   await t.test('offline reload: the calendar opens from the service worker, with the kept write', async (t) => {
@@ -158,6 +178,8 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.reload()
     await mark(page, 'Kept offline').waitFor()
     t.equal(await status(page).textContent(), '1 change waiting for the connection', 'the reloaded page knows it is not saved')
+    await page.locator('#calendar [role=alert]').waitFor()
+    t.equal(await page.locator('#calendar [role=alert]').textContent(), 'Events could not be loaded: no connection. They load when the connection returns.', 'the account\'s other events: why they are missing')
     t.equal(await events.countDocuments({ title: 'Kept offline' }), 0)
     await context.setOffline(false)
     t.ok(await stored({ title: 'Kept offline' }), 'sent when the connection returned')

@@ -75,7 +75,15 @@ export const localSource: CalendarSource = {
 
 export const accountSource: CalendarSource = {
   mode: 'account',
-  range: async (from, to) => await api<CalendarEvent[]>('/event', { query: { start: from.toISOString(), end: to.toISOString() } }),
+  range: async (from, to) => {
+    try {
+      return await api<CalendarEvent[]>('/event', { query: { start: from.toISOString(), end: to.toISOString() } })
+    } catch (error) {
+      // fetch rejects only when no answer came; the query reads again when the browser is back online.
+      if (error instanceof ApiError) throw error
+      throw new Error('no connection. They load when the connection returns.')
+    }
+  },
   get: async (id) => await api<CalendarEvent>(`/event/${id}`),
   create: async (change) => { await api('/event', { method: 'POST', body: change }) },
   replace: async (id, change) => { await api(`/event/${id}`, { method: 'PUT', body: change }) },

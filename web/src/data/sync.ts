@@ -108,7 +108,10 @@ async function refreshConnections (options: RefreshOptions): Promise<void> {
       notify(`Refresh failed: ${error instanceof Error ? error.message : String(error)}`, 'error')
     }
   } finally {
-    await invalidateEvents()
+    // The refresh only queues a pull (`{ queued }`): what it brings arrives as eventsChanged on an
+    // open stream, which reads the ranges holding it. A silent refresh as the page loads would
+    // otherwise read the range it has just read; the button (or no open stream) reads again.
+    if (!options.silent || streamStatus.get() !== 'open') await invalidateEvents()
   }
 }
 
