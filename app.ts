@@ -22,6 +22,7 @@ import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
 import syncProxyPlugin from './plugins/external/sync-proxy.js'
 import type { RealtimeOptions } from './plugins/app/change-feed.js'
+import type { EmailOptions } from './plugins/app/email.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -35,6 +36,8 @@ export interface AppOptions {
   realtime?: RealtimeOptions
   // When the process sheds load (plugins/external/load-shedding.ts); tests sample faster.
   loadShedding?: Partial<LoadSheddingOptions>
+  // The email poller's clock, pacing and timer; tests drive it themselves.
+  email?: EmailOptions
 }
 
 // Fastify's own options for this app, shared by server.ts and the tests so both run the same thing.
@@ -96,7 +99,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   await fastify.register(mongoPlugin)
   // The app's own decorators (plugins/app): they add no request hooks, so their order is only
   // that of their declared dependencies.
-  await fastify.register(autoload, { dir: join(here, 'plugins', 'app'), options: { realtime: options.realtime } })
+  await fastify.register(autoload, { dir: join(here, 'plugins', 'app'), options: { realtime: options.realtime, email: options.email } })
 
   // The request order (specification, "What the service does", item 5), in one place: CORS and
   // session handling (the credential routes' rate limits sit with it), then security headers,

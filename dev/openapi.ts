@@ -1,12 +1,19 @@
-// `npm run openapi`: prints the backend's OpenAPI document, generated from the route schemas.
+// `npm run openapi`: writes the backend's OpenAPI document, generated from the route schemas, to
+// openapi.json at the root (test/backend/openapi.test.ts fails when the file is out of date).
 // It builds the app against throwaway stand-ins, so nothing needs to be running.
+import { writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app from '../app.js'
+import app, { serverOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
+import { documentText } from '../plugins/external/openapi.js'
 import { startMongo } from './mongo/index.js'
 import { startSessionCore } from './session-core/index.js'
+
+const OPENAPI_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'openapi.json')
 
 const mongo = await startMongo()
 const core = await startSessionCore({ apiKey: 'openapi-session-core-key' })
@@ -19,10 +26,11 @@ const { config } = parseConfig(stringify({
   sync: { databaseUri: mongo.uri.replace(/\/?(\?|$)/, '/sync$1'), internalAuthToken: 'openapi', callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' }
 }), 'backend')
 
-const server = Fastify({ logger: false })
+const server = Fastify({ ...serverOptions(config), logger: false })
 await server.register(fp(app), { config })
 await server.ready()
-process.stdout.write(JSON.stringify(server.swagger(), null, 2) + '\n')
+writeFileSync(OPENAPI_FILE, documentText(server))
+process.stdout.write(`wrote ${OPENAPI_FILE}\n`)
 await server.close()
 await core.close()
 await mongo.close()

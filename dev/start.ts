@@ -47,6 +47,9 @@ interface DevSecrets {
   googleClientSecret: string
   microsoftClientSecret: string
   caldavDemoPassword: string
+  resendApiKey: string
+  resendWebhookSecret: string
+  unsubscribeSecret: string
 }
 
 const PORTS = {
@@ -91,7 +94,11 @@ async function devSecrets (dataDir: string): Promise<DevSecrets> {
     credentialEncryptionKey: kept.credentialEncryptionKey ?? randomBytes(32).toString('base64'),
     googleClientSecret: kept.googleClientSecret ?? token(),
     microsoftClientSecret: kept.microsoftClientSecret ?? token(),
-    caldavDemoPassword: kept.caldavDemoPassword ?? randomBytes(9).toString('base64url')
+    caldavDemoPassword: kept.caldavDemoPassword ?? randomBytes(9).toString('base64url'),
+    // Shaped like Resend's: an API key `re_...`, and a webhook signing secret `whsec_<base64>`.
+    resendApiKey: kept.resendApiKey ?? `re_${token()}`,
+    resendWebhookSecret: kept.resendWebhookSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
+    unsubscribeSecret: kept.unsubscribeSecret ?? token()
   }
   if (Object.keys(secrets).some((key) => !(key in kept))) {
     await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
@@ -112,7 +119,8 @@ function redirectUris (provider: 'google' | 'microsoft'): string[] {
   return [`${BACKEND_ORIGIN}/sync/oauth/${provider}/callback`, `${WEB_URL}/auth/extprovider/callback`]
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPort: number, googleOrigin: string, microsoftOrigin: string) {
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { smtpPort: number, url: string }, googleOrigin: string, microsoftOrigin: string) {
+  const mailSmtpPort = mail.smtpPort
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
     web: { port: PORTS.web, url: WEB_URL },
@@ -163,6 +171,17 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mailSmtpPo
       enforceLeastPrivilege: true,
       apiDatabase: 'calendar',
       credentialEncryptionKey: secrets.credentialEncryptionKey
+    },
+    // The welcome sequence through Resend's API, answered by the mail catcher; days are minutes,
+    // so a person who signs up sees the welcome mail within a minute and the next one two later.
+    email: {
+      provider: 'mailer',
+      apiKey: secrets.resendApiKey,
+      from: 'Calendar (local) <calendar@localhost>',
+      webhookSecret: secrets.resendWebhookSecret,
+      unsubscribeSecret: secrets.unsubscribeSecret,
+      scheduleProfile: 'fast',
+      apiBase: mail.url
     }
   }
 }
@@ -240,7 +259,14 @@ async function startLocalStack (): Promise<void> {
     mongoUri: mongoUri('sessions', secrets.sessionsPassword, 'sessions', 'sessions')
   })
   running.push({ name: 'session core', stop: sessionCore.close })
-  const mail = await startMailCatcher({ smtpPort: PORTS.mailSmtp, httpPort: PORTS.mail })
+  const mail = await startMailCatcher({
+    smtpPort: PORTS.mailSmtp,
+    httpPort: PORTS.mail,
+    resend: {
+      apiKey: secrets.resendApiKey,
+      webhook: { url: `http://127.0.0.1:${PORTS.backend}/api/email/webhooks/resend`, secret: secrets.resendWebhookSecret }
+    }
+  })
   running.push({ name: 'mail catcher', stop: mail.close })
   const google = await startGoogle({
     port: PORTS.google,
@@ -265,7 +291,7 @@ async function startLocalStack (): Promise<void> {
   }
 
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail.smtpPort, google.url, microsoft.url)), { mode: 0o600 })
+  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail, google.url, microsoft.url)), { mode: 0o600 })
 
   const sync = superviseService('Sync service', 'sync/server.ts', configPath)
   running.push(sync)
@@ -297,7 +323,7 @@ async function startLocalStack (): Promise<void> {
     `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
     // The label keeps the column: 'Microsoft stand-in' is two characters wider than the others.
     `  Microsoft       ${microsoft.url}   (stand-in; control page: ${microsoft.url}/_control/)`,
-    `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort})`,
+    `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort}; the welcome sequence through its Resend API, with webhook buttons)`,
     radicale === null ? `  CalDAV server   not started: ${caldavMissing ?? ''}` : `  CalDAV server   ${radicale.url}   (Radicale; data in ${join(dataDir, 'radicale')})`,
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,

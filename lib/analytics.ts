@@ -19,7 +19,27 @@ export interface OAuthCallbackEvent {
   }
 }
 
-export type AnalyticsEvent = OAuthCallbackEvent
+/** The email block's events (plugins/app/email.ts); the distinct id is the user's. */
+export interface EmailEvent {
+  name: 'email_sent' | 'email_skipped' | 'email_failed' | 'email_bounced' | 'email_complained' | 'email_unsubscribed' | 'email_delivered'
+  distinctId: string
+  properties: {
+    /** The step of the sequence the mail belongs to (unsubscribing names none). */
+    step?: string
+    /** Why a step was skipped, canceled or went stale, why a send failed, or how a user unsubscribed. */
+    reason?: string
+    attempts?: number
+  }
+}
+
+/** Once per poller tick: how many sends are still queued. */
+export interface EmailHeartbeatEvent {
+  name: 'email_heartbeat'
+  distinctId: 'email-poller'
+  properties: { queueDepth: number }
+}
+
+export type AnalyticsEvent = OAuthCallbackEvent | EmailEvent | EmailHeartbeatEvent
 
 export interface Analytics {
   /** Never throws and never waits on the network: analytics must not hold up a redirect. */

@@ -163,6 +163,12 @@ export const crossKeyRules: CrossKeyRule[] = [
           .map(([name]) => ({ key: `${name}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
   },
   {
+    services: ['backend'],
+    check: ({ email, runtime }) => runtime.nodeEnv === 'production' && email?.apiBase !== undefined
+      ? [{ key: 'email.apiBase', rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' }]
+      : []
+  },
+  {
     services: ['backend', 'sync'],
     check: ({ sync }) => {
       if (sync.maintenanceKey === undefined) return []

@@ -1,6 +1,7 @@
 import {
   MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type MongoClientOptions
 } from 'mongodb'
+import { withDeadline } from './deadline.js'
 
 /**
  * Deadlines of every database client of the service. A database that stopped answering (its
@@ -18,6 +19,41 @@ export const DATABASE_DEADLINES = {
   socketTimeoutMS: 10_000
 } as const satisfies MongoClientOptions
 
+/**
+ * How long one call to the database on a person's request may take: a lookup, a write, a
+ * transaction, the reading of a cursor. The connection deadlines above add up to 5-15 s when the
+ * database hangs (and the driver's `timeoutMS` has no effect in mongodb 7.8), so each call has
+ * this deadline of its own; past it the request answers 503 with Retry-After. Calls take
+ * milliseconds when the database is well.
+ */
+export const DATABASE_CALL_DEADLINE_MS = 2500
+
+/** A page of provider changes (up to 2,500 events in one bulk write), applied for the Sync service, not a person. */
+export const PROVIDER_PAGE_DEADLINE_MS = 30_000
+
+/** A call to the database that did not end within its deadline (withDatabaseDeadline). */
+export class DatabaseDeadlineError extends Error {
+  override name = 'DatabaseDeadlineError'
+  constructor (readonly deadlineMs: number) {
+    super(`the database did not answer within ${deadlineMs} ms`)
+  }
+}
+
+/**
+ * Runs one call to the database with a deadline: `work` gets a signal to hand to the driver
+ * (`signal` of reads and cursors, which the driver then abandons), and the call rejects with
+ * DatabaseDeadlineError once `ms` have passed, whether or not the driver took the signal (writes
+ * do not). A write abandoned this way may still land later; it was never acknowledged.
+ */
+export async function withDatabaseDeadline<T> (work: (signal: AbortSignal) => Promise<T>, ms = DATABASE_CALL_DEADLINE_MS): Promise<T> {
+  const controller = new AbortController()
+  return await withDeadline(work(controller.signal), ms, () => {
+    const error = new DatabaseDeadlineError(ms)
+    controller.abort(error)
+    return error
+  })
+}
+
 export function isDuplicateKeyError (error: unknown): boolean {
   return error instanceof MongoServerError && error.code === 11000
 }
@@ -32,7 +68,8 @@ export function isUnauthorizedError (error: unknown): boolean {
  * silent connection. Worth a retry later, unlike a refusal.
  */
 export function isDatabaseUnavailableError (error: unknown): boolean {
-  return error instanceof MongoServerSelectionError ||
+  return error instanceof DatabaseDeadlineError ||
+    error instanceof MongoServerSelectionError ||
     error instanceof MongoNetworkError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoTopologyClosedError

@@ -2,9 +2,16 @@ import fp from 'fastify-plugin'
 import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifyRequest, FastifyServerOptions } from 'fastify'
 import { TypedHttpError } from './error-bodies.js'
+import { isValidTimeZone } from './events/time.js'
+import { TIME_ZONE_FORMAT } from '../schemas/event.js'
 
 /** The charsets a text body may declare: the JSON parser reads every body as UTF-8. */
 const ACCEPTED_CHARSETS = new Set(['utf-8', 'utf8'])
+
+/** Formats of this project's schemas beside ajv-formats' standard ones. */
+export const SCHEMA_FORMATS = {
+  [TIME_ZONE_FORMAT]: { type: 'string', validate: isValidTimeZone }
+} as const
 
 type ValidatorFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
 // @fastify/ajv-compiler's declared types describe its compile function as ajv's; what Fastify
@@ -27,7 +34,7 @@ export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schema
     return (route) => route.httpPart === 'body' ? exact(route) : textual(route)
   }
   return {
-    ajv: { customOptions: { removeAdditional: false, useDefaults: true } },
+    ajv: { customOptions: { removeAdditional: false, useDefaults: true, formats: SCHEMA_FORMATS } },
     schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } }
   }
 }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { stringify } from 'yaml'
 import type { Config } from '../schemas/config.js'
 import { ed25519KeyPair } from './maintenance-token.js'
+import { apiLink, RESEND_WEBHOOK_PATH } from './email-links.js'
 
 export interface SetupAnswers {
   /** web.url: where people open the calendar. */
@@ -246,6 +247,11 @@ export function nextSteps (files: { config: string, env: string }, answers: Pick
     `     TLS proxy in front so that ${answers.webUrl} and ${answers.apiUrl} reach them (on one origin,`,
     '     send /api and /sync to the API and everything else to the web client)',
     '  5. back up the mongo-data and sessions-db-data volumes (README: "Run it for real")',
+    '  6. the welcome mails are off. To send them through Resend, add an `email` block to config.yaml',
+    '     (config.example.yaml; README, "Email"): provider: mailer, apiKey, from (an address of a domain',
+    '     verified at Resend), unsubscribeSecret (for example `openssl rand -base64 32`), and webhookSecret,',
+    `     the signing secret of a Resend webhook pointed at ${apiLink(answers.apiUrl, RESEND_WEBHOOK_PATH)}`,
+    '     for email.delivered, email.bounced and email.complained; then `docker compose up -d backend`',
     ''
   ].join('\n')
 }

@@ -152,7 +152,8 @@ export const EmailSchema = section({
   webhookSecret: Type.Optional(Type.String({ secret: true })),
   unsubscribeSecret: Type.Optional(Type.String({ secret: true })),
   scheduleProfile: Type.Union([Type.Literal('real'), Type.Literal('fast')], { default: 'real' }),
-  allowlist: Type.Array(Type.String({ minLength: 1 }), { default: [] })
+  allowlist: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+  apiBase: Type.Optional(Url('Development only: the origin of a stand-in that serves Resend\'s own paths (POST /emails); refused when runtime.nodeEnv is production'))
 }, 'Email: omitted means off')
 
 const optionalBlocks = {
@@ -190,4 +191,5 @@ export const SyncConfigSchema = Type.Object({
 
 export type Config = Static<typeof ConfigSchema>
 export type SyncConfig = Static<typeof SyncConfigSchema>
+export type EmailConfig = Static<typeof EmailSchema>
 export type ServiceName = 'backend' | 'sync'

@@ -23,7 +23,13 @@ export const EVENT_LIMITS = {
   /** What one range read may hold: stored events read plus occurrences made. */
   rangeItems: 5000,
   /** The same in characters of text, each item counted with RANGE_ITEM_OVERHEAD for its other fields. */
-  rangeCharacters: 4 * 1024 * 1024
+  rangeCharacters: 4 * 1024 * 1024,
+  /**
+   * The steps of their rules (periods, a YEARLY one counting 8; lib/events/recurrence.ts) that the
+   * series of one range read may take together, finding first matches included: a series whose
+   * rule rarely matches costs walking without adding to the answer.
+   */
+  rangePeriods: 50_000
 } as const
 
 // Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.
@@ -50,11 +56,26 @@ export const EventPathId = Type.String({
   description: 'Event id, or `<seriesId>_<originalStart>` for an occurrence of a recurring series'
 })
 
-export const EventDateString = Type.String({
-  pattern: `^(${DATE_ONLY}|${DATE_TIME})$`,
-  maxLength: 40,
-  description: 'RFC 3339 date-time with offset (timed) or YYYY-MM-DD (all-day, end exclusive)'
-})
+/** The name format of an IANA time zone (`Europe/Paris`, `UTC`), checked with Intl (lib/request-bodies.ts registers it). */
+export const TIME_ZONE_FORMAT = 'iana-time-zone'
+
+/** An RFC 3339 date-time with an explicit offset, checked as a real date (`format`) of the one spelling stored (`pattern`). */
+export function dateTimeString (description: string) {
+  return Type.String({ format: 'date-time', pattern: DATE_TIME_PATTERN, maxLength: 40, description })
+}
+
+function eventDate (description: string) {
+  return Type.Union([
+    Type.String({ format: 'date', pattern: DATE_ONLY_PATTERN, description: 'All-day: YYYY-MM-DD' }),
+    dateTimeString('Timed: RFC 3339 with an offset')
+  ], { description })
+}
+
+function timeZoneName (description: string) {
+  return Type.String({ minLength: 1, maxLength: 64, format: TIME_ZONE_FORMAT, description })
+}
+
+export const EventDateString = eventDate('RFC 3339 date-time with offset (timed) or YYYY-MM-DD (all-day, end exclusive)')
 
 export const EventOrigin = Type.Union([
   Type.Literal('compass'),
@@ -94,17 +115,9 @@ const recordFields = {
   startDate: EventDateString,
   endDate: EventDateString,
   isAllDay: Type.Boolean(),
-  timeZone: Type.String({
-    minLength: 1,
-    maxLength: 64,
-    description: 'IANA time zone the event repeats in (wall-clock times keep across DST changes)'
-  }),
+  timeZone: timeZoneName('IANA time zone the event repeats in (wall-clock times keep across DST changes)'),
   recurrence: Type.Optional(Recurrence),
-  originalStartDate: Type.Optional(Type.String({
-    pattern: `^(${DATE_ONLY}|${DATE_TIME})$`,
-    maxLength: 40,
-    description: 'On an occurrence: the start it had in its series before any edit'
-  })),
+  originalStartDate: Type.Optional(eventDate('On an occurrence: the start it had in its series before any edit')),
   status: EventStatus,
   origin: EventOrigin,
   priority: EventPriority,
@@ -129,11 +142,7 @@ const changeFields = {
   description: Type.Optional(plainText(EVENT_LIMITS.descriptionLength, 'No control characters but tab and line feed')),
   location: Type.Optional(plainText(EVENT_LIMITS.locationLength, 'No control characters but tab and line feed')),
   isAllDay: Type.Optional(Type.Boolean({ description: 'Default: false' })),
-  timeZone: Type.Optional(Type.String({
-    minLength: 1,
-    maxLength: 64,
-    description: 'IANA time zone the event repeats in (wall-clock times keep across DST changes). Default: UTC'
-  })),
+  timeZone: Type.Optional(timeZoneName('IANA time zone the event repeats in (wall-clock times keep across DST changes). Default: UTC')),
   status: Type.Optional(Type.Union(EventStatus.anyOf, { description: `${EventStatus.description ?? ''}. Default: confirmed` })),
   origin: Type.Optional(Type.Union(EventOrigin.anyOf, { description: `${EventOrigin.description ?? ''}. Default: compass` })),
   priority: Type.Optional(Type.Union(EventPriority.anyOf, { description: 'Default: unassigned' }))
@@ -178,8 +187,8 @@ export const DeleteQuery = Type.Object({
 }, { additionalProperties: false })
 
 export const RangeQuery = Type.Object({
-  start: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, inclusive' }),
-  end: Type.String({ pattern: DATE_TIME_PATTERN, description: 'RFC 3339 with offset, exclusive' })
+  start: dateTimeString('RFC 3339 with offset, inclusive'),
+  end: dateTimeString('RFC 3339 with offset, exclusive')
 }, { additionalProperties: false })
 
 export type EventChangeInput = Static<typeof EventChange>

@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
 import tap, { type Test } from 'tap'
-import app, { serverOptions } from '../app.js'
+import app, { serverOptions, type AppOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import type { Config } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
@@ -159,7 +159,8 @@ export async function buildApp (
   deps: Dependencies,
   overrides: ConfigOverrides = {},
   configure?: (config: Config) => Config,
-  extend?: (app: FastifyInstance) => void
+  extend?: (app: FastifyInstance) => void,
+  appOptions: Pick<AppOptions, 'email'> = {}
 ): Promise<BuiltApp> {
   const baseConfig = testConfig(deps, overrides)
   const config = configure ? configure(baseConfig) : baseConfig
@@ -170,7 +171,7 @@ export async function buildApp (
   instance.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url })
   })
-  await instance.register(fp(app), { config, loadShedding: IN_PROCESS_LOAD_SHEDDING })
+  await instance.register(fp(app), { ...appOptions, config, loadShedding: IN_PROCESS_LOAD_SHEDDING })
   extend?.(instance)
   await instance.ready()
   t.teardown(() => instance.close())

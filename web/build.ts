@@ -83,7 +83,12 @@ export async function buildWeb (options: { outDir: string, values: WebValues }):
       target: 'es2022',
       sourcemap: false,
       reportCompressedSize: false,
-      rolldownOptions: { output: { postBanner: BANNER } }
+      rolldownOptions: {
+        // The service worker (web/src/sw.ts) is its own entry at /sw.js: a worker's scope is its
+        // path, and its name must not change between releases.
+        input: { index: join(webDir, 'index.html'), sw: join(webDir, 'src/sw.ts') },
+        output: { postBanner: BANNER, entryFileNames: (chunk) => chunk.name === 'sw' ? 'sw.js' : 'assets/[name]-[hash].js' }
+      }
     }
   })
 }

@@ -7,9 +7,12 @@ import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { simpleParser, type AddressObject } from 'mailparser'
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server'
+import formbody from '@fastify/formbody'
 import { extractLinks, PAGE_CSP, renderPage, type CaughtMail } from './page.js'
+import { registerResendApi, type ResendApiOptions, type WebhookTarget, type WebhookType } from './resend.js'
 
 export type { CaughtMail } from './page.js'
+export type { WebhookTarget, WebhookType } from './resend.js'
 
 export interface MailCatcherOptions {
   /** 0 or absent: any free port. */
@@ -18,6 +21,8 @@ export interface MailCatcherOptions {
   httpPort?: number
   /** How many mails are kept; older ones are dropped. Default 100. */
   limit?: number
+  /** Resend's API subset (POST /emails) and where its webhooks go. */
+  resend?: ResendApiOptions
 }
 
 export interface MailCatcher {
@@ -26,6 +31,9 @@ export interface MailCatcher {
   url: string
   /** Newest first. */
   messages (): CaughtMail[]
+  /** Signs and sends a Resend webhook for a mail taken through POST /emails. */
+  sendWebhook (mailId: string, type: WebhookType): Promise<{ status: number } | { error: string }>
+  setWebhookTarget (target: WebhookTarget | undefined): void
   close (): Promise<void>
 }
 
@@ -47,6 +55,10 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
 
   const mails: CaughtMail[] = []
   let received = 0
+  function keep (mail: CaughtMail): void {
+    mails.unshift(mail)
+    mails.splice(limit)
+  }
 
   const smtp = new SMTPServer({
     banner: 'local mail catcher',
@@ -71,7 +83,7 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
         const html = typeof parsed.html === 'string' ? parsed.html : null
         const text = parsed.text ?? ''
         received += 1
-        mails.unshift({
+        keep({
           id: String(received),
           receivedAt: new Date().toISOString(),
           envelope: {
@@ -83,9 +95,9 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
           subject: parsed.subject ?? '',
           text,
           html,
-          links: extractLinks(html, text)
+          links: extractLinks(html, text),
+          source: 'smtp'
         })
-        mails.splice(limit)
         callback()
       }, (err: unknown) => {
         callback(err instanceof Error ? err : new Error(String(err)))
@@ -104,6 +116,8 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
     return renderPage(mails, { smtpPort: smtpAddress().port, limit })
   })
   http.get('/messages.json', async () => mails)
+  await http.register(formbody, { bodyLimit: 4096 })
+  const resend = registerResendApi(http, mails, keep, options.resend ?? {})
   http.delete('/messages.json', async (_request, reply) => {
     mails.length = 0
     return await reply.code(204).send()
@@ -135,6 +149,8 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
     smtpPort: smtpAddress().port,
     url: `http://${LOOPBACK}:${httpAddress.port}`,
     messages: () => [...mails],
+    sendWebhook: resend.sendWebhook,
+    setWebhookTarget: resend.setWebhookTarget,
     close: async () => {
       await Promise.all([
         http.close(),

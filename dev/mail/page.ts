@@ -18,6 +18,14 @@ export interface CaughtMail {
   html: string | null
   /** Every http(s) link of the mail, in order, without duplicates. */
   links: string[]
+  /** How it came: over SMTP (the session library's mails) or Resend's API (the email block's `mailer`). */
+  source?: 'smtp' | 'api'
+  /** Headers the API request asked for (List-Unsubscribe, say). */
+  headers?: Record<string, string>
+  /** The API request's tags. */
+  tags?: Record<string, string>
+  /** Webhooks sent to the backend for this mail, and the backend's answer. */
+  webhooks?: Array<{ type: string, status: number, at: string }>
 }
 
 export function escapeHtml (value: string): string {
@@ -87,7 +95,8 @@ export const PAGE_CSP = [
   "style-src 'unsafe-inline'",
   // Remote images in a mail stay unloaded: a local tool should not report to anyone.
   'img-src data:',
-  "form-action 'none'",
+  // The only forms are the page's own webhook buttons.
+  "form-action 'self'",
   "frame-ancestors 'none'"
 ].join('; ')
 
@@ -113,10 +122,17 @@ function mailSection (mail: CaughtMail): string {
   const links = mail.links.length === 0
     ? ''
     : `<h3>Links</h3><ul>${mail.links.map((url) => `<li>${link(url)}</li>`).join('')}</ul>`
+  const headers = Object.entries(mail.headers ?? {})
+  const headerList = headers.length === 0
+    ? ''
+    : `<h3>Headers</h3><dl>${headers.map(([name, value]) => `<dt>${escapeHtml(name)}</dt><dd>${escapeHtml(value)}</dd>`).join('')}</dl>`
+  const webhookButtons = mail.source !== 'api'
+    ? ''
+    : `<h3>Webhooks to the backend</h3>${['email.delivered', 'email.bounced', 'email.complained'].map((type) => `<form method="post" action="/control/webhooks" style="display:inline"><input type="hidden" name="mailId" value="${escapeHtml(mail.id)}"><input type="hidden" name="type" value="${type}"><button type="submit">Send ${type}</button></form>`).join(' ')}${(mail.webhooks ?? []).length === 0 ? '' : `<ul>${(mail.webhooks ?? []).map((sent) => `<li>${escapeHtml(sent.type)}: backend answered ${sent.status} (${escapeHtml(formatTime(sent.at))})</li>`).join('')}</ul>`}`
   return `<section id="mail-${escapeHtml(mail.id)}">
 <h2>${escapeHtml(mail.subject === '' ? '(no subject)' : mail.subject)}</h2>
 <dl><dt>To</dt><dd>${escapeHtml(mail.to || mail.envelope.to.join(', '))}</dd><dt>From</dt><dd>${escapeHtml(mail.from || (mail.envelope.from ?? ''))}</dd><dt>Received</dt><dd>${escapeHtml(formatTime(mail.receivedAt))}</dd></dl>
-${links}${body}
+${headerList}${webhookButtons}${links}${body}
 <h3>Text</h3><pre>${textWithLinks(mail.text)}</pre>
 </section>`
 }
@@ -145,7 +161,7 @@ pre { white-space: pre-wrap; background: #f6f6f6; padding: .6rem; }
 </head>
 <body>
 <h1>Mail catcher</h1>
-<p>Mail sent over SMTP to 127.0.0.1:${info.smtpPort} is kept here in memory, newest first (at most ${info.limit}). <a href="/messages.json">JSON</a></p>
+<p>Mail sent over SMTP to 127.0.0.1:${info.smtpPort}, or through the Resend API subset at POST /emails, is kept here in memory, newest first (at most ${info.limit}). <a href="/messages.json">JSON</a></p>
 ${list}
 ${mails.map(mailSection).join('\n')}
 </body>

@@ -7,7 +7,7 @@ import type { ProviderRecord } from './provider-apply.js'
 import { categoryOf } from './transition.js'
 import { occurrenceId } from './ids.js'
 import { EventRequestError } from './errors.js'
-import { compileSeries, expandSeries, expansionPieces, RecurrenceRuleError, seriesEnd, type CompiledSeries, type Occurrence } from './recurrence.js'
+import { compileSeries, expandSeries, expansionPieces, RecurrenceRuleError, seriesEnd, type CompiledSeries, type Occurrence, type WalkMeter } from './recurrence.js'
 import { eventInstant, occurrenceKey } from './time.js'
 
 /** Fields kept next to each stored event so the database can answer range queries in UTC. */
@@ -25,11 +25,11 @@ export interface StorageFields {
  * read as one event: a provider series whose rule is refused here, or one stored before its
  * rule was refused.
  */
-export function expandableSeries (series: EventRecord): CompiledSeries | null {
+export function expandableSeries (series: EventRecord, meter?: WalkMeter): CompiledSeries | null {
   const rule = series.recurrence?.rule
   if (rule === undefined || (series as ProviderRecord).expansionSkipped !== undefined) return null
   try {
-    return compileSeries({ ...series, rule })
+    return compileSeries({ ...series, rule }, meter)
   } catch (error) {
     if (error instanceof RecurrenceRuleError) return null
     throw error
@@ -102,10 +102,25 @@ export function rangeTooLarge (): EventRequestError {
     `The range holds more than ${EVENT_LIMITS.rangeItems} events or ${EVENT_LIMITS.rangeCharacters / 1024 / 1024} MB of text; narrow the range`)
 }
 
-/** Counts what one range read holds, and refuses it past EVENT_LIMITS (rangeItems, rangeCharacters). */
-export class RangeBudget {
+/** Refused when the series of a range read take more walking than EVENT_LIMITS.rangePeriods. */
+export function rangeTooCostly (): EventRequestError {
+  return new EventRequestError(400, 'RANGE_TOO_LARGE',
+    `The series in the range take more than ${EVENT_LIMITS.rangePeriods} steps of their rules to expand; narrow the range`)
+}
+
+/**
+ * Counts what one range read holds, and refuses it past EVENT_LIMITS (rangeItems,
+ * rangeCharacters); also the meter of the read's rule walks, refused past rangePeriods.
+ */
+export class RangeBudget implements WalkMeter {
   items = 0
   characters = 0
+  periods = 0
+
+  /** Refuses the read once its rule walks together passed the bound (checked after each step). */
+  checkWalks (): void {
+    if (this.periods > EVENT_LIMITS.rangePeriods) throw rangeTooCostly()
+  }
 
   /** Counts `count` items of this event's size. */
   hold (event: EventRecord, count = 1): void {
@@ -144,7 +159,8 @@ export async function assembleRange (singles: EventRecord[], series: SeriesWithE
   }
   let sliceStart = performance.now()
   for (const { series: base, edits } of series) {
-    const compiled = expandableSeries(base)
+    const compiled = expandableSeries(base, budget)
+    budget.checkWalks()
     if (compiled === null) {
       const start = eventInstant(base.startDate, base.isAllDay, base.timeZone)
       const end = eventInstant(base.endDate, base.isAllDay, base.timeZone)
@@ -154,7 +170,8 @@ export async function assembleRange (singles: EventRecord[], series: SeriesWithE
     const editedKeys = new Set(edits.flatMap((edit) => edit.originalStartDate === undefined
       ? []
       : [occurrenceKey(edit.originalStartDate, base.isAllDay, base.timeZone)]))
-    for (const piece of expansionPieces(compiled, from, to)) {
+    for (const piece of expansionPieces(compiled, from, to, budget)) {
+      budget.checkWalks()
       budget.hold(base, piece.length)
       for (const occurrence of piece) {
         if (editedKeys.has(keyOf(occurrence, base.isAllDay))) continue

@@ -102,17 +102,17 @@ const COMPILED_SERIES_KEPT = 2000
 const compiledSeries = new Map<string, CompiledSeries>()
 
 /** Parses and checks a series' rule lines against its start; throws RecurrenceRuleError. */
-export function compileSeries (shape: SeriesShape): CompiledSeries {
+export function compileSeries (shape: SeriesShape, meter?: WalkMeter): CompiledSeries {
   const key = JSON.stringify([shape.startDate, shape.endDate, shape.isAllDay, shape.timeZone, shape.rule])
   const known = compiledSeries.get(key)
   if (known !== undefined) return known
-  const compiled = compileFresh(shape)
+  const compiled = compileFresh(shape, meter)
   if (compiledSeries.size >= COMPILED_SERIES_KEPT) compiledSeries.delete(compiledSeries.keys().next().value as string)
   compiledSeries.set(key, compiled)
   return compiled
 }
 
-function compileFresh (shape: SeriesShape): CompiledSeries {
+function compileFresh (shape: SeriesShape, meter: WalkMeter | undefined): CompiledSeries {
   const start = eventDateTime(shape.startDate, shape.isAllDay, shape.timeZone)
   const end = eventDateTime(shape.endDate, shape.isAllDay, shape.timeZone)
   const dtstart = shape.isAllDay ? new Date(Date.UTC(start.year, start.month - 1, start.day)) : toFloating(start)
@@ -129,7 +129,7 @@ function compileFresh (shape: SeriesShape): CompiledSeries {
   let bounds: RuleBounds
   try {
     rule = new RRule(options, true)
-    bounds = ruleBounds(rule)
+    bounds = ruleBounds(rule, meter)
   } catch (error) {
     if (error instanceof RecurrenceRuleError) throw error
     throw new RecurrenceRuleError(`RRULE cannot be expanded: ${(error as Error).message}`)
@@ -172,10 +172,17 @@ const ALLOWED_FREQUENCIES = new Set<number>([RRule.YEARLY, RRule.MONTHLY, RRule.
 const BUDGET_SPENT = Symbol('budget spent')
 
 /**
+ * Counts the periods (YEARLY counting 8) the walks of one piece of work take, so that a caller
+ * that walks many series (a range read) can bound their total: each walk is bounded by itself,
+ * but a thousand of them are not.
+ */
+export interface WalkMeter { periods: number }
+
+/**
  * Visits the rule's matches in [from, to] (floating time) in order until `visit` returns false,
  * walking at most `periods` periods. Returns false when the budget ran out first.
  */
-function walk (rule: RRuleType, from: Date, to: Date, periods: number, visit: (floating: Date) => boolean): boolean {
+function walk (rule: RRuleType, from: Date, to: Date, periods: number, visit: (floating: Date) => boolean, meter?: WalkMeter): boolean {
   const options = { ...rule.options }
   const { interval } = options
   const weight = options.freq === RRule.YEARLY ? YEARLY_PERIOD_WEIGHT : 1
@@ -197,6 +204,8 @@ function walk (rule: RRuleType, from: Date, to: Date, periods: number, visit: (f
   } catch (error) {
     if (error === BUDGET_SPENT) return false
     throw error
+  } finally {
+    if (meter !== undefined) meter.periods += Math.ceil(reads / 2) * weight
   }
 }
 
@@ -215,7 +224,7 @@ function greatestCommonDivisor (a: number, b: number): number {
 }
 
 /** Checks what a rule may ask of rrule, and finds its first (and with COUNT its last) match within the budget. */
-function ruleBounds (rule: RRuleType): RuleBounds {
+function ruleBounds (rule: RRuleType, meter: WalkMeter | undefined): RuleBounds {
   const { freq, interval, count, dtstart, byhour } = rule.options
   if (!ALLOWED_FREQUENCIES.has(freq)) {
     throw new RecurrenceRuleError(`FREQ=${RRule.FREQUENCIES[freq] ?? freq} is not allowed: a series repeats at most hourly`, 'RRULE_FREQUENCY_NOT_ALLOWED')
@@ -235,7 +244,7 @@ function ruleBounds (rule: RRuleType): RuleBounds {
     last = floating
     found += 1
     return count !== null && found < count
-  })
+  }, meter)
   if (count !== null && !completed) {
     throw new RecurrenceRuleError(`COUNT=${count} is not reached within ${RULE_SEARCH_BUDGET} periods; end the series with UNTIL instead`, 'RRULE_COUNT_TOO_LARGE')
   }
@@ -320,7 +329,7 @@ function periodsUntil (rule: RRuleType, to: Date): number {
  * the periods the piece spans: a budget spent means the walk has passed the piece's end, so
  * nothing in it was missed.
  */
-function matchesBetween (series: CompiledSeries, after: Date, before: Date, visit: (floating: Date) => boolean): void {
+function matchesBetween (series: CompiledSeries, after: Date, before: Date, visit: (floating: Date) => boolean, meter?: WalkMeter): void {
   const fixed = FIXED_PERIOD_MS.get(series.rule.options.freq)
   const pieceMs = fixed === undefined ? Infinity : fixed * series.rule.options.interval * PERIODS_PER_PIECE
   for (let pieceStart = after.getTime(); pieceStart <= before.getTime(); pieceStart += pieceMs) {
@@ -330,7 +339,7 @@ function matchesBetween (series: CompiledSeries, after: Date, before: Date, visi
     walk(rule, new Date(pieceStart), pieceEnd, periodsUntil(rule, pieceEnd), (floating) => {
       stopped = !visit(floating)
       return !stopped
-    })
+    }, meter)
     if (stopped) return
   }
 }
@@ -378,9 +387,9 @@ export function expandSeries (series: CompiledSeries, from: Date, to: Date, limi
 
 /**
  * The occurrences overlapping [from, to) in pieces of a bounded walk each, so that a caller can
- * let other work run between pieces.
+ * let other work run between pieces (and read `meter` to bound the walks' total).
  */
-export function * expansionPieces (series: CompiledSeries, from: Date, to: Date): Generator<Occurrence[]> {
+export function * expansionPieces (series: CompiledSeries, from: Date, to: Date, meter?: WalkMeter): Generator<Occurrence[]> {
   const lengthMs = series.shape.isAllDay ? series.length * DAY_MS : series.length
   const after = new Date(Math.max(from.getTime() - lengthMs - 2 * DAY_MS, series.rule.options.dtstart.getTime()))
   const before = new Date(Math.min(to.getTime() + 2 * DAY_MS, MAX_FLOATING))
@@ -397,7 +406,7 @@ export function * expansionPieces (series: CompiledSeries, from: Date, to: Date)
       const occurrence = occurrenceFromFloating(series, floating)
       if (occurrence.start < to && occurrence.end > from) piece.push(occurrence)
       return true
-    })
+    }, meter)
     yield piece
   }
 }

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import createError from '@fastify/error'
 import type { AnyBulkWriteOperation, ClientSession, Collection, FindCursor } from 'mongodb'
 import type { EventRecord } from '../../lib/events/record.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { ProviderRecord, ProviderWrite } from '../../lib/events/provider-apply.js'
@@ -53,7 +53,9 @@ function stored (event: ProviderRecord): StoredEvent {
 /**
  * The events of the backend's own database. Plans come from lib/events; this class only carries
  * them out, together with the outbox entries they owe the Sync service. Every query names the
- * owner, so another user's event is indistinguishable from a missing one.
+ * owner, so another user's event is indistinguishable from a missing one. Every call has a
+ * deadline (withDatabaseDeadline): the person's ones DATABASE_CALL_DEADLINE_MS, a page of
+ * provider changes PROVIDER_PAGE_DEADLINE_MS.
  */
 export class EventStore {
   readonly events: Collection<StoredEvent>
@@ -97,33 +99,33 @@ export class EventStore {
   /** Events of a provider calendar by their provider ids. */
   async findByProviderIds (userId: string, calendarId: string, providerEventIds: string[]): Promise<ProviderRecord[]> {
     if (providerEventIds.length === 0) return []
-    return await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY }).toArray()
+    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** Exceptions of a provider calendar waiting for one of these series masters. */
   async findWaitingFor (userId: string, calendarId: string, masterProviderIds: string[]): Promise<ProviderRecord[]> {
     if (masterProviderIds.length === 0) return []
-    return await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY }).toArray()
+    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** The stored edits (changed or cancelled occurrences) of these series. */
   async findEditsOf (userId: string, seriesIds: string[]): Promise<EventRecord[]> {
     if (seriesIds.length === 0) return []
-    return await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY }).toArray()
+    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** Deletions made here of these events, by our id or by their provider id in this calendar. */
   async findTombstones (userId: string, calendarId: string, eventIds: string[], providerEventIds: string[]): Promise<EventTombstone[]> {
     if (eventIds.length === 0 && providerEventIds.length === 0) return []
-    return await this.tombstones.find({
+    return await withDatabaseDeadline(async (signal) => await this.tombstones.find({
       user: userId,
       $or: [{ eventId: { $in: eventIds } }, { calendarId, providerEventId: { $in: providerEventIds } }]
-    }, { projection: { _id: 0 } }).toArray()
+    }, { projection: { _id: 0 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
     if (eventIds.length === 0) return []
-    return await this.events.find({ _id: { $in: eventIds }, user: userId }, { projection: STORAGE_ONLY }).toArray()
+    return await withDatabaseDeadline(async (signal) => await this.events.find({ _id: { $in: eventIds }, user: userId }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /**
@@ -148,15 +150,15 @@ export class EventStore {
           throw new Error(`unknown provider write: ${JSON.stringify(write satisfies never)}`)
       }
     })
-    if (operations.length > 0) await this.events.bulkWrite(operations, { ordered: true })
+    if (operations.length > 0) await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
     if (supersede === undefined) return 0
-    const gone = await this.events.deleteMany({
+    const gone = await withDatabaseDeadline(async () => await this.events.deleteMany({
       user: userId,
       calendarId: supersede.calendarId,
       connectionId: supersede.connectionId,
       providerEventId: { $exists: true },
       generation: { $ne: supersede.generation }
-    })
+    }), PROVIDER_PAGE_DEADLINE_MS)
     return gone.deletedCount
   }
 
@@ -166,23 +168,23 @@ export class EventStore {
    */
   async removeProviderEvents (userId: string, connectionId: string, calendarId?: string): Promise<number> {
     const scope = { user: userId, connectionId, ...(calendarId === undefined ? {} : { calendarId }) }
-    const removed = await this.events.deleteMany({ ...scope, origin: 'providerImport' })
-    await this.events.updateMany(scope, {
+    const removed = await withDatabaseDeadline(async () => await this.events.deleteMany({ ...scope, origin: 'providerImport' }), PROVIDER_PAGE_DEADLINE_MS)
+    await withDatabaseDeadline(async () => await this.events.updateMany(scope, {
       $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '' }
-    })
+    }), PROVIDER_PAGE_DEADLINE_MS)
     return removed.deletedCount
   }
 
   async findById (userId: string, eventId: string): Promise<EventRecord | null> {
-    return await this.events.findOne({ _id: eventId, user: userId }, { projection: STORAGE_ONLY })
+    return await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: eventId, user: userId }, { projection: STORAGE_ONLY, signal }))
   }
 
   /** The stored edit (changed or cancelled) of one occurrence of a series, if there is one. */
   async findOccurrenceEdit (userId: string, seriesId: string, originalStart: Date): Promise<EventRecord | null> {
-    return await this.events.findOne(
+    return await withDatabaseDeadline(async (signal) => await this.events.findOne(
       { user: userId, 'recurrence.eventId': seriesId, originalStartsAt: originalStart },
-      { projection: STORAGE_ONLY }
-    )
+      { projection: STORAGE_ONLY, signal }
+    ))
   }
 
   /**
@@ -193,7 +195,7 @@ export class EventStore {
   async findRange (userId: string, from: Date, to: Date): Promise<EventRecord[]> {
     const budget = new RangeBudget()
     const [singles, bases] = await Promise.all([
-      this.#readBounded(this.events.find({
+      this.#readBounded((signal) => this.events.find({
         user: userId,
         status: 'confirmed',
         'recurrence.rule': { $exists: false },
@@ -201,13 +203,13 @@ export class EventStore {
         waitingForSeries: { $exists: false },
         startsAt: { $lt: to },
         endsAt: { $gt: from }
-      }, { projection: STORAGE_ONLY }), budget),
-      this.#readBounded(this.events.find({
+      }, { projection: STORAGE_ONLY, signal }), budget),
+      this.#readBounded((signal) => this.events.find({
         user: userId,
         'recurrence.rule': { $exists: true },
         startsAt: { $lt: to },
         $or: [{ seriesEndsAt: null }, { seriesEndsAt: { $gt: from } }]
-      }, { projection: STORAGE_ONLY }), budget)
+      }, { projection: STORAGE_ONLY, signal }), budget)
     ])
     // Only edits of occurrences that can reach into the range matter: an occurrence overlapping
     // it starts at most one occurrence length before it (expansion keeps two days of margin too).
@@ -215,26 +217,30 @@ export class EventStore {
       eventInstant(base.startDate, base.isAllDay, base.timeZone).getTime()), 0)
     const edits = bases.length === 0
       ? []
-      : await this.#readBounded(this.events.find({
+      : await this.#readBounded((signal) => this.events.find({
         user: userId,
         'recurrence.eventId': { $in: bases.map((base) => base._id) },
         originalStartsAt: { $gte: new Date(from.getTime() - longest - 2 * DAY_MS), $lt: new Date(to.getTime() + 2 * DAY_MS) }
-      }, { projection: STORAGE_ONLY }), budget)
+      }, { projection: STORAGE_ONLY, signal }), budget)
     const series = bases.map((base) => ({ series: base, edits: edits.filter((edit) => edit.recurrence?.eventId === base._id) }))
     return await assembleRange(singles, series, from, to, budget)
   }
 
-  async #readBounded (cursor: FindCursor<EventRecord>, budget: RangeBudget): Promise<EventRecord[]> {
-    const read: EventRecord[] = []
-    try {
-      for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1)) {
-        budget.hold(event)
-        read.push(event)
+  /** Reads a cursor whole within the database deadline, counting what it holds. */
+  async #readBounded (open: (signal: AbortSignal) => FindCursor<EventRecord>, budget: RangeBudget): Promise<EventRecord[]> {
+    return await withDatabaseDeadline(async (signal) => {
+      const cursor = open(signal)
+      const read: EventRecord[] = []
+      try {
+        for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1)) {
+          budget.hold(event)
+          read.push(event)
+        }
+      } finally {
+        await cursor.close()
       }
-    } finally {
-      await cursor.close()
-    }
-    return read
+      return read
+    })
   }
 
   /**
@@ -245,15 +251,21 @@ export class EventStore {
   async apply (userId: string, plans: PersistencePlan[], entries: NewOutboxEntry[], now: Date): Promise<void> {
     const writes = plans.flatMap((plan) => plan.writes)
     if (writes.length === 0 && entries.length === 0) return
-    await this.#mongo.withTransaction(async (session) => {
-      await this.#write(userId, writes, session, now)
+    await this.#mongo.withTransaction(async (session, signal) => {
+      // Past the deadline the client was told 503. In a transaction nothing more is written, so
+      // it is not committed; without one, the writes go on to the end with their reports, since
+      // a change made must not go unreported.
+      const stopIfLate = () => { if (session !== undefined) signal.throwIfAborted() }
+      await this.#write(userId, writes, session, now, stopIfLate)
+      stopIfLate()
       await this.#outbox.add(userId, entries, { now, ...(session === undefined ? {} : { session }) })
     })
   }
 
-  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined, now: Date): Promise<void> {
+  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined, now: Date, stopIfLate: () => void): Promise<void> {
     const options = session === undefined ? {} : { session }
     for (const write of writes) {
+      stopIfLate()
       switch (write.kind) {
         case 'insert':
           try {

@@ -4,7 +4,7 @@ import type { ClientSession, Collection, Db } from 'mongodb'
 import type { FastifyBaseLogger } from 'fastify'
 import { SyncRequestError, SyncUnavailableError, type SyncClient } from '../../lib/sync-client.js'
 import { backoffDelay, type BackoffPolicy } from '../../lib/backoff.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxLease, type OutboxRecord } from '../../lib/outbox.js'
 
@@ -128,7 +128,9 @@ export class Outbox {
   async add (userId: string, entries: NewOutboxEntry[], options: { session?: ClientSession, now?: Date } = {}): Promise<void> {
     if (entries.length === 0) return
     const records = outboxRecords(userId, entries, options.now ?? this.#now())
-    await this.#options.collection.insertMany(records, options.session === undefined ? {} : { session: options.session })
+    // Called on people's requests (a write, a sign-out, a provider connect), which answer 503
+    // rather than wait on a silent database.
+    await withDatabaseDeadline(async () => await this.#options.collection.insertMany(records, options.session === undefined ? {} : { session: options.session }))
   }
 
   start (): void {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { AnyBulkWriteOperation, Collection } from 'mongodb'
 import fp from 'fastify-plugin'
 import Session from 'supertokens-node/recipe/session'
+import { withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 /**
  * Ended sessions stay ended on every backend process. Access tokens are verified locally (no call
@@ -94,7 +95,7 @@ export default fp<{ realtime?: Partial<SessionRevocationOptions> }>(async functi
       }
     }))
     try {
-      await rows.bulkWrite(operations, { ordered: false })
+      await withDatabaseDeadline(async () => await rows.bulkWrite(operations, { ordered: false }))
       for (const end of ends) unwritten.delete(end.sessionHandle)
     } catch (error) {
       // Refused here already; other processes learn of it once the database takes the write.
@@ -123,7 +124,8 @@ export default fp<{ realtime?: Partial<SessionRevocationOptions> }>(async functi
     const filter = newestSeen === undefined
       ? { expiresAt: { $gt: new Date() } }
       : { revokedAt: { $gte: new Date(newestSeen.getTime() - REREAD_WINDOW_MS) } }
-    const found = await rows.find(filter, { projection: { revokedAt: 1, expiresAt: 1 } }).toArray()
+    // A silent database must not stop the poll for longer than a read's deadline.
+    const found = await withDatabaseDeadline(async (signal) => await rows.find(filter, { projection: { revokedAt: 1, expiresAt: 1 }, signal }).toArray())
     for (const row of found) {
       if (newestSeen === undefined || row.revokedAt > newestSeen) newestSeen = row.revokedAt
       if (remember(row._id, row.expiresAt.getTime())) {

@@ -4,6 +4,7 @@ import {
   IDENTITY_PROVIDERS, normalizeEmail, PROVIDER_ACCOUNT_FIELD, userUpsertFor, type AuthenticationFacts, type IdentityProvider, type KnownUser,
   type ProviderPayload
 } from '../../lib/identity.js'
+import { withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 export interface UserDocument {
   _id: ObjectId
@@ -19,6 +20,20 @@ export interface UserDocument {
   apple?: { appleId: string }
   /** Provider connections the Sync service has named for this user (lib/provider-connection.ts). */
   providerConnections?: string[]
+  /**
+   * Set by the write that creates the record while the email block is on, and removed once the
+   * user's welcome sequence exists: a process that stops in between leaves it for the email
+   * poller's sweep, so no sign-up is left without a sequence.
+   */
+  emailEnrollmentPending?: true
+}
+
+/** Called after a write that created a user record (awaited; a listener handles its own errors). */
+export type SignUpListener = (user: UserDocument) => Promise<void>
+
+export interface UserStoreOptions {
+  /** Mark new records for the email block's enrollment (only while the block is on). */
+  markForEmailEnrollment?: boolean
 }
 
 export interface UserStore {
@@ -38,6 +53,11 @@ export interface UserStore {
   recordProviderConnection: (userId: string, connectionId: string) => Promise<void>
   /** Forgets a connection whose calendars the Sync service removed. */
   forgetProviderConnection: (userId: string, connectionId: string) => Promise<void>
+  /** Records still marked for the email block's enrollment, oldest first. */
+  markedForEmailEnrollment: (limit: number) => Promise<UserDocument[]>
+  clearEmailEnrollmentMark: (userId: string) => Promise<void>
+  /** Runs `listener` after every sign-up of this process, email/password and provider alike. */
+  afterSignUp: (listener: SignUpListener) => void
 }
 
 declare module 'fastify' {
@@ -61,38 +81,61 @@ export function knownUser (user: UserDocument): KnownUser {
   }
 }
 
-export function createUserStore (collection: Collection<UserDocument>): UserStore {
+/**
+ * Every call has the database deadline (withDatabaseDeadline): these run on people's requests
+ * (sign-in, sign-up, the profile, event writes), which answer 503 rather than wait on a silent
+ * database.
+ */
+export function createUserStore (collection: Collection<UserDocument>, options: UserStoreOptions = {}): UserStore {
+  const signUpListeners: SignUpListener[] = []
   return {
     async findById (userId) {
-      return ObjectId.isValid(userId) ? await collection.findOne({ _id: new ObjectId(userId) }) : null
+      if (!ObjectId.isValid(userId)) return null
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ _id: new ObjectId(userId) }, { signal }))
     },
     async findEmailOwner (email) {
-      return await collection.findOne({ email: normalizeEmail(email) }, { sort: { emailVerified: -1, _id: 1 } })
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ email: normalizeEmail(email) }, { sort: { emailVerified: -1, _id: 1 }, signal }))
     },
     async findByProviderAccount (provider, accountId) {
-      return await collection.findOne({ [PROVIDER_ACCOUNT_FIELD[provider]]: accountId })
+      return await withDatabaseDeadline(async (signal) => await collection.findOne({ [PROVIDER_ACCOUNT_FIELD[provider]]: accountId }, { signal }))
     },
     async recordAuthentication (userId, facts) {
-      const user = await collection.findOneAndUpdate(
+      const update = userUpsertFor(facts)
+      // The mark goes in with the record itself, so no crash can separate the two.
+      if (options.markForEmailEnrollment === true) update.$setOnInsert.emailEnrollmentPending = true
+      const user = await withDatabaseDeadline(async () => await collection.findOneAndUpdate(
         { _id: new ObjectId(userId) },
-        userUpsertFor(facts),
+        update,
         { upsert: true, returnDocument: 'after' }
-      )
+      ))
       if (user === null) throw new Error('user upsert returned no document')
+      // A record still marked is new, or one whose enrollment an earlier attempt did not finish.
+      if (user.emailEnrollmentPending === true) {
+        for (const listener of signUpListeners) await listener(user)
+      }
       return user
     },
     async linkProviderAccount (userId, payload, options = {}) {
       const $set: Record<string, unknown> = { [PROVIDER_ACCOUNT_FIELD[payload.provider]]: payload.accountId }
       if (payload.provider === 'google' && payload.sealedRefreshToken !== undefined) $set['google.gRefreshToken'] = payload.sealedRefreshToken
-      const result = await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session })
+      const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session }))
       if (result.matchedCount !== 1) throw new Error('no user record to link the provider account to')
     },
     async recordProviderConnection (userId, connectionId) {
       // Filtered on the id's absence, so every later page of the connection matches nothing and writes nothing.
-      await collection.updateOne({ _id: new ObjectId(userId), providerConnections: { $ne: connectionId } }, { $addToSet: { providerConnections: connectionId } })
+      await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId), providerConnections: { $ne: connectionId } }, { $addToSet: { providerConnections: connectionId } }))
     },
     async forgetProviderConnection (userId, connectionId) {
-      await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } })
+      await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } }))
+    },
+    async markedForEmailEnrollment (limit) {
+      return await collection.find({ emailEnrollmentPending: true }).sort({ _id: 1 }).limit(limit).toArray()
+    },
+    async clearEmailEnrollmentMark (userId) {
+      await collection.updateOne({ _id: new ObjectId(userId) }, { $unset: { emailEnrollmentPending: '' } })
+    },
+    afterSignUp (listener) {
+      signUpListeners.push(listener)
     }
   }
 }
@@ -111,7 +154,9 @@ export default fp(async function users (fastify) {
     // One owner per provider account.
     { key: { 'google.googleId': 1 }, name: 'google_account_unique', unique: true, sparse: true },
     { key: { 'microsoft.microsoftId': 1 }, name: 'microsoft_account_unique', unique: true, sparse: true },
-    { key: { 'apple.appleId': 1 }, name: 'apple_account_unique', unique: true, sparse: true }
+    { key: { 'apple.appleId': 1 }, name: 'apple_account_unique', unique: true, sparse: true },
+    // The email poller's sweep reads the few records still waiting for their sequence.
+    { key: { emailEnrollmentPending: 1 }, name: 'email_enrollment_pending', sparse: true }
   ])
-  fastify.decorate('users', createUserStore(collection))
-}, { name: 'users', dependencies: ['mongo'] })
+  fastify.decorate('users', createUserStore(collection, { markForEmailEnrollment: fastify.config.email !== undefined }))
+}, { name: 'users', dependencies: ['config', 'mongo'] })

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
-import { DATABASE_DEADLINES } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS, DATABASE_DEADLINES, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 export interface MongoHandle {
   client: MongoClient
@@ -9,9 +9,12 @@ export interface MongoHandle {
   transactional: boolean
   /**
    * Runs `work` in one transaction where the deployment has them, so its writes happen together
-   * or not at all; otherwise runs it as is (`session` undefined) and its writes go in order.
+   * or not at all; otherwise runs it as is (`session` undefined) and its writes go in order. The
+   * whole has the database deadline (DATABASE_CALL_DEADLINE_MS unless `deadlineMs`): past it the
+   * caller meets DatabaseDeadlineError, and `signal` is aborted so that `work` stops before its
+   * next write (the transaction is then not committed).
    */
-  withTransaction: <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
+  withTransaction: <T>(work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs?: number) => Promise<T>
   /**
    * Whether the database answers a ping within `deadlineMs`. The answer comes by the deadline
    * whatever state the driver is in; while one ping is outstanding, callers share it, so a silent
@@ -34,14 +37,19 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
   const hello = await db.admin().command({ hello: 1 })
   const transactional = typeof hello.setName === 'string' || hello.msg === 'isdbgrid'
 
-  async function withTransaction<T> (work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
-    if (!transactional) return await work(undefined)
-    const session = client.startSession()
-    try {
-      return await session.withTransaction(async () => await work(session))
-    } finally {
-      await session.endSession()
-    }
+  async function withTransaction<T> (work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs = DATABASE_CALL_DEADLINE_MS): Promise<T> {
+    return await withDatabaseDeadline(async (signal) => {
+      if (!transactional) return await work(undefined, signal)
+      const session = client.startSession()
+      try {
+        return await session.withTransaction(async () => {
+          signal.throwIfAborted()
+          return await work(session, signal)
+        })
+      } finally {
+        await session.endSession()
+      }
+    }, deadlineMs)
   }
 
   let outstanding: Promise<boolean> | undefined

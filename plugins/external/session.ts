@@ -16,7 +16,7 @@ import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
-import { notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
+import { errorBody, notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
 import { withDeadline } from '../../lib/deadline.js'
 import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
@@ -434,6 +434,13 @@ export default fp(async function session (fastify) {
     // message). This scope is made before the app sets that handler, so without this its errors
     // would reach Fastify's default, which does neither.
     auth.setErrorHandler(async (error, request, reply) => { await fastify.errorHandler(error, request, reply) })
+    // The library reads its parameters from the body as an object: any other JSON (null, a number,
+    // an array) would fail inside it as a 500. Before its own preHandler hook, which answers.
+    auth.addHook('preValidation', async (request, reply) => {
+      const body: unknown = request.body
+      if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) return
+      return await reply.code(400).send(errorBody(400, 'The body must be a JSON object', 'BODY_NOT_AN_OBJECT'))
+    })
     auth.addHook('onSend', async (request, _reply, payload) => {
       const summary = signInSummaries.get(request)
       if (summary === undefined || typeof payload !== 'string') return payload

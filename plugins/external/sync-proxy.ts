@@ -4,11 +4,13 @@ import httpProxy from '@fastify/http-proxy'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import Session from 'supertokens-node/recipe/session'
 import { INTERNAL_AUTH_HEADERS, signInternalRequest } from '../../lib/internal-auth.js'
+import { errorBody } from '../../lib/error-bodies.js'
 
 // Specification, Endpoints: `/sync/*` are the Sync service's public OAuth and webhook callbacks,
 // proxied to it (sync.callbackBaseUrl points here) and verified inside the Sync service. Only
 // those public parts are reachable: the internal API of Sync is never.
 const PUBLIC_PARTS = ['oauth', 'webhooks', 'maintenance'] as const
+const SYNC_RETRY_AFTER_SECONDS = 5
 
 // Headers a browser or a provider must not pass on to Sync: the backend's own session tokens,
 // and anything that would pose as the backend's signature. The scheduler calling /maintenance
@@ -33,6 +35,9 @@ export default fp(async function syncProxy (fastify) {
     // sent), before anything is sent to Sync, and passed on as the bytes that came: a provider's
     // signature covers them. Streaming them through instead would let a body of any size reach
     // Sync, and a refusal there would break the half-sent request into a 5xx here.
+    // This scope is made before the app sets its error handler: without this, its errors (a body
+    // over the limit, ...) would reach Fastify's default handler, which does not hide a 5xx's message.
+    proxied.setErrorHandler(async (error, request, reply) => { await fastify.errorHandler(error, request, reply) })
     proxied.removeAllContentTypeParsers()
     proxied.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, Readable.from([body])) })
     for (const part of PUBLIC_PARTS) await registerPart(proxied, part)
@@ -54,6 +59,13 @@ export default fp(async function syncProxy (fastify) {
         }
         : undefined,
       replyOptions: {
+        // Sync not answering (refused, reset, timed out) is a dependency that is down: 503 with
+        // Retry-After, and nothing of the cause (addresses, error codes) reaches the caller.
+        onError: (reply, { error }) => {
+          reply.request.log.warn({ err: error }, 'Sync service unreachable through the proxy')
+          reply.code(503).header('retry-after', String(SYNC_RETRY_AFTER_SECONDS))
+            .send(errorBody(503, 'Calendar sync is briefly unavailable; try again shortly', 'SYNC_UNAVAILABLE'))
+        },
         rewriteRequestHeaders: (request, headers) => {
           const forwarded: Record<string, string | string[] | undefined> = { ...headers }
           for (const name of STRIPPED) Reflect.deleteProperty(forwarded, name)

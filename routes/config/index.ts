@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppConfigResponseSchema } from '../../schemas/app-config.js'
 import { appConfigFor } from '../../lib/app-config.js'
+import { SECURITY, sessionResponses } from '../../schemas/responses.js'
 
 // What the web client needs at run time; it changes only with the configuration, so it is built once.
 const appConfig: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -10,7 +11,8 @@ const appConfig: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'Run-time configuration for the web client: sign-in providers offered, places lookup, analytics, and billing\'s publishable key when billing is configured',
       tags: ['config'],
-      response: { 200: AppConfigResponseSchema }
+      security: SECURITY.session,
+      response: { 200: AppConfigResponseSchema, ...sessionResponses }
     }
   }, async () => answer)
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CalDavConnectRequestSchema, CalDavConnectResponseSchema } from '../../schemas/sync/index.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, bodyResponses, errorResponse, sessionResponses } from '../../schemas/responses.js'
 
 // The password-based provider kind (CalDAV, for example iCloud with an app password): no OAuth
 // round trip, the Sync service checks the account at the server and stores it encrypted. Sync's
@@ -11,14 +11,16 @@ const caldav: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'Connect (or repair) a CalDAV account with a server URL, user name and app password; its import follows',
       tags: ['connections'],
+      security: SECURITY.session,
       body: CalDavConnectRequestSchema,
       response: {
         200: CalDavConnectResponseSchema,
-        400: ErrorResponse,
-        404: ErrorResponse,
-        409: ErrorResponse,
-        422: ErrorResponse,
-        503: ErrorResponse
+        ...bodyResponses,
+        ...sessionResponses,
+        400: errorResponse('The body does not match its schema, or CREDENTIAL_ENCRYPTION_KEY_MISSING'),
+        404: errorResponse('CONNECTION_NOT_FOUND: the connection to repair is not the user\'s'),
+        409: errorResponse('The connection is in a state that cannot take this'),
+        422: errorResponse('CALDAV_CREDENTIALS_REFUSED or CALDAV_DISCOVERY_FAILED: the server refused the account or has no calendar')
       }
     }
   }, async (request) => await fastify.providerConnections.connectCalDav(request.userId, request.body))

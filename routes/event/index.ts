@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchemaValidationError } from 'fastify'
-import { Type } from '@sinclair/typebox'
 import { DeleteQuery, Event, EventChange, EventChangeBody, EventList, EventParams, EVENT_LIMITS, RangeQuery } from '../../schemas/event.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { NoContentResponse, SECURITY, bodyResponses, errorResponse, invalidInputResponse, sessionResponses } from '../../schemas/responses.js'
 import { invalidEvent } from '../../lib/events/errors.js'
 
 /**
@@ -33,17 +32,22 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return null
   })
 
-  // 401 is the session library's own answer, in its own shape, so it is not declared here.
-  const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 410: ErrorResponse, 503: ErrorResponse }
+  const notFound = { 404: errorResponse('EVENT_NOT_FOUND: no such event of the user') }
+  const refused = {
+    409: errorResponse('EVENT_ID_TAKEN (the id is another user\'s or another kind of event), EVENT_CHANGED (changed meanwhile; reload and try again)'),
+    410: errorResponse('CONNECTION_REVOKED: the event\'s provider connection lost its grant; `connectionId` names it')
+  }
   // The handler's `{ statusCode: 204 }` never reaches the wire (see the hooks above).
-  const empty = { 204: Type.Unsafe<{ statusCode: 204 }>({ description: 'Written: no body and no content type' }) }
+  const empty = { 204: NoContentResponse }
+  const security = SECURITY.session
 
   fastify.post('/', {
     schema: {
       description: 'Create or update one event, or many all-or-nothing',
       tags: ['event'],
+      security,
       body: EventChangeBody,
-      response: { ...empty, ...errors }
+      response: { ...empty, ...bodyResponses, ...sessionResponses, ...notFound, ...refused }
     },
     schemaErrorFormatter: bodyErrorMessage
   }, async (request) => {
@@ -55,9 +59,10 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'Update one event, or edit one occurrence of a series (`<seriesId>_<originalStart>`)',
       tags: ['event'],
+      security,
       params: EventParams,
       body: EventChange,
-      response: { ...empty, ...errors }
+      response: { ...empty, ...bodyResponses, ...sessionResponses, ...notFound, ...refused }
     }
   }, async (request) => {
     await fastify.events.update({ userId: request.userId, now: new Date() }, request.params.id, request.body, request.log)
@@ -69,8 +74,9 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Delete one event; for an occurrence of a series, `applyTo` says which occurrences go (default `this`)',
       tags: ['event'],
       params: EventParams,
+      security,
       querystring: DeleteQuery,
-      response: { ...empty, ...errors }
+      response: { ...empty, ...bodyResponses, ...sessionResponses, ...notFound, ...refused }
     }
   }, async (request) => {
     await fastify.events.remove({ userId: request.userId, now: new Date() }, request.params.id, request.query.applyTo ?? 'this', request.log)
@@ -81,8 +87,9 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'One event, or one occurrence of a series',
       tags: ['event'],
+      security,
       params: EventParams,
-      response: { 200: Event, ...errors }
+      response: { 200: Event, ...invalidInputResponse, ...sessionResponses, ...notFound }
     }
   }, async (request) => await fastify.events.get(request.userId, request.params.id))
 
@@ -90,8 +97,9 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'Every event and occurrence overlapping [start, end)',
       tags: ['event'],
+      security,
       querystring: RangeQuery,
-      response: { 200: EventList, ...errors }
+      response: { 200: EventList, ...invalidInputResponse, ...sessionResponses }
     }
   }, async (request) => {
     const from = new Date(request.query.start)

@@ -5,6 +5,7 @@ import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import type { SessionContainer } from 'supertokens-node/recipe/session'
 import type { SyncClient } from '../../lib/sync-client.js'
 import type { UserMetadataChangedMessage } from '../../schemas/server-message.js'
+import { SECURITY, SessionRefusedResponse, sessionResponses } from '../../schemas/responses.js'
 
 // Each half of the replay is optional: a stream that cannot read one of them right now still
 // opens, says null for that half, and the next reconnect replays it again.
@@ -39,11 +40,16 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
         '(reconnect with a fresh token); a user\'s 21st stream on one server closes their oldest. ' +
         'The first message replays userMetadataChanged.',
       tags: ['events'],
-      produces: ['text/event-stream'],
+      security: SECURITY.session,
       response: {
-        200: Type.String({ description: 'text/event-stream' }),
+        // Only the stream is text/event-stream; every refusal is JSON.
+        200: {
+          description: 'The stream: `retry:`, `message` events with a JSON ServerMessage, `: keepalive` comments',
+          content: { 'text/event-stream': { schema: Type.String() } }
+        },
+        ...sessionResponses,
         // The session library answers 401 with its own body (`{ message }`), and so does this route.
-        401: Type.Object({ message: Type.String() }, { additionalProperties: true, description: 'No valid session; sign in or refresh the token' })
+        401: SessionRefusedResponse
       }
     }
   }, async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { GrantRevokedNoticeSchema, GrantRevokedResultSchema } from '../../schemas/sync/index.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, bodyResponses, serviceResponses } from '../../schemas/responses.js'
 
 // Where the Sync service tells the backend that a provider answered invalid_grant for a user's
 // stored refresh token (specification, States and transitions: the session is revoked and the
@@ -11,7 +11,8 @@ const grantRevoked: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'A provider refused the user\'s stored refresh token for good: revoke every session of the user (Sync service only)',
       tags: ['internal'],
       body: GrantRevokedNoticeSchema,
-      response: { 200: GrantRevokedResultSchema, 400: ErrorResponse, 401: ErrorResponse }
+      security: SECURITY.service,
+      response: { 200: GrantRevokedResultSchema, ...bodyResponses, ...serviceResponses }
     }
   }, async (request) => await fastify.providerAuth.grantRevoked({
     userId: request.body.userId,

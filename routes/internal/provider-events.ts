@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   ProviderCalendarRemovalResultSchema, ProviderCalendarRemovalSchema, ProviderEventBatchResultSchema, ProviderEventBatchSchema
 } from '../../schemas/sync/index.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, bodyResponses, serviceResponses } from '../../schemas/responses.js'
 
 // Where the Sync service hands the backend what providers changed (DESIGN.md, "Provider data").
 const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -13,7 +13,8 @@ const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Apply one page of a provider calendar\'s events to the user\'s data (Sync service only)',
       tags: ['internal'],
       body: ProviderEventBatchSchema,
-      response: { 200: ProviderEventBatchResultSchema, 400: ErrorResponse, 401: ErrorResponse }
+      security: SECURITY.service,
+      response: { 200: ProviderEventBatchResultSchema, ...bodyResponses, ...serviceResponses }
     }
   }, async (request) => await fastify.providerEvents.applyBatch(request.body, request.log))
 
@@ -22,7 +23,8 @@ const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Remove a connection\'s provider calendars (or one of them) from the user\'s data (Sync service only)',
       tags: ['internal'],
       body: ProviderCalendarRemovalSchema,
-      response: { 200: ProviderCalendarRemovalResultSchema, 400: ErrorResponse, 401: ErrorResponse }
+      security: SECURITY.service,
+      response: { 200: ProviderCalendarRemovalResultSchema, ...bodyResponses, ...serviceResponses }
     }
   }, async (request) => ({ deleted: await fastify.providerEvents.remove(request.body) }))
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { UserProfile } from '../../schemas/user.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, errorResponse, sessionResponses } from '../../schemas/responses.js'
 import { isProviderConnected } from '../../lib/provider-connection.js'
 
 const profile: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -8,7 +8,8 @@ const profile: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'The signed-in user\'s profile',
       tags: ['user'],
-      response: { 200: UserProfile, 404: ErrorResponse }
+      security: SECURITY.session,
+      response: { 200: UserProfile, 404: errorResponse('No user record for this session'), ...sessionResponses }
     }
   }, async (request, reply) => {
     const user = await fastify.users.findById(request.userId)

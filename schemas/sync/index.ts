@@ -19,3 +19,4 @@ export const SYNC_PATHS = {
   restartSync: (userId: string) => `/internal/users/${userId}/sync/restart`,
   credentials: (userId: string) => `/internal/users/${userId}/credentials`
 } as const
+export * from './public-callbacks.js'

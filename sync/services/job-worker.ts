@@ -115,8 +115,12 @@ export class JobWorker {
       } else if (failure !== null) {
         log.warn({ ...context, reason: failure }, 'job attempt failed')
         await queue.fail(job, this.id, failure)
-      } else if (!await queue.complete(job, this.id)) {
-        log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
+      } else {
+        const completed = await queue.complete(job, this.id)
+        // Which worker ran which job: with several Sync processes, each job must be done once.
+        if (completed === 'done') log.debug({ ...context, worker: this.id, coalescingKey: job.coalescingKey }, 'job done')
+        else if (completed === 'again') log.debug({ ...context, worker: this.id, coalescingKey: job.coalescingKey }, 'job runs again: it was asked for while it ran')
+        else log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
       }
     } catch (error) {
       // The queue itself failed; the lease runs out and the job is claimed again.

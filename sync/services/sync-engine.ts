@@ -90,9 +90,10 @@ export interface NotificationOutcome {
   /**
    * `queued`: a pull of the calendar is queued (or one waiting took it); `acknowledged`: nothing to
    * do; `stopped`: the channel's user has been away longer than sync.inactiveUserDays, so the
-   * channel was stopped at the provider and nothing is pulled.
+   * channel was stopped at the provider and nothing is pulled; `duplicate`: a message of the channel
+   * already handled (a provider's redelivery, or a copy that reached another Sync process first).
    */
-  result: 'queued' | 'acknowledged' | 'stopped' | 'refused' | 'unknownChannel'
+  result: 'queued' | 'acknowledged' | 'stopped' | 'refused' | 'unknownChannel' | 'duplicate'
 }
 
 function calendarOf (record: CalendarRecord): ProviderCalendar {
@@ -249,7 +250,7 @@ export class SyncEngine {
    * do not know is stopped at the provider when its resource tells whose it is. The channel is the
    * key and its resource must match (sync/README.md, "Provider data": why not the resource alone).
    */
-  async notify (provider: Provider, notification: { channelId: string, token: string, resourceId?: string, state: string }): Promise<NotificationOutcome> {
+  async notify (provider: Provider, notification: { channelId: string, token: string, resourceId?: string, state: string, messageNumber?: number }): Promise<NotificationOutcome> {
     const { watches, activity, settings, clock, log } = this.#parts
     const watch = await watches.get(notification.channelId)
     if (watch === null) {
@@ -270,6 +271,9 @@ export class SyncEngine {
     }
     // The first message of a channel only says that it works.
     if (notification.state === 'sync') return { result: 'acknowledged' }
+    // A message seen before queues nothing: a pull it queued may have run already, and a second
+    // would read the provider again for nothing.
+    if (WatchStore.alreadyHandled(watch, notification.messageNumber)) return { result: 'duplicate' }
     // Microsoft's lifecycle events: the subscription needs a renewal (which reauthorizes it), or it
     // ended and needs a new one. Either way a pull follows, for changes it may not have told.
     if (notification.state === 'reauthorizationRequired' || notification.state === 'subscriptionRemoved') {
@@ -281,6 +285,8 @@ export class SyncEngine {
     if (queued.coalesced) {
       await this.#parts.queue.postpone(queued.job, new Date(now + NOTIFICATION_PULL_DELAY_MS), new Date(queued.job.createdAt.getTime() + NOTIFICATION_PULL_MAX_WAIT_MS))
     }
+    // Recorded once the pull is queued: a message that failed before that is taken again when redelivered.
+    if (notification.messageNumber !== undefined) await watches.recordMessage(watch._id, notification.messageNumber)
     return { result: 'queued' }
   }
 

@@ -173,15 +173,18 @@ export class JobQueue {
     return this.#leaseMs
   }
 
-  /** Finishes a job. False when the lease was lost (another worker owns the job now). */
-  async complete (job: JobRecord, owner: string): Promise<boolean> {
+  /**
+   * Finishes a job: `done` (the row is gone), `again` (a request came while it ran, so it is queued
+   * to run once more), or false when the lease was lost (another worker owns the job now).
+   */
+  async complete (job: JobRecord, owner: string): Promise<'done' | 'again' | false> {
     const deleted = await this.#rows.deleteOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: false })
-    if (deleted.deletedCount === 1) return true
+    if (deleted.deletedCount === 1) return 'done'
     const now = this.#clock.now()
     const again = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: true }, {
       $set: { status: 'queued', rerun: false, attempts: 0, runAt: now, leaseOwner: null, leaseUntil: null, updatedAt: now }
     })
-    return again.modifiedCount === 1
+    return again.modifiedCount === 1 ? 'again' : false
   }
 
   /** Records a failed attempt: the next rung of the ladder, or `failed` when the budget is spent. */

@@ -10,6 +10,11 @@ export interface WatchRecord {
   resourceId: string
   tokenDigest: string
   expiresAt: Date
+  /**
+   * The highest message number of the channel whose pull was queued (Google numbers each message
+   * of a channel, increasing; a redelivery or a second copy keeps its number). Absent until then.
+   */
+  lastMessageNumber?: number
 }
 
 function digest (token: string): Buffer {
@@ -56,6 +61,16 @@ export class WatchStore {
   /** A channel the provider extended in place. */
   async renew (channelId: string, expiresAt: Date): Promise<void> {
     await this.#rows.updateOne({ _id: channelId }, { $set: { expiresAt } })
+  }
+
+  /** Remembers that the pull for message `messageNumber` of the channel is queued. */
+  async recordMessage (channelId: string, messageNumber: number): Promise<void> {
+    await this.#rows.updateOne({ _id: channelId }, { $max: { lastMessageNumber: messageNumber } })
+  }
+
+  /** A message at or below the channel's recorded number was handled already (or is older than one that was). */
+  static alreadyHandled (record: WatchRecord, messageNumber: number | undefined): boolean {
+    return messageNumber !== undefined && record.lastMessageNumber !== undefined && messageNumber <= record.lastMessageNumber
   }
 
   async listByUser (userId: string): Promise<WatchRecord[]> {

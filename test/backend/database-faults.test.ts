@@ -1,7 +1,9 @@
 import { test } from 'tap'
-import { authFields, buildApp, signUp, startDependencies, uniqueEmail, type Dependencies } from '../helper.js'
+import { authFields, buildApp, listen, signUp, startDependencies, uniqueEmail, type Dependencies } from '../helper.js'
 import { startScript, waitFor } from '../processes.js'
 import { freePort } from '../ports.js'
+import { RawSseReader } from '../realtime/sse-reader.js'
+import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
 
 // The database as an operator meets its failures: a process that hangs (stopped, its sockets
 // open, so the driver sees no error, only silence) and one that is gone. The MongoDB stand-in
@@ -99,6 +101,64 @@ test('a hung database: health answers 500 within 1.5 s, writes 503 with Retry-Af
   t.equal(stored, reported, 'the event and its report exist together or not at all')
   const retried = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'b'.repeat(24) } })
   t.equal(retried.statusCode, 204, 'writes work again')
+})
+
+test('a hung database: every route class answers 503 with Retry-After while it hangs, a stream still opens, and what was acknowledged is kept', {
+  skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here',
+  // Each request ends on its call's deadline (DATABASE_CALL_DEADLINE_MS); without one, a read waits
+  // on the driver's socket deadline (the profile: 12 s measured) and this would take minutes.
+  timeout: 120_000
+}, async (t) => {
+  const mongo = await startMongoProcess(t)
+  const deps = onProcess(await startDependencies(t), mongo.uri)
+  const { app, log } = await buildApp(t, deps)
+  const base = await listen(app)
+  const email = uniqueEmail('hung-db-routes')
+  const user = await signUp(app, { email, password: 'pw-for-hung-db-2' })
+  const kept = { ...EVENT, _id: 'e'.repeat(24), title: 'Acknowledged before the hang' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: kept })).statusCode, 204)
+
+  mongo.hang()
+  const requests = [
+    ['profile', { method: 'GET', url: '/api/user/profile', headers: user.headers }],
+    ['create', { method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'f'.repeat(24) } }],
+    ['update', { method: 'PUT', url: `/api/event/${kept._id}`, headers: user.headers, payload: { ...EVENT, title: 'Changed during the hang' } }],
+    ['delete', { method: 'DELETE', url: `/api/event/${kept._id}`, headers: user.headers }],
+    ['range read', { method: 'GET', url: '/api/event?start=2026-05-04T00:00:00Z&end=2026-05-05T00:00:00Z', headers: user.headers }],
+    ['one event', { method: 'GET', url: `/api/event/${kept._id}`, headers: user.headers }],
+    ['sign-in', { method: 'POST', url: '/api/auth/signin', headers: { rid: 'emailpassword' }, payload: authFields({ email, password: 'pw-for-hung-db-2' }) }],
+    ['sign-up', { method: 'POST', url: '/api/auth/signup', headers: { rid: 'emailpassword' }, payload: authFields({ email: uniqueEmail('hung-db-new'), password: 'pw-for-hung-db-2', name: 'New' }) }]
+  ] as const
+  for (const [what, request] of requests) {
+    const started = Date.now()
+    const answer = await app.inject(request)
+    t.comment(`${what}: ${answer.statusCode} in ${Date.now() - started} ms`)
+    t.equal(answer.statusCode, 503, `${what}: ${answer.body}`)
+    t.match(answer.json(), { code: /^(DATABASE_UNAVAILABLE|DEADLINE_EXCEEDED)$/, message: 'The service is briefly unavailable; try again shortly' }, `${what}: a code to act on, no driver message`)
+    t.equal(answer.headers['retry-after'], '5', `${what}: Retry-After`)
+  }
+  const deadlineLines = log.lines().filter((line) => line.msg === 'database unavailable' &&
+    (line.err as { type?: string, message?: string } | undefined)?.message === `the database did not answer within ${DATABASE_CALL_DEADLINE_MS} ms`)
+  t.ok(deadlineLines.length > 0, 'operators see that a database call passed its deadline')
+
+  // Opening a stream needs no database (the session check is local, revocations are held in
+  // memory): it opens and replays the user's state.
+  const stream = await RawSseReader.open(`${base}/api/events/stream`, user.headers)
+  t.teardown(() => { stream.close() })
+  t.equal(stream.status, 200, 'a stream opens while the database hangs')
+  const [replay] = await stream.untilMessages(1, 15_000)
+  t.match(replay, { type: 'userMetadataChanged' }, 'and replays the user\'s state')
+
+  mongo.resume()
+  t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/api/health' })).statusCode === 200, 15_000), 'health recovers with the database')
+  const read = await app.inject({ method: 'GET', url: `/api/event/${kept._id}`, headers: user.headers })
+  t.equal(read.statusCode, 200, 'the event acknowledged before the hang is there')
+  t.equal(read.json().title, kept.title, 'unchanged by the refused update')
+  const events = app.mongo.db.collection('events')
+  const outbox = app.mongo.db.collection('syncOutbox')
+  const stored = await events.countDocuments({ _id: 'f'.repeat(24) as never })
+  const reported = await outbox.countDocuments({ user: user.userId, 'entry.report.eventId': 'f'.repeat(24) })
+  t.equal(stored, reported, 'the refused create and its report exist together or not at all')
 })
 
 test('a database that is gone: writes answer 503 with Retry-After quickly', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {

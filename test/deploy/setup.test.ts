@@ -64,6 +64,8 @@ test('setup writes a production configuration both services and the stack accept
   t.equal(code, 0, stderr)
   t.match(stdout, /next steps:/)
   t.match(stdout, /docker compose up -d/)
+  t.match(stdout, /the welcome mails are off\. To send them through Resend, add an `email` block/)
+  t.match(stdout, /a Resend webhook pointed at https:\/\/calendar\.example\.org\/api\/email\/webhooks\/resend\n/, 'the webhook address, built as the backend serves it')
   t.equal(stderr, '')
 
   const configPath = join(dir, 'config.yaml')

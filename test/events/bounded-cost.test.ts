@@ -90,6 +90,22 @@ test('hostile series and ranges neither stall the event loop nor the health prob
   const oneDay = await read('2026-06-01T00:00:00Z', '2026-06-01T01:00:00Z')
   t.equal(oneDay.json().length, 101, 'a narrower range is answered')
 
+  // Series that rarely match (29 February at 03:00, by an hourly rule) cost walking without
+  // adding to the answer: each is bounded, and so is their total in one read (EVENT_LIMITS.rangePeriods).
+  const other = await signUp(app, { email: uniqueEmail('sparse'), password: 'pw-for-sparse-1' })
+  const leapDays = Array.from({ length: 12 }, (_, index) => ({
+    title: `Leap ${index}`,
+    startDate: `2024-02-29T03:${String(index).padStart(2, '0')}:00Z`,
+    endDate: `2024-02-29T04:${String(index).padStart(2, '0')}:00Z`,
+    recurrence: { rule: ['RRULE:FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=29;BYHOUR=3'] }
+  }))
+  t.equal((await timed('POST 12 sparse series', async () => await app.inject({ method: 'POST', url: '/api/event', headers: other.headers, payload: leapDays }))).statusCode, 204)
+  const costly = await timed('GET 400 days of 12 sparse series', async () => await app.inject({ method: 'GET', url: '/api/event?start=2026-03-01T00:00:00Z&end=2027-04-05T00:00:00Z', headers: other.headers }))
+  t.equal(costly.statusCode, 400, 'refused though it would hold nothing')
+  t.match(costly.json(), { code: 'RANGE_TOO_LARGE', message: /steps of their rules.*narrow the range/ })
+  const leapDay = await timed('GET the leap day of 12 sparse series', async () => await app.inject({ method: 'GET', url: '/api/event?start=2028-02-29T00:00:00Z&end=2028-03-01T00:00:00Z', headers: other.headers }))
+  t.equal(leapDay.json().length, 12, 'a narrower range is answered, every series in it')
+
   loop.disable()
   probing.on = false
   await probe

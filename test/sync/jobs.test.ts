@@ -77,7 +77,7 @@ test('a crashed worker\'s job is picked up again when its lease expires', async 
   t.match(retaken, { status: 'running', attempts: 2, leaseOwner: 'worker-b' })
   t.equal(await queue.complete(taken as JobRecord, 'worker-that-dies'), false, 'the old owner cannot finish it any more')
   t.equal((await queue.list()).length, 1)
-  t.equal(await queue.complete(retaken as JobRecord, 'worker-b'), true)
+  t.equal(await queue.complete(retaken as JobRecord, 'worker-b'), 'done')
   t.same(await queue.list(), [])
 })
 
@@ -193,7 +193,7 @@ test('a worker whose queue fails to record an outcome logs it and keeps running'
   const queue = built.app.syncJobQueue
   await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
   class BrokenQueue extends JobQueue {
-    override async complete (): Promise<boolean> { throw new Error('database went away') }
+    override async complete (): Promise<'done' | 'again' | false> { throw new Error('database went away') }
   }
   const broken = new BrokenQueue(built.app.syncDb.db, built.clock)
   const worker = new JobWorker({

@@ -24,6 +24,11 @@ export interface WebStackOptions {
   webValues?: { googleClientId?: string }
   /** Deliver account emails over SMTP to a mail catcher instead of only logging their links. */
   mail?: boolean
+  /**
+   * Turn the email block on as dev/start.ts does: the mailer speaks Resend's API to the mail
+   * catcher (started for it), whose webhooks come back signed; days of the sequence are minutes.
+   */
+  email?: { webhookSecret: string }
 }
 
 export async function startWebStack (t: Teardown, options: WebStackOptions = {}): Promise<WebStack> {
@@ -34,8 +39,11 @@ export async function startWebStack (t: Teardown, options: WebStackOptions = {})
   const webUrl = `http://127.0.0.1:${webPort}`
   const apiUrl = `http://127.0.0.1:${backendPort}/api`
   let mail: MailCatcher | undefined
-  if (options.mail === true) {
-    const catcher = await startMailCatcher()
+  const apiKey = `re_${randomBytes(12).toString('hex')}`
+  if (options.mail === true || options.email !== undefined) {
+    const catcher = await startMailCatcher(options.email === undefined
+      ? {}
+      : { resend: { apiKey, webhook: { url: `${apiUrl}/email/webhooks/resend`, secret: options.email.webhookSecret } } })
     t.teardown(() => catcher.close())
     mail = catcher
   }
@@ -58,8 +66,22 @@ export async function startWebStack (t: Teardown, options: WebStackOptions = {})
             ...config.sessions,
             smtp: { host: '127.0.0.1', port: mail.smtpPort, secure: false, user: 'calendar', password: 'mail-catcher', fromName: 'Calendar (test)', fromEmail: 'calendar@localhost' }
           }
+        }),
+    ...(mail === undefined || options.email === undefined
+      ? {}
+      : {
+          email: {
+            provider: 'mailer' as const,
+            apiKey,
+            from: 'Calendar (test) <calendar@localhost>',
+            webhookSecret: options.email.webhookSecret,
+            unsubscribeSecret: randomBytes(16).toString('hex'),
+            scheduleProfile: 'fast' as const,
+            allowlist: [],
+            apiBase: mail.url
+          }
         })
-  }))
+  }), undefined, options.email === undefined ? {} : { email: { pollIntervalMs: 250 } })
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Tests wait for stream fan-out; a shorter poll keeps them quick without changing what happens.
   backend.app.changeFeed.configure({ pollIntervalMs: options.pollIntervalMs ?? 250 })

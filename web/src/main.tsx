@@ -8,6 +8,8 @@ import { CalendarApp, Notices } from './ui/App.js'
 import { initSession, restoreSession, session } from './data/session.js'
 import { carryLocalEvents, notify, queryClient } from './data/calendar.js'
 import { closeStream, openStream, wireFocusRefresh } from './data/sync.js'
+import { wirePendingWrites } from './data/pending.js'
+import { clearUndo } from './data/undo.js'
 import { finishCallback, handleConnectRedirect } from './data/provider.js'
 import { readAuthEntry, routeOf, type Route } from './lib/auth-params.js'
 
@@ -19,7 +21,11 @@ const entry = readAuthEntry(location.href)
 if (entry.dialog !== null) history.replaceState(history.state, '', entry.cleaned)
 const connectMessage = initialRoute.route === 'callback' ? null : handleConnectRedirect()
 
+let lastStatus = session.get().status
 session.subscribe((state) => {
+  // What was done in the other calendar (signed out, or another account) is not undone here.
+  if (state.status !== lastStatus) clearUndo()
+  lastStatus = state.status
   if (state.status === 'signedIn') {
     openStream()
     carryLocalEvents().catch(() => {})
@@ -30,6 +36,7 @@ session.subscribe((state) => {
   }
 })
 wireFocusRefresh()
+wirePendingWrites()
 
 function Callback (props: { onDone: (path: string) => void }) {
   const [message, setMessage] = useState('Finishing sign-in…')
@@ -78,3 +85,7 @@ function Root () {
 }
 
 render(<Root />, document.getElementById('app') as HTMLElement)
+
+// An offline reload opens the calendar from the worker's copy (web/src/sw.ts). Without one
+// (an old browser, a private window that refuses it) everything works online as before.
+if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {})

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProviderConnectRequestSchema, ProviderConnectResponseSchema } from '../../../schemas/provider-auth.js'
-import { ConnectionConflictResponse, ErrorResponse } from '../../../schemas/errors.js'
+import { ConnectionConflictResponse } from '../../../schemas/errors.js'
+import { SECURITY, bodyResponses, errorResponse, sessionResponses } from '../../../schemas/responses.js'
 import { ConnectConflictError } from '../../../plugins/app/provider-auth.js'
 
 // Specification, "Provider connect from an authenticated session": the web callback posts the
@@ -14,13 +15,15 @@ const connect: FastifyPluginAsyncTypebox = async (fastify) => {
         'On success the credential is stored, the user metadata sync flags are set to RESTART and sync restarts in the background; ' +
         'on any refusal nothing is stored and no flag is set.',
       tags: ['auth'],
+      security: SECURITY.session,
       body: ProviderConnectRequestSchema,
       response: {
         200: ProviderConnectResponseSchema,
-        400: ErrorResponse,
-        404: ErrorResponse,
-        409: ConnectionConflictResponse,
-        503: ErrorResponse
+        ...bodyResponses,
+        ...sessionResponses,
+        400: errorResponse('The body does not match its schema, or Google refused the code (AUTHORIZATION_CODE_REJECTED, REDIRECT_URI_NOT_ALLOWED, ...)'),
+        404: errorResponse('Google connect is not configured (extprovider)'),
+        409: ConnectionConflictResponse
       }
     }
   }, async (request, reply) => {

@@ -340,7 +340,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const current = target === null ? occurrence : await this.#current(context, target)
     const removal = write.operation === 'delete' || subject.cancelled === true
 
-    if (current !== null && providerVersionWins(this.#updated(current), subject.lastUpdated)) {
+    // Microsoft's copy as our own last write left it (the same change key) is no change by another
+    // device: its lastModifiedDateTime is when that write arrived, which can be after the backend's
+    // change that this write carries (an event created and deleted here while Graph was down).
+    const ownCopy = current !== null && write.ownVersion !== undefined && current['@odata.etag'] === write.ownVersion
+    if (current !== null && !ownCopy && providerVersionWins(this.#updated(current), subject.lastUpdated)) {
       return { outcome: 'providerNewer', event: await this.#mapped(context, current, calendar) }
     }
     const ifMatch: Record<string, string> = current?.['@odata.etag'] ? { 'If-Match': current['@odata.etag'] } : {}

@@ -1,8 +1,7 @@
 // Watch maintenance for an outside scheduler, authenticated with an ID token whose audience is this
 // endpoint's URL, signed by the configured issuer (sync.maintenanceIssuer) or key (sync.maintenanceKey).
-import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { SyncErrorBodySchema } from '../../../schemas/sync/index.js'
+import { MaintenanceResultSchema, SyncErrorBodySchema } from '../../../schemas/sync/index.js'
 import { errorBody } from '../../lib/errors.js'
 import { MaintenanceUnauthorizedError } from '../../services/maintenance.js'
 
@@ -11,11 +10,7 @@ const maintenance: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       description: 'Renews notification channels expiring soon for active users and stops those of inactive users',
       response: {
-        200: Type.Object({
-          renewed: Type.Integer({ minimum: 0 }),
-          stopped: Type.Integer({ minimum: 0 }),
-          failed: Type.Integer({ minimum: 0 })
-        }, { additionalProperties: false }),
+        200: MaintenanceResultSchema,
         401: SyncErrorBodySchema
       }
     }

@@ -3,13 +3,7 @@
 // is what ties the request to a user.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ProviderSchema } from '../../../schemas/sync/index.js'
-
-const CallbackQuerySchema = Type.Object({
-  code: Type.Optional(Type.String({ maxLength: 2048 })),
-  state: Type.Optional(Type.String({ maxLength: 4096 })),
-  error: Type.Optional(Type.String({ maxLength: 200 }))
-}, { description: 'What the provider appends to the redirect URI; other parameters (scope, authuser, prompt) are ignored' })
+import { OAuthCallbackQuerySchema, ProviderSchema } from '../../../schemas/sync/index.js'
 
 const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:provider/callback', {
@@ -17,8 +11,9 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Finishes a provider connect and redirects (302) to sync.postConnectRedirectUrl with `status` ' +
         '(connected, denied, expired, mismatch or error), `provider`, `intent` and `cid`',
       params: Type.Object({ provider: ProviderSchema }),
-      querystring: CallbackQuerySchema,
-      response: { 302: Type.Null({ description: 'The browser goes to the Location header' }) }
+      querystring: OAuthCallbackQuerySchema,
+      // No body: only the Location header matters.
+      response: { 302: Type.Unsafe<undefined>(Type.Null({ description: 'The browser goes to the Location header' })) }
     }
   }, async (request, reply) => {
     const result = await fastify.syncConnect.callback({
@@ -29,7 +24,7 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
       headers: request.headers
     })
     // The authorization code and state are in this URL; the answer must not be kept anywhere.
-    return reply.code(302).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('location', result.location).send(null)
+    return reply.code(302).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('location', result.location).send(undefined)
   })
 }
 

@@ -2,17 +2,15 @@
 // constant time with the digest kept for the channel; one that fails changes nothing.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { SyncErrorBodySchema } from '../../../schemas/sync/index.js'
+import { GoogleWebhookHeadersSchema, SyncErrorBodySchema } from '../../../schemas/sync/index.js'
 import { errorBody } from '../../lib/errors.js'
 
-const GoogleHeadersSchema = Type.Object({
-  'x-goog-channel-id': Type.String({ minLength: 1, maxLength: 200 }),
-  'x-goog-channel-token': Type.Optional(Type.String({ maxLength: 256 })),
-  // Google sends it with every message; it names the watched calendar the channel must match.
-  'x-goog-resource-id': Type.String({ minLength: 1, maxLength: 500 }),
-  'x-goog-resource-state': Type.String({ minLength: 1, maxLength: 40 }),
-  'x-goog-message-number': Type.Optional(Type.String({ maxLength: 40 }))
-})
+// Google numbers a channel's messages in increasing order (not consecutively); a redelivery keeps
+// its number. A value that is not a plain number is ignored rather than refused: it only de-duplicates.
+function messageNumber (header: string | undefined): { messageNumber?: number } {
+  if (header === undefined || !/^\d{1,15}$/.test(header)) return {}
+  return { messageNumber: Number(header) }
+}
 
 const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   // Google posts an empty body; whatever body comes is not read.
@@ -22,9 +20,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/google', {
     schema: {
       description: 'Google Calendar push notification: `sync` is acknowledged, `exists`/`not_exists` queue one pull of the calendar ' +
-        '(a burst coalesces); a wrong channel token or resource answers 401 and changes nothing; an unknown channel is stopped; ' +
+        '(a burst coalesces, and a message number already handled queues nothing); a wrong channel token or resource answers 401 and changes nothing; an unknown channel is stopped; ' +
         'a user inactive for longer than sync.inactiveUserDays has the channel stopped and nothing pulled',
-      headers: GoogleHeadersSchema,
+      headers: GoogleWebhookHeadersSchema,
       response: { 204: Type.Null(), 401: SyncErrorBodySchema }
     }
   }, async (request, reply) => {
@@ -33,7 +31,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
       channelId: headers['x-goog-channel-id'],
       token: headers['x-goog-channel-token'] ?? '',
       resourceId: headers['x-goog-resource-id'],
-      state: headers['x-goog-resource-state']
+      state: headers['x-goog-resource-state'],
+      ...messageNumber(headers['x-goog-message-number'])
     })
     if (outcome.result === 'refused') return reply.code(401).send(errorBody('UNAUTHORIZED', 'The notification does not match its channel'))
     return reply.code(204).send(null)

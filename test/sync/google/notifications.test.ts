@@ -77,3 +77,41 @@ test('a notification must name the channel\'s resource: another one, or none, ch
   t.equal(right.status, 204, 'channel, token and resource together')
   t.match(await stack.sync.syncJobQueue.list(), [{ type: 'pull', connectionId, payload: { calendarId: ALICE } }], 'name the user\'s calendar to pull')
 })
+
+test('a message number the channel has seen queues nothing: a redelivery, or a copy that reached another Sync process first', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'UTC' }] })
+  const { connectionId } = await connectAndSync(stack)
+  await stack.google.notificationsSettled()
+  await stack.drain()
+  const [watch] = await stack.sync.syncWatches.listByConnection(connectionId)
+  if (watch === undefined) throw new Error('the connect made no channel')
+  const token = 'a-token-only-this-channel-and-google-know'
+  const { userId, calendarId, resourceId, expiresAt } = watch
+  await stack.sync.syncWatches.add({ channelId: 'numbered-channel', token, userId, connectionId, calendarId, resourceId, expiresAt })
+  const send = async (messageNumber: string | undefined) => await fetch(`${stack.syncUrl}/webhooks/google`, {
+    method: 'POST',
+    headers: {
+      'x-goog-channel-id': 'numbered-channel',
+      'x-goog-channel-token': token,
+      'x-goog-resource-id': resourceId,
+      'x-goog-resource-state': 'exists',
+      ...(messageNumber === undefined ? {} : { 'x-goog-message-number': messageNumber })
+    }
+  })
+  const pulls = async () => (await stack.sync.syncJobQueue.list()).filter((job) => job.type === 'pull').length
+
+  t.equal((await send('5')).status, 204)
+  t.equal(await pulls(), 1, 'message 5 queues a pull')
+  await stack.drain()
+  t.equal((await send('5')).status, 204, 'message 5 again is acknowledged')
+  t.equal((await send('3')).status, 204, 'so is an older one')
+  t.equal(await pulls(), 0, 'neither queues a pull')
+  t.equal((await send('9')).status, 204)
+  t.equal(await pulls(), 1, 'a newer message queues one')
+  await stack.drain()
+  t.equal((await send('not-a-number')).status, 204)
+  t.equal(await pulls(), 1, 'a number that is not one is not used to leave a message out')
+  await stack.drain()
+  t.equal((await send(undefined)).status, 204)
+  t.equal(await pulls(), 1, 'nor is a message without a number')
+})

@@ -179,3 +179,35 @@ test('a series whose stored rule carries EXDATEs from Microsoft: its pattern is 
   await write('series-0002', { ...stored, title: 'Weekly review (renamed)', recurrence: ['RRULE:FREQ=WEEKLY;BYDAY=MO;WKST=SU;COUNT=6', 'EXDATE:20261116T080000Z'] })
   t.match(master(), { recurrence: { range: { type: 'numbered', numberOfOccurrences: 6 } } }, 'the new pattern reached Microsoft')
 })
+
+test('an event created and deleted here while Graph was away is deleted there: Microsoft\'s later lastModifiedDateTime is only our insert arriving', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId } = await connectAndSync(stack)
+  const eventId = '6b0400000000000000000013'
+  const made = stack.clock.now().getTime()
+  // Created here; the insert reaches Microsoft a minute later.
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0013', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) }), 202)
+  stack.clock.advance(60_000)
+  await stack.drain()
+  const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
+  t.ok(inserted, 'the event reached Microsoft')
+  const providerEventId = String(inserted?.['id'])
+  // Deleted here a second after it was made, before the insert arrived.
+  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0013', calendarId, subject: lunchWriteSubject(stack, { providerEventId, lastUpdated: new Date(made + 1000).toISOString() }) }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { deleted: true }, 'the deletion made here reached Microsoft')
+
+  // Another device's change after our write is Microsoft's newer version: an older change of ours loses.
+  const otherId = '6b0400000000000000000014'
+  t.equal(await reportEventChange(stack, { userId, eventId: otherId, operation: 'create', idempotencyKey: 'create-0014', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made + 2000).toISOString() }) }), 202)
+  await stack.drain()
+  const second = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo' && event['deleted'] !== true)
+  const secondId = String(second?.['id'])
+  stack.clock.advance(60_000)
+  stack.microsoft.control.patchEvent(calendarId, secondId, { subject: 'Renamed at Microsoft' })
+  t.equal(await reportEventChange(stack, { userId, eventId: otherId, operation: 'delete', idempotencyKey: 'delete-0014', calendarId, subject: lunchWriteSubject(stack, { providerEventId: secondId, lastUpdated: new Date(made + 3000).toISOString() }) }), 202)
+  await stack.drain()
+  t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === secondId), { subject: 'Renamed at Microsoft' }, 'Microsoft keeps the other device\'s newer change')
+  t.notOk(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === secondId)?.['deleted'], 'and the event')
+})

@@ -2,18 +2,25 @@
 // Both answer the same operations, so the views and the edit plans do not care which one is in use.
 // Queries and their invalidation are TanStack Query's; writes are applied to the cached lists at
 // once and confirmed by a refetch when the request returns, never by waiting for the stream.
-import { QueryClient, QueryObserver, keepPreviousData, type QueryKey, type QueryObserverOptions } from '@tanstack/query-core'
+import { QueryObserver, keepPreviousData, type QueryKey, type QueryObserverOptions } from '@tanstack/query-core'
 import { useEffect, useMemo, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { api, ApiError } from './api.js'
 import { session } from './session.js'
-import { createStore } from './store.js'
+import { createStore, useStore } from './store.js'
 import { memoryStore, type KeyValueStore } from '../lib/storage.js'
 import { afterCarry, carrySelection, demoEvents, loadLocalData, saveLocalData, withDemoSeed, type LocalData } from '../lib/local-events.js'
 import { isLocalDemo, localCreate, localDelete, localGet, localRange, localReplace } from '../lib/local-calendar.js'
 import { seriesIdOf, type ApplyTo, type CalendarEvent, type EventChange } from '../lib/events.js'
 import type { EditPlan } from '../lib/series-edit.js'
-import { eventEnd, eventStart } from '../lib/grid.js'
+import { applyEffect, type Effect } from '../lib/optimistic.js'
+import { unsentOf, type PendingData } from '../lib/pending-writes.js'
+import { needsSeries, undoOf, type Undo } from '../lib/undo.js'
+import { applyToCache, invalidateEvents, queryClient, rangeOfKey, userZone } from './query.js'
+import { pendingWrites, submitWrite } from './pending.js'
+import { pushUndo, takeUndo } from './undo.js'
+
+export { invalidateEvents, queryClient, userZone }
 
 export type Mode = 'local' | 'account'
 
@@ -26,8 +33,6 @@ export interface CalendarSource {
   remove: (id: string, applyTo?: ApplyTo) => Promise<void>
   isDemo: (id: string) => boolean
 }
-
-export const userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
 
 function browserStore (): KeyValueStore {
   try {
@@ -82,10 +87,6 @@ export function currentSource (): CalendarSource {
   return session.get().status === 'signedIn' ? accountSource : localSource
 }
 
-export const queryClient = new QueryClient({
-  defaultOptions: { queries: { staleTime: 60_000, retry: 1, refetchOnWindowFocus: false, refetchOnReconnect: true } }
-})
-
 export function eventsKey (mode: Mode, from: Date, to: Date): QueryKey {
   return ['events', mode, from.toISOString(), to.toISOString()]
 }
@@ -96,27 +97,32 @@ export interface EventsResult {
   error: Error | null
 }
 
-/** The events of [from, to) from the current source, kept fresh by the cache. */
-export function useEvents (mode: Mode, from: Date, to: Date): EventsResult {
+/**
+ * The events of [from, to) from the source of `mode`, kept fresh by the cache, with the account's
+ * unsent writes drawn over them. `mode` null: whether anyone is signed in is not known yet, and
+ * nothing is read or drawn (neither the signed-out calendar under a signed-in header nor the reverse).
+ */
+export function useEvents (mode: Mode | null, from: Date, to: Date): EventsResult {
   const source = mode === 'account' ? accountSource : localSource
   const options = useMemo((): QueryObserverOptions<CalendarEvent[], Error, CalendarEvent[], CalendarEvent[], QueryKey> => ({
-    queryKey: eventsKey(mode, from, to),
+    queryKey: eventsKey(mode ?? 'local', from, to),
     queryFn: async () => await source.range(from, to),
-    // Moving to the next day keeps the grid filled until its events arrive.
-    placeholderData: keepPreviousData
+    enabled: mode !== null,
+    // Moving to the next day keeps the grid filled until its events arrive; a sign-in or sign-out
+    // does not (one calendar's events are never drawn under the other's header).
+    placeholderData: (previous, previousQuery) => previousQuery?.queryKey[1] === (mode ?? 'local') ? keepPreviousData(previous) : undefined
   }), [mode, from.getTime(), to.getTime()])
   const observer = useMemo(() => new QueryObserver<CalendarEvent[]>(queryClient, options), [])
   const [result, setResult] = useState(() => observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))
+  const pending = useStore(pendingWrites)
   useEffect(() => {
     observer.setOptions(options)
     setResult(observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))
   }, [options])
   useEffect(() => observer.subscribe(setResult), [observer])
-  return { events: result.data ?? [], loading: result.isLoading, error: result.error }
-}
-
-export function invalidateEvents (key?: QueryKey): Promise<void> {
-  return queryClient.invalidateQueries({ queryKey: key ?? ['events'], ...(key === undefined ? {} : { exact: true }) })
+  const data = result.data
+  const events = useMemo(() => mode === null ? [] : withPending(mode, data ?? [], { from, to }, pending), [data, pending, mode, from.getTime(), to.getTime()])
+  return { events, loading: mode === null || result.isLoading, error: result.error }
 }
 
 /** Messages shown to the user for a while (write failures, sign-in carry-over outcome). */
@@ -128,68 +134,81 @@ export function notify (text: string, tone: 'info' | 'error' = 'info'): void {
   setTimeout(() => notices.set((list) => list.filter((notice) => notice.id !== id)), 6000)
 }
 
-function overlaps (event: CalendarEvent, from: string, to: string): boolean {
-  return eventStart(event, userZone).toMillis() < Date.parse(to) && eventEnd(event, userZone).toMillis() > Date.parse(from)
-}
-
-function asEvent (change: EventChange, id: string): CalendarEvent {
-  const { user: _user, lastUpdated: _lastUpdated, ...fields } = change
-  return { title: '', isAllDay: false, timeZone: 'UTC', status: 'confirmed', origin: 'compass', priority: 'unassigned', ...fields, _id: id }
-}
-
-/** The cached lists as they will be once the plan is applied (as far as it can be known here). */
-function optimistic (list: CalendarEvent[], key: QueryKey, plan: EditPlan): CalendarEvent[] {
-  const [, , from, to] = key as [string, string, string, string]
-  const seriesOfPlan = plan.kind === 'replace' ? plan.id : null
-  switch (plan.kind) {
-    case 'create': {
-      const event = asEvent(plan.change, plan.change._id as string)
-      return overlaps(event, from, to) ? [...list, event] : list
-    }
-    case 'replace': {
-      const replaced = list.flatMap((event) => {
-        if (event._id !== plan.id) return [event]
-        const next = { ...event, ...asEvent(plan.change, event._id) }
-        return overlaps(next, from, to) ? [next] : []
-      })
-      // A whole series changes: its occurrences are recomputed by the refetch.
-      return replaced.filter((event) => seriesOfPlan === null || event._id === plan.id || seriesIdOf(event) !== seriesOfPlan || event.recurrence?.eventId === undefined)
-    }
-    case 'split': {
-      const cut = list.find((event) => event._id === plan.deleteId)
-      const seriesId = cut === undefined ? null : seriesIdOf(cut)
-      const cutAt = cut === undefined ? Infinity : eventStart(cut, userZone).toMillis()
-      const kept = list.filter((event) => seriesId === null || seriesIdOf(event) !== seriesId || eventStart(event, userZone).toMillis() < cutAt)
-      const created = asEvent(plan.create, plan.create._id as string)
-      return overlaps(created, from, to) ? [...kept, created] : kept
-    }
-  }
-}
-
-function optimisticDelete (list: CalendarEvent[], target: CalendarEvent, applyTo: ApplyTo): CalendarEvent[] {
-  const seriesId = seriesIdOf(target)
-  if (seriesId === null || applyTo === 'this') return list.filter((event) => event._id !== target._id)
-  const cutAt = eventStart(target, userZone).toMillis()
-  return list.filter((event) => seriesIdOf(event) !== seriesId || (applyTo === 'thisAndFollowing' && eventStart(event, userZone).toMillis() < cutAt))
-}
-
-async function write (update: (list: CalendarEvent[], key: QueryKey) => CalendarEvent[], request: () => Promise<void>): Promise<boolean> {
-  const mode = currentSource().mode
-  await queryClient.cancelQueries({ queryKey: ['events', mode] })
+/** The event as a shown list of the mode has it now, pending writes included. */
+function shownEvent (mode: Mode, id: string): CalendarEvent | null {
   for (const query of queryClient.getQueryCache().findAll({ queryKey: ['events', mode] })) {
-    const list = query.state.data as CalendarEvent[] | undefined
-    if (list !== undefined) queryClient.setQueryData(query.queryKey, update(list, query.queryKey))
+    const list = withPending(mode, (query.state.data ?? []) as CalendarEvent[], rangeOfKey(query.queryKey))
+    const found = list.find((event) => event._id === id)
+    if (found !== undefined) return found
   }
+  return null
+}
+
+/** The account's unsent writes drawn over a list read from the server. */
+function withPending (mode: Mode, list: CalendarEvent[], range: { from: Date, to: Date }, data: PendingData = pendingWrites.get()): CalendarEvent[] {
+  const state = session.get()
+  if (mode !== 'account' || state.status !== 'signedIn') return list
+  let shown = list
+  for (const write of unsentOf(data, state.userId)) {
+    shown = applyEffect(shown, write.effect, range, userZone, write.state === 'waiting' || write.state === 'failed')
+  }
+  return shown
+}
+
+async function undoFor (effect: Effect, source: CalendarSource): Promise<Undo | null> {
+  const before = effect.kind === 'delete' ? effect.event : effect.plan.kind === 'replace' ? shownEvent(source.mode, effect.plan.id) : null
+  const seriesId = needsSeries(effect) ?? (effect.kind === 'plan' && effect.plan.kind === 'replace' && before === null ? effect.plan.id : null)
+  let series: CalendarEvent | null = null
+  if (seriesId !== null) {
+    try {
+      series = await source.get(seriesId)
+    } catch {
+      // Not known here (offline, or gone): the change is made, without an undo.
+    }
+  }
+  return undoOf(effect, { before, series })
+}
+
+async function writeLocally (effect: Effect, demo: boolean): Promise<boolean> {
+  await queryClient.cancelQueries({ queryKey: ['events', 'local'] })
+  applyToCache('local', effect)
   try {
-    await request()
+    if (effect.kind === 'delete') {
+      await localSource.remove(effect.event._id, seriesIdOf(effect.event) === null ? undefined : effect.applyTo)
+    } else {
+      const plan = effect.plan
+      switch (plan.kind) {
+        case 'create': await localSource.create(plan.change, { demo }); break
+        case 'replace': await localSource.replace(plan.id, plan.change); break
+        case 'split': {
+          const splitDemo = localSource.isDemo(plan.deleteId)
+          await localSource.remove(plan.deleteId, 'thisAndFollowing')
+          await localSource.create(plan.create, { demo: splitDemo })
+        }
+      }
+    }
     return true
   } catch (error) {
     notify(describeError(error), 'error')
     return false
   } finally {
-    // Confirmation (or the undo of a refused write) comes from a read, not from the stream.
-    await invalidateEvents()
+    await invalidateEvents(['events', 'local'])
   }
+}
+
+/**
+ * One change from the dialog, a drag or an undo. Signed in, it is kept and sent (see data/pending.ts);
+ * signed out, it is written to browser storage. With `record`, its undo is offered.
+ */
+async function makeChange (effect: Effect, options: { record: boolean, demo?: boolean }): Promise<boolean> {
+  const source = currentSource()
+  const undo = options.record ? await undoFor(effect, source) : null
+  const demo = effect.kind === 'delete' ? source.isDemo(effect.event._id) : effect.plan.kind === 'replace' ? source.isDemo(effect.plan.id) : false
+  let ok = true
+  if (source.mode === 'account') await submitWrite(effect)
+  else ok = await writeLocally(effect, options.demo ?? false)
+  if (ok && undo !== null) pushUndo({ ...undo, demo, mode: source.mode })
+  return ok
 }
 
 export function describeError (error: unknown): string {
@@ -203,23 +222,21 @@ export function describeError (error: unknown): string {
 }
 
 export async function applyPlan (plan: EditPlan): Promise<boolean> {
-  const source = currentSource()
-  return await write((list, key) => optimistic(list, key, plan), async () => {
-    switch (plan.kind) {
-      case 'create': return await source.create(plan.change)
-      case 'replace': return await source.replace(plan.id, plan.change)
-      case 'split': {
-        const demo = source.isDemo(plan.deleteId)
-        await source.remove(plan.deleteId, 'thisAndFollowing')
-        return await source.create(plan.create, { demo })
-      }
-    }
-  })
+  return await makeChange({ kind: 'plan', plan }, { record: true })
 }
 
 export async function deleteEvent (event: CalendarEvent, applyTo: ApplyTo): Promise<boolean> {
-  const source = currentSource()
-  return await write((list) => optimisticDelete(list, event, applyTo), async () => await source.remove(event._id, seriesIdOf(event) === null ? undefined : applyTo))
+  return await makeChange({ kind: 'delete', event, applyTo: seriesIdOf(event) === null ? 'this' : applyTo }, { record: true })
+}
+
+/** Takes back the newest change (or the one named), by sending the change that restores it. */
+export async function undo (id?: number): Promise<boolean> {
+  const entry = takeUndo(id)
+  if (entry === null) return false
+  if (entry.mode !== currentSource().mode) return false
+  for (const effect of entry.inverse) await makeChange(effect, { record: false, demo: entry.demo })
+  notify(`Undone: ${entry.label.toLowerCase()}.`)
+  return true
 }
 
 let carrying: Promise<boolean> | null = null
@@ -236,20 +253,19 @@ export async function carryLocalEvents (): Promise<boolean> {
 }
 
 async function carryOnce (): Promise<boolean> {
+  const data = loadLocalData(local)
+  const batches = carrySelection(data)
+  // Nothing to carry: the lists are not read again (a signed-in load would read its range twice).
+  if (batches.length === 0) return true
+  const count = batches.reduce((sum, batch) => sum + batch.length, 0)
   try {
-    const data = loadLocalData(local)
-    const batches = carrySelection(data)
-    if (batches.length === 0) return true
-    const count = batches.reduce((sum, batch) => sum + batch.length, 0)
-    try {
-      for (const batch of batches) await api('/event', { method: 'POST', body: batch })
-      saveLocalData(local, afterCarry(loadLocalData(local)))
-      notify(count === 1 ? 'Your event from this browser is now in your account.' : `Your ${count} events from this browser are now in your account.`)
-      return true
-    } catch (error) {
-      notify(`Your events from this browser could not be added to your account yet: ${error instanceof Error ? error.message : String(error)}`, 'error')
-      return false
-    }
+    for (const batch of batches) await api('/event', { method: 'POST', body: batch })
+    saveLocalData(local, afterCarry(loadLocalData(local)))
+    notify(count === 1 ? 'Your event from this browser is now in your account.' : `Your ${count} events from this browser are now in your account.`)
+    return true
+  } catch (error) {
+    notify(`Your events from this browser could not be added to your account yet: ${error instanceof Error ? error.message : String(error)}`, 'error')
+    return false
   } finally {
     await queryClient.invalidateQueries({ queryKey: ['events'] })
   }

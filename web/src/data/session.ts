@@ -11,7 +11,7 @@ import { loadAuthState, markAuthenticated, needsEmailBackfill } from '../lib/aut
 import { withResetToken, withoutResetToken } from '../lib/auth-params.js'
 import { signupFailedEvent } from '../lib/oauth.js'
 import { track } from './analytics.js'
-import { tooManyAttemptsMessage, waitFromRetryAfter } from '../lib/retry-after.js'
+import { authFailureMessage } from '../lib/auth-errors.js'
 
 export type SessionState =
   | { status: 'unknown' }
@@ -95,15 +95,17 @@ function fieldErrors (formFields: Array<{ id: string, error: string }>): FormRes
   return { ok: false, message: formFields.map((field) => field.error).join('. '), fields }
 }
 
-// The SDK throws the response itself for a status it does not handle.
+// The SDK throws the response itself for a status it does not handle, and fetch's own error when
+// no answer came at all.
 async function failure (error: unknown): Promise<FormResult> {
   if (error instanceof Response) {
-    if (error.status === 429) return { ok: false, message: tooManyAttemptsMessage(waitFromRetryAfter(error.headers.get('retry-after'))) }
     const body = await error.json().catch(() => undefined) as { status?: unknown, formFields?: unknown } | undefined
     if (error.status === 400 && body?.status === 'FIELD_ERROR' && Array.isArray(body.formFields)) return fieldErrors(body.formFields as Array<{ id: string, error: string }>)
+    return { ok: false, message: authFailureMessage({ kind: 'status', status: error.status, retryAfter: error.headers.get('retry-after') }) }
   }
-  const message = error instanceof Error && error.message !== '' ? error.message : 'Something went wrong. Please try again.'
-  return { ok: false, message }
+  // The library's GENERAL_ERROR: a sentence the server chose for the person.
+  if (error instanceof Error && (error as { isSuperTokensGeneralError?: unknown }).isSuperTokensGeneralError === true) return { ok: false, message: error.message }
+  return { ok: false, message: authFailureMessage({ kind: 'network', online: navigator.onLine }) }
 }
 
 export async function signUp (input: { name: string, email: string, password: string }): Promise<FormResult> {

@@ -7,6 +7,7 @@ import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { AuthDialog } from './AuthDialog.js'
 import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
+import { UndoToast } from './Safety.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
@@ -73,7 +74,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
 
   const days = useMemo(() => viewDays(anchor, view), [anchor.toISODate(), view])
   const range = useMemo(() => viewRange(anchor, view), [anchor.toISODate(), view])
-  const mode = state.status === 'signedIn' ? 'account' : 'local'
+  // Until the session is known nothing is drawn: no demo events under a signed-in header.
+  const mode = state.status === 'signedIn' ? 'account' : state.status === 'signedOut' ? 'local' : null
   const { events, loading, error } = useEvents(mode, range.from, range.to)
 
   const go = (next: DateTime, nextView: View = view) => {
@@ -146,6 +148,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       </header>
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
       <Notices />
+      <UndoToast />
       <main id='calendar' tabIndex={-1}>
         {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
         <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} />

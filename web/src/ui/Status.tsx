@@ -1,11 +1,13 @@
-// What the user is told about where their events live and how sync is going: local only, up to
-// date, syncing (with import progress), or needing attention, with the reconnect banner for a
+// What the user is told about where their events live and how sync is going: changes not saved or
+// waiting for the connection, local only, up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
 // revoked connection: Google's grant is given again at Google, a CalDAV account's password here.
 import { useState } from 'preact/hooks'
 import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
 import { startReconnect, streamStatus, syncView } from '../data/sync.js'
 import { notify } from '../data/calendar.js'
+import { online, pendingWrites } from '../data/pending.js'
+import { summaryOf } from '../lib/pending-writes.js'
 import { primaryConnection, type ConnectionView } from '../lib/stream-reactions.js'
 import { providerName } from '../lib/caldav.js'
 
@@ -21,9 +23,25 @@ export function ConnectionStatus () {
   const state = useStore(session)
   const stream = useStore(streamStatus)
   const connection = primaryConnection(useStore(syncView))
-  let tone: 'local' | 'healthy' | 'syncing' | 'attention'
+  const isOnline = useStore(online)
+  const data = useStore(pendingWrites)
+  const writes = state.status === 'signedIn' ? summaryOf(data, state.userId) : null
+  let tone: 'local' | 'healthy' | 'syncing' | 'attention' | 'unsaved' | 'offline'
   let text: string
-  if (state.status !== 'signedIn') {
+  // A change the server has not taken comes first: the line never says "up to date" over it.
+  if (writes !== null && writes.failed > 0) {
+    tone = 'unsaved'
+    text = writes.failed === 1 ? '1 change not saved' : `${writes.failed} changes not saved`
+  } else if (writes !== null && writes.waiting > 0) {
+    tone = 'offline'
+    text = `${writes.waiting === 1 ? '1 change' : `${writes.waiting} changes`} waiting for the connection`
+  } else if (writes !== null && writes.queued > 0) {
+    tone = 'syncing'
+    text = 'Saving…'
+  } else if (state.status === 'signedIn' && !isOnline) {
+    tone = 'offline'
+    text = 'Offline: changes are kept until the connection returns'
+  } else if (state.status !== 'signedIn') {
     tone = 'local'
     text = 'Not signed in: events stay in this browser'
   } else if (connection !== null && (connection.status === 'IMPORTING' || connection.status === 'SYNCING')) {

@@ -7,6 +7,7 @@ import { allDayOn, layoutDay, moveBy, snap, timeLabel, type Placed, type View } 
 import { frequencyOf, isOccurrence, type CalendarEvent } from '../lib/events.js'
 import { draftOf, planEdit } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
+import { WriteMark } from './Safety.js'
 
 export const HOUR_PX = 48
 const PX_PER_MINUTE = HOUR_PX / 60
@@ -82,6 +83,7 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
         {event.location !== undefined && event.location !== '' && <><span class='sr-only'>, </span><span class='event-location'>{event.location}</span></>}
       </button>
       <span class='resize-handle' aria-hidden='true' onPointerDown={(pointer) => pointerDown(pointer as PointerEvent, 'resize')} />
+      <WriteMark event={event} />
     </div>
   )
 }
@@ -166,6 +168,7 @@ export function TimeGrid (props: {
                   <button type='button' class={`${eventClass(event)} all-day-event`} onClick={() => props.onOpen(event)}>
                     {event.title === '' ? '(No title)' : event.title}
                   </button>
+                  <WriteMark event={event} />
                 </li>
               ))}
               <li class='all-day-add'>

@@ -3,10 +3,8 @@
 // time with the digest kept for it; one that fails changes nothing.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-
-// Graph's validation tokens are opaque text of a few hundred characters; the bound only keeps
-// arbitrary input out of the echo.
-const MAX_VALIDATION_TOKEN = 4096
+import { MicrosoftWebhookQuerySchema, SyncErrorBodySchema } from '../../../../schemas/sync/index.js'
+import { errorBody } from '../../../lib/errors.js'
 
 const microsoft: FastifyPluginAsyncTypebox = async (fastify) => {
   // The handshake posts text/plain (its body is not read); notifications are JSON.
@@ -25,8 +23,8 @@ const microsoft: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Microsoft Graph notifications: the validation handshake (`validationToken` echoed as text/plain), change ' +
         'notifications (one pull of the calendar queued) and lifecycle notifications (`reauthorizationRequired` renews, ' +
         '`subscriptionRemoved` recreates, `missed` pulls); a wrong clientState changes nothing',
-      querystring: Type.Object({ validationToken: Type.Optional(Type.String({ maxLength: MAX_VALIDATION_TOKEN })) }),
-      response: { 200: Type.String(), 202: Type.Null(), 400: Type.Null() }
+      querystring: MicrosoftWebhookQuerySchema,
+      response: { 200: Type.String(), 202: Type.Unsafe<undefined>(Type.Null({ description: 'Accepted; no body' })), 400: SyncErrorBodySchema }
     }
   }, async (request, reply) => {
     const token = request.query.validationToken
@@ -36,7 +34,7 @@ const microsoft: FastifyPluginAsyncTypebox = async (fastify) => {
     const parsed = typeof body === 'object' && body !== null && Array.isArray((body as { value?: unknown }).value)
       ? (body as { value: unknown[] }).value
       : null
-    if (parsed === null) return await reply.code(400).send(null)
+    if (parsed === null) return await reply.code(400).send(errorBody('VALIDATION', 'Neither a validation handshake nor a notification list'))
     for (const item of parsed) {
       if (typeof item !== 'object' || item === null) continue
       const notification = item as Record<string, unknown>
@@ -49,7 +47,7 @@ const microsoft: FastifyPluginAsyncTypebox = async (fastify) => {
       await fastify.syncEngine.notify('microsoft', { channelId: subscriptionId, token: clientState, state: lifecycle ?? changeType })
     }
     // Graph counts anything but a 2xx as a failed delivery and retries; a refused item is not retried.
-    return await reply.code(202).send(null)
+    return await reply.code(202).send(undefined)
   })
 }
 

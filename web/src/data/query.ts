@@ -1,0 +1,28 @@
+// The one query cache of the tab (TanStack Query): the shown ranges of events, read again after a
+// write, a stream wake-up or a refresh.
+import { QueryClient, type QueryKey } from '@tanstack/query-core'
+import { applyEffect, type Effect } from '../lib/optimistic.js'
+import type { CalendarEvent } from '../lib/events.js'
+
+export const userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+
+export const queryClient = new QueryClient({
+  defaultOptions: { queries: { staleTime: 60_000, retry: 1, refetchOnWindowFocus: false, refetchOnReconnect: true } }
+})
+
+export function invalidateEvents (key?: QueryKey): Promise<void> {
+  return queryClient.invalidateQueries({ queryKey: key ?? ['events'], ...(key === undefined ? {} : { exact: true }) })
+}
+
+export function rangeOfKey (key: QueryKey): { from: Date, to: Date } {
+  const [, , from, to] = key as [string, string, string, string]
+  return { from: new Date(from), to: new Date(to) }
+}
+
+/** Draws a change into the cached lists of a mode at once; the next read confirms or undoes it. */
+export function applyToCache (mode: 'local' | 'account', effect: Effect): void {
+  for (const query of queryClient.getQueryCache().findAll({ queryKey: ['events', mode] })) {
+    const list = query.state.data as CalendarEvent[] | undefined
+    if (list !== undefined) queryClient.setQueryData(query.queryKey, applyEffect(list, effect, rangeOfKey(query.queryKey), userZone))
+  }
+}

@@ -1,0 +1,73 @@
+// What keeps a change from being lost or regretted: the mark on an event whose change the server
+// has not taken (with Retry and Discard), and the toast that undoes the last change (also Ctrl/Cmd+Z).
+import { useEffect, useState } from 'preact/hooks'
+import './safety.css'
+import { useStore } from '../data/store.js'
+import { session } from '../data/session.js'
+import { discardWrite, pendingWrites, retryWrite } from '../data/pending.js'
+import { undoStack } from '../data/undo.js'
+import { undo } from '../data/calendar.js'
+import { markOf } from '../lib/pending-writes.js'
+import type { CalendarEvent } from '../lib/events.js'
+
+const TOAST_MS = 8000
+
+/** On an event block: nothing while its changes are saved; otherwise what is wrong and what to do. */
+export function WriteMark (props: { event: CalendarEvent }) {
+  const state = useStore(session)
+  const data = useStore(pendingWrites)
+  if (state.status !== 'signedIn') return null
+  const mark = markOf(data, state.userId, props.event._id)
+  if (mark === null) return null
+  const title = props.event.title === '' ? '(No title)' : props.event.title
+  const label = mark.deletion ? 'Deletion not saved' : 'Not saved'
+  return (
+    <div class={`write-mark write-mark-${mark.state}`} role='group' aria-label={`${label}: ${title}`} title={mark.reason}>
+      <span class='write-mark-text'>{label}</span>
+      <span class='sr-only'>. {mark.reason}</span>
+      <button type='button' onClick={() => retryWrite(mark.seq)}>Retry</button>
+      <button type='button' onClick={() => { discardWrite(mark.seq).catch(() => {}) }}>Discard</button>
+    </div>
+  )
+}
+
+function typing (target: EventTarget | null): boolean {
+  if (!(target instanceof HTMLElement)) return false
+  return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)
+}
+
+/** The newest undoable change for a few seconds, and Ctrl/Cmd+Z for any kept one (not while typing or in a dialog). */
+export function UndoToast () {
+  const stack = useStore(undoStack)
+  const newest = stack[stack.length - 1]
+  const [shownId, setShownId] = useState<number | null>(null)
+
+  useEffect(() => {
+    if (newest === undefined) {
+      setShownId(null)
+      return
+    }
+    setShownId(newest.id)
+    const timer = setTimeout(() => setShownId(null), TOAST_MS)
+    return () => clearTimeout(timer)
+  }, [newest?.id])
+
+  useEffect(() => {
+    const onKey = (key: KeyboardEvent) => {
+      if (!(key.ctrlKey || key.metaKey) || key.shiftKey || key.altKey || key.key.toLowerCase() !== 'z') return
+      if (typing(key.target) || document.querySelector('dialog[open]') !== null) return
+      key.preventDefault()
+      undo().catch(() => {})
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [])
+
+  if (newest === undefined || shownId !== newest.id) return null
+  return (
+    <div class='undo-toast' role='status'>
+      <span>{newest.label}.</span>
+      <button type='button' aria-keyshortcuts='Control+Z Meta+Z' onClick={() => { undo(newest.id).catch(() => {}) }}>Undo</button>
+    </div>
+  )
+}
