@@ -3,7 +3,9 @@
 // of the DOM: Node 20+ has one, React Native has one (a streaming one for the event stream).
 import { retryAfterMs } from '../lib/backoff.js'
 import { mintEventId } from '../lib/events/ids.js'
+import type { Static } from '@sinclair/typebox'
 import type { ErrorResponse } from '../schemas/errors.js'
+import type { FieldErrorResponse } from '../schemas/session-library.js'
 import type { EventApplyTo, EventChangeInput, EventView } from '../schemas/event.js'
 import type { UserProfile } from '../schemas/user.js'
 import { ApiError, SessionEndedError, UnavailableError } from './errors.js'
@@ -59,7 +61,7 @@ export interface SignUpFields extends Credentials {
 export type AuthResult =
   | { status: 'OK', userId: string }
   | { status: 'WRONG_CREDENTIALS_ERROR' }
-  | { status: 'FIELD_ERROR', fields: Array<{ id: string, error: string }> }
+  | { status: 'FIELD_ERROR', fields: FieldErrorBody['formFields'] }
   | { status: 'NOT_ALLOWED', reason: string }
 
 export interface EventRange {
@@ -68,6 +70,8 @@ export interface EventRange {
   /** RFC 3339 with an offset, exclusive; at most 400 days after `start`. */
   end: string
 }
+
+type FieldErrorBody = Static<typeof FieldErrorResponse>
 
 const AUTH_MODE = { 'sx-auth-mode': 'header' }
 const TOKEN_HEADERS = { access: 'sx-access-token', refresh: 'sx-refresh-token', front: 'front-token' } as const
@@ -288,8 +292,10 @@ export class CalendarClient {
   async #authenticate (path: 'signin' | 'signup', fields: Record<string, string>): Promise<AuthResult> {
     const response = await this.#send('POST', `/auth/${path}`, { ...AUTH_MODE, rid: 'emailpassword', 'content-type': 'application/json' },
       JSON.stringify({ formFields: Object.entries(fields).map(([id, value]) => ({ id, value })) }))
-    const body = parseBody(await response.text()) as { status?: string, formFields?: Array<{ id: string, error: string }>, reason?: string }
-    if (response.status !== 200) throw this.#failure(response, body)
+    const body = parseBody(await response.text()) as { status?: string, formFields?: FieldErrorBody['formFields'], reason?: string }
+    // A field longer than any valid one is refused with 400 and the same field-error body.
+    const fieldError = response.status === 400 && body?.status === 'FIELD_ERROR'
+    if (response.status !== 200 && !fieldError) throw this.#failure(response, body)
     switch (body.status) {
       case 'OK': {
         const tokens = this.#tokensFrom(response)

@@ -92,6 +92,8 @@ test('sign-in and sign-up answers, sign-out, and a signed-out client', async (t)
 
   const blank = await client.signUp({ name: ' ', email, password: 'pw-for-answers-1' })
   t.same(blank, { status: 'FIELD_ERROR', fields: [{ id: 'name', error: 'Enter your name' }] })
+  const long = await client.signUp({ name: 'n'.repeat(101), email, password: 'pw-for-answers-1' })
+  t.match(long, { status: 'FIELD_ERROR', fields: [{ id: 'name' }] }, 'a field longer than any valid one (answered 400) is a field error too')
   t.equal((await client.signUp({ name: 'Answers', email, password: 'pw-for-answers-1' })).status, 'OK')
   t.equal((await client.signUp({ name: 'Again', email, password: 'pw-for-answers-1' })).status, 'FIELD_ERROR', 'the email is taken')
   t.same(await client.signIn({ email, password: 'wrong-password-1' }), { status: 'WRONG_CREDENTIALS_ERROR' })

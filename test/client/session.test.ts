@@ -169,3 +169,18 @@ test('a refresh answered 503 keeps the session and says when to try again', asyn
   await client.refresh()
   t.equal((await client.profile()).id, await client.userId(), 'the session carries on')
 })
+
+test('a stream opened with a token the server finds expired refreshes once and opens', { skip: realCore && 'token lifetimes of a real core are its own' }, async (t) => {
+  const counted = countingFetch()
+  const client = new CalendarClient({ apiUrl, fetch: counted.fetch, now: () => Date.now() - 60_000 })
+  await client.signUp(newAccount('stream-skew'))
+  await untilExpired(client)
+  const statuses: StreamStatus[] = []
+  let replayed = false
+  const stream = client.stream({ onStatus: (status) => { statuses.push(status) }, onUserMetadata: () => { replayed = true } })
+  t.teardown(() => { stream.close() })
+  await waitUntil(() => replayed, 'the replay', 10_000)
+  t.same(counted.sent.slice(1, 4), ['GET /api/events/stream', 'POST /api/auth/refresh', 'GET /api/events/stream'])
+  t.same(counted.answers.slice(1, 4), [401, 200, 200], 'refused once, then open with the refreshed token')
+  t.same(statuses[0], { state: 'open', connection: 1, renewal: false })
+})
