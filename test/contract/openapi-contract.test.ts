@@ -103,4 +103,14 @@ test('every operation answers generated requests as its document declares', asyn
   t.same(violations, [], 'every answer matches the document')
   t.equal(counts.operations, operations.length, 'every operation of the document was exercised')
   t.ok(counts.valid >= operations.length && counts.invalid >= operations.length, 'each operation got valid and invalid requests')
+
+  // Sign in with Apple is off here (Google is on, so the library's provider recipe is): its
+  // form_post callback is no route of this service, whatever the body.
+  const malformed: Array<[string, string]> = [['application/json', '{"code":'], ['application/json', 'null'], ['application/x-www-form-urlencoded', 'code=x&state=y'], ['text/plain', 'code']]
+  for (const [contentType, payload] of malformed) {
+    const response = await app.inject({ method: 'POST', url: '/api/auth/callback/apple', headers: { 'content-type': contentType }, payload })
+    t.ok(response.statusCode >= 400 && response.statusCode < 500, `Apple's callback answers ${response.statusCode} to a ${contentType} body while Apple sign-in is off`)
+  }
+  const plain = await app.inject({ method: 'POST', url: '/api/auth/callback/apple', headers: { 'content-type': 'application/json' }, payload: '{"code":"x","state":"y"}' })
+  t.equal(plain.statusCode, 404, 'a well-formed post to it is a 404')
 })
