@@ -15,7 +15,7 @@ export const DOCUMENT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..',
 
 type Schema = Record<string, unknown>
 interface MediaType { schema?: Schema }
-interface Response { description: string, content?: Record<string, MediaType> }
+interface Response { description: string, content?: Record<string, MediaType>, headers?: Record<string, { schema?: Schema }> }
 interface Parameter { name: string, in: 'query' | 'path' | 'header', required?: boolean, schema: Schema, example?: unknown }
 export interface Operation {
   method: string
@@ -237,6 +237,9 @@ export interface Answer { statusCode: number, headers: Record<string, unknown>, 
 export function violationOf (operation: Operation, answer: Answer): string | undefined {
   const declared = operation.responses[String(answer.statusCode)] ?? operation.responses['default']
   if (declared === undefined) return `status ${answer.statusCode} is not declared (${answer.body.slice(0, 200)})`
+  for (const name of Object.keys(declared.headers ?? {})) {
+    if (answer.headers[name.toLowerCase()] === undefined) return `status ${answer.statusCode}: the declared header ${name} is missing`
+  }
   const contentType = String(answer.headers['content-type'] ?? '')
   if (declared.content === undefined) {
     if (answer.body !== '') return `status ${answer.statusCode} declares no body, got ${contentType} ${answer.body.slice(0, 100)}`
