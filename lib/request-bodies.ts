@@ -13,6 +13,11 @@ export const SCHEMA_FORMATS = {
   [TIME_ZONE_FORMAT]: { type: 'string', validate: isValidTimeZone }
 } as const
 
+/** What a request is told when a value fails one of those formats (ajv would say `must match format "..."`). */
+export const FORMAT_MESSAGES: Record<string, string> = {
+  [TIME_ZONE_FORMAT]: 'must be an IANA time zone name'
+}
+
 type ValidatorFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
 // @fastify/ajv-compiler's declared types describe its compile function as ajv's; what Fastify
 // hands the factory and calls the result with is this.
@@ -26,7 +31,7 @@ type Pool = (externalSchemas: Record<string, unknown>, options: CompilerOptions)
  * already carries its types: it is checked as sent, never coerced (a `null` or `123` title, or
  * `"false"` for a boolean, is a 400, not an empty string, "123" or false).
  */
-export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schemaController'> {
+export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schemaController' | 'serializerOpts'> {
   const pool = AjvCompiler() as unknown as Pool
   function buildValidator (externalSchemas: Record<string, unknown>, options: CompilerOptions): RouteCompile {
     const textual = pool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: 'array' } })
@@ -35,7 +40,9 @@ export function validationOptions (): Pick<FastifyServerOptions, 'ajv' | 'schema
   }
   return {
     ajv: { customOptions: { removeAdditional: false, useDefaults: true, formats: SCHEMA_FORMATS } },
-    schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } }
+    schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },
+    // The serializer picks the branch of a union (an event date) with ajv too.
+    serializerOpts: { ajv: { formats: SCHEMA_FORMATS } }
   }
 }
 

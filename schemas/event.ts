@@ -60,8 +60,8 @@ export const EventPathId = Type.String({
 export const TIME_ZONE_FORMAT = 'iana-time-zone'
 
 /** An RFC 3339 date-time with an explicit offset, checked as a real date (`format`) of the one spelling stored (`pattern`). */
-export function dateTimeString (description: string) {
-  return Type.String({ format: 'date-time', pattern: DATE_TIME_PATTERN, maxLength: 40, description })
+export function dateTimeString (description: string, examples?: string[]) {
+  return Type.String({ format: 'date-time', pattern: DATE_TIME_PATTERN, maxLength: 40, description, ...(examples === undefined ? {} : { examples }) })
 }
 
 function eventDate (description: string) {
@@ -158,7 +158,15 @@ export const EventChange = Type.Object({
   user: Type.Optional(Type.String({ description: 'Ignored: the owner is always the signed-in user' })),
   lastUpdated: Type.Optional(Type.String({ description: 'Ignored: the server sets it on every change' })),
   ...changeFields
-}, { additionalProperties: false, description: 'One event as the client wants it to be' })
+}, {
+  additionalProperties: false,
+  description: 'One event as the client wants it to be',
+  examples: [
+    { title: 'Dentist', startDate: '2026-03-02T09:00:00+01:00', endDate: '2026-03-02T10:00:00+01:00', timeZone: 'Europe/Berlin' },
+    { title: 'Holiday', startDate: '2026-08-03', endDate: '2026-08-08', isAllDay: true, timeZone: 'Europe/Paris' },
+    { title: 'Stand-up', startDate: '2026-03-02T09:30:00Z', endDate: '2026-03-02T09:45:00Z', recurrence: { rule: ['RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR'] } }
+  ]
+})
 
 export const EventChangeBody = Type.Union([
   EventChange,
@@ -187,8 +195,8 @@ export const DeleteQuery = Type.Object({
 }, { additionalProperties: false })
 
 export const RangeQuery = Type.Object({
-  start: dateTimeString('RFC 3339 with offset, inclusive'),
-  end: dateTimeString('RFC 3339 with offset, exclusive')
+  start: dateTimeString('RFC 3339 with offset, inclusive', ['2026-03-01T00:00:00Z']),
+  end: dateTimeString('RFC 3339 with offset, exclusive', ['2026-04-01T00:00:00+02:00'])
 }, { additionalProperties: false })
 
 export type EventChangeInput = Static<typeof EventChange>

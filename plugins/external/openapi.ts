@@ -66,11 +66,16 @@ function proxiedSyncPaths (): Record<string, Record<string, Operation>> {
           'The signed, single-use `state` ties it to the user who began.',
         security: SECURITY.none,
         parameters: [...parametersOf('path', Type.Object({ provider: ProviderSchema })), ...parametersOf('query', OAuthCallbackQuerySchema)],
-        responses: responsesOf({
-          302: Type.Null({ description: 'The browser goes to the Location header' }),
-          400: syncRefusal('VALIDATION: an unknown provider or an oversized parameter'),
-          ...syncDown
-        })
+        responses: {
+          302: {
+            description: 'The browser goes to the Location header',
+            headers: { Location: { description: 'sync.postConnectRedirectUrl with `status`, `provider`, `intent` and `cid`', schema: { type: 'string' } } }
+          },
+          ...responsesOf({
+            400: syncRefusal('VALIDATION: an unknown provider or an oversized parameter'),
+            ...syncDown
+          })
+        }
       }
     },
     '/sync/webhooks/google': {

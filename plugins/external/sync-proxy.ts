@@ -35,9 +35,6 @@ export default fp(async function syncProxy (fastify) {
     // sent), before anything is sent to Sync, and passed on as the bytes that came: a provider's
     // signature covers them. Streaming them through instead would let a body of any size reach
     // Sync, and a refusal there would break the half-sent request into a 5xx here.
-    // This scope is made before the app sets its error handler: without this, its errors (a body
-    // over the limit, ...) would reach Fastify's default handler, which does not hide a 5xx's message.
-    proxied.setErrorHandler(async (error, request, reply) => { await fastify.errorHandler(error, request, reply) })
     proxied.removeAllContentTypeParsers()
     proxied.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, Readable.from([body])) })
     for (const part of PUBLIC_PARTS) await registerPart(proxied, part)

@@ -17,9 +17,9 @@ const caldav: FastifyPluginAsyncTypebox = async (fastify) => {
         200: CalDavConnectResponseSchema,
         ...bodyResponses,
         ...sessionResponses,
-        400: errorResponse('The body does not match its schema, or CREDENTIAL_ENCRYPTION_KEY_MISSING'),
+        400: errorResponse('The body does not match its schema; PROVIDER_NOT_CONFIGURED; CREDENTIAL_ENCRYPTION_KEY_MISSING'),
         404: errorResponse('CONNECTION_NOT_FOUND: the connection to repair is not the user\'s'),
-        409: errorResponse('The connection is in a state that cannot take this'),
+        409: errorResponse('EXECUTION_PASSIVE: the Sync service does not run connects (sync.execution: passive)'),
         422: errorResponse('CALDAV_CREDENTIALS_REFUSED or CALDAV_DISCOVERY_FAILED: the server refused the account or has no calendar')
       }
     }

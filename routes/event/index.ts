@@ -4,6 +4,7 @@ import { DeleteQuery, Event, EventChange, EventChangeBody, EventList, EventParam
 import { NoContentResponse, SECURITY, bodyResponses, errorResponse, invalidInputResponse, sessionResponses } from '../../schemas/responses.js'
 import { invalidEvent } from '../../lib/events/errors.js'
 import { serializeInSlices } from '../../lib/events/range.js'
+import { FORMAT_MESSAGES } from '../../lib/request-bodies.js'
 
 /**
  * The body is one change or an array of them; ajv reports the mismatch of the other shape too
@@ -12,7 +13,18 @@ import { serializeInSlices } from '../../lib/events/range.js'
 function bodyErrorMessage (errors: FastifySchemaValidationError[], dataVar: string): Error {
   const relevant = errors.filter((error) => !(error.instancePath === '' && (error.keyword === 'type' || error.keyword === 'anyOf')))
   const shown = relevant.length > 0 ? relevant : [{ instancePath: '', message: 'must be an event change or an array of them' }]
-  return new Error(shown.map((error) => `${dataVar}${error.instancePath} ${error.message ?? 'is invalid'}`).join(', '))
+  return errorMessage(shown, dataVar)
+}
+
+type ReportedError = Pick<FastifySchemaValidationError, 'instancePath' | 'message'> & Partial<Pick<FastifySchemaValidationError, 'keyword' | 'params'>>
+
+/** Fastify's own wording, with this project's formats named for what they are. */
+function errorMessage (errors: ReportedError[], dataVar: string): Error {
+  return new Error(errors.map((error) => {
+    const format = error.keyword === 'format' ? (error.params as { format?: unknown } | undefined)?.format : undefined
+    const message = (typeof format === 'string' ? FORMAT_MESSAGES[format] : undefined) ?? error.message ?? 'is invalid'
+    return `${dataVar}${error.instancePath} ${message}`
+  }).join(', '))
 }
 
 function isStatusOnly (payload: unknown): payload is { statusCode: number } {
@@ -64,7 +76,8 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       params: EventParams,
       body: EventChange,
       response: { ...empty, ...bodyResponses, ...sessionResponses, ...notFound, ...refused }
-    }
+    },
+    schemaErrorFormatter: errorMessage
   }, async (request) => {
     await fastify.events.update({ userId: request.userId, now: new Date() }, request.params.id, request.body, request.log)
     return { statusCode: 204 } as const

@@ -71,7 +71,12 @@ test('every operation answers generated requests as its document declares', asyn
     return typeof body.status === 'string' && body.status !== 'OK'
   }
 
+  function isShed (answer: Answer): boolean {
+    return answer.statusCode === 503 && answer.body.includes('"OVERLOADED"')
+  }
+
   const operations = operationsOf(readDocument())
+  let shed = 0
   const violations: string[] = []
   const counts = { operations: 0, valid: 0, invalid: 0, 'no credentials': 0 }
   // Which statuses each operation answered, so a run shows what it reached (a 204, not only 400s).
@@ -90,6 +95,12 @@ test('every operation answers generated requests as its document declares', asyn
       statuses.set(`${operation.method} ${operation.path}`, seen)
       const violation = violationOf(operation, answer)
       if (violation !== undefined) violations.push(`${name}: ${violation}`)
+      // A request shed while the machine is overloaded is answered as declared (checked above) but
+      // says nothing of how its input is taken.
+      if (isShed(answer)) {
+        shed += 1
+        continue
+      }
       if (request.kind === 'valid' && answer.statusCode >= 500) violations.push(`${name}: valid input answered ${answer.statusCode} ${answer.body.slice(0, 200)}`)
       if (request.kind === 'invalid' && !(answer.statusCode >= 400 && answer.statusCode < 500) && !libraryRefusal(operation, answer)) {
         violations.push(`${name}: invalid input answered ${answer.statusCode} ${answer.body.slice(0, 200)}`)
@@ -98,9 +109,20 @@ test('every operation answers generated requests as its document declares', asyn
     }
   }
   const total = counts.valid + counts.invalid + counts['no credentials']
-  t.comment(`contract: ${counts.operations} operations, ${total} requests (${counts.valid} valid, ${counts.invalid} invalid, ${counts['no credentials']} without credentials), ${violations.length} violations`)
+  t.comment(`contract: ${counts.operations} operations, ${total} requests (${counts.valid} valid, ${counts.invalid} invalid, ${counts['no credentials']} without credentials), ${violations.length} violations, ${shed} shed under load`)
   for (const [operation, seen] of statuses) t.comment(`${operation}: ${[...seen].map(([status, times]) => `${status}x${times}`).join(' ')}`)
   t.same(violations, [], 'every answer matches the document')
   t.equal(counts.operations, operations.length, 'every operation of the document was exercised')
+  t.ok(shed < total / 10, `few requests were shed under load (${shed})`)
   t.ok(counts.valid >= operations.length && counts.invalid >= operations.length, 'each operation got valid and invalid requests')
+
+  // Sign in with Apple is off here (Google is on, so the library's provider recipe is): its
+  // form_post callback is no route of this service, whatever the body.
+  const malformed: Array<[string, string]> = [['application/json', '{"code":'], ['application/json', 'null'], ['application/x-www-form-urlencoded', 'code=x&state=y'], ['text/plain', 'code']]
+  for (const [contentType, payload] of malformed) {
+    const response = await app.inject({ method: 'POST', url: '/api/auth/callback/apple', headers: { 'content-type': contentType }, payload })
+    t.ok(response.statusCode >= 400 && response.statusCode < 500, `Apple's callback answers ${response.statusCode} to a ${contentType} body while Apple sign-in is off`)
+  }
+  const plain = await app.inject({ method: 'POST', url: '/api/auth/callback/apple', headers: { 'content-type': 'application/json' }, payload: '{"code":"x","state":"y"}' })
+  t.equal(plain.statusCode, 404, 'a well-formed post to it is a 404')
 })

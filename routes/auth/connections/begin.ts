@@ -16,8 +16,9 @@ const begin: FastifyPluginAsyncTypebox = async (fastify) => {
         200: BeginConnectionResponseSchema,
         ...bodyResponses,
         ...sessionResponses,
-        404: errorResponse('The connection to reconnect is not the user\'s'),
-        409: errorResponse('The provider is not configured, or Sync is not in active execution')
+        400: errorResponse('The body does not match its schema, or PROVIDER_NOT_CONFIGURED'),
+        404: errorResponse('CONNECTION_NOT_FOUND: no such connection of the user to reconnect'),
+        409: errorResponse('EXECUTION_PASSIVE: the Sync service does not run connects (sync.execution: passive)')
       }
     }
   }, async (request) => await fastify.providerConnections.begin(request.userId, request.body))

@@ -21,8 +21,9 @@ const connect: FastifyPluginAsyncTypebox = async (fastify) => {
         200: ProviderConnectResponseSchema,
         ...bodyResponses,
         ...sessionResponses,
-        400: errorResponse('The body does not match its schema, or Google refused the code (AUTHORIZATION_CODE_REJECTED, REDIRECT_URI_NOT_ALLOWED, ...)'),
-        404: errorResponse('Google connect is not configured (extprovider)'),
+        400: errorResponse('The body does not match its schema; PROVIDER_NOT_CONFIGURED; REDIRECT_URI_NOT_ALLOWED; AUTHORIZATION_CODE_REJECTED, ' +
+          'SCOPES_INCOMPLETE or OFFLINE_ACCESS_MISSING (Google\'s grant is not enough)'),
+        404: errorResponse('USER_NOT_FOUND: no user record for this session'),
         409: ConnectionConflictResponse
       }
     }
