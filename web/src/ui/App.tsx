@@ -18,7 +18,7 @@ import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
-import { calendarColors, calendarKeyOf, hiddenCalendars, useCalendars } from '../data/calendars.js'
+import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
 import { eventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
@@ -106,6 +106,9 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const mode = state.status === 'signedIn' ? 'account' : 'local'
   const { events: allEvents, loading, error } = useEvents(mode, range.from, range.to)
   const calendars = useCalendars(state.status === 'signedIn' ? state.userId : null)
+  // A connection added, importing its calendars one by one, or repaired: the list is read again.
+  const connectionsSeen = connections.map((connection) => `${connection.connectionId}:${connection.status}:${connection.importProgress?.calendarsDone ?? ''}`).join(',')
+  useEffect(() => { refreshCalendars().catch(() => {}) }, [connectionsSeen])
   const hidden = useStore(hiddenCalendars)
   useEffect(() => calendarColors.set(new Map(calendars.map((calendar) => [calendar.key, calendar.color]))), [calendars])
   const events = useMemo(() => hidden.size === 0 ? allEvents : allEvents.filter((event) => !hidden.has(calendarKeyOf(event))), [allEvents, hidden])
