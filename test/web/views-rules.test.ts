@@ -43,10 +43,10 @@ test('"+N more": past the readable columns, the rest gathered by the hour they s
   const lonely = timed('lonely', '2026-03-05T09:00:00+01:00', '2026-03-05T10:00:00+01:00')
   const placed = layoutDay([...clash, late, lonely], day, zone)
   const { shown, more } = limitColumns(placed, 2)
-  t.same(shown.map((item) => [item.event._id, item.column, item.columns]), [['lonely', 0, 1], ['c0', 0, 2], ['late', 0, 2]])
+  t.same(shown.map((item) => [item.event._id, item.column, item.columns]), [['lonely', 0, 1], ['c0', 0, 2], ['late', 0, 1]], 'the later event overlaps none: a cluster of its own')
   t.same(more.map((band) => ({ top: band.top, height: band.height, ids: band.events.map((event) => event._id) })), [{ top: 840, height: 60, ids: ['c1', 'c2', 'c3', 'c4'] }])
   t.same(limitColumns(placed, 5).more, [], 'nothing gathered when it fits')
-  t.same(limitColumns(placed, 1).shown.map((item) => item.event._id), ['lonely'], 'one column: every overlapping event in "+N more"')
+  t.same(limitColumns(placed, 1).shown.map((item) => item.event._id), ['lonely', 'late'], 'one column: every overlapping event in "+N more", the others as they are')
 })
 
 test('a month cell lists all-day events first, then timed ones by start; an event over midnight on both days', async (t) => {

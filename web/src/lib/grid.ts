@@ -83,11 +83,11 @@ interface Timed {
   end: number
 }
 
-/** Each timed event's instants, read once (a luxon parse costs more than the layout itself). */
-function timedOf (events: CalendarEvent[], zone: string): Timed[] {
+/** Each timed event's instants, read once. A timed event's dates carry their offset, so the instant needs no zone (nor luxon, which costs more than the layout itself). */
+function timedOf (events: CalendarEvent[], _zone: string): Timed[] {
   return events
     .filter((event) => !event.isAllDay)
-    .map((event) => ({ event, start: eventStart(event, zone).toMillis(), end: eventEnd(event, zone).toMillis() }))
+    .map((event) => ({ event, start: Date.parse(event.startDate), end: Date.parse(event.endDate) }))
     .sort((a, b) => a.start - b.start || b.end - a.end)
 }
 
