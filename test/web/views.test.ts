@@ -11,6 +11,7 @@ import type { ObjectId } from 'bson'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
 import { eventBlock, signInThroughUi } from './ui.js'
+import { seriousViolations } from './axe.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -35,7 +36,8 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
   ])
 
   const browser = await launchBrowser(t)
-  const context = await newContext(browser, { timezoneId: ZONE })
+  // axe-core is put into the page as a script: the page's Content-Security-Policy would refuse it.
+  const context = await newContext(browser, { timezoneId: ZONE, bypassCSP: true })
   const page = await context.newPage()
   const errors = collectErrors(page)
   await page.goto(`${stack.webUrl}/month?date=${DAY}&auth=login`)
@@ -53,6 +55,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await more.click()
     const list = page.getByRole('dialog', { name: 'Wednesday, 4 March 2026' })
     t.same(await list.locator('.event-title').allTextContents(), ['Review', 'Lunch', 'Gym'])
+    t.same(await seriousViolations(page), [], 'axe: nothing serious in the month view with its "+N more" list open')
     await list.getByRole('button', { name: /^Gym/ }).click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
     t.equal(await dialog.getByLabel('Title').inputValue(), 'Gym', 'an event of the list opens in the event dialog')
@@ -144,6 +147,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await page.keyboard.press('?')
     const help = page.getByRole('dialog', { name: 'Keyboard shortcuts' })
     t.match(await help.textContent(), /Create an event.*Go to today.*Month view/s)
+    t.same(await seriousViolations(page), [], 'axe: nothing serious with the list of shortcuts open')
     await page.keyboard.press('j')
     t.match(page.url(), /\/day$/, 'nothing fires inside a dialog')
     await page.keyboard.press('Escape')
@@ -224,6 +228,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     const background = await page.evaluate('getComputedStyle(document.querySelector(".grid")).backgroundColor')
     t.equal(background, 'rgb(22, 28, 36)', 'the grid is dark')
     t.equal(await page.evaluate('getComputedStyle(document.documentElement).colorScheme'), 'light dark')
+    t.same(await seriousViolations(page), [], 'axe: nothing serious in the dark week (contrast included)')
     await page.screenshot({ path: join(shots, 'dark.png') })
 
     await page.emulateMedia({ colorScheme: 'light' })
@@ -235,6 +240,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     t.ok(header <= 140, `the header takes ${Math.round(header)} px of 844`)
     const title = await eventBlock(page, 'Breakfast').locator('.event-title').evaluate((element) => ({ shown: element.getBoundingClientRect().width, needed: element.scrollWidth }))
     t.ok(title.shown >= title.needed - 1, 'a week title wraps instead of being cut')
+    t.same(await seriousViolations(page), [], 'axe: nothing serious at 390 px')
     await page.screenshot({ path: join(shots, 'narrow.png') })
     t.equal(await page.locator('.event-body', { hasText: 'Clash' }).count(), 0, 'overlapping events of a phone\'s week are all in "+N more"')
     await page.getByRole('button', { name: /^10 more events, from 14:00/ }).waitFor()
