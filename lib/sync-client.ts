@@ -9,11 +9,11 @@ import type { TSchema, Static } from '@sinclair/typebox'
 import { signInternalRequest } from './internal-auth.js'
 import {
   BeginConnectionResponseSchema, CalDavConnectResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
-  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
+  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncCalendarListSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
 } from '../schemas/sync/index.js'
 import type {
   BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
-  EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncErrorCode, SyncHealth, SyncMetadata
+  EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncCalendarList, SyncErrorCode, SyncHealth, SyncMetadata
 } from '../schemas/sync/index.js'
 
 /** The Sync service could not be reached, or answered with a 5xx that is not a typed refusal. */
@@ -65,6 +65,7 @@ const checkers = {
   batch: TypeCompiler.Compile(ChangesBatchResponseSchema),
   accepted: TypeCompiler.Compile(EventChangeAcceptedSchema),
   metadata: TypeCompiler.Compile(SyncMetadataSchema),
+  calendars: TypeCompiler.Compile(SyncCalendarListSchema),
   begin: TypeCompiler.Compile(BeginConnectionResponseSchema),
   caldav: TypeCompiler.Compile(CalDavConnectResponseSchema),
   stopped: TypeCompiler.Compile(StopWatchesResponseSchema),
@@ -125,6 +126,11 @@ export class SyncClient {
 
   async metadata (userId: string): Promise<SyncMetadata> {
     return await this.#call('GET', SYNC_PATHS.metadata(userId), userId, undefined, checkers.metadata)
+  }
+
+  /** The provider calendars Sync keeps for the user (names, colours, primary). */
+  async calendars (userId: string): Promise<SyncCalendarList> {
+    return await this.#call('GET', SYNC_PATHS.calendars(userId), userId, undefined, checkers.calendars)
   }
 
   async beginConnection (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {

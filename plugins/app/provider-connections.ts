@@ -1,5 +1,7 @@
 import fp from 'fastify-plugin'
 import type { BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse } from '../../schemas/sync/index.js'
+import type { CalendarListView } from '../../schemas/calendar.js'
+import { calendarList } from '../../lib/calendars.js'
 import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 
@@ -10,6 +12,8 @@ export interface ProviderConnections {
   connectCalDav: (userId: string, request: CalDavConnectRequest) => Promise<CalDavConnectResponse>
   /** Asks Sync to pull the user's connected calendars now (the refresh button, focus refresh). */
   refresh: (userId: string) => Promise<{ queued: number }>
+  /** The user's provider calendars with their names and colours, as the calendar list shows them. */
+  calendars: (userId: string) => Promise<CalendarListView>
 }
 
 declare module 'fastify' {
@@ -37,6 +41,7 @@ export default fp(async function providerConnections (fastify) {
   fastify.decorate('providerConnections', {
     begin: async (userId: string, request: BeginConnectionRequest) => await asked(async () => await sync.beginConnection(userId, request)),
     connectCalDav: async (userId: string, request: CalDavConnectRequest) => await asked(async () => await sync.connectCalDav(userId, request)),
-    refresh: async (userId: string) => await asked(async () => await sync.restartSync(userId))
+    refresh: async (userId: string) => await asked(async () => await sync.restartSync(userId)),
+    calendars: async (userId: string) => calendarList(await asked(async () => await sync.calendars(userId)))
   })
 }, { name: 'provider-connections', dependencies: ['sync-client'] })

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import {
-  ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema
+  CalendarIdSchema, ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema
 } from './common.js'
 
 export const ImportProgressSchema = Type.Object({
@@ -38,6 +38,19 @@ export const SyncMetadataSchema = Type.Object({
   execution: Type.Union([Type.Literal('passive'), Type.Literal('active')]),
   connections: Type.Array(ConnectionSummarySchema, { description: 'Every connection of the user, oldest first' })
 }, { additionalProperties: false, description: 'A user\'s sync metadata, source of userMetadataChanged' })
+
+export const SyncCalendarSchema = Type.Object({
+  connectionId: ConnectionIdSchema,
+  provider: ProviderSchema,
+  calendarId: CalendarIdSchema,
+  name: Type.String({ maxLength: 1024, description: 'The calendar\'s name at the provider' }),
+  color: Type.Union([Type.String({ pattern: '^#[0-9a-f]{6}$' }), Type.Null()], { description: 'The calendar\'s colour at the provider (#rrggbb); null when it names none' }),
+  primary: Type.Boolean({ description: 'Where the user\'s own events are written' })
+}, { additionalProperties: false })
+
+export const SyncCalendarListSchema = Type.Object({
+  calendars: Type.Array(SyncCalendarSchema, { description: 'The calendars of the user\'s connections that are not disconnected, by connection (oldest first), then by calendar id' })
+}, { additionalProperties: false, description: 'The provider calendars Sync keeps for a user' })
 
 export const UserParamsSchema = Type.Object({ userId: UserIdSchema }, { additionalProperties: false })
 
@@ -91,3 +104,6 @@ export type CalDavConnectRequest = Static<typeof CalDavConnectRequestSchema>
 export type CalDavConnectResponse = Static<typeof CalDavConnectResponseSchema>
 export type StopWatchesResponse = Static<typeof StopWatchesResponseSchema>
 export type RestartSyncResponse = Static<typeof RestartSyncResponseSchema>
+
+export type SyncCalendar = Static<typeof SyncCalendarSchema>
+export type SyncCalendarList = Static<typeof SyncCalendarListSchema>

@@ -13,6 +13,7 @@ export const SYNC_PATHS = {
   changesBatch: '/internal/changes/batch',
   eventChanges: '/internal/event-changes',
   metadata: (userId: string) => `/internal/users/${userId}/metadata`,
+  calendars: (userId: string) => `/internal/users/${userId}/calendars`,
   beginConnection: (userId: string) => `/internal/users/${userId}/connections/begin`,
   connectCalDav: (userId: string) => `/internal/users/${userId}/connections/caldav`,
   stopWatches: (userId: string) => `/internal/users/${userId}/watches/stop`,

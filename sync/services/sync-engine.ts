@@ -97,7 +97,7 @@ export interface NotificationOutcome {
 }
 
 function calendarOf (record: CalendarRecord): ProviderCalendar {
-  return { calendarId: record.calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone }
+  return { calendarId: record.calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone, ...(typeof record.color === 'string' ? { color: record.color } : {}) }
 }
 
 export class SyncEngine {
@@ -596,7 +596,7 @@ export class SyncEngine {
     progress: (imported: number) => Promise<void> = async () => {}
   ): Promise<number> {
     const { calendars, clock } = this.#parts
-    const facts = { connectionId: context.connectionId, userId: context.userId, ...calendar }
+    const facts = { connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }
     let checkpoint: ImportCheckpoint = await calendars.beginImport(facts, options.run, clock.now())
     if (!options.window && checkpoint.pass === 'window') checkpoint = { ...checkpoint, pass: 'full' }
     let windowEvents = checkpoint.pass === 'window' ? checkpoint.eventsImported : 0

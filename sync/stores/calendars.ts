@@ -25,6 +25,8 @@ export interface CalendarRecord {
   /** The account's own calendar, where the user's own events are written. */
   primary: boolean
   timeZone: string
+  /** The provider's colour of the calendar (#rrggbb); null when it names none. Absent on rows from before colours were kept. */
+  color?: string | null
   /** Provider cursor (for example nextSyncToken) for the next incremental pull; null until imported. */
   cursor: string | null
   /** Incremented each time the calendar is imported from scratch and the new data replaces the old. */
@@ -38,7 +40,7 @@ export interface CalendarRecord {
 }
 
 /** What the provider says of a calendar, and whose it is. */
-export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone'>
+export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone' | 'color'>
 
 function rowId (connectionId: string, calendarId: string): string {
   return `${connectionId}:${calendarId}`

@@ -1,24 +1,11 @@
 // /day passes axe-core without serious or critical violations (the page, the event dialog and
 // an auth dialog), is usable from the keyboard, and `?auth=verify` opens nothing.
-import { readFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
 import { eventBlock } from './ui.js'
-
-const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-
-interface Violation { id: string, impact: string, help: string, nodes: string[] }
-
-async function seriousViolations (page: Page): Promise<Violation[]> {
-  if (!await page.evaluate('typeof axe !== "undefined"')) await page.addScriptTag({ content: axeSource })
-  const violations = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations.map((v) => ({
-    id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((node) => node.target.join(' '))
-  })))`) as Violation[]
-  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-}
+import { seriousViolations } from './axe.js'
 
 /** The accessible name (or text) of what has focus. */
 async function focused (page: Page): Promise<string> {

@@ -39,6 +39,7 @@ test('routes: /day is the default and every redirect keeps the query (verify sur
   t.same(routeOf(`${origin}/somewhere/else?auth=login#x`), { route: 'day', redirect: '/day?auth=login#x' })
   t.same(routeOf(`${origin}/day`), { route: 'day', redirect: null })
   t.same(routeOf(`${origin}/week/`), { route: 'week', redirect: null })
+  t.same(routeOf(`${origin}/month?date=2027-02-30`), { route: 'month', redirect: null }, 'the month view is a route of its own, its date kept for the page to correct')
   t.same(routeOf(`${origin}/auth/extprovider/callback?code=c&state=s`), { route: 'callback', redirect: null })
 })
 

@@ -81,7 +81,7 @@ function Root () {
       </>
     )
   }
-  return <CalendarApp view={route === 'week' ? 'week' : 'day'} authDialog={entry.dialog} resetToken={entry.resetToken} onNavigate={(path) => navigate(path)} />
+  return <CalendarApp view={route} authDialog={entry.dialog} resetToken={entry.resetToken} onNavigate={(path) => navigate(path)} />
 }
 
 render(<Root />, document.getElementById('app') as HTMLElement)

@@ -58,6 +58,17 @@ export interface ProviderCalendar {
   primary: boolean
   /** The provider's zone of the calendar; all-day events take it. */
   timeZone: string
+  /** The calendar's colour at the provider as #rrggbb (lower case), when it names one. */
+  color?: string
+}
+
+/**
+ * A provider's colour value as the calendar's `color`: `#RRGGBB` (Google's backgroundColor,
+ * Graph's hexColor) or Apple's `calendar-color` `#RRGGBBAA` (alpha dropped); nothing for any other value.
+ */
+export function colorOf (value: string | null | undefined): { color?: string } {
+  const match = /^#([0-9a-fA-F]{6})(?:[0-9a-fA-F]{2})?$/.exec(value?.trim() ?? '')
+  return match === null ? {} : { color: `#${(match[1] as string).toLowerCase()}` }
 }
 
 /** One page of a list, handed to the sink before the next page is read. */

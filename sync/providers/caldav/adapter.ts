@@ -18,6 +18,7 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
 } from '../../lib/providers/port.js'
+import { colorOf } from '../../lib/providers/port.js'
 import type {
   GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink, ProviderPort, ProviderWrite,
   PullResult, Watch, WriteResult
@@ -57,7 +58,7 @@ export const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
 /** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
 const WRITE_ATTEMPTS = 3
 
-const DAV_NAMESPACES = 'xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav" xmlns:cs="http://calendarserver.org/ns/"'
+const DAV_NAMESPACES = 'xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav" xmlns:cs="http://calendarserver.org/ns/" xmlns:ic="http://apple.com/ns/ical/"'
 
 function xmlEscape (value: string): string {
   return value.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;')
@@ -198,7 +199,7 @@ export class CalDavAdapter implements ProviderPort {
   async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
     const home = context.credential['homeUrl'] ?? await this.#discoverHome(context, new URL(this.#server(context)))
     const responses = await this.#dav(context, home, 'PROPFIND', '1',
-      `<d:propfind ${DAV_NAMESPACES}><d:prop><d:resourcetype/><d:displayname/><c:calendar-timezone/><c:supported-calendar-component-set/></d:prop></d:propfind>`)
+      `<d:propfind ${DAV_NAMESPACES}><d:prop><d:resourcetype/><d:displayname/><c:calendar-timezone/><c:supported-calendar-component-set/><ic:calendar-color/></d:prop></d:propfind>`)
     const found: ProviderCalendar[] = []
     for (const response of responses) {
       const props = propsOf(response)
@@ -207,7 +208,7 @@ export class CalDavAdapter implements ProviderPort {
       const components = JSON.stringify(props['supportedCalendarComponentSet'] ?? '')
       if (components.length > 2 && !components.includes('VEVENT')) continue
       const url = new URL(response.href, home).toString()
-      found.push({ calendarId: url, name: text(props['displayname']) ?? url, primary: false, timeZone: zoneOf(text(props['calendarTimezone'])) })
+      found.push({ calendarId: url, name: text(props['displayname']) ?? url, primary: false, timeZone: zoneOf(text(props['calendarTimezone'])), ...colorOf(text(props['calendarColor'])) })
     }
     found.sort((a, b) => a.calendarId.localeCompare(b.calendarId))
     // CalDAV names no default calendar: the first one takes the user's own events.

@@ -19,6 +19,7 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
 } from '../../lib/providers/port.js'
+import { colorOf } from '../../lib/providers/port.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
@@ -159,7 +160,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
           calendarId: entry.id,
           name: entry.summaryOverride ?? entry.summary ?? entry.id,
           primary: entry.primary === true,
-          timeZone: entry.timeZone ?? 'UTC'
+          timeZone: entry.timeZone ?? 'UTC',
+          ...colorOf(entry.backgroundColor)
         })
       }
       pageToken = data.nextPageToken ?? undefined

@@ -19,6 +19,7 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderVersionConflictError
 } from '../../lib/providers/port.js'
+import { colorOf } from '../../lib/providers/port.js'
 import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
@@ -115,6 +116,8 @@ interface GraphCalendar {
   id: string
   name?: string
   isDefaultCalendar?: boolean
+  /** '#rrggbb', or empty when the user chose no colour (Graph's `color` then names a preset). */
+  hexColor?: string
 }
 
 interface GraphMailboxSettings {
@@ -311,7 +314,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       for (const entry of page.value ?? []) {
         if (!entry.id) continue
         // Graph's calendar has no zone of its own: the mailbox's is the one its owner sees it in.
-        found.push({ calendarId: entry.id, name: entry.name ?? entry.id, primary: entry.isDefaultCalendar === true, timeZone })
+        found.push({ calendarId: entry.id, name: entry.name ?? entry.id, primary: entry.isDefaultCalendar === true, timeZone, ...colorOf(entry.hexColor) })
       }
       next = page['@odata.nextLink'] ?? null
     }

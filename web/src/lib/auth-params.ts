@@ -51,7 +51,7 @@ export function withoutResetToken (href: string): string {
   return relative(url)
 }
 
-export type Route = 'day' | 'week' | 'callback'
+export type Route = 'day' | 'week' | 'month' | 'callback'
 
 export const CALLBACK_PATH = '/auth/extprovider/callback'
 
@@ -64,6 +64,7 @@ export function routeOf (href: string): { route: Route, redirect: string | null 
   const path = url.pathname.replace(/\/+$/, '') || '/'
   if (path === CALLBACK_PATH) return { route: 'callback', redirect: null }
   if (path === '/week') return { route: 'week', redirect: null }
+  if (path === '/month') return { route: 'month', redirect: null }
   if (path === '/day') return { route: 'day', redirect: null }
   url.pathname = '/day'
   return { route: 'day', redirect: relative(url) }

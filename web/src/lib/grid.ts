@@ -1,15 +1,23 @@
-// The geometry of the day and week grids, in the user's time zone: which days a view shows,
+// The geometry of the day, week and month grids, in the user's time zone: which days a view shows,
 // where a timed event sits in its day column (minutes from midnight, side by side when they
-// overlap), which all-day events touch a day, and the snapping of drags.
+// overlap, the ones beyond a readable number of columns gathered as "+N more"), which events touch a
+// day, the `?date=` of the address read or corrected, and the snapping of drags.
 import { DateTime } from 'luxon'
 import type { CalendarEvent } from './events.js'
 
-export type View = 'day' | 'week'
+export type View = 'day' | 'week' | 'month'
+export const VIEWS: readonly View[] = ['day', 'week', 'month']
 export const SNAP_MINUTES = 15
 export const DAY_MINUTES = 24 * 60
 
-/** The days a view shows around `anchor` (a week starts on Monday). */
+/** The days a view shows around `anchor` (a week starts on Monday; a month shows its whole weeks). */
 export function viewDays (anchor: DateTime, view: View): DateTime[] {
+  if (view === 'month') {
+    const first = anchor.startOf('month').startOf('week')
+    const last = anchor.endOf('month').startOf('week')
+    const weeks = Math.round(last.diff(first, 'weeks').weeks) + 1
+    return Array.from({ length: weeks * 7 }, (_, index) => first.plus({ days: index }))
+  }
   const first = view === 'day' ? anchor.startOf('day') : anchor.startOf('week')
   return Array.from({ length: view === 'day' ? 1 : 7 }, (_, index) => first.plus({ days: index }))
 }
@@ -22,9 +30,31 @@ export function viewRange (anchor: DateTime, view: View): { from: Date, to: Date
   return { from: first.toJSDate(), to: last.plus({ days: 1 }).toJSDate() }
 }
 
-/** The next or previous day or week. */
+/** The next or previous day, week or month. */
 export function step (anchor: DateTime, view: View, direction: 1 | -1): DateTime {
-  return anchor.plus(view === 'day' ? { days: direction } : { weeks: direction })
+  return anchor.plus(view === 'day' ? { days: direction } : view === 'week' ? { weeks: direction } : { months: direction })
+}
+
+export type DateParam =
+  | { kind: 'absent' }
+  | { kind: 'valid', date: DateTime }
+  /** A calendar date that does not exist (2027-02-30): the last day of that month instead. */
+  | { kind: 'corrected', date: DateTime, written: string }
+  /** Not a date at all: today instead. */
+  | { kind: 'invalid', written: string }
+
+/** The `?date=` of the address, read in `zone`; a day past its month's end is brought back into it. */
+export function readDateParam (value: string | null, zone: string): DateParam {
+  if (value === null) return { kind: 'absent' }
+  const parsed = DateTime.fromISO(value, { zone })
+  if (parsed.isValid && /^\d{4}-\d{2}-\d{2}$/.test(value)) return { kind: 'valid', date: parsed.startOf('day') }
+  const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
+  if (parts !== null) {
+    const month = DateTime.fromObject({ year: Number(parts[1]), month: Number(parts[2]), day: 1 }, { zone })
+    const day = Number(parts[3])
+    if (month.isValid && day >= 1) return { kind: 'corrected', date: month.set({ day: Math.min(day, month.daysInMonth as number) }), written: value }
+  }
+  return { kind: 'invalid', written: value }
 }
 
 export function eventStart (event: CalendarEvent, zone: string): DateTime {
@@ -47,15 +77,26 @@ export interface Placed {
   continuesAfter: boolean
 }
 
-/** Timed events of one day, placed side by side where they overlap (greedy columns per cluster). */
-export function layoutDay (events: CalendarEvent[], day: DateTime, zone: string): Placed[] {
-  const dayStart = day.setZone(zone).startOf('day')
-  const dayEnd = dayStart.plus({ days: 1 })
-  const items = events
+interface Timed {
+  event: CalendarEvent
+  start: number
+  end: number
+}
+
+/** Each timed event's instants, read once. A timed event's dates carry their offset, so the instant needs no zone (nor luxon, which costs more than the layout itself). */
+function timedOf (events: CalendarEvent[], _zone: string): Timed[] {
+  return events
     .filter((event) => !event.isAllDay)
-    .map((event) => ({ event, start: eventStart(event, zone), end: eventEnd(event, zone) }))
-    .filter((item) => item.start < dayEnd && item.end > dayStart)
-    .sort((a, b) => a.start.toMillis() - b.start.toMillis() || b.end.toMillis() - a.end.toMillis())
+    .map((event) => ({ event, start: Date.parse(event.startDate), end: Date.parse(event.endDate) }))
+    .sort((a, b) => a.start - b.start || b.end - a.end)
+}
+
+function layoutTimed (items: Timed[], day: DateTime, zone: string): Placed[] {
+  const dayStart = day.setZone(zone).startOf('day')
+  const from = dayStart.toMillis()
+  const to = dayStart.plus({ days: 1 }).toMillis()
+  // A day with a daylight-saving change is 23 or 25 hours long: minutes count from its midnight.
+  const minutesOf = (millis: number) => (millis - from) / 60_000
   const placed: Placed[] = []
   let cluster: Placed[] = []
   let clusterEnd = -Infinity
@@ -66,8 +107,9 @@ export function layoutDay (events: CalendarEvent[], day: DateTime, zone: string)
     columnEnds = []
   }
   for (const item of items) {
-    const top = Math.max(0, item.start.diff(dayStart, 'minutes').minutes)
-    const bottom = Math.min(DAY_MINUTES, item.end.diff(dayStart, 'minutes').minutes)
+    if (item.start >= to || item.end <= from) continue
+    const top = Math.max(0, minutesOf(item.start))
+    const bottom = Math.min(DAY_MINUTES, minutesOf(item.end))
     if (top >= clusterEnd) closeCluster()
     let column = columnEnds.findIndex((end) => end <= top)
     if (column === -1) {
@@ -83,14 +125,72 @@ export function layoutDay (events: CalendarEvent[], day: DateTime, zone: string)
       height: Math.max(bottom - top, SNAP_MINUTES),
       column,
       columns: 1,
-      continuesBefore: item.start < dayStart,
-      continuesAfter: item.end > dayEnd
+      continuesBefore: item.start < from,
+      continuesAfter: item.end > to
     }
     cluster.push(entry)
     placed.push(entry)
   }
   closeCluster()
   return placed
+}
+
+/** Timed events of one day, placed side by side where they overlap (greedy columns per cluster). */
+export function layoutDay (events: CalendarEvent[], day: DateTime, zone: string): Placed[] {
+  return layoutTimed(timedOf(events, zone), day, zone)
+}
+
+/** The same for each of `days`, reading every event's dates once. */
+export function layoutDays (events: CalendarEvent[], days: DateTime[], zone: string): Placed[][] {
+  const items = timedOf(events, zone)
+  return days.map((day) => layoutTimed(items, day, zone))
+}
+
+export interface MoreBand {
+  /** Minutes from the day's midnight of the first hidden event, and the span the band covers. */
+  top: number
+  height: number
+  events: CalendarEvent[]
+}
+
+/**
+ * At most `maxColumns` side by side: in a cluster wider than that, the events of the last columns
+ * are gathered into "+N more" bands (one per hour they start in), drawn in the last column.
+ */
+export function limitColumns (placed: Placed[], maxColumns: number): { shown: Placed[], more: MoreBand[] } {
+  const shown: Placed[] = []
+  const bands = new Map<number, MoreBand>()
+  for (const item of placed) {
+    if (item.columns <= maxColumns) {
+      shown.push(item)
+    } else if (item.column < maxColumns - 1) {
+      shown.push({ ...item, columns: maxColumns })
+    } else {
+      const hour = Math.floor(item.top / 60)
+      const band = bands.get(hour) ?? { top: item.top, height: 0, events: [] }
+      band.top = Math.min(band.top, item.top)
+      band.events.push(item.event)
+      bands.set(hour, band)
+    }
+  }
+  const more = [...bands.values()].sort((a, b) => a.top - b.top)
+  // Each band reaches the next one (or an hour past its start), so bands never overlap.
+  more.forEach((band, index) => {
+    const next = more[index + 1]?.top ?? DAY_MINUTES
+    band.height = Math.max(SNAP_MINUTES, Math.min(next, band.top + 60) - band.top)
+  })
+  return { shown, more }
+}
+
+/** For each of `days`, every event touching it, all-day ones first, then by start: what a month cell lists. */
+export function eventsByDay (events: CalendarEvent[], days: DateTime[], zone: string): CalendarEvent[][] {
+  const timed = timedOf(events, zone)
+  return days.map((day) => {
+    const from = day.setZone(zone).startOf('day')
+    const to = from.plus({ days: 1 }).toMillis()
+    const allDay = allDayOn(events, from, zone)
+    return [...allDay, ...timed.filter((item) => item.start < to && item.end > from.toMillis()).map((item) => item.event)]
+  })
 }
 
 /** All-day events (and timed ones are not: they sit in the grid) touching `day`. */

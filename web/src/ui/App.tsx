@@ -1,8 +1,14 @@
-// The page: the toolbar (dates, view, status, account), the grid, and the dialogs. The view and
-// the shown date live in the URL (/day or /week, ?date=YYYY-MM-DD) so reloads and links keep them.
+// The page: the toolbar (dates, view, status, account), the calendar list, the grid or month, and
+// the dialogs. The view and the shown date live in the URL (/day, /week or /month,
+// ?date=YYYY-MM-DD) so reloads and links keep them; a date that does not exist is corrected there.
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
-import { TimeGrid } from './TimeGrid.js'
+import { TimeGrid, eventKeyOf, type Moved } from './TimeGrid.js'
+import { MonthView } from './MonthView.js'
+import { MoreDialog, type MoreDialogState } from './MoreDialog.js'
+import { ShortcutsDialog } from './ShortcutsDialog.js'
+import { CalendarList } from './CalendarList.js'
+import { useShortcuts } from './shortcuts.js'
 import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { AuthDialog } from './AuthDialog.js'
 import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
@@ -13,14 +19,30 @@ import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
-import { step, viewDays, viewRange, type View } from '../lib/grid.js'
+import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
+import { eventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
 
 function anchorFromUrl (): DateTime {
-  const date = new URLSearchParams(location.search).get('date')
-  const parsed = date === null ? null : DateTime.fromISO(date, { zone: userZone })
-  return parsed?.isValid === true ? parsed : DateTime.now().setZone(userZone).startOf('day')
+  const param = readDateParam(new URLSearchParams(location.search).get('date'), userZone)
+  return param.kind === 'valid' || param.kind === 'corrected' ? param.date : DateTime.now().setZone(userZone).startOf('day')
+}
+
+/** A `?date=` that names no day is corrected in the address bar (not left as it was), and said so. */
+function correctDateInUrl (view: View): void {
+  const param = readDateParam(new URLSearchParams(location.search).get('date'), userZone)
+  if (param.kind !== 'corrected' && param.kind !== 'invalid') return
+  const anchor = anchorFromUrl()
+  history.replaceState(history.state, '', urlFor(view, anchor))
+  notify(param.kind === 'corrected'
+    ? `There is no ${param.written}: showing ${anchor.toLocaleString(DateTime.DATE_FULL)} instead.`
+    : `"${param.written}" is not a date: showing today instead.`, 'error')
+}
+
+function routeView (): View {
+  const path = location.pathname.replace(/\/+$/, '')
+  return path === '/week' ? 'week' : path === '/month' ? 'month' : 'day'
 }
 
 function urlFor (view: View, anchor: DateTime): string {
@@ -51,6 +73,10 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)
   const [caldav, setCalDav] = useState<CalDavDialogState>(null)
   const [refreshing, setRefreshing] = useState(false)
+  const [more, setMore] = useState<MoreDialogState>(null)
+  const [shortcutsOpen, setShortcutsOpen] = useState(false)
+  const [focusKey, setFocusKey] = useState<string | null>(null)
+  const [announcement, setAnnouncement] = useState('')
   const view = props.view
 
   const ended = state.status === 'signedOut' && state.ended === true
@@ -67,7 +93,11 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   }, [signedIn])
 
   useEffect(() => {
-    const onPop = () => setAnchor(anchorFromUrl())
+    correctDateInUrl(view)
+    const onPop = () => {
+      correctDateInUrl(routeView())
+      setAnchor(anchorFromUrl())
+    }
     window.addEventListener('popstate', onPop)
     return () => window.removeEventListener('popstate', onPop)
   }, [])
@@ -76,7 +106,14 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const range = useMemo(() => viewRange(anchor, view), [anchor.toISODate(), view])
   // Until the session is known nothing is drawn: no demo events under a signed-in header.
   const mode = state.status === 'signedIn' ? 'account' : state.status === 'signedOut' ? 'local' : null
-  const { events, loading, error } = useEvents(mode, range.from, range.to)
+  const { events: allEvents, loading, error } = useEvents(mode, range.from, range.to)
+  const calendars = useCalendars(state.status === 'signedIn' ? state.userId : null)
+  // A connection added, importing its calendars one by one, or repaired: the list is read again.
+  const connectionsSeen = connections.map((connection) => `${connection.connectionId}:${connection.status}:${connection.importProgress?.calendarsDone ?? ''}`).join(',')
+  useEffect(() => { refreshCalendars().catch(() => {}) }, [connectionsSeen])
+  const hidden = useStore(hiddenCalendars)
+  useEffect(() => calendarColors.set(new Map(calendars.map((calendar) => [calendar.key, calendar.color]))), [calendars])
+  const events = useMemo(() => hidden.size === 0 ? allEvents : allEvents.filter((event) => !hidden.has(calendarKeyOf(event))), [allEvents, hidden])
 
   const go = (next: DateTime, nextView: View = view) => {
     setAnchor(next)
@@ -87,6 +124,31 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const createEvent = useCallback((start: DateTime, end: DateTime, isAllDay: boolean) => setDialog({ kind: 'create', start, end, isAllDay }), [])
   const closeDialog = useCallback(() => setDialog({ kind: 'closed' }), [])
   const closeCalDav = useCallback(() => setCalDav(null), [])
+  const openMore = useCallback((list: CalendarEvent[], label: string) => setMore({ events: list, label }), [])
+  const closeMore = useCallback(() => setMore(null), [])
+  const closeShortcuts = useCallback(() => setShortcutsOpen(false), [])
+
+  // A keyboard move keeps the event in view and in focus, and says where it went.
+  function moved (change: Moved) {
+    const start = eventStart({ ...change.event, ...change }, userZone)
+    const next = { ...change.event, ...change }
+    const title = change.event.title === '' ? '(No title)' : change.event.title
+    setAnnouncement(`${title} moved to ${start.toLocaleString(next.isAllDay ? DateTime.DATE_HUGE : DateTime.DATETIME_HUGE)}`)
+    setFocusKey(eventKeyOf(change.event))
+    if (!days.some((day) => day.toISODate() === start.toISODate())) go(start.startOf('day'))
+  }
+  const focused = useCallback(() => setFocusKey(null), [])
+
+  useShortcuts((action) => {
+    switch (action) {
+      case 'create': return newEvent()
+      case 'today': return go(DateTime.now().setZone(userZone).startOf('day'))
+      case 'next': return go(step(anchor, view, 1))
+      case 'previous': return go(step(anchor, view, -1))
+      case 'day': case 'week': case 'month': return props.onNavigate(urlFor(action, anchor))
+      case 'help': return setShortcutsOpen(true)
+    }
+  })
 
   function newEvent () {
     const now = DateTime.now().setZone(userZone)
@@ -105,8 +167,10 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
 
   const title = view === 'day'
     ? anchor.toLocaleString(DateTime.DATE_HUGE)
-    : `${days[0]?.toLocaleString({ day: 'numeric', month: 'short' })} – ${days[6]?.toLocaleString(DateTime.DATE_MED)}`
-  const unit = view === 'day' ? 'day' : 'week'
+    : view === 'month'
+      ? anchor.toLocaleString({ month: 'long', year: 'numeric' })
+      : `${days[0]?.toLocaleString({ day: 'numeric', month: 'short' })} – ${days[6]?.toLocaleString(DateTime.DATE_MED)}`
+  const unit = view
 
   return (
     <div class='app'>
@@ -122,6 +186,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
         <nav class='view-switch' aria-label='View'>
           <a href={urlFor('day', anchor)} aria-current={view === 'day' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('day', anchor)) }}>Day</a>
           <a href={urlFor('week', anchor)} aria-current={view === 'week' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('week', anchor)) }}>Week</a>
+          <a href={urlFor('month', anchor)} aria-current={view === 'month' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('month', anchor)) }}>Month</a>
         </nav>
         <div class='toolbar-end'>
           <ConnectionStatus />
@@ -149,11 +214,19 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
       <Notices />
       <UndoToast />
-      <main id='calendar' tabIndex={-1}>
-        {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
-        <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} />
-      </main>
-      <EventDialog state={dialog} onClose={closeDialog} />
+      <div class='workspace'>
+        <CalendarList calendars={calendars} />
+        <main id='calendar' tabIndex={-1}>
+          {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
+          {view === 'month'
+            ? <MonthView month={anchor} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onDay={(day) => go(day, 'day')} />
+            : <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onMoved={moved} focusKey={focusKey} onFocused={focused} />}
+        </main>
+      </div>
+      <p class='sr-only' aria-live='polite'>{announcement}</p>
+      <EventDialog state={dialog} calendars={calendars} onClose={closeDialog} />
+      <MoreDialog state={more} onOpen={openEvent} onClose={closeMore} />
+      <ShortcutsDialog open={shortcutsOpen} onClose={closeShortcuts} />
       <CalDavDialog state={caldav} onClose={closeCalDav} />
       <AuthDialog kind={auth} resetToken={props.resetToken} onSwitch={setAuth} onSignedIn={() => setAuth(null)} />
     </div>

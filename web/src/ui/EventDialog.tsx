@@ -1,12 +1,15 @@
-// Create or edit one event: title, all day, start and end, repeat, location, description; for an
-// occurrence of a series, which occurrences a save or a delete applies to.
+// Create or edit one event: title, all day, start and end, calendar, repeat (every N days, weeks on
+// chosen weekdays, months or years, ending never, on a date or after N times), location,
+// description; for an occurrence of a series, which occurrences a save or a delete applies to.
 import { useEffect, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { Dialog } from './Dialog.js'
 import { LocationInput } from './LocationInput.js'
-import { FREQUENCIES, frequencyOf, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type CalendarEvent, type Frequency } from '../lib/events.js'
-import { planCreate, planEdit, type EventDraft } from '../lib/series-edit.js'
+import { FREQUENCIES, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type CalendarEvent, type Frequency } from '../lib/events.js'
+import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/series-edit.js'
+import { defaultRepeat, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
+import { calendarKeyOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 
 export type EventDialogState =
   | { kind: 'closed' }
@@ -20,21 +23,28 @@ interface Form {
   startTime: string
   endDay: string
   endTime: string
-  frequency: Frequency | ''
+  repeat: RepeatForm
+  /** The user changed a repeat field: the form's rule replaces the series' own. */
+  repeatChanged: boolean
+  calendar: string
   location: string
   description: string
   scope: ApplyTo
 }
 
 const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY: 'Every week', MONTHLY: 'Every month', YEARLY: 'Every year' }
+const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
+const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
-function formFrom (state: EventDialogState, frequency: Frequency | null): Form {
+function formFrom (state: EventDialogState, rule: string[] | undefined): Form {
   if (state.kind === 'create') {
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
     return {
       title: '',
       isAllDay: state.isAllDay,
-      frequency: '',
+      repeat: defaultRepeat(state.start),
+      repeatChanged: false,
+      calendar: OWN_CALENDAR,
       location: '',
       description: '',
       scope: 'this',
@@ -50,7 +60,9 @@ function formFrom (state: EventDialogState, frequency: Frequency | null): Form {
   return {
     title: event.title,
     isAllDay: event.isAllDay,
-    frequency: frequency ?? '',
+    repeat: repeatFormOf(rule, start, userZone) ?? defaultRepeat(start),
+    repeatChanged: false,
+    calendar: calendarKeyOf(event),
     location: event.location ?? '',
     description: event.description ?? '',
     scope: 'this',
@@ -63,7 +75,7 @@ function formFrom (state: EventDialogState, frequency: Frequency | null): Form {
 
 /** The dialog's fields as dates in the API's forms, or the reason they are not valid. */
 function draftFrom (form: Form): EventDraft | string {
-  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.frequency === '' ? null : form.frequency }
+  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.repeat.frequency === '' ? null : form.repeat.frequency }
   if (form.isAllDay) {
     const start = DateTime.fromISO(form.startDay, { zone: userZone })
     const last = DateTime.fromISO(form.endDay, { zone: userZone })
@@ -78,20 +90,84 @@ function draftFrom (form: Form): EventDraft | string {
   return { ...common, startDate: start.toISO({ suppressMilliseconds: true }) as string, endDate: end.toISO({ suppressMilliseconds: true }) as string }
 }
 
-export function EventDialog (props: { state: EventDialogState, onClose: () => void }) {
+export function EventDialog (props: { state: EventDialogState, calendars: ShownCalendar[], onClose: () => void }) {
   return (
     <Dialog open={props.state.kind !== 'closed'} labelledBy='event-title' onClose={props.onClose}>
-      {props.state.kind !== 'closed' && <EventForm state={props.state} onClose={props.onClose} />}
+      {props.state.kind !== 'closed' && <EventForm state={props.state} calendars={props.calendars} onClose={props.onClose} />}
     </Dialog>
   )
 }
 
-function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }>, onClose: () => void }) {
+/** The chosen calendar on a new event (the own calendar is no provider calendar: no calendarId). */
+function inCalendar (plan: EditPlan, calendar: string): EditPlan {
+  return plan.kind === 'create' && calendar !== OWN_CALENDAR ? { ...plan, change: { ...plan.change, calendarId: calendar } } : plan
+}
+
+function RepeatFields (props: { form: RepeatForm, disabled: boolean, hintId?: string, onChange: (next: RepeatForm) => void }) {
+  const { form } = props
+  const set = <K extends keyof RepeatForm>(key: K, value: RepeatForm[K]) => props.onChange({ ...form, [key]: value })
+  const frequency = form.frequency
+  return (
+    <>
+      <div class='field'>
+        <label for='event-repeat'>Repeat</label>
+        <select id='event-repeat' value={frequency} disabled={props.disabled} aria-describedby={props.hintId} onChange={(e) => set('frequency', (e.currentTarget as HTMLSelectElement).value as Frequency | '')}>
+          <option value=''>Does not repeat</option>
+          {FREQUENCIES.map((item) => <option key={item} value={item}>{FREQUENCY_LABELS[item]}</option>)}
+        </select>
+      </div>
+      {frequency !== '' && !props.disabled && (
+        <fieldset class='repeat'>
+          <legend>Repeats</legend>
+          <div class='field-inline'>
+            <label for='event-interval'>Every</label>
+            <input id='event-interval' type='number' min={1} max={999} required class='short-number' value={form.interval} onInput={(e) => set('interval', Number((e.currentTarget as HTMLInputElement).value))} />
+            <span>{UNIT_LABELS[frequency][form.interval === 1 ? 0 : 1]}</span>
+          </div>
+          {frequency === 'WEEKLY' && (
+            <fieldset class='weekdays'>
+              <legend>On</legend>
+              {WEEKDAYS.map((day) => (
+                <span class='weekday-choice' key={day}>
+                  <input
+                    type='checkbox' id={`event-weekday-${day}`} checked={form.weekdays.includes(day)}
+                    onChange={(e) => set('weekdays', (e.currentTarget as HTMLInputElement).checked ? [...form.weekdays, day] : form.weekdays.filter((item) => item !== day))}
+                  />
+                  <label for={`event-weekday-${day}`} title={WEEKDAY_NAMES[day]}><span aria-hidden='true'>{WEEKDAY_NAMES[day].slice(0, 2)}</span><span class='sr-only'>{WEEKDAY_NAMES[day]}</span></label>
+                </span>
+              ))}
+            </fieldset>
+          )}
+          <fieldset class='ends'>
+            <legend>Ends</legend>
+            <div class='field-inline'>
+              <input type='radio' id='event-ends-never' name='ends' checked={form.ends === 'never'} onChange={() => set('ends', 'never')} />
+              <label for='event-ends-never'>Never</label>
+            </div>
+            <div class='field-inline'>
+              <input type='radio' id='event-ends-until' name='ends' checked={form.ends === 'until'} onChange={() => set('ends', 'until')} />
+              <label for='event-ends-until'>On</label>
+              <input type='date' aria-label='Last date' value={form.until} disabled={form.ends !== 'until'} onInput={(e) => set('until', (e.currentTarget as HTMLInputElement).value)} />
+            </div>
+            <div class='field-inline'>
+              <input type='radio' id='event-ends-count' name='ends' checked={form.ends === 'count'} onChange={() => set('ends', 'count')} />
+              <label for='event-ends-count'>After</label>
+              <input type='number' min={1} max={2000} class='short-number' aria-label='Number of times' value={form.count} disabled={form.ends !== 'count'} onInput={(e) => set('count', Number((e.currentTarget as HTMLInputElement).value))} />
+              <span>times</span>
+            </div>
+          </fieldset>
+        </fieldset>
+      )}
+    </>
+  )
+}
+
+function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }>, calendars: ShownCalendar[], onClose: () => void }) {
   const { state } = props
   const event = state.kind === 'edit' ? state.event : null
   const occurrence = event !== null && isOccurrence(event)
   const [series, setSeries] = useState<CalendarEvent | null>(null)
-  const [form, setForm] = useState<Form>(() => formFrom(state, frequencyOf(event?.recurrence?.rule)))
+  const [form, setForm] = useState<Form>(() => formFrom(state, event?.recurrence?.rule))
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
 
@@ -100,8 +176,8 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
     if (event === null || !occurrence) return
     currentSource().get(seriesIdOf(event) as string).then((found) => {
       setSeries(found)
-      const frequency = frequencyOf(found.recurrence?.rule)
-      setForm((previous) => ({ ...previous, frequency: frequency ?? '' }))
+      const start = DateTime.fromISO(event.startDate, { setZone: !event.isAllDay, zone: event.isAllDay ? userZone : undefined }).setZone(userZone)
+      setForm((previous) => previous.repeatChanged ? previous : { ...previous, repeat: repeatFormOf(found.recurrence?.rule, start, userZone) ?? defaultRepeat(start) })
     }).catch(() => setSeries(null))
   }, [event?._id])
 
@@ -110,12 +186,17 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
   async function save (submitEvent: Event) {
     submitEvent.preventDefault()
     const draft = draftFrom(form)
-    if (typeof draft === 'string') {
-      setError(draft)
+    const problem = typeof draft === 'string' ? draft : repeatProblem(form.repeat, form.startDay)
+    if (typeof draft === 'string' || problem !== null) {
+      setError(problem)
       return
     }
     setBusy(true)
-    const plan = event === null ? planCreate(draft, newEventId()) : planEdit(event, draft, occurrence ? form.scope : 'all', series, newEventId())
+    let plan = event === null ? planCreate(draft, newEventId()) : planEdit(event, draft, occurrence ? form.scope : 'all', series, newEventId())
+    const line = ruleOf(form.repeat, { isAllDay: form.isAllDay, zone: userZone })
+    // A rule the form cannot show stays as it was unless a repeat field was changed.
+    if (line !== null && (form.repeatChanged || event === null)) plan = withRule(plan, line)
+    plan = inCalendar(plan, form.calendar)
     props.onClose()
     await applyPlan(plan)
   }
@@ -164,14 +245,18 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
         )}
         <p class='hint'>Times are in {userZone.replaceAll('_', ' ')}.</p>
       </fieldset>
-      <div class='field'>
-        <label for='event-repeat'>Repeat</label>
-        <select id='event-repeat' value={form.frequency} disabled={repeatDisabled} aria-describedby={repeatDisabled ? 'event-repeat-hint' : undefined} onChange={(e) => set('frequency', (e.currentTarget as HTMLSelectElement).value as Frequency | '')}>
-          <option value=''>Does not repeat</option>
-          {FREQUENCIES.map((frequency) => <option key={frequency} value={frequency}>{FREQUENCY_LABELS[frequency]}</option>)}
-        </select>
-        {repeatDisabled && <p id='event-repeat-hint' class='hint'>To change how the series repeats, apply the change to all events or to the following ones.</p>}
-      </div>
+      {props.calendars.length > 1 && (
+        <div class='field'>
+          <label for='event-calendar'>Calendar</label>
+          <select id='event-calendar' value={form.calendar} disabled={event !== null} aria-describedby={event !== null ? 'event-calendar-hint' : undefined} onChange={(e) => set('calendar', (e.currentTarget as HTMLSelectElement).value)}>
+            {props.calendars.map((calendar) => <option key={calendar.key} value={calendar.key}>{calendar.name}</option>)}
+            {!props.calendars.some((calendar) => calendar.key === form.calendar) && <option value={form.calendar}>Another calendar</option>}
+          </select>
+          {event !== null && <p id='event-calendar-hint' class='hint'>An event stays in the calendar it was made in.</p>}
+        </div>
+      )}
+      <RepeatFields form={form.repeat} disabled={repeatDisabled} hintId={repeatDisabled ? 'event-repeat-hint' : undefined} onChange={(repeat) => setForm((previous) => ({ ...previous, repeat, repeatChanged: true }))} />
+      {repeatDisabled && <p id='event-repeat-hint' class='hint'>To change how the series repeats, apply the change to all events or to the following ones.</p>}
       <LocationInput value={form.location} onInput={(value) => set('location', value)} />
       <div class='field'>
         <label for='event-description'>Description</label>

@@ -1,13 +1,16 @@
 // The day and week grids: an all-day row, then 24 hours with each timed event placed in its day
 // column. Events are buttons (click or Enter to edit); dragging moves them, the bottom edge
-// resizes them, and Alt+arrow keys do the same from the keyboard (15 minutes, or a day).
-import { useEffect, useRef, useState } from 'preact/hooks'
+// resizes them, and Alt+arrow keys do the same from the keyboard (15 minutes, or a day). Pressing
+// on empty time and dragging creates an event of the dragged span; a click creates an hour. Where
+// more events overlap than fit side by side, the rest are gathered into "+N more".
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
-import { allDayOn, layoutDay, moveBy, snap, timeLabel, type Placed, type View } from '../lib/grid.js'
-import { frequencyOf, isOccurrence, type CalendarEvent } from '../lib/events.js'
+import { allDayOn, DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
+import { frequencyOf, isOccurrence, seriesIdOf, type CalendarEvent } from '../lib/events.js'
 import { draftOf, planEdit } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
 import { WriteMark } from './Safety.js'
+import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 
 export const HOUR_PX = 48
 const PX_PER_MINUTE = HOUR_PX / 60
@@ -23,6 +26,22 @@ interface Drag {
   moved: boolean
 }
 
+/** A press on empty time being dragged: minutes from the day's midnight. */
+interface Sweep {
+  day: DateTime
+  top: number
+  from: number
+  to: number
+  moved: boolean
+}
+
+/** Where a moved event went, for the view to follow it and say so. */
+export interface Moved {
+  event: CalendarEvent
+  startDate: string
+  endDate: string
+}
+
 async function moveEvent (event: CalendarEvent, startMinutes: number, endMinutes: number): Promise<void> {
   const dates = moveBy(event, startMinutes, endMinutes)
   const draft = { ...draftOf(event, frequencyOf(event.recurrence?.rule)), ...dates }
@@ -30,11 +49,34 @@ async function moveEvent (event: CalendarEvent, startMinutes: number, endMinutes
   await applyPlan(planEdit(event, draft, 'this', null, ''))
 }
 
-function eventClass (event: CalendarEvent): string {
+export function eventClass (event: CalendarEvent): string {
   return `event priority-${event.priority}`
 }
 
-function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, onOpen: (event: CalendarEvent) => void, onDragStart: (drag: Drag) => void }) {
+/** What finds an event's block again after a change re-read it (an edited occurrence may get a stored id). */
+export function eventKeyOf (event: CalendarEvent): string {
+  const seriesId = seriesIdOf(event)
+  return seriesId !== null && event.originalStartDate !== undefined ? `${seriesId}@${event.originalStartDate}` : event._id
+}
+
+// Beyond these, a title shrinks to a letter or two (a week column is about 140 px at 1280 px,
+// 45 px on a phone, where overlapping events of a week go to "+N more" at once).
+const MAX_COLUMNS: Record<Exclude<View, 'month'>, { wide: number, narrow: number }> = { day: { wide: 4, narrow: 2 }, week: { wide: 2, narrow: 1 } }
+const NARROW = '(max-width: 700px)'
+
+function useNarrow (): boolean {
+  const [narrow, setNarrow] = useState(() => typeof window.matchMedia === 'function' && window.matchMedia(NARROW).matches)
+  useEffect(() => {
+    if (typeof window.matchMedia !== 'function') return
+    const query = window.matchMedia(NARROW)
+    const changed = () => setNarrow(query.matches)
+    query.addEventListener('change', changed)
+    return () => query.removeEventListener('change', changed)
+  }, [])
+  return narrow
+}
+
+function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<string, string>, drag: Drag | null, onOpen: (event: CalendarEvent) => void, onDragStart: (drag: Drag) => void, onMoved: (moved: Moved) => void }) {
   const { placed, drag } = props
   const { event } = placed
   const dragging = drag !== null && drag.event._id === event._id && drag.moved
@@ -45,7 +87,8 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
     top: `${top * PX_PER_MINUTE}px`,
     height: `${Math.max(height * PX_PER_MINUTE - 2, 18)}px`,
     left: `calc(${placed.column * width}% + ${dragging && drag.mode === 'move' ? drag.days * drag.columnWidth : 0}px)`,
-    width: `calc(${width}% - 4px)`
+    width: `calc(${width}% - 4px)`,
+    ...calendarStyle(event, props.colors)
   }
 
   function pointerDown (pointer: PointerEvent, mode: Drag['mode']) {
@@ -61,15 +104,16 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
     const dayStep = key.key === 'ArrowLeft' ? -1 : key.key === 'ArrowRight' ? 1 : 0
     if (step === 0 && dayStep === 0) return
     key.preventDefault()
-    if (dayStep !== 0) moveEvent(event, dayStep * 1440, dayStep * 1440).catch(() => {})
-    else if (key.shiftKey) moveEvent(event, 0, step).catch(() => {})
-    else moveEvent(event, step, step).catch(() => {})
+    const [startShift, endShift] = dayStep !== 0 ? [dayStep * 1440, dayStep * 1440] : key.shiftKey ? [0, step] : [step, step]
+    // Once the move is stored, the view follows the event (to another day or week), so the range
+    // read there holds it, and the page says where it went.
+    moveEvent(event, startShift, endShift).then(() => props.onMoved({ event, ...moveBy(event, startShift, endShift) })).catch(() => {})
   }
 
   return (
     <div class={`${eventClass(event)}${dragging ? ' dragging' : ''}${height < 40 ? ' short' : height < 80 ? ' compact' : ''}`} style={style}>
       <button
-        type='button' class='event-body'
+        type='button' class='event-body' data-event-key={eventKeyOf(event)}
         aria-keyshortcuts='Alt+ArrowUp Alt+ArrowDown Alt+ArrowLeft Alt+ArrowRight Alt+Shift+ArrowUp Alt+Shift+ArrowDown'
         onPointerDown={(pointer) => pointerDown(pointer, 'move')}
         onClick={() => { if (!dragging) props.onOpen(event) }}
@@ -88,16 +132,33 @@ function EventBlock (props: { placed: Placed, days: number, drag: Drag | null, o
   )
 }
 
+function MoreButton (props: { events: CalendarEvent[], label: string, style?: Record<string, string>, onMore: (events: CalendarEvent[], label: string) => void }) {
+  const count = props.events.length
+  return (
+    <button type='button' class='more' style={props.style} aria-label={`${count} more events, ${props.label}`} onClick={(click) => { click.stopPropagation(); props.onMore(props.events, props.label) }}>
+      +{count} more
+    </button>
+  )
+}
+
 export function TimeGrid (props: {
-  view: View
+  view: Exclude<View, 'month'>
   days: DateTime[]
   events: CalendarEvent[]
   loading: boolean
   onOpen: (event: CalendarEvent) => void
   onCreate: (start: DateTime, end: DateTime, isAllDay: boolean) => void
+  onMore: (events: CalendarEvent[], label: string) => void
+  onMoved: (moved: Moved) => void
+  /** The block to give focus to once it is drawn (after a keyboard move), by eventKeyOf. */
+  focusKey: string | null
+  onFocused: () => void
 }) {
   const scroller = useRef<HTMLDivElement>(null)
+  const colors = useCalendarColors()
+  const narrow = useNarrow()
   const [drag, setDrag] = useState<Drag | null>(null)
+  const [sweep, setSweep] = useState<Sweep | null>(null)
   const [now, setNow] = useState(() => DateTime.now().setZone(userZone))
 
   useEffect(() => {
@@ -109,6 +170,15 @@ export function TimeGrid (props: {
   useEffect(() => {
     if (scroller.current !== null) scroller.current.scrollTop = 7 * HOUR_PX
   }, [props.view])
+
+  // A block re-drawn elsewhere (another day, a re-read id) takes the focus its key asked for.
+  useLayoutEffect(() => {
+    if (props.focusKey === null || scroller.current === null) return
+    const block = scroller.current.querySelector<HTMLElement>(`[data-event-key="${CSS.escape(props.focusKey)}"]`)
+    if (block === null) return
+    if (document.activeElement !== block) block.focus()
+    props.onFocused()
+  })
 
   useEffect(() => {
     if (drag === null) return
@@ -137,20 +207,48 @@ export function TimeGrid (props: {
     }
   }, [drag, props.view])
 
-  function createAt (day: DateTime, pointer: MouseEvent) {
-    if (pointer.target !== pointer.currentTarget) return
+  // Listened to from the press itself: a quick click's release can come before any effect runs.
+  function sweepFrom (day: DateTime, pointer: PointerEvent) {
+    if (pointer.button !== 0 || pointer.target !== pointer.currentTarget) return
     const rect = (pointer.currentTarget as HTMLElement).getBoundingClientRect()
-    const minutes = Math.min(snap((pointer.clientY - rect.top) / PX_PER_MINUTE, 30), 23 * 60)
-    const start = day.startOf('day').plus({ minutes })
-    props.onCreate(start, start.plus({ hours: 1 }), false)
+    const from = (pointer.clientY - rect.top) / PX_PER_MINUTE
+    const top = pointer.clientY
+    pointer.preventDefault()
+    let current: Sweep = { day, top, from, to: from, moved: false }
+    const minutesAt = (event: PointerEvent) => Math.min(Math.max(0, from + (event.clientY - top) / PX_PER_MINUTE), DAY_MINUTES)
+    const move = (event: PointerEvent) => {
+      const to = minutesAt(event)
+      current = { ...current, to, moved: current.moved || Math.abs(to - from) * PX_PER_MINUTE > 4 }
+      if (current.moved) setSweep(current)
+    }
+    const up = (event: PointerEvent) => {
+      window.removeEventListener('pointermove', move)
+      setSweep(null)
+      const to = minutesAt(event)
+      const midnight = day.startOf('day')
+      if (current.moved || Math.abs(to - from) * PX_PER_MINUTE > 4) {
+        // The dragged span, whichever way it went, snapped to quarter hours.
+        const first = snap(Math.min(from, to), SNAP_MINUTES)
+        const last = Math.max(snap(Math.max(from, to), SNAP_MINUTES), first + SNAP_MINUTES)
+        props.onCreate(midnight.plus({ minutes: first }), midnight.plus({ minutes: Math.min(last, DAY_MINUTES) }), false)
+      } else {
+        const start = midnight.plus({ minutes: Math.min(snap(from, 30), 23 * 60) })
+        props.onCreate(start, start.plus({ hours: 1 }), false)
+      }
+    }
+    window.addEventListener('pointermove', move)
+    window.addEventListener('pointerup', up, { once: true })
   }
 
+  const placedByDay = useMemo(() => layoutDays(props.events, props.days, userZone), [props.events, props.days])
+  const maxColumns = MAX_COLUMNS[props.view][narrow ? 'narrow' : 'wide']
   const today = now.toISODate()
-  const columns = `4rem repeat(${props.days.length}, minmax(0, 1fr))`
+  const zoneLabel = now.toFormat('ZZZZ')
+  const columns = `var(--gutter) repeat(${props.days.length}, minmax(0, 1fr))`
   return (
     <div class={`grid grid-${props.view}`} aria-busy={props.loading}>
       <div class='grid-head' style={{ gridTemplateColumns: columns }}>
-        <div class='gutter' />
+        <div class='gutter zone-label' title={userZone}><span class='sr-only'>Times in {userZone.replaceAll('_', ' ')}, </span>{zoneLabel}</div>
         {props.days.map((day) => (
           <div key={day.toISODate()} class={`day-head${day.toISODate() === today ? ' today' : ''}`}>
             <span class='weekday'>{day.toFormat('ccc')}</span> <span class='daynum'>{day.toFormat('d')}</span>
@@ -161,16 +259,19 @@ export function TimeGrid (props: {
         <div class='gutter all-day-label'>All day</div>
         {props.days.map((day) => {
           const label = day.toLocaleString(DateTime.DATE_HUGE)
+          const allDay = allDayOn(props.events, day, userZone)
+          const shown = allDay.length > 3 ? allDay.slice(0, 2) : allDay
           return (
             <ul key={day.toISODate()} class='all-day-cell' aria-label={`All-day events, ${label}`}>
-              {allDayOn(props.events, day, userZone).map((event) => (
+              {shown.map((event) => (
                 <li key={event._id}>
-                  <button type='button' class={`${eventClass(event)} all-day-event`} onClick={() => props.onOpen(event)}>
+                  <button type='button' class={`${eventClass(event)} all-day-event`} style={calendarStyle(event, colors)} onClick={() => props.onOpen(event)}>
                     {event.title === '' ? '(No title)' : event.title}
                   </button>
                   <WriteMark event={event} />
                 </li>
               ))}
+              {shown.length < allDay.length && <li><MoreButton events={allDay.slice(shown.length)} label={`all day, ${label}`} onMore={props.onMore} /></li>}
               <li class='all-day-add'>
                 <button type='button' class='ghost' aria-label={`Add an all-day event on ${label}`} onClick={() => props.onCreate(day.startOf('day'), day.startOf('day').plus({ days: 1 }), true)}>+</button>
               </li>
@@ -185,15 +286,30 @@ export function TimeGrid (props: {
               <span key={hour} class='hour-label' style={{ top: `${hour * HOUR_PX}px` }}>{hour === 0 ? '' : DateTime.fromObject({ hour }).toFormat('HH:mm')}</span>
             ))}
           </div>
-          {props.days.map((day) => {
-            const placed = layoutDay(props.events, day, userZone)
+          {props.days.map((day, index) => {
+            const { shown, more } = limitColumns(placedByDay[index] ?? [], maxColumns)
             const isToday = day.toISODate() === today
+            const label = day.toLocaleString(DateTime.DATE_HUGE)
+            const swept = sweep !== null && sweep.moved && sweep.day.toISODate() === day.toISODate() ? sweep : null
             return (
-              <section key={day.toISODate()} class='day-column' aria-label={day.toLocaleString(DateTime.DATE_HUGE)} onClick={(pointer) => createAt(day, pointer as MouseEvent)}>
+              <section key={day.toISODate()} class='day-column' aria-label={label} onPointerDown={(pointer) => sweepFrom(day, pointer as PointerEvent)}>
                 {isToday && <div class='now-line' style={{ top: `${now.diff(now.startOf('day'), 'minutes').minutes * PX_PER_MINUTE}px` }} aria-hidden='true' />}
-                {placed.map((item) => (
-                  <EventBlock key={item.event._id} placed={item} days={props.days.length} drag={drag} onOpen={props.onOpen} onDragStart={setDrag} />
+                {shown.map((item) => (
+                  <EventBlock key={item.event._id} placed={item} days={props.days.length} colors={colors} drag={drag} onOpen={props.onOpen} onDragStart={setDrag} onMoved={props.onMoved} />
                 ))}
+                {more.map((band) => (
+                  <MoreButton
+                    key={band.top} events={band.events} onMore={props.onMore}
+                    label={`from ${day.startOf('day').plus({ minutes: band.top }).toFormat('HH:mm')}, ${label}`}
+                    style={{ top: `${band.top * PX_PER_MINUTE}px`, height: `${Math.max(band.height * PX_PER_MINUTE - 2, 18)}px`, left: `calc(${(maxColumns - 1) * 100 / maxColumns}% )`, width: `calc(${100 / maxColumns}% - 4px)` }}
+                  />
+                ))}
+                {swept !== null && (
+                  <div
+                    class='sweep' aria-hidden='true'
+                    style={{ top: `${snap(Math.min(swept.from, swept.to)) * PX_PER_MINUTE}px`, height: `${Math.max(SNAP_MINUTES, snap(Math.abs(swept.to - swept.from))) * PX_PER_MINUTE}px` }}
+                  />
+                )}
               </section>
             )
           })}

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   BeginConnectionRequestSchema, BeginConnectionResponseSchema, CalDavConnectRequestSchema, CalDavConnectResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
-  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncErrorBodySchema, SyncMetadataSchema, UserParamsSchema
+  RestartSyncResponseSchema, StopWatchesResponseSchema, SyncCalendarListSchema, SyncErrorBodySchema, SyncMetadataSchema, UserParamsSchema
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
 import { connectionSummary } from '../../../lib/connections/record.js'
@@ -28,6 +28,21 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       execution,
       connections: connections.map((connection) => connectionSummary(connection, pending.get(connection._id.toHexString())))
     }
+  })
+
+  fastify.get('/:userId/calendars', {
+    schema: {
+      description: 'The provider calendars of the user\'s connections (not the disconnected ones): name, colour, primary',
+      params: UserParamsSchema,
+      response: { 200: SyncCalendarListSchema, ...errorResponses }
+    }
+  }, async (request) => {
+    const connections = (await fastify.syncConnections.listByUser(request.params.userId)).filter((connection) => connection.state !== 'disconnected')
+    const calendars = await Promise.all(connections.map(async (connection) => {
+      const rows = await fastify.syncCalendars.listByConnection(connection._id.toHexString())
+      return rows.map((row) => ({ connectionId: row.connectionId, provider: connection.provider, calendarId: row.calendarId, name: row.name, color: row.color ?? null, primary: row.primary }))
+    }))
+    return { calendars: calendars.flat() }
   })
 
   fastify.post('/:userId/connections/begin', {

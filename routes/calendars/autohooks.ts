@@ -1,0 +1,7 @@
+import type { FastifyInstance } from 'fastify'
+
+// Every route in this folder needs a verified session (cookie, or bearer token for native
+// clients), checked before the body is parsed or validated: without one, nothing else runs.
+export default async function requireSessionForFolder (fastify: FastifyInstance) {
+  fastify.addHook('onRequest', fastify.requireSession)
+}

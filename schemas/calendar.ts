@@ -1,0 +1,21 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ConnectionIdSchema, ProviderSchema } from './sync/common.js'
+
+// The user's provider calendars as a client lists them (GET /api/calendars): what the Sync service
+// knows of each connection's calendars. The user's own calendar (events without a calendarId) is
+// not a provider calendar and is not listed.
+export const CalendarView = Type.Object({
+  connectionId: ConnectionIdSchema,
+  provider: ProviderSchema,
+  calendarId: Type.String({ minLength: 1, maxLength: 500, description: 'The calendarId the calendar\'s events carry' }),
+  name: Type.String({ maxLength: 1024, description: 'The calendar\'s name at the provider (the user\'s own name for it at Google, when set)' }),
+  color: Type.String({ pattern: '^#[0-9a-f]{6}$', description: 'The calendar\'s colour at the provider as #rrggbb, or the provider\'s own colour when it names none' }),
+  primary: Type.Boolean({ description: 'The account\'s main calendar: where the user\'s own events are written' })
+}, { additionalProperties: false })
+
+export const CalendarListView = Type.Object({
+  calendars: Type.Array(CalendarView, { description: 'Calendars of the user\'s live connections, by connection, primary first, then by name' })
+}, { additionalProperties: false })
+
+export type CalendarView = Static<typeof CalendarView>
+export type CalendarListView = Static<typeof CalendarListView>

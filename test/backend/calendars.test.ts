@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto'
+import { ObjectId } from 'mongodb'
+import { test } from 'tap'
+import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
+import { startSyncService } from '../events/sync-service.js'
+
+// GET /api/calendars against the real Sync service: the calendars Sync keeps for the user's
+// connections (rows as its import stores them), with names, colours and the primary first.
+test('the calendar list', async (t) => {
+  const deps = await startDependencies(t)
+  const sync = await startSyncService(t, deps.databaseUri(`sync_calendars_${randomBytes(4).toString('hex')}`))
+  const { app } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
+  const user = await signUp(app, { email: uniqueEmail('calendars'), password: 'pw-for-calendars-1' })
+  const other = await signUp(app, { email: uniqueEmail('calendars-other'), password: 'pw-for-calendars-2' })
+  const list = async (headers: Record<string, string> = user.headers) => await app.inject({ method: 'GET', url: '/api/calendars', headers })
+
+  const connection = async (userId: string, provider: string, state = 'healthy', createdAt = new Date()) => {
+    const _id = new ObjectId()
+    await sync.db.collection('connections').insertOne({
+      _id, userId, provider, state, reason: null, lastReadFailureAt: null, lastSyncedAt: null, lastHealthyAt: null, importProgress: null, createdAt, updatedAt: createdAt
+    })
+    return _id.toHexString()
+  }
+  const calendar = async (connectionId: string, userId: string, calendarId: string, fields: { name: string, primary?: boolean, color?: string | null }) => {
+    await sync.db.collection('calendars').insertOne({
+      _id: `${connectionId}:${calendarId}` as unknown as ObjectId,
+      connectionId,
+      userId,
+      calendarId,
+      name: fields.name,
+      primary: fields.primary ?? false,
+      timeZone: 'Europe/Berlin',
+      ...(fields.color === undefined ? {} : { color: fields.color }),
+      cursor: null,
+      generation: 1,
+      expiryStreak: 0,
+      importedInRun: null,
+      checkpoint: null,
+      lastUpdatedAt: new Date()
+    })
+  }
+
+  await t.test('a session is required; no connection lists nothing', async (t) => {
+    t.equal((await list({})).statusCode, 401)
+    const answer = await list()
+    t.equal(answer.statusCode, 200)
+    t.same(answer.json(), { calendars: [] })
+  })
+
+  await t.test('each connection\'s calendars, primary first, with the provider\'s colour or the provider\'s own', async (t) => {
+    const google = await connection(user.userId, 'google', 'healthy', new Date('2026-01-01T00:00:00Z'))
+    const caldav = await connection(user.userId, 'caldav', 'healthy', new Date('2026-02-01T00:00:00Z'))
+    const gone = await connection(user.userId, 'microsoft', 'disconnected', new Date('2026-03-01T00:00:00Z'))
+    await calendar(google, user.userId, 'family@group.calendar.google.com', { name: 'Family', color: '#f83a22' })
+    await calendar(google, user.userId, 'sam@example.com', { name: 'sam@example.com', primary: true, color: '#9fc6e7' })
+    await calendar(caldav, user.userId, 'https://dav.example.com/cal/home/', { name: 'Home', primary: true })
+    await calendar(gone, user.userId, 'AAMk', { name: 'Old Outlook', primary: true, color: '#0078d4' })
+    const otherConnection = await connection(other.userId, 'google')
+    await calendar(otherConnection, other.userId, 'other@example.com', { name: 'Someone else', primary: true, color: '#000000' })
+
+    const answer = await list()
+    t.equal(answer.statusCode, 200)
+    t.same(answer.json(), {
+      calendars: [
+        { connectionId: google, provider: 'google', calendarId: 'sam@example.com', name: 'sam@example.com', color: '#9fc6e7', primary: true },
+        { connectionId: google, provider: 'google', calendarId: 'family@group.calendar.google.com', name: 'Family', color: '#f83a22', primary: false },
+        { connectionId: caldav, provider: 'caldav', calendarId: 'https://dav.example.com/cal/home/', name: 'Home', color: '#8e8e93', primary: true }
+      ]
+    }, 'the disconnected connection and the other user\'s calendars are not listed')
+  })
+
+  await t.test('Sync away: 503 SYNC_UNAVAILABLE with Retry-After', async (t) => {
+    await sync.stop()
+    const answer = await list()
+    t.equal(answer.statusCode, 503)
+    t.equal(answer.json().code, 'SYNC_UNAVAILABLE')
+    t.equal(answer.headers['retry-after'], '5')
+  })
+})

@@ -1,0 +1,91 @@
+// In Chromium against the whole system with the Google stand-in: after connecting a Google account
+// with two calendars (primary and "Family", each with its colour at Google), the calendar list
+// names both with their colours, events are drawn in their calendar's colour, a calendar hidden
+// stays hidden across a reload (kept for this account), and a new event made in "Family" through
+// the dialog's calendar picker reaches Family at Google.
+import { test } from 'tap'
+import type { Page } from 'playwright-core'
+import { launchBrowser, newContext, collectErrors } from './browser.js'
+import { eventBlock, signUpThroughUi } from './ui.js'
+import { startFullStack } from '../e2e/stack.js'
+import { uniqueEmail } from '../helper.js'
+import { waitUntil } from '../processes.js'
+
+const DAY = '2026-03-02'
+
+async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
+  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
+  await page.getByLabel(email).check()
+  await page.getByRole('button', { name: 'Allow' }).click()
+}
+
+/** The colour the block is drawn in: its left edge. */
+async function edgeColor (page: Page, title: string): Promise<string> {
+  return await eventBlock(page, title).evaluate((body) => body.ownerDocument.defaultView?.getComputedStyle(body.parentElement as typeof body).borderLeftColor ?? '')
+}
+
+test('calendars of a Google account: names, colours, visibility kept, the picker', async (t) => {
+  const stack = await startFullStack(t, { web: true })
+  const google = stack.google.control
+  const email = uniqueEmail('cal')
+  google.createAccount({ email, name: 'Cal Example', timeZone: 'Europe/Berlin' })
+  const family = google.addCalendar(email, { summary: 'Family', backgroundColor: '#f83a22', timeZone: 'Europe/Berlin' })
+  const primaryColor = google.listAccounts().find((account) => account.email === email)?.calendars.find((calendar) => calendar.primary)?.backgroundColor
+  google.insertEvent(email, { summary: 'Dentist', start: { dateTime: `${DAY}T09:00:00+01:00` }, end: { dateTime: `${DAY}T10:00:00+01:00` } })
+  google.insertEvent(family.id, { summary: 'Swim class', start: { dateTime: `${DAY}T17:00:00+01:00` }, end: { dateTime: `${DAY}T18:00:00+01:00` } })
+
+  const browser = await launchBrowser(t)
+  const page = await (await newContext(browser)).newPage()
+  const errors = collectErrors(page, { foreign: (url) => url.startsWith(stack.google.url) })
+
+  await signUpThroughUi(page, stack.webUrl, { name: 'Cal', email, password: 'correct horse 1' }, `/day?date=${DAY}`)
+  await page.getByRole('button', { name: 'Connect Google Calendar' }).click()
+  await consent(page, stack.google.url, email)
+  await page.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
+  await eventBlock(page, 'Swim class').waitFor({ timeout: 20_000 })
+  await eventBlock(page, 'Dentist').waitFor()
+
+  await t.test('the list names each calendar with its colour at Google; events are drawn in it', async (t) => {
+    const list = page.getByRole('complementary', { name: 'Calendars' })
+    await list.getByLabel('Family').waitFor({ timeout: 10_000 })
+    t.ok(await list.getByLabel('My calendar').isChecked())
+    t.ok(await list.getByLabel(email).isChecked(), 'the primary calendar under its name at Google')
+    t.ok(await list.getByLabel('Family').isChecked())
+    t.equal(await edgeColor(page, 'Swim class'), 'rgb(248, 58, 34)', 'Family\'s red')
+    t.ok(primaryColor !== undefined && primaryColor !== '#f83a22')
+    const [r, g, b] = [1, 3, 5].map((start) => parseInt((primaryColor as string).slice(start, start + 2), 16))
+    t.equal(await edgeColor(page, 'Dentist'), `rgb(${r}, ${g}, ${b})`, 'the primary calendar\'s colour')
+  })
+
+  await t.test('hiding a calendar hides its events, and stays so after a reload', async (t) => {
+    const list = page.getByRole('complementary', { name: 'Calendars' })
+    await list.getByLabel('Family').uncheck()
+    await eventBlock(page, 'Swim class').waitFor({ state: 'detached' })
+    t.equal(await eventBlock(page, 'Dentist').count(), 1, 'the other calendar\'s events stay')
+    await page.reload()
+    await eventBlock(page, 'Dentist').waitFor()
+    t.notOk(await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').isChecked(), 'still hidden after a reload')
+    t.equal(await eventBlock(page, 'Swim class').count(), 0)
+    await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').check()
+    await eventBlock(page, 'Swim class').waitFor()
+  })
+
+  await t.test('a new event made in Family through the picker reaches Family at Google', async (t) => {
+    await page.getByRole('button', { name: 'New event' }).click()
+    const dialog = page.getByRole('dialog', { name: 'New event' })
+    await dialog.getByLabel('Title').fill('Piano recital')
+    await dialog.getByLabel('Start date').fill(DAY)
+    await dialog.getByLabel('Start time').fill('19:00')
+    await dialog.getByLabel('End date').fill(DAY)
+    await dialog.getByLabel('End time').fill('20:00')
+    await dialog.getByLabel('Calendar').selectOption({ label: 'Family' })
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    await eventBlock(page, 'Piano recital').waitFor()
+    t.equal(await edgeColor(page, 'Piano recital'), 'rgb(248, 58, 34)', 'drawn in Family\'s colour at once')
+    await waitUntil(() => google.storedEvents(family.id).some((event) => event.summary === 'Piano recital'), 'the event in Family at Google', 20_000)
+    t.notOk(google.storedEvents(email).some((event) => event.summary === 'Piano recital'), 'not in the primary calendar')
+  })
+
+  // The session library's first look for a session, signed out, answers 401 (as in the neighbouring tests).
+  t.same(errors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
+})
