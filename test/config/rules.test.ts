@@ -48,6 +48,7 @@ const refusals: Array<[string, Record<string, unknown>, RegExp]> = [
   ['the Sync database equal to the API database', { 'sync.databaseUri': 'mongodb://sync:pw@mongo:27017/calendar?authSource=admin' }, /^config: sync\.databaseUri must name a different database than database\.uri/],
   ['mailer without apiKey', { email: { provider: 'mailer', from: 'a@example.com', webhookSecret: 'w', unsubscribeSecret: 'u' } }, /^config: email\.apiKey is required when email\.provider is mailer$/],
   ['fast schedule in production', { email: { provider: 'log', scheduleProfile: 'fast' } }, /^config: email\.scheduleProfile fast is refused when runtime\.nodeEnv is production$/],
+  ['a Stripe stand-in address in production', { billing: { secretKey: 'sk_live_1', webhookSecret: 'whsec_1', priceId: 'price_1', publishableKey: 'pk_live_1', endpointBase: 'http://127.0.0.1:12111' } }, /^config: billing\.endpointBase points at a stand-in and is refused when runtime\.nodeEnv is production$/],
   ['an unknown email provider', { email: { provider: 'carrier-pigeon' } }, /^config: email\.provider must be one of mailer, log$/],
   ['a port out of range', { 'backend.port': 70000 }, /^config: backend\.port must be integer to be less or equal to 65535$/]
 ]
