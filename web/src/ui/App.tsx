@@ -7,6 +7,7 @@ import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { AuthDialog } from './AuthDialog.js'
 import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
+import { BillingBanner } from './BillingBanner.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
@@ -145,6 +146,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
         </div>
       </header>
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
+      <BillingBanner signedIn={state.status === 'signedIn'} />
       <Notices />
       <main id='calendar' tabIndex={-1}>
         {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
