@@ -46,7 +46,7 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
   const stripe: StripeStandIn = await startStripeStandIn({ secretKey: SECRET_KEY, webhookSecret: WEBHOOK_SECRET, retryDelaysMs: [50, 100] })
   t.teardown(() => stripe.close())
   const bypassEmail = uniqueEmail('staff')
-  const { app } = await buildApp(t, deps, { extra: { billing: billingBlock(stripe.url, [bypassEmail.toUpperCase()]) } })
+  const { app, log } = await buildApp(t, deps, { extra: { billing: billingBlock(stripe.url, [bypassEmail.toUpperCase()]) } })
   const base = await listen(app)
   stripe.setWebhookUrl(`${base}/api/billing/webhook`)
   const records = app.mongo.db.collection('billing')
@@ -217,6 +217,37 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
       const signOut = await app.inject({ method: 'POST', url: '/api/auth/signout', headers: { ...user.headers, 'sx-auth-mode': 'header' } })
       t.equal(signOut.statusCode, 200, `${state}: sign-out works`)
     }
+  })
+
+  await t.test('nothing to fix, cancel or resume without a subscription; events of unknown customers are acknowledged', async (t) => {
+    const user = await signUp(app, { email: uniqueEmail('nosub'), password: 'pw-for-nosub-1' })
+    for (const url of ['/api/billing/payment-method', '/api/billing/subscription/cancel', '/api/billing/subscription/resume']) {
+      const answer = await app.inject({ method: 'POST', url, headers: user.headers })
+      t.equal(answer.statusCode, 409, url)
+      t.equal(answer.json().code, 'NO_SUBSCRIPTION')
+    }
+    // A subscription made elsewhere on the same Stripe account: no user of ours, nothing changes.
+    const customer = [...stripe.state.customers.values()][0]
+    const foreign = { ...[...stripe.state.subscriptions.values()][0]!, id: 'sub_foreign', customer: 'cus_foreign', metadata: {} }
+    stripe.state.subscriptions.set('sub_foreign', foreign)
+    const delivery = signedDelivery({ id: 'evt_foreign_1', object: 'event', type: 'customer.subscription.updated', created: Math.floor(Date.now() / 1000), data: { object: { id: 'sub_foreign', object: 'subscription' } } })
+    const answer = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: delivery.headers, payload: delivery.payload })
+    t.same(answer.json(), { received: true })
+    t.equal(await records.countDocuments({ subscriptionId: 'sub_foreign' }), 0)
+    // Without metadata the customer id finds the user.
+    const owned = { ...foreign, id: 'sub_by_customer', customer: customer?.id, status: 'active' }
+    stripe.state.subscriptions.set('sub_by_customer', owned)
+    const byCustomer = signedDelivery({ id: 'evt_customer_1', object: 'event', type: 'invoice.created', created: Math.floor(Date.now() / 1000), data: { object: { id: 'in_x', object: 'invoice' } } })
+    t.same((await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: byCustomer.headers, payload: byCustomer.payload })).json(), { received: true }, 'an event type not used is acknowledged')
+    const owner = signedDelivery({ id: 'evt_customer_2', object: 'event', type: 'customer.subscription.created', created: Math.floor(Date.now() / 1000) + 100, data: { object: { id: 'sub_by_customer', object: 'subscription' } } })
+    await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: owner.headers, payload: owner.payload })
+    t.equal(await records.countDocuments({ customerId: customer?.id, subscriptionId: 'sub_by_customer', subscriptionStatus: 'active' }), 1, 'a new subscription of a known customer replaces the ended one')
+  })
+
+  await t.test('no secret and no signature reaches the log', async (t) => {
+    const text = log.text()
+    for (const secret of [SECRET_KEY, WEBHOOK_SECRET]) t.notOk(text.includes(secret))
+    t.notMatch(text, /v1=[0-9a-f]{64}/, 'no Stripe-Signature value')
   })
 
   await t.test('a half-written record grants nothing; the bypass list skips the gate', async (t) => {
