@@ -52,6 +52,14 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
   const records = app.mongo.db.collection('billing')
   const processed = app.mongo.db.collection('billingEvents')
 
+  await t.test('every billing route but the webhook needs a session', async (t) => {
+    for (const [method, url] of [['GET', '/api/billing/status'], ['POST', '/api/billing/checkout'], ['POST', '/api/billing/payment-method'], ['POST', '/api/billing/subscription/cancel'], ['POST', '/api/billing/subscription/resume']] as const) {
+      t.equal((await app.inject({ method, url })).statusCode, 401, `${method} ${url}`)
+      t.equal((await app.inject({ method, url, headers: { authorization: 'Bearer forged.token.value' } })).statusCode, 401, `${method} ${url} forged`)
+    }
+    t.equal(await records.countDocuments(), 0, 'no record written for nobody')
+  })
+
   await t.test('a new account is on a 7-day card-less trial, written whole', async (t) => {
     const user = await signUp(app, { email: uniqueEmail('trial'), password: 'pw-for-trial-1' })
     const before = Date.now()
