@@ -11,7 +11,7 @@
 // DEV_{MONGO,SESSION_CORE,SYNC,BACKEND,MAIL,MAIL_SMTP,GOOGLE,MICROSOFT,CALDAV,WEB}_PORT move it when
 // the defaults are taken.
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -23,6 +23,7 @@ import { MICROSOFT_DEMO_ACCOUNT, seedMicrosoftDemo } from './microsoft-demo.js'
 import { CALDAV_DEMO_USER, seedCalDavDemo } from './caldav-demo.js'
 import { startGoogle } from './google/index.js'
 import { startMailCatcher } from './mail/index.js'
+import { DEFAULT_PRICE, startStripeStandIn } from './stripe/index.js'
 import { startMicrosoft } from './microsoft/index.js'
 import { startMongo } from './mongo/index.js'
 import { radicaleMissing, startRadicale } from './radicale.js'
@@ -62,6 +63,7 @@ const PORTS = {
   google: Number(process.env.DEV_GOOGLE_PORT ?? 4010),
   microsoft: Number(process.env.DEV_MICROSOFT_PORT ?? 4020),
   caldav: Number(process.env.DEV_CALDAV_PORT ?? 5232),
+  stripe: Number(process.env.DEV_STRIPE_PORT ?? 12111),
   web: Number(process.env.DEV_WEB_PORT ?? 9080)
 }
 
@@ -119,7 +121,13 @@ function redirectUris (provider: 'google' | 'microsoft'): string[] {
   return [`${BACKEND_ORIGIN}/sync/oauth/${provider}/callback`, `${WEB_URL}/auth/extprovider/callback`]
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { smtpPort: number, url: string }, googleOrigin: string, microsoftOrigin: string) {
+// Billing runs against the Stripe stand-in with keys made from the local secrets (test-mode shaped).
+function stripeKeys (secrets: DevSecrets) {
+  const derive = (label: string) => createHash('sha256').update(`${label}:${secrets.internalAuthToken}`).digest('hex').slice(0, 32)
+  return { secretKey: `sk_test_${derive('stripe-secret')}`, webhookSecret: `whsec_${derive('stripe-webhook')}`, publishableKey: `pk_test_${derive('stripe-publishable')}` }
+}
+
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { smtpPort: number, url: string }, googleOrigin: string, microsoftOrigin: string, stripeOrigin: string) {
   const mailSmtpPort = mail.smtpPort
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
@@ -157,6 +165,7 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { sm
       clientSecret: secrets.microsoftClientSecret,
       endpointBase: microsoftOrigin
     },
+    billing: { ...stripeKeys(secrets), priceId: DEFAULT_PRICE.id, endpointBase: stripeOrigin },
     sync: {
       port: PORTS.sync,
       databaseUri: mongoUri('sync', secrets.syncPassword, 'sync', 'sync'),
@@ -290,8 +299,11 @@ async function startLocalStack (): Promise<void> {
     await seedCalDavDemo(radicale, secrets.caldavDemoPassword)
   }
 
+  const stripe = await startStripeStandIn({ port: PORTS.stripe, ...stripeKeys(secrets), webhookUrl: `http://127.0.0.1:${PORTS.backend}/api/billing/webhook` })
+  running.push({ name: 'Stripe stand-in', stop: stripe.close })
+
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail, google.url, microsoft.url)), { mode: 0o600 })
+  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail, google.url, microsoft.url, stripe.url)), { mode: 0o600 })
 
   const sync = superviseService('Sync service', 'sync/server.ts', configPath)
   running.push(sync)
@@ -324,6 +336,7 @@ async function startLocalStack (): Promise<void> {
     // The label keeps the column: 'Microsoft stand-in' is two characters wider than the others.
     `  Microsoft       ${microsoft.url}   (stand-in; control page: ${microsoft.url}/_control/)`,
     `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort}; the welcome sequence through its Resend API, with webhook buttons)`,
+    `  Stripe stand-in ${stripe.url}   (billing; control page: ${stripe.url}/control, card 4242 4242 4242 4242)`,
     radicale === null ? `  CalDAV server   not started: ${caldavMissing ?? ''}` : `  CalDAV server   ${radicale.url}   (Radicale; data in ${join(dataDir, 'radicale')})`,
     `  session core    ${sessionCore.uri}`,
     `  MongoDB         mongodb://127.0.0.1:${PORTS.mongo}/?replicaSet=rs0 (data in ${join(dataDir, 'mongo')})`,

@@ -156,9 +156,9 @@ export const crossKeyRules: CrossKeyRule[] = [
   },
   {
     services: ['backend', 'sync'],
-    check: ({ extprovider, extprovider2, idsignin, runtime }) => runtime.nodeEnv !== 'production'
+    check: ({ extprovider, extprovider2, idsignin, billing, runtime }) => runtime.nodeEnv !== 'production'
       ? []
-      : ([['extprovider', extprovider], ['extprovider2', extprovider2], ['idsignin', idsignin]] as const)
+      : ([['extprovider', extprovider], ['extprovider2', extprovider2], ['idsignin', idsignin], ['billing', billing]] as const)
           .filter(([, block]) => block?.endpointBase !== undefined)
           .map(([name]) => ({ key: `${name}.endpointBase`, rule: 'points at a stand-in and is refused when runtime.nodeEnv is production', severity: 'error' as const }))
   },

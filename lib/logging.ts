@@ -12,6 +12,7 @@ export const redactedPaths = [
   'req.headers["front-token"]',
   'req.headers["anti-csrf"]',
   'req.headers["x-sync-signature"]',
+  'req.headers["stripe-signature"]',
   'res.headers["set-cookie"]',
   'res.headers["sx-access-token"]',
   'res.headers["sx-refresh-token"]',

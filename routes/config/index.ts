@@ -9,12 +9,17 @@ const appConfig: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', {
     onRequest: fastify.requireSession,
     schema: {
-      description: 'Run-time configuration for the web client: sign-in providers offered, places lookup, analytics, and billing\'s publishable key when billing is configured',
+      description: 'Run-time configuration for the web client: sign-in providers offered, places lookup, analytics, and billing\'s publishable key, trial length and price when billing is configured',
       tags: ['config'],
       security: SECURITY.session,
       response: { 200: AppConfigResponseSchema, ...sessionResponses }
     }
-  }, async () => answer)
+  }, async () => {
+    // The price shown lives with Stripe (billing.priceId); the rest of the answer never changes.
+    if (answer.billing === undefined || !fastify.hasDecorator('billing')) return answer
+    const price = await fastify.billing.price()
+    return price === undefined ? answer : { ...answer, billing: { ...answer.billing, price } }
+  })
 }
 
 export default appConfig

@@ -12,7 +12,8 @@ test('GET /api/config', async (t) => {
       extprovider: { clientId: 'google-client-id.apps.example', clientSecret: 'google-client-secret' },
       maps: { placesApiKey: 'places-key-0123' },
       analytics: { key: 'phc_0123', host: 'https://analytics.example' },
-      billing: BILLING
+      // Nothing answers there: the price is left out, the rest of the block is served.
+      billing: { ...BILLING, endpointBase: 'http://127.0.0.1:9' }
     }
   })
 
@@ -24,7 +25,7 @@ test('GET /api/config', async (t) => {
     providers: { google: true, microsoft: false, apple: false },
     placesLookup: true,
     analytics: true,
-    billing: { publishableKey: BILLING.publishableKey }
+    billing: { publishableKey: BILLING.publishableKey, trialDays: 7 }
   })
   for (const secret of [BILLING.secretKey, BILLING.webhookSecret, 'google-client-secret', 'places-key-0123']) {
     t.notOk(answer.body.includes(secret), 'no secret in the answer')

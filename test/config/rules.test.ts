@@ -49,6 +49,7 @@ const refusals: Array<[string, Record<string, unknown>, RegExp]> = [
   ['mailer without apiKey', { email: { provider: 'mailer', from: 'a@example.com', webhookSecret: 'w', unsubscribeSecret: 'u' } }, /^config: email\.apiKey is required when email\.provider is mailer$/],
   ['fast schedule in production', { email: { provider: 'log', scheduleProfile: 'fast' } }, /^config: email\.scheduleProfile fast is refused when runtime\.nodeEnv is production$/],
   ['the email vendor\'s base address in production', { email: { provider: 'log', apiBase: 'http://127.0.0.1:8025' } }, /^config: email\.apiBase points at a stand-in and is refused when runtime\.nodeEnv is production$/],
+  ['a Stripe stand-in address in production', { billing: { secretKey: 'sk_live_1', webhookSecret: 'whsec_1', priceId: 'price_1', publishableKey: 'pk_live_1', endpointBase: 'http://127.0.0.1:12111' } }, /^config: billing\.endpointBase points at a stand-in and is refused when runtime\.nodeEnv is production$/],
   ['an unknown email provider', { email: { provider: 'carrier-pigeon' } }, /^config: email\.provider must be one of mailer, log$/],
   ['a port out of range', { 'backend.port': 70000 }, /^config: backend\.port must be integer to be less or equal to 65535$/]
 ]

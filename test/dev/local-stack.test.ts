@@ -81,6 +81,7 @@ test('npm start brings up the local stack', { timeout: 280_000 }, async (t) => {
     google: await freePort(),
     microsoft: await freePort(),
     caldav: await freePort(),
+    stripe: await freePort(),
     web: await freePort()
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'calendar-stack-'))
@@ -95,6 +96,7 @@ test('npm start brings up the local stack', { timeout: 280_000 }, async (t) => {
     DEV_GOOGLE_PORT: String(ports.google),
     DEV_MICROSOFT_PORT: String(ports.microsoft),
     DEV_CALDAV_PORT: String(ports.caldav),
+    DEV_STRIPE_PORT: String(ports.stripe),
     DEV_WEB_PORT: String(ports.web),
     LOG_LEVEL: 'warn'
   }

@@ -29,6 +29,8 @@ export interface WebStackOptions {
    * catcher (started for it), whose webhooks come back signed; days of the sequence are minutes.
    */
   email?: { webhookSecret: string }
+  /** More configuration blocks (for example `billing`), validated like the rest. */
+  extra?: Record<string, unknown>
 }
 
 export async function startWebStack (t: Teardown, options: WebStackOptions = {}): Promise<WebStack> {
@@ -50,6 +52,7 @@ export async function startWebStack (t: Teardown, options: WebStackOptions = {})
   const backend = await buildApp(test, deps, {
     syncUrl: sync.url,
     internalAuthToken: sync.internalAuthToken,
+    ...(options.extra === undefined ? {} : { extra: options.extra }),
     // Only the `test` environment skips delivery (specification, "Password reset delivery" 2), so
     // a stack that really sends runs as `development`, like `npm start`.
     ...(mail === undefined ? {} : { nodeEnv: 'development' as const })

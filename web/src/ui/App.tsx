@@ -14,6 +14,7 @@ import { AuthDialog } from './AuthDialog.js'
 import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
 import { UndoToast } from './Safety.js'
+import { BillingBanner } from './BillingBanner.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
@@ -212,6 +213,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
         </div>
       </header>
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
+      <BillingBanner signedIn={state.status === 'signedIn'} />
       <Notices />
       <UndoToast />
       <div class='workspace'>

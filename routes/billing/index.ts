@@ -1,0 +1,67 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { BillingStatusSchema, RedirectUrlSchema, WebhookReceiptSchema } from '../../schemas/billing.js'
+import { ErrorResponse } from '../../schemas/errors.js'
+import { TypedHttpError } from '../../lib/error-bodies.js'
+import { WebhookSignatureError } from '../../lib/billing-vendor.js'
+
+// /api/billing: only when the billing block is configured (the plugin decorates `billing`);
+// otherwise nothing is registered and every path here is a 404.
+const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  if (!fastify.hasDecorator('billing')) return
+  const errors = { 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse }
+  const session = { onRequest: fastify.requireSession, config: { billingExempt: true } }
+
+  fastify.get('/status', {
+    ...session,
+    schema: { description: 'The signed-in user\'s billing state; a first visit starts the card-less trial', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+  }, async (request) => await fastify.billing.status(request.userId))
+
+  fastify.post('/checkout', {
+    ...session,
+    schema: { description: 'A Stripe Checkout session (subscription mode, the configured price) to subscribe; 409 when a subscription exists', tags: ['billing'], response: { 200: RedirectUrlSchema, ...errors } }
+  }, async (request) => ({ url: await fastify.billing.startCheckout(request.userId) }))
+
+  fastify.post('/payment-method', {
+    ...session,
+    schema: { description: 'A Stripe Checkout setup session to replace the subscription\'s card (after a failed payment)', tags: ['billing'], response: { 200: RedirectUrlSchema, ...errors } }
+  }, async (request) => ({ url: await fastify.billing.startPaymentFix(request.userId) }))
+
+  fastify.post('/subscription/cancel', {
+    ...session,
+    schema: { description: 'Cancel at the end of the current period (access stays until then)', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+  }, async (request) => await fastify.billing.setCancelAtPeriodEnd(request.userId, true))
+
+  fastify.post('/subscription/resume', {
+    ...session,
+    schema: { description: 'Undo a cancellation at period end', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+  }, async (request) => await fastify.billing.setCancelAtPeriodEnd(request.userId, false))
+
+  // Stripe's deliveries: no session; the signature is checked over the bytes exactly as sent, so
+  // this scope reads every body as a Buffer and no JSON parser touches it first.
+  await fastify.register(async function stripeWebhook (scope) {
+    scope.removeAllContentTypeParsers()
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, body) })
+    scope.post('/webhook', {
+      schema: {
+        description: 'Stripe webhook endpoint: Stripe-Signature verified (5-minute tolerance), de-duplicated by event id, state re-fetched from Stripe',
+        tags: ['billing'],
+        response: { 200: WebhookReceiptSchema, 400: ErrorResponse, 503: ErrorResponse }
+      }
+    }, async (request) => {
+      const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+      const signature = request.headers['stripe-signature']
+      try {
+        const { duplicate } = await fastify.billing.receiveWebhook(body, typeof signature === 'string' ? signature : undefined, request.log)
+        return duplicate ? { received: true as const, duplicate } : { received: true as const }
+      } catch (error) {
+        if (error instanceof WebhookSignatureError) {
+          request.log.warn({ reason: error.message }, 'billing webhook refused: signature')
+          throw new TypedHttpError(400, 'WEBHOOK_SIGNATURE_INVALID', 'The Stripe-Signature header does not verify this body')
+        }
+        throw error
+      }
+    })
+  })
+}
+
+export default billingRoutes
