@@ -1,7 +1,7 @@
 // A backend app in this process for benchmarks that measure the process itself (memory, event
 // loop), with the MongoDB stand-in in a process of its own so that its work and data are not
 // counted, and a session core in memory. Sync is absent: reports wait in the outbox.
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -17,10 +17,11 @@ export interface BenchBackend {
   close: () => Promise<void>
 }
 
-export async function startBenchBackend (database: string): Promise<BenchBackend> {
+/** The MongoDB stand-in in a process of its own, so that its work is not counted as the backend's. */
+export async function startMongoProcess (): Promise<{ process: ChildProcess, uri: string }> {
   const root = fileURLToPath(new URL('..', import.meta.url))
   const mongo = spawn(process.execPath, ['--import', 'tsx', 'dev/mongo/cli.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-  const mongoUri = await new Promise<string>((resolve, reject) => {
+  const uri = await new Promise<string>((resolve, reject) => {
     let output = ''
     mongo.stdout.on('data', (chunk) => {
       output += chunk
@@ -29,6 +30,11 @@ export async function startBenchBackend (database: string): Promise<BenchBackend
     })
     mongo.once('exit', () => reject(new Error(`the MongoDB stand-in stopped: ${output}`)))
   })
+  return { process: mongo, uri }
+}
+
+export async function startBenchBackend (database: string): Promise<BenchBackend> {
+  const { process: mongo, uri: mongoUri } = await startMongoProcess()
   const core = await startSessionCore({ apiKey: 'bench-session-core-api-key' })
   const withDatabase = (name: string) => {
     const url = new URL(mongoUri)

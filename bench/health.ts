@@ -3,22 +3,14 @@
 // alternating, no pipelining.
 // The ratio is the cost of the framework, plugins and hooks. Target: at least 0.9.
 // The servers under test, the database and the load generator each run in their own process.
-import { fork, spawn } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { compare, measure } from './load.js'
+import { startMongoProcess } from './backend-process.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
-const mongo = spawn(process.execPath, ['--import', 'tsx', 'dev/mongo/cli.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-const mongoUri = await new Promise<string>((resolve, reject) => {
-  let output = ''
-  mongo.stdout.on('data', (chunk) => {
-    output += chunk
-    const match = /mongodb:\/\/\S+/.exec(output)
-    if (match) resolve(match[0])
-  })
-  mongo.once('exit', () => reject(new Error(`the MongoDB stand-in stopped: ${output}`)))
-})
+const { process: mongo, uri: mongoUri } = await startMongoProcess()
 
 const target = fork(fileURLToPath(new URL('health-target.ts', import.meta.url)), [], {
   cwd: root,

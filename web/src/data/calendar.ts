@@ -8,7 +8,7 @@ import { DateTime } from 'luxon'
 import { api, ApiError } from './api.js'
 import { session } from './session.js'
 import { createStore, useStore } from './store.js'
-import { memoryStore, type KeyValueStore } from '../lib/storage.js'
+import { browserStore } from './browser-store.js'
 import { afterCarry, carrySelection, demoEvents, loadLocalData, saveLocalData, withDemoSeed, type LocalData } from '../lib/local-events.js'
 import { isLocalDemo, localCreate, localDelete, localGet, localRange, localReplace } from '../lib/local-calendar.js'
 import { seriesIdOf, type ApplyTo, type CalendarEvent, type EventChange } from '../lib/events.js'
@@ -32,16 +32,6 @@ export interface CalendarSource {
   replace: (id: string, change: EventChange) => Promise<void>
   remove: (id: string, applyTo?: ApplyTo) => Promise<void>
   isDemo: (id: string) => boolean
-}
-
-function browserStore (): KeyValueStore {
-  try {
-    const store = window.localStorage
-    store.getItem('probe')
-    return store
-  } catch {
-    return memoryStore()
-  }
 }
 
 const local = browserStore()

@@ -5,22 +5,12 @@ import { api, ApiError } from './api.js'
 import { session } from './session.js'
 import { createStore } from './store.js'
 import { applyToCache, invalidateEvents, queryClient } from './query.js'
-import { memoryStore, type KeyValueStore } from '../lib/storage.js'
+import { browserStore } from './browser-store.js'
 import {
   discard, enqueue, forgetSent, loadPending, nextToSend, outcomeOf, PENDING_WRITES_KEY, resumeWaiting, retry, savePending, stepDone,
   stepFailed, waitForConnection, type Failure, type Outcome, type PendingData
 } from '../lib/pending-writes.js'
 import type { Effect } from '../lib/optimistic.js'
-
-function browserStore (): KeyValueStore {
-  try {
-    const store = window.localStorage
-    store.getItem('probe')
-    return store
-  } catch {
-    return memoryStore()
-  }
-}
 
 const store = browserStore()
 

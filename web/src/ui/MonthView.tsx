@@ -4,22 +4,15 @@
 import { useMemo } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { eventsByDay, timeLabel } from '../lib/grid.js'
-import type { CalendarEvent } from '../lib/events.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
-import { eventClass } from './TimeGrid.js'
+import { eventClass, type DaysViewProps } from './TimeGrid.js'
 
 /** Events a day cell shows before "+N more" takes the last line. */
 export const MONTH_CELL_EVENTS = 3
 
-export function MonthView (props: {
+export function MonthView (props: DaysViewProps & {
   month: DateTime
-  days: DateTime[]
-  events: CalendarEvent[]
-  loading: boolean
-  onOpen: (event: CalendarEvent) => void
-  onCreate: (start: DateTime, end: DateTime, isAllDay: boolean) => void
-  onMore: (events: CalendarEvent[], label: string) => void
   onDay: (day: DateTime) => void
 }) {
   const colors = useCalendarColors()

@@ -141,14 +141,18 @@ function MoreButton (props: { events: CalendarEvent[], label: string, style?: Re
   )
 }
 
-export function TimeGrid (props: {
-  view: Exclude<View, 'month'>
+/** What every view of days (the grids and the month) is drawn from, and what it reports back. */
+export interface DaysViewProps {
   days: DateTime[]
   events: CalendarEvent[]
   loading: boolean
   onOpen: (event: CalendarEvent) => void
   onCreate: (start: DateTime, end: DateTime, isAllDay: boolean) => void
   onMore: (events: CalendarEvent[], label: string) => void
+}
+
+export function TimeGrid (props: DaysViewProps & {
+  view: Exclude<View, 'month'>
   onMoved: (moved: Moved) => void
   /** The block to give focus to once it is drawn (after a keyboard move), by eventKeyOf. */
   focusKey: string | null
