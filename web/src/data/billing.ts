@@ -1,5 +1,6 @@
-// The billing state of the signed-in user (GET /api/billing/status) and its actions. Absent (404)
-// when the deployment has no billing block: then nothing billing-related is shown.
+// The billing state of the signed-in user (GET /api/billing/status) and its actions. A deployment
+// without a billing block has no `billing` in /api/config and no billing routes: then nothing
+// billing-related is asked for or shown.
 import { api, ApiError } from './api.js'
 
 export interface BillingStatus {

@@ -39,9 +39,16 @@ export function BillingBanner (props: { signedIn: boolean }) {
     }
     const outcome = takeCheckoutReturn()
     if (outcome === 'cancelled') setNote('Checkout was cancelled; nothing was charged.')
-    load().then(async (first) => {
+    let timer: ReturnType<typeof setInterval> | undefined
+    const onVisible = () => { if (document.visibilityState === 'visible') load().catch(() => {}) }
+    // A deployment without billing says so in /config: then no status is asked for, now or later.
+    fetchBillingOffer().then(async (billingOffer) => {
+      if (billingOffer === null || !alive.current) return
+      setOffer(billingOffer)
+      timer = setInterval(() => { load().catch(() => {}) }, REFRESH_MS)
+      document.addEventListener('visibilitychange', onVisible)
+      const first = await load()
       if (first === null) return
-      setOffer(await fetchBillingOffer().catch(() => null))
       if (outcome !== 'success' && outcome !== 'card-updated') return
       setNote(outcome === 'success' ? 'Thank you! Confirming your subscription…' : 'Card saved. Confirming the payment…')
       for (let tries = 0; tries < RETURN_POLL_TRIES && alive.current; tries += 1) {
@@ -55,9 +62,6 @@ export function BillingBanner (props: { signedIn: boolean }) {
       }
       setNote('Stripe has not confirmed yet; this updates by itself.')
     }).catch((failure: unknown) => setError(`Billing status could not be loaded: ${(failure as Error).message}`))
-    const timer = setInterval(() => { load().catch(() => {}) }, REFRESH_MS)
-    const onVisible = () => { if (document.visibilityState === 'visible') load().catch(() => {}) }
-    document.addEventListener('visibilitychange', onVisible)
     return () => {
       alive.current = false
       clearInterval(timer)
