@@ -12,6 +12,7 @@ import { parseConfig } from '../lib/config.js'
 import { documentText } from '../plugins/external/openapi.js'
 import { startMongo } from './mongo/index.js'
 import { startSessionCore } from './session-core/index.js'
+import { documentedBlocks } from './openapi-blocks.js'
 
 const OPENAPI_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'openapi.json')
 
@@ -23,7 +24,8 @@ const { config } = parseConfig(stringify({
   backend: { apiUrl: 'http://localhost:3000/api', originsAllowed: ['http://localhost:9080'], serviceToken: 'openapi-service-token' },
   database: { uri: mongo.uri.replace(/\/?(\?|$)/, '/calendar$1') },
   sessions: { uri: core.uri, key: 'openapi-session-core-key' },
-  sync: { databaseUri: mongo.uri.replace(/\/?(\?|$)/, '/sync$1'), internalAuthToken: 'openapi', callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' }
+  sync: { databaseUri: mongo.uri.replace(/\/?(\?|$)/, '/sync$1'), internalAuthToken: 'openapi', callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' },
+  ...documentedBlocks()
 }), 'backend')
 
 const server = Fastify({ ...serverOptions(config), logger: false })

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BillingStatusSchema, RedirectUrlSchema, WebhookReceiptSchema } from '../../schemas/billing.js'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, anyRouteResponses, errorResponse, sessionResponses } from '../../schemas/responses.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 import { WebhookSignatureError } from '../../lib/billing-vendor.js'
 
@@ -8,32 +8,37 @@ import { WebhookSignatureError } from '../../lib/billing-vendor.js'
 // otherwise nothing is registered and every path here is a 404.
 const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   if (!fastify.hasDecorator('billing')) return
-  const errors = { 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse }
+  const errors = {
+    403: errorResponse('BILLING_REQUIRED or another refusal of this account\'s billing state'),
+    404: errorResponse('No such billing object for this account'),
+    409: errorResponse('A live subscription exists already'),
+    503: errorResponse('BILLING_UNAVAILABLE: Stripe cannot be reached; try again after Retry-After')
+  }
   const session = { onRequest: fastify.requireSession, config: { billingExempt: true } }
 
   fastify.get('/status', {
     ...session,
-    schema: { description: 'The signed-in user\'s billing state; a first visit starts the card-less trial', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+    schema: { description: 'The signed-in user\'s billing state; a first visit starts the card-less trial', tags: ['billing'], security: SECURITY.session, response: { 200: BillingStatusSchema, ...errors, ...sessionResponses } }
   }, async (request) => await fastify.billing.status(request.userId))
 
   fastify.post('/checkout', {
     ...session,
-    schema: { description: 'A Stripe Checkout session (subscription mode, the configured price) to subscribe; 409 when a subscription exists', tags: ['billing'], response: { 200: RedirectUrlSchema, ...errors } }
+    schema: { description: 'A Stripe Checkout session (subscription mode, the configured price) to subscribe; 409 when a subscription exists', tags: ['billing'], security: SECURITY.session, response: { 200: RedirectUrlSchema, ...errors, ...sessionResponses } }
   }, async (request) => ({ url: await fastify.billing.startCheckout(request.userId) }))
 
   fastify.post('/payment-method', {
     ...session,
-    schema: { description: 'A Stripe Checkout setup session to replace the subscription\'s card (after a failed payment)', tags: ['billing'], response: { 200: RedirectUrlSchema, ...errors } }
+    schema: { description: 'A Stripe Checkout setup session to replace the subscription\'s card (after a failed payment)', tags: ['billing'], security: SECURITY.session, response: { 200: RedirectUrlSchema, ...errors, ...sessionResponses } }
   }, async (request) => ({ url: await fastify.billing.startPaymentFix(request.userId) }))
 
   fastify.post('/subscription/cancel', {
     ...session,
-    schema: { description: 'Cancel at the end of the current period (access stays until then)', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+    schema: { description: 'Cancel at the end of the current period (access stays until then)', tags: ['billing'], security: SECURITY.session, response: { 200: BillingStatusSchema, ...errors, ...sessionResponses } }
   }, async (request) => await fastify.billing.setCancelAtPeriodEnd(request.userId, true))
 
   fastify.post('/subscription/resume', {
     ...session,
-    schema: { description: 'Undo a cancellation at period end', tags: ['billing'], response: { 200: BillingStatusSchema, ...errors } }
+    schema: { description: 'Undo a cancellation at period end', tags: ['billing'], security: SECURITY.session, response: { 200: BillingStatusSchema, ...errors, ...sessionResponses } }
   }, async (request) => await fastify.billing.setCancelAtPeriodEnd(request.userId, false))
 
   // Stripe's deliveries: no session; the signature is checked over the bytes exactly as sent, so
@@ -45,7 +50,8 @@ const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         description: 'Stripe webhook endpoint: Stripe-Signature verified (5-minute tolerance), de-duplicated by event id, state re-fetched from Stripe',
         tags: ['billing'],
-        response: { 200: WebhookReceiptSchema, 400: ErrorResponse, 503: ErrorResponse }
+        security: SECURITY.none,
+        response: { 200: WebhookReceiptSchema, 400: errorResponse('The signature, its timestamp (5 minutes) or the event is not valid: nothing is applied'), ...anyRouteResponses }
       }
     }, async (request) => {
       const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)

@@ -1,9 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import formbody from '@fastify/formbody'
-import { Type } from '@sinclair/typebox'
-import { ErrorResponse } from '../../schemas/errors.js'
+import { SECURITY, anyRouteResponses, errorResponse } from '../../schemas/responses.js'
 import { OneClickBody, UnsubscribePage, UnsubscribeQuery } from '../../schemas/email.js'
 import { confirmPage, invalidLinkPage, unsubscribedPage, UNSUBSCRIBE_PAGE_CSP } from '../../lib/email-pages.js'
+
+// An invalid or expired link is a page for the person who followed it; a request that fails the
+// schema (no token at all) is the usual JSON error.
+const InvalidLinkResponse = {
+  description: 'The link is not valid (a page), or the request does not match its schema (JSON)',
+  content: {
+    'text/html': { schema: UnsubscribePage },
+    'application/json': { schema: errorResponse('The request does not match its schema') }
+  }
+}
+const PageResponse = { description: 'A page for the person who followed the link', content: { 'text/html': { schema: UnsubscribePage } } }
 
 /** The one-click body is 26 bytes; nothing longer is read. */
 const FORM_BODY_LIMIT = 1024
@@ -22,7 +32,8 @@ const unsubscribe: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'The page an unsubscribe link opens (HTML; a link that is not valid is a 400 page): a button that confirms (opening the link changes nothing)',
       tags: ['email'],
       querystring: UnsubscribeQuery,
-      response: { 200: UnsubscribePage, 400: Type.Union([UnsubscribePage, ErrorResponse]) }
+      security: SECURITY.none,
+      response: { 200: PageResponse, 400: InvalidLinkResponse, ...anyRouteResponses }
     }
   }, async (request, reply) => {
     reply.header('content-security-policy', UNSUBSCRIBE_PAGE_CSP).type('text/html; charset=utf-8')
@@ -36,7 +47,8 @@ const unsubscribe: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['email'],
       querystring: UnsubscribeQuery,
       body: OneClickBody,
-      response: { 200: UnsubscribePage, 400: Type.Union([UnsubscribePage, ErrorResponse]), 415: ErrorResponse }
+      security: SECURITY.none,
+      response: { 200: PageResponse, 400: InvalidLinkResponse, 415: errorResponse('Not a form body (application/x-www-form-urlencoded)'), ...anyRouteResponses }
     }
   }, async (request, reply) => {
     reply.header('content-security-policy', UNSUBSCRIBE_PAGE_CSP).type('text/html; charset=utf-8')

@@ -4,6 +4,7 @@ import tap, { test } from 'tap'
 import EmailPassword from 'supertokens-node/recipe/emailpassword'
 import { readFile } from 'node:fs/promises'
 import { AUTH_LIMITS, AUTH_ROUTES } from '../../lib/auth-limits.js'
+import { documentedBlocks } from '../../dev/openapi-blocks.js'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { CORE_INTERNAL_FAILURE, signInRequest, signUpRequest, startCountingCore } from './counting-core.js'
 
@@ -178,12 +179,7 @@ async function routesListedWithoutSession (): Promise<Set<string>> {
 test('the README lists every route that answers without a session, and each one it lists exists', async (t) => {
   const deps = await startDependencies(t)
   // With every optional block on, so that their routes are served and checked too.
-  const { app, routes } = await buildApp(t, deps, {
-    extra: {
-      email: { provider: 'mailer', apiKey: 're_listed_routes', from: 'Calendar <calendar@example.com>', webhookSecret: `whsec_${Buffer.from('listed routes webhook secret').toString('base64')}`, unsubscribeSecret: 'listed-routes-unsubscribe' },
-      billing: { secretKey: 'sk_test_listed_routes', webhookSecret: 'whsec_listed_routes', priceId: 'price_listed_routes', publishableKey: 'pk_test_listed_routes', endpointBase: 'http://127.0.0.1:9' }
-    }
-  })
+  const { app, routes } = await buildApp(t, deps, { extra: documentedBlocks() })
   const listed = await routesListedWithoutSession()
   t.ok(listed.size > 5, `the table is read (${[...listed].join(', ')})`)
   const served = [

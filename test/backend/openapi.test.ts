@@ -3,13 +3,14 @@ import { test } from 'tap'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { documentText } from '../../plugins/external/openapi.js'
 import { DOCUMENT_FILE } from '../contract/requests.js'
+import { documentedBlocks } from '../../dev/openapi-blocks.js'
 
 interface Operation { responses: Record<string, { content?: Record<string, unknown> }>, description?: string, security?: Array<Record<string, string[]>> }
 interface Document { openapi: string, paths: Record<string, Record<string, Operation>> }
 
 test('the committed OpenAPI document is the one the route schemas generate, and it is not served', async (t) => {
   const deps = await startDependencies(t)
-  const { app } = await buildApp(t, deps)
+  const { app } = await buildApp(t, deps, { extra: documentedBlocks() })
   t.equal(readFileSync(DOCUMENT_FILE, 'utf8'), documentText(app), 'openapi.json is up to date (regenerate it with `npm run openapi`)')
 
   const document = app.swagger() as unknown as Document

@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto'
 import { test } from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { startGoogle } from '../../dev/google/index.js'
+import { DEFAULT_PRICE, startStripeStandIn } from '../../dev/stripe/index.js'
+import { documentedBlocks } from '../../dev/openapi-blocks.js'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail, WEB_URL, type SignedIn } from '../helper.js'
 import { startSyncService } from '../events/sync-service.js'
 import { DOCUMENT_FILE, operationsOf, readDocument, requestsFor, violationOf, type Answer, type GeneratedRequest, type Operation } from './requests.js'
@@ -26,10 +28,20 @@ test('every operation answers generated requests as its document declares', asyn
   const sync = await startSyncService(t, deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`))
   const google = await startGoogle({ clients: [{ ...GOOGLE_CLIENT, redirectUris: [`${WEB_URL}/auth/extprovider/callback`] }], notificationRetries: 0 })
   t.teardown(() => google.close())
+  // The document describes every optional block (dev/openapi-blocks.ts): they are on here too,
+  // billing against the Stripe stand-in, the mailer against an address that answers nothing.
+  const blocks = documentedBlocks() as { billing: Record<string, unknown> & { secretKey: string, webhookSecret: string }, email: Record<string, unknown> }
+  const stripe = await startStripeStandIn({ secretKey: blocks.billing.secretKey, webhookSecret: blocks.billing.webhookSecret })
+  t.teardown(() => stripe.close())
   const { app, config } = await buildApp(t, deps, {
     syncUrl: sync.url,
     internalAuthToken: sync.internalAuthToken,
-    extra: { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } }
+    extra: {
+      extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url },
+      // The stand-in's price: the document does not depend on it, a checkout does.
+      billing: { ...blocks.billing, endpointBase: stripe.url, priceId: DEFAULT_PRICE.id },
+      email: { ...blocks.email, apiBase: 'http://127.0.0.1:9' }
+    }
   })
   const base = await listen(app)
 

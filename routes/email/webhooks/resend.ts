@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ErrorResponse } from '../../../schemas/errors.js'
+import { SECURITY, anyRouteResponses, errorResponse } from '../../../schemas/responses.js'
 import { ResendWebhookHeaders, WebhookAck } from '../../../schemas/email.js'
 import { TypedHttpError } from '../../../lib/error-bodies.js'
 
@@ -19,7 +19,8 @@ const resendWebhook: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Resend\'s webhook: a bounce or complaint stops the user\'s mails; replays are answered and not applied again',
       tags: ['email'],
       headers: ResendWebhookHeaders,
-      response: { 200: WebhookAck, 401: ErrorResponse, 415: ErrorResponse }
+      security: SECURITY.none,
+      response: { 200: WebhookAck, 401: errorResponse('The signature, its timestamp (5 minutes) or the event is not valid: nothing is applied'), 415: errorResponse('Not a JSON body'), ...anyRouteResponses }
     }
   }, async (request) => {
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
