@@ -58,6 +58,8 @@ export interface BillingVendor {
   createSetupSession: (input: { customerId: string, userId: string, subscriptionId: string, successUrl: string, cancelUrl: string }) => Promise<string>
   retrieveSubscription: (id: string) => Promise<VendorSubscription>
   setCancelAtPeriodEnd: (id: string, cancel: boolean) => Promise<VendorSubscription>
+  /** The subscription's trial ends now: Stripe starts the first paid period and charges its invoice. */
+  endTrialNow: (id: string) => Promise<VendorSubscription>
   retrieveCheckoutSession: (id: string) => Promise<VendorCheckoutSession>
   retrieveInvoice: (id: string) => Promise<VendorInvoice>
   useDefaultPaymentMethod: (subscriptionId: string, paymentMethodId: string) => Promise<void>
@@ -203,6 +205,9 @@ export function createStripeVendor (options: StripeVendorOptions): BillingVendor
     },
     async setCancelAtPeriodEnd (id, cancel) {
       return subscriptionOf(await vendorCall(() => stripe.subscriptions.update(id, { cancel_at_period_end: cancel })))
+    },
+    async endTrialNow (id) {
+      return subscriptionOf(await vendorCall(() => stripe.subscriptions.update(id, { trial_end: 'now' })))
     },
     async retrieveCheckoutSession (id) {
       const session = await vendorCall(() => stripe.checkout.sessions.retrieve(id, { expand: ['setup_intent'] }))

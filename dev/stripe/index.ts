@@ -218,12 +218,16 @@ export async function startStripeStandIn (options: StripeStandInOptions): Promis
       if (subscription['status'] === 'canceled') return stripeError(reply, 400, 'invalid_request_error', 'A canceled subscription can only update its cancellation_details and metadata.')
       const cancel = text(input['cancel_at_period_end'])
       if (cancel !== undefined) subscription['cancel_at_period_end'] = cancel === 'true'
+      const trialEnd = text(input['trial_end'])
+      if (trialEnd !== undefined && trialEnd !== 'now') return stripeError(reply, 400, 'invalid_request_error', 'This stand-in moves a trial end only to now', 'trial_end')
       const method = text(input['default_payment_method'])
       if (method !== undefined) {
         if (!state.paymentMethods.has(method)) return stripeError(reply, 400, 'invalid_request_error', `No such PaymentMethod: '${method}'`, 'default_payment_method')
         subscription['default_payment_method'] = method
       }
-      state.emit('customer.subscription.updated', subscription)
+      // trial_end=now ends the trial at once: the paid period starts and its invoice is charged.
+      if (trialEnd === 'now' && subscription['status'] === 'trialing') state.endTrial(subscription)
+      else state.emit('customer.subscription.updated', subscription)
       return subscription
     })
 

@@ -37,6 +37,7 @@ export interface BillingService {
   startCheckout: (userId: string) => Promise<string>
   startPaymentFix: (userId: string) => Promise<string>
   setCancelAtPeriodEnd: (userId: string, cancel: boolean) => Promise<BillingStatus>
+  endTrial: (userId: string) => Promise<BillingStatus>
   /** Verifies, de-duplicates and applies one webhook delivery; rejects with WebhookSignatureError. */
   receiveWebhook: (rawBody: Buffer, signature: string | undefined, log: FastifyBaseLogger) => Promise<{ duplicate: boolean }>
   /** The configured price as Stripe holds it; undefined while Stripe cannot tell. */
@@ -231,6 +232,16 @@ export function createBillingService (deps: {
         throw new TypedHttpError(409, 'NO_SUBSCRIPTION', 'There is no subscription to cancel or resume')
       }
       const subscription = await vendor.setCancelAtPeriodEnd(record.subscriptionId, cancel)
+      await records.updateOne({ _id: new ObjectId(userId) }, { $set: { ...subscriptionFields(subscription), updatedAt: new Date() } })
+      return await this.status(userId)
+    },
+    async endTrial (userId) {
+      const record = await recordOf(userId)
+      // The card-less trial has no subscription to move: subscribing is how it ends early.
+      if (record.subscriptionId === undefined || record.subscriptionStatus !== 'trialing') {
+        throw new TypedHttpError(409, 'NOT_TRIALING', 'Only a subscription in its trial can start its paid period now; without one, subscribe instead')
+      }
+      const subscription = await vendor.endTrialNow(record.subscriptionId)
       await records.updateOne({ _id: new ObjectId(userId) }, { $set: { ...subscriptionFields(subscription), updatedAt: new Date() } })
       return await this.status(userId)
     },

@@ -11,7 +11,7 @@ const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const errors = {
     403: errorResponse('BILLING_REQUIRED or another refusal of this account\'s billing state'),
     404: errorResponse('No such billing object for this account'),
-    409: errorResponse('A live subscription exists already'),
+    409: errorResponse('SUBSCRIPTION_EXISTS, NO_SUBSCRIPTION or NOT_TRIALING: the subscription is not in a state this action applies to'),
     503: errorResponse('BILLING_UNAVAILABLE: Stripe cannot be reached; try again after Retry-After')
   }
   const session = { onRequest: fastify.requireSession, config: { billingExempt: true } }
@@ -40,6 +40,11 @@ const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     ...session,
     schema: { description: 'Undo a cancellation at period end', tags: ['billing'], security: SECURITY.session, response: { 200: BillingStatusSchema, ...errors, ...sessionResponses } }
   }, async (request) => await fastify.billing.setCancelAtPeriodEnd(request.userId, false))
+
+  fastify.post('/trial/end', {
+    ...session,
+    schema: { description: 'End the subscription\'s trial now: the first paid period starts and is charged; 409 NOT_TRIALING without a subscription in its trial', tags: ['billing'], security: SECURITY.session, response: { 200: BillingStatusSchema, ...errors, ...sessionResponses } }
+  }, async (request) => await fastify.billing.endTrial(request.userId))
 
   // Stripe's deliveries: no session; the signature is checked over the bytes exactly as sent, so
   // this scope reads every body as a Buffer and no JSON parser touches it first.

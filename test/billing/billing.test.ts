@@ -53,7 +53,7 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
   const processed = app.mongo.db.collection('billingEvents')
 
   await t.test('every billing route but the webhook needs a session', async (t) => {
-    for (const [method, url] of [['GET', '/api/billing/status'], ['POST', '/api/billing/checkout'], ['POST', '/api/billing/payment-method'], ['POST', '/api/billing/subscription/cancel'], ['POST', '/api/billing/subscription/resume']] as const) {
+    for (const [method, url] of [['GET', '/api/billing/status'], ['POST', '/api/billing/checkout'], ['POST', '/api/billing/payment-method'], ['POST', '/api/billing/subscription/cancel'], ['POST', '/api/billing/subscription/resume'], ['POST', '/api/billing/trial/end']] as const) {
       t.equal((await app.inject({ method, url })).statusCode, 401, `${method} ${url}`)
       t.equal((await app.inject({ method, url, headers: { authorization: 'Bearer forged.token.value' } })).statusCode, 401, `${method} ${url} forged`)
     }
@@ -78,6 +78,47 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     const answer = await app.inject({ method: 'GET', url: '/api/config', headers: user.headers })
     t.same(answer.json().billing, { publishableKey: PUBLISHABLE_KEY, trialDays: 7, price: { unitAmount: 500, currency: 'eur', interval: 'month' } })
     t.notOk(answer.body.includes(SECRET_KEY) || answer.body.includes(WEBHOOK_SECRET), 'no secret')
+  })
+
+  await t.test('POST trial/end: the subscription\'s trial ends now and the first period is charged', async (t) => {
+    const user = await signUp(app, { email: uniqueEmail('eager'), password: 'pw-for-eager-1' })
+    const early = await app.inject({ method: 'POST', url: '/api/billing/trial/end', headers: user.headers })
+    t.equal(early.statusCode, 409, 'the card-less trial has no subscription to move')
+    t.equal(early.json().code, 'NOT_TRIALING')
+    t.match(await status(app, user), { subscriptionStatus: 'trialing', hasSubscription: false }, 'nothing changed')
+
+    const checkout = await app.inject({ method: 'POST', url: '/api/billing/checkout', headers: user.headers })
+    await completeCheckout(String(checkout.json().url))
+    await stripe.settled()
+    t.match(await status(app, user), { subscriptionStatus: 'trialing', hasSubscription: true })
+    const subscription = [...stripe.state.subscriptions.values()].find((entry) => (entry['metadata'] as { userId?: string }).userId === user.userId)
+    const invoicesOf = () => [...stripe.state.invoices.values()].filter((invoice) =>
+      (invoice['parent'] as { subscription_details?: { subscription?: string } }).subscription_details?.subscription === subscription?.id)
+    t.same(invoicesOf().filter((invoice) => Number(invoice['amount_due']) > 0), [], 'nothing charged during the trial')
+
+    const ended = await app.inject({ method: 'POST', url: '/api/billing/trial/end', headers: user.headers })
+    t.equal(ended.statusCode, 200)
+    t.match(ended.json(), { subscriptionStatus: 'active', trialEndsAt: null, hasSubscription: true, isReadOnly: false })
+    t.equal(subscription?.['status'], 'active', 'Stripe\'s subscription left its trial')
+    t.match(invoicesOf().filter((invoice) => Number(invoice['amount_due']) > 0), [{ status: 'paid', amount_due: DEFAULT_PRICE.unitAmount }], 'the first period was charged')
+    await stripe.settled()
+    t.match(await status(app, user), { subscriptionStatus: 'active', needsPaymentMethod: false }, 'the webhooks that followed agree')
+
+    const twice = await app.inject({ method: 'POST', url: '/api/billing/trial/end', headers: user.headers })
+    t.equal(twice.statusCode, 409, 'an active subscription has no trial to end')
+    t.equal(twice.json().code, 'NOT_TRIALING')
+  })
+
+  await t.test('POST trial/end with a card that declines: past_due and the card fix is offered', async (t) => {
+    const user = await signUp(app, { email: uniqueEmail('declined'), password: 'pw-for-declined-1' })
+    const checkout = await app.inject({ method: 'POST', url: '/api/billing/checkout', headers: user.headers })
+    await completeCheckout(String(checkout.json().url), '4000000000000341')
+    await stripe.settled()
+    t.match(await status(app, user), { subscriptionStatus: 'trialing', hasSubscription: true }, 'a card that declines later is accepted for the trial')
+    const ended = await app.inject({ method: 'POST', url: '/api/billing/trial/end', headers: user.headers })
+    t.equal(ended.statusCode, 200)
+    await stripe.settled()
+    t.match(await status(app, user), { subscriptionStatus: 'past_due', needsPaymentMethod: true, isReadOnly: false })
   })
 
   await t.test('checkout, trial kept, renewals, a failed payment, the card fix, cancel and resume, the end', async (t) => {

@@ -137,6 +137,21 @@ test('the stand-in through the stripe package', async (t) => {
   t.equal((await stripe.subscriptions.retrieve(trialing.id)).status, 'active', 'paying the open invoice makes it active again')
   await fetch(`${stand.url}/control/subscriptions/${trialing.id}/cancel`, { method: 'POST' })
 
+  // A trial ended through the API: trial_end 'now' starts the paid period and charges it.
+  const eager = await stripe.checkout.sessions.create({
+    mode: 'subscription',
+    customer: second.id,
+    line_items: [{ price: DEFAULT_PRICE.id, quantity: 1 }],
+    success_url: 'http://x/',
+    subscription_data: { trial_end: Math.floor(Date.now() / 1000) + 5 * 86400 }
+  })
+  await fetch(String(eager.url), { method: 'POST', body: new URLSearchParams({ card: '4242424242424242' }), redirect: 'manual' })
+  const eagerId = String((await stripe.checkout.sessions.retrieve(eager.id)).subscription)
+  const started = await stripe.subscriptions.update(eagerId, { trial_end: 'now' })
+  t.equal(started.status, 'active', 'trial_end now: active')
+  t.ok(started.trial_end !== null && started.trial_end <= Math.floor(Date.now() / 1000), 'the trial ended at the time of the call')
+  t.match(await stripe.invoices.retrieve(String(started.latest_invoice)), { status: 'paid', amount_due: DEFAULT_PRICE.unitAmount })
+
   const control2 = await (await fetch(`${stand.url}/control`)).text()
   t.match(control2, /b@example\.com/)
   const state = await (await fetch(`${stand.url}/control/state.json`)).json() as { events: Array<{ type: string }> }

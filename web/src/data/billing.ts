@@ -43,6 +43,11 @@ export async function setCancelAtPeriodEnd (cancel: boolean): Promise<BillingSta
   return await api<BillingStatus>(`/billing/subscription/${cancel ? 'cancel' : 'resume'}`, { method: 'POST' })
 }
 
+/** The subscription's trial ends now and its first period is charged. */
+export async function endTrialNow (): Promise<BillingStatus> {
+  return await api<BillingStatus>('/billing/trial/end', { method: 'POST' })
+}
+
 export function formatPrice (price: BillingOffer['price']): string {
   if (price === undefined) return ''
   const amount = new Intl.NumberFormat(undefined, { style: 'currency', currency: price.currency.toUpperCase() }).format(price.unitAmount / 100)

@@ -3,7 +3,7 @@
 // cancellation at period end with its resume. Every failure is said on the page.
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import {
-  checkoutUrl, daysLeft, fetchBillingOffer, fetchBillingStatus, formatPrice, setCancelAtPeriodEnd, takeCheckoutReturn,
+  checkoutUrl, daysLeft, endTrialNow, fetchBillingOffer, fetchBillingStatus, formatPrice, setCancelAtPeriodEnd, takeCheckoutReturn,
   type BillingOffer, type BillingStatus
 } from '../data/billing.js'
 
@@ -82,17 +82,19 @@ export function BillingBanner (props: { signedIn: boolean }) {
     }
   }
 
-  async function toggleCancel (cancel: boolean) {
-    setBusy(cancel ? 'cancel' : 'resume')
+  async function change (kind: 'cancel' | 'resume' | 'end-trial', call: () => Promise<BillingStatus>) {
+    setBusy(kind)
     setError(null)
     try {
-      setStatus(await setCancelAtPeriodEnd(cancel))
+      setStatus(await call())
     } catch (failure) {
-      setError(`${cancel ? 'Cancelling' : 'Resuming'} failed: ${(failure as Error).message}`)
+      const action = { cancel: 'Cancelling', resume: 'Resuming', 'end-trial': 'Starting the paid plan' }[kind]
+      setError(`${action} failed: ${(failure as Error).message}`)
     } finally {
       setBusy(null)
     }
   }
+  const toggleCancel = async (cancel: boolean) => { await change(cancel ? 'cancel' : 'resume', async () => await setCancelAtPeriodEnd(cancel)) }
 
   const price = formatPrice(offer?.price)
   const subscribeButton = (
@@ -147,6 +149,9 @@ export function BillingBanner (props: { signedIn: boolean }) {
           <p>
             Subscribed{status.subscriptionStatus === 'trialing' ? ` — first charge on ${dateOf(status.trialEndsAt)}` : ''}.
           </p>
+          {status.subscriptionStatus === 'trialing' && (
+            <button type='button' disabled={busy !== null} onClick={() => { change('end-trial', endTrialNow).catch(() => {}) }}>{busy === 'end-trial' ? 'Starting…' : 'Start paid plan now'}</button>
+          )}
           <button type='button' disabled={busy !== null} onClick={() => { toggleCancel(true).catch(() => {}) }}>{busy === 'cancel' ? 'Cancelling…' : 'Cancel at period end'}</button>
         </div>
       )
