@@ -17,5 +17,17 @@ export const CalendarListView = Type.Object({
   calendars: Type.Array(CalendarView, { description: 'Calendars of the user\'s live connections, by connection, primary first, then by name' })
 }, { additionalProperties: false })
 
+// Which calendars the user hid in the list: kept with the account, so every browser and device
+// shows the same choice. `own` is the user's own calendar; any other key is a provider calendarId.
+export const HIDDEN_CALENDARS_MAX = 500
+export const HiddenCalendarsView = Type.Object({
+  hidden: Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
+    maxItems: HIDDEN_CALENDARS_MAX,
+    uniqueItems: true,
+    description: 'Keys of the hidden calendars: `own` for the user\'s own calendar, else the calendarId its events carry'
+  })
+}, { additionalProperties: false })
+
 export type CalendarView = Static<typeof CalendarView>
+export type HiddenCalendarsView = Static<typeof HiddenCalendarsView>
 export type CalendarListView = Static<typeof CalendarListView>

@@ -26,6 +26,8 @@ export interface UserDocument {
    * poller's sweep, so no sign-up is left without a sequence.
    */
   emailEnrollmentPending?: true
+  /** Calendars the user hid in the list beside the grid (keys as GET /api/calendars/hidden names them). */
+  hiddenCalendars?: string[]
 }
 
 /** Called after a write that created a user record (awaited; a listener handles its own errors). */
@@ -53,6 +55,8 @@ export interface UserStore {
   recordProviderConnection: (userId: string, connectionId: string) => Promise<void>
   /** Forgets a connection whose calendars the Sync service removed. */
   forgetProviderConnection: (userId: string, connectionId: string) => Promise<void>
+  /** Replaces the set of calendars the user hid; false when there is no such user. */
+  setHiddenCalendars: (userId: string, keys: readonly string[]) => Promise<boolean>
   /** Records still marked for the email block's enrollment, oldest first. */
   markedForEmailEnrollment: (limit: number) => Promise<UserDocument[]>
   clearEmailEnrollmentMark: (userId: string) => Promise<void>
@@ -127,6 +131,11 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
     },
     async forgetProviderConnection (userId, connectionId) {
       await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $pull: { providerConnections: connectionId } }))
+    },
+    async setHiddenCalendars (userId, keys) {
+      if (!ObjectId.isValid(userId)) return false
+      const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set: { hiddenCalendars: [...keys] } }))
+      return result.matchedCount === 1
     },
     async markedForEmailEnrollment (limit) {
       return await collection.find({ emailEnrollmentPending: true }).sort({ _id: 1 }).limit(limit).toArray()

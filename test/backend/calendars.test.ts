@@ -69,11 +69,45 @@ test('the calendar list', async (t) => {
     }, 'the disconnected connection and the other user\'s calendars are not listed')
   })
 
+  await t.test('hidden calendars are kept with the account', async (t) => {
+    const hidden = async (headers: Record<string, string> = user.headers) => await app.inject({ method: 'GET', url: '/api/calendars/hidden', headers })
+    const hide = async (payload: unknown, headers: Record<string, string> = user.headers) =>
+      await app.inject({ method: 'PUT', url: '/api/calendars/hidden', headers, payload: payload as object })
+    t.equal((await hidden({})).statusCode, 401)
+    t.equal((await hide({ hidden: ['own'] }, {})).statusCode, 401)
+    t.same((await hidden()).json(), { hidden: [] }, 'nothing hidden at first')
+
+    const chosen = ['own', 'family@group.calendar.google.com']
+    const stored = await hide({ hidden: chosen })
+    t.equal(stored.statusCode, 200)
+    t.same(stored.json(), { hidden: chosen })
+    t.same((await hidden()).json(), { hidden: chosen }, 'read back, as another browser of the account would')
+    t.same((await hidden(other.headers)).json(), { hidden: [] }, 'another user\'s choice is their own')
+
+    for (const [payload, why] of [
+      [{ hidden: ['own', 'own'] }, 'a key twice'],
+      [{ hidden: [''] }, 'an empty key'],
+      [{ hidden: ['x'.repeat(501)] }, 'a key longer than any calendarId'],
+      [{ hidden: Array.from({ length: 501 }, (_, index) => `c${index}`) }, 'more than 500 keys'],
+      [{ hidden: 'own' }, 'not a list'],
+      [{ hidden: [], extra: true }, 'an unknown field'],
+      [{}, 'no list']
+    ] as const) {
+      const refused = await hide(payload)
+      t.equal(refused.statusCode, 400, why)
+    }
+    t.same((await hidden()).json(), { hidden: chosen }, 'refused bodies changed nothing')
+    t.same((await hide({ hidden: [] })).json(), { hidden: [] }, 'all shown again')
+    t.same((await hidden()).json(), { hidden: [] })
+  })
+
   await t.test('Sync away: 503 SYNC_UNAVAILABLE with Retry-After', async (t) => {
     await sync.stop()
     const answer = await list()
     t.equal(answer.statusCode, 503)
     t.equal(answer.json().code, 'SYNC_UNAVAILABLE')
     t.equal(answer.headers['retry-after'], '5')
+    const hidden = await app.inject({ method: 'GET', url: '/api/calendars/hidden', headers: user.headers })
+    t.equal(hidden.statusCode, 200, 'the hidden set needs only the database')
   })
 })

@@ -177,6 +177,8 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     t.equal(refused.statusCode, 403)
     t.equal(refused.json().code, 'BILLING_REQUIRED')
     t.equal((await app.inject({ method: 'GET', url: READ_URL, headers: user.headers })).statusCode, 200, 'reads still work')
+    const view = await app.inject({ method: 'PUT', url: '/api/calendars/hidden', headers: user.headers, payload: { hidden: ['own'] } })
+    t.equal(view.statusCode, 200, 'which calendars are shown is still the user\'s choice')
 
     const fresh = await app.inject({ method: 'POST', url: '/api/billing/checkout', headers: user.headers })
     t.equal(fresh.statusCode, 200, 'checkout is offered in place')

@@ -6,7 +6,7 @@
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { eventBlock, signUpThroughUi } from './ui.js'
+import { eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -66,8 +66,27 @@ test('calendars of a Google account: names, colours, visibility kept, the picker
     await eventBlock(page, 'Dentist').waitFor()
     t.notOk(await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').isChecked(), 'still hidden after a reload')
     t.equal(await eventBlock(page, 'Swim class').count(), 0)
-    await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').check()
+
+    // Another device of the same account: its own browser, signed in there, with nothing kept locally.
+    const elsewhere = await (await newContext(browser)).newPage()
+    const elsewhereErrors = collectErrors(elsewhere, { foreign: (url) => url.startsWith(stack.google.url) })
+    await elsewhere.goto(`${stack.webUrl}/day?date=${DAY}&auth=login`)
+    await signInThroughUi(elsewhere, { email, password: 'correct horse 1' })
+    await eventBlock(elsewhere, 'Dentist').waitFor({ timeout: 20_000 })
+    const elsewhereList = elsewhere.getByRole('complementary', { name: 'Calendars' })
+    await elsewhereList.getByLabel('Family').waitFor({ timeout: 10_000 })
+    t.notOk(await elsewhereList.getByLabel('Family').isChecked(), 'hidden on the other device too: kept with the account')
+    t.equal(await eventBlock(elsewhere, 'Swim class').count(), 0)
+    await elsewhereList.getByLabel('Family').check()
+    await eventBlock(elsewhere, 'Swim class').waitFor()
+    t.same(elsewhereErrors.filter((error) => !/status of 401/.test(error)), [], 'no errors on the other device')
+    await elsewhere.context().close()
+
+    // Back on the first device, the choice made elsewhere arrives when the tab is looked at again.
+    // Headless Chromium never hides a tab: the event a browser sends on coming back is dispatched here.
+    await page.evaluate('document.dispatchEvent(new Event("visibilitychange"))')
     await eventBlock(page, 'Swim class').waitFor()
+    t.ok(await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').isChecked(), 'shown again here')
   })
 
   await t.test('a new event made in Family through the picker reaches Family at Google', async (t) => {

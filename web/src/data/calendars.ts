@@ -1,7 +1,8 @@
 // The user's calendars as the list beside the grid shows them: the account's own calendar, then
 // each provider calendar (`GET /api/calendars`) with its provider's name and colour. Which ones are
-// hidden is kept in this browser per account (signed out: per browser), so a reload or another
-// account on the same browser keeps its own choice.
+// hidden is kept with the account (`/api/calendars/hidden`), so every browser and device shows the
+// same choice; this browser keeps a copy per account (signed out: its only copy) so the first paint
+// already honours it, and a choice the server did not take yet is sent again before it is replaced.
 import { QueryObserver, type QueryKey, type QueryObserverOptions } from '@tanstack/query-core'
 import { useEffect, useMemo, useState } from 'preact/hooks'
 import { api } from './api.js'
@@ -10,7 +11,7 @@ import { createStore, useStore } from './store.js'
 import { session } from './session.js'
 import { readJson } from '../lib/storage.js'
 import type { CalendarEvent } from '../lib/events.js'
-import type { CalendarListView, CalendarView } from '../../../schemas/calendar.js'
+import type { CalendarListView, CalendarView, HiddenCalendarsView } from '../../../schemas/calendar.js'
 
 /** The key of the calendar an event is in: its provider calendar's id, or the own calendar. */
 export const OWN_CALENDAR = 'own'
@@ -50,20 +51,88 @@ function readHidden (): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : []
 }
 
+function writeLocal (key: string, value: string | null): void {
+  try {
+    if (value === null) storage()?.removeItem(key)
+    else storage()?.setItem(key, value)
+  } catch {
+    // A full or refused storage keeps the choice for this page only.
+  }
+}
+
+/** Set while a choice made here has not reached the server: it is sent, not overwritten, next time. */
+const unsentKey = (): string => `${hiddenKey()}:unsent`
+
+function hasUnsentChoice (): boolean {
+  try {
+    return window.localStorage.getItem(unsentKey()) !== null
+  } catch {
+    return false
+  }
+}
+
 /** The keys of the calendars the user has hidden, for the account signed in now. */
 export const hiddenCalendars = createStore<ReadonlySet<string>>(new Set(readHidden()))
-session.subscribe(() => hiddenCalendars.set(new Set(readHidden())))
+
+function keepHidden (keys: readonly string[]): void {
+  writeLocal(hiddenKey(), JSON.stringify(keys))
+  hiddenCalendars.set(new Set(keys))
+}
+
+async function sendHidden (keys: readonly string[]): Promise<void> {
+  const userId = signedInUserId()
+  try {
+    await api<HiddenCalendarsView>('/calendars/hidden', { method: 'PUT', body: { hidden: keys } })
+    if (signedInUserId() === userId) writeLocal(unsentKey(), null)
+  } catch {
+    // Offline or refused: the mark stays, and the next load or change sends the choice again.
+  }
+}
+
+function signedInUserId (): string | null {
+  const state = session.get()
+  return state.status === 'signedIn' ? state.userId : null
+}
+
+/** The account's choice from the server, unless this browser holds one it has not sent yet. */
+export async function loadHiddenCalendars (): Promise<void> {
+  const userId = signedInUserId()
+  if (userId === null) return
+  if (hasUnsentChoice()) {
+    await sendHidden([...hiddenCalendars.get()])
+    return
+  }
+  try {
+    const { hidden } = await api<HiddenCalendarsView>('/calendars/hidden')
+    if (signedInUserId() === userId && !hasUnsentChoice()) keepHidden(hidden)
+  } catch {
+    // The copy kept here stays in use until the server answers.
+  }
+}
+
+let loadedFor: string | null = null
+session.subscribe(() => {
+  const userId = signedInUserId()
+  if (userId === loadedFor) return
+  loadedFor = userId
+  hiddenCalendars.set(new Set(readHidden()))
+  loadHiddenCalendars().catch(() => {})
+})
+if (typeof document !== 'undefined') {
+  // Another device may have changed the choice: read it again when the tab comes back.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible') loadHiddenCalendars().catch(() => {})
+  })
+}
 
 export function setCalendarShown (key: string, shown: boolean): void {
   const next = new Set(hiddenCalendars.get())
   if (shown) next.delete(key)
   else next.add(key)
-  try {
-    storage()?.setItem(hiddenKey(), JSON.stringify([...next]))
-  } catch {
-    // A full or refused storage keeps the choice for this page only.
-  }
-  hiddenCalendars.set(next)
+  keepHidden([...next])
+  if (signedInUserId() === null) return
+  writeLocal(unsentKey(), '1')
+  sendHidden([...next]).catch(() => {})
 }
 
 export function calendarsKey (userId: string): QueryKey {
