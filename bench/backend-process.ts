@@ -12,6 +12,8 @@ import { startSessionCore } from '../dev/session-core/index.js'
 
 export interface BenchBackend {
   backend: FastifyInstance
+  /** The database's process, for benchmarks that stop it (SIGSTOP) as a hung server. */
+  database: ChildProcess
   /** Signs up a user; the headers a native client sends for them. */
   user: (email: string) => Promise<Record<string, string>>
   close: () => Promise<void>
@@ -55,6 +57,7 @@ export async function startBenchBackend (database: string): Promise<BenchBackend
   await backend.ready()
   return {
     backend,
+    database: mongo,
     user: async (email) => {
       const signUp = await backend.inject({
         method: 'POST',

@@ -147,7 +147,11 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       deletedByProviderId.get(item.providerEventId) ?? -Infinity,
       (item.recurringEventId === undefined ? undefined : deletedByProviderId.get(item.recurringEventId)) ?? -Infinity
     )
-    return Date.parse(item.updated) <= deletedAt
+    if (Date.parse(item.updated) <= deletedAt) return true
+    // Our own write echoed by the provider carries no change by anyone there, however late it
+    // arrived: an event deleted here since stays deleted (the deletion is on its way), unless the
+    // same id lives here again (re-created by an undo).
+    return item.ownWrite === true && item.eventId !== undefined && deletedByEventId.has(item.eventId) && !linkedById.has(item.eventId)
   }
 
   const bookkeeping = (item: ProviderEvent): ProviderFields => ({

@@ -40,7 +40,10 @@ export const ProviderEventSchema = Type.Object({
   /** On an exception: the start the occurrence had in its series. */
   originalStartDate: Type.Optional(ProviderDateSchema),
   /** Set when this provider event was created from one of the backend's own events (a write-back). */
-  eventId: Type.Optional(EventIdSchema)
+  eventId: Type.Optional(EventIdSchema),
+  ownWrite: Type.Optional(Type.Literal(true, {
+    description: 'This version is the one the Sync service itself last wrote for `eventId` (the provider echoing a write-back): no change by another device'
+  }))
 }, { additionalProperties: false })
 
 export const PROVIDER_EVENT_BATCH_MAX = 2500

@@ -40,6 +40,7 @@ import type { UserActivityStore } from '../stores/user-activity.js'
 import { WatchStore } from '../stores/watches.js'
 import type { WatchRecord } from '../stores/watches.js'
 import type { JobHandler } from './job-worker.js'
+import { markOwnWrites } from '../lib/own-writes.js'
 
 export interface SyncEngineParts {
   connections: ConnectionStore
@@ -541,13 +542,17 @@ export class SyncEngine {
   }
 
   async #send (context: ProviderContext, provider: Provider, calendarId: string, events: ProviderEvent[], generation?: { id: string, complete: boolean }): Promise<ProviderEventBatchResult> {
+    // The provider's copy of our own last write tells the backend nothing new: marked, so that it
+    // cannot bring back an event deleted here after that write was made (its `updated` is only when
+    // the write arrived there).
+    const marked = markOwnWrites(events, await this.#parts.written.ownWritesOf(context.connectionId, events))
     const batch: ProviderEventBatch = {
       userId: context.userId,
       connectionId: context.connectionId,
       provider,
       calendarId,
       ...(generation === undefined ? {} : { generation: generation.id, ...(generation.complete ? { complete: true } : {}) }),
-      events
+      events: marked
     }
     return await this.#backend().applyEvents(batch)
   }
@@ -755,7 +760,7 @@ export class SyncEngine {
       ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId })
     })
     if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') {
-      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId }, clock.now())
+      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated }, clock.now())
     }
     // The backend links a new provider event to its own (the item carries eventId); a newer version
     // at the provider replaces the change. Anything else comes back through the next pull, where

@@ -12,10 +12,19 @@ export interface WrittenVersion {
   version: string
   /** Absent on rows written before it was kept. */
   providerEventId?: string
+  /** The backend's version (its lastUpdated) that the write carried; absent on older rows. */
+  lastUpdated?: string
   writtenAt: Date
 }
 
-export interface OwnWrite { version: string, providerEventId?: string }
+export interface OwnWrite { version: string, providerEventId?: string, lastUpdated?: string }
+
+export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated'>
+
+export interface OwnWriteIndex {
+  byEventId: ReadonlyMap<string, OwnWriteRow>
+  byProviderEventId: ReadonlyMap<string, OwnWriteRow>
+}
 
 /** Versions are kept as long as a queued write can wait for its provider (a revoked grant aside). */
 const RETENTION_SECONDS = 30 * 24 * 60 * 60
@@ -29,6 +38,7 @@ export class WrittenVersionStore {
 
   async ensureIndexes (): Promise<void> {
     await this.#rows.createIndex({ connectionId: 1, eventId: 1 }, { unique: true, name: 'connection_event' })
+    await this.#rows.createIndex({ connectionId: 1, providerEventId: 1 }, { name: 'connection_provider_event', partialFilterExpression: { providerEventId: { $exists: true } } })
     await this.#rows.createIndex({ writtenAt: 1 }, { name: 'retention', expireAfterSeconds: RETENTION_SECONDS })
   }
 
@@ -36,6 +46,23 @@ export class WrittenVersionStore {
     const row = await this.#rows.findOne({ connectionId, eventId })
     if (row === null) return undefined
     return { version: row.version, ...(row.providerEventId === undefined ? {} : { providerEventId: row.providerEventId }) }
+  }
+
+  /**
+   * Our own writes among these provider events: those named by our event id (an insert's answer,
+   * Google's private property) or by the provider id our insert got (Graph's delta leaves the
+   * event id out).
+   */
+  async ownWritesOf (connectionId: string, events: ReadonlyArray<{ eventId?: string, providerEventId: string }>): Promise<OwnWriteIndex> {
+    const eventIds = [...new Set(events.flatMap((item) => item.eventId === undefined ? [] : [item.eventId]))]
+    const providerEventIds = [...new Set(events.map((item) => item.providerEventId))]
+    const rows = events.length === 0
+      ? []
+      : await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1 } }).toArray()
+    return {
+      byEventId: new Map(rows.map((row) => [row.eventId, row])),
+      byProviderEventId: new Map(rows.flatMap((row) => row.providerEventId === undefined ? [] : [[row.providerEventId, row] as const]))
+    }
   }
 
   /** Writes of one event run one at a time (one job per event), so a plain upsert is enough. */

@@ -47,7 +47,10 @@ function onProcess (deps: Dependencies, uri: string): Dependencies {
   }
 }
 
-test('a hung database: health answers 500 within 1.5 s, writes 503 with Retry-After, nothing half-written', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
+// How long each answer takes while the database hangs is measured in bench/hung-database.ts
+// (about the per-call deadline); here: what is answered, and the log line that shows the deadline
+// ended the wait rather than the driver's own timeouts.
+test('a hung database: health answers 500, writes 503 with Retry-After, nothing half-written', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
   const mongo = await startMongoProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
   const { app, log } = await buildApp(t, deps)
@@ -57,40 +60,33 @@ test('a hung database: health answers 500 within 1.5 s, writes 503 with Retry-Af
 
   mongo.hang()
   for (const round of [1, 2]) {
-    const started = Date.now()
     const health = await app.inject({ method: 'GET', url: '/api/health' })
-    const took = Date.now() - started
     t.equal(health.statusCode, 500, `probe ${round}: 500 while the database is silent`)
     t.equal(health.json().status, 'error')
-    t.ok(took < 1500, `probe ${round} answered in ${took} ms`)
   }
 
-  // Event routes have a deadline (EVENT_REQUEST_DEADLINE_MS, 3 s): a request meets a 503 within
-  // about that instead of waiting on the driver's deadlines (5-11 s before).
+  // Every database call has a deadline (DATABASE_CALL_DEADLINE_MS): a request meets a 503 instead
+  // of waiting on the driver's deadlines (5-11 s before).
   const answers = [
     ['write', { method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'a'.repeat(24) } }],
     ['read', { method: 'GET', url: '/api/event?start=2026-05-04T00:00:00Z&end=2026-05-05T00:00:00Z', headers: user.headers }],
     ['one event', { method: 'GET', url: `/api/event/${'d'.repeat(24)}`, headers: user.headers }]
   ] as const
   for (const [what, request] of answers) {
-    const started = Date.now()
     const answer = await app.inject(request)
-    const took = Date.now() - started
     t.equal(answer.statusCode, 503, `${what}: ${answer.body}`)
     t.match(answer.json().code, /^(DATABASE_UNAVAILABLE|DEADLINE_EXCEEDED)$/)
     t.equal(answer.headers['retry-after'], '5')
-    t.ok(took < 4500, `the ${what} answered in ${took} ms`)
   }
   t.ok(log.lines().some((line) => line.msg === 'database unavailable' || line.msg === 'request deadline exceeded'), 'operators see why')
 
   // Sign-in asks the session core (up here) and then the database for the user.
-  const started = Date.now()
   const signIn = await app.inject({ method: 'POST', url: '/api/auth/signin', headers: { rid: 'emailpassword' }, payload: authFields({ email: user.email, password: 'pw-for-hung-db-1' }) })
-  const took = Date.now() - started
   t.equal(signIn.statusCode, 503, `sign-in: ${signIn.body}`)
   t.equal(signIn.json().code, 'DATABASE_UNAVAILABLE', 'no driver message reaches the client')
   t.equal(signIn.headers['retry-after'], '5')
-  t.ok(took < 6000, `sign-in answered in ${took} ms`)
+  t.ok(log.lines().some((line) => (line.err as { message?: string } | undefined)?.message === `the database did not answer within ${DATABASE_CALL_DEADLINE_MS} ms`),
+    'the per-call deadline ended the waits')
 
   mongo.resume()
   t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/api/health' })).statusCode === 200, 15_000), 'health recovers with the database')
@@ -130,9 +126,7 @@ test('a hung database: every route class answers 503 with Retry-After while it h
     ['sign-up', { method: 'POST', url: '/api/auth/signup', headers: { rid: 'emailpassword' }, payload: authFields({ email: uniqueEmail('hung-db-new'), password: 'pw-for-hung-db-2', name: 'New' }) }]
   ] as const
   for (const [what, request] of requests) {
-    const started = Date.now()
     const answer = await app.inject(request)
-    t.comment(`${what}: ${answer.statusCode} in ${Date.now() - started} ms`)
     t.equal(answer.statusCode, 503, `${what}: ${answer.body}`)
     t.match(answer.json(), { code: /^(DATABASE_UNAVAILABLE|DEADLINE_EXCEEDED)$/, message: 'The service is briefly unavailable; try again shortly' }, `${what}: a code to act on, no driver message`)
     t.equal(answer.headers['retry-after'], '5', `${what}: Retry-After`)
@@ -161,16 +155,14 @@ test('a hung database: every route class answers 503 with Retry-After while it h
   t.equal(stored, reported, 'the refused create and its report exist together or not at all')
 })
 
-test('a database that is gone: writes answer 503 with Retry-After quickly', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
+test('a database that is gone: writes answer 503 with Retry-After', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
   const mongo = await startMongoProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
   const { app } = await buildApp(t, deps)
   const user = await signUp(app, { email: uniqueEmail('gone-db'), password: 'pw-for-gone-db-1' })
   await mongo.kill()
 
-  const started = Date.now()
   const write = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { ...EVENT, _id: 'c'.repeat(24) } })
-  const took = Date.now() - started
   t.equal(write.statusCode, 503)
   t.same({ ...write.json() }, {
     statusCode: 503,
@@ -179,7 +171,6 @@ test('a database that is gone: writes answer 503 with Retry-After quickly', { sk
     message: 'The service is briefly unavailable; try again shortly'
   })
   t.equal(write.headers['retry-after'], '5')
-  t.ok(took < 4000, `answered in ${took} ms`)
   const health = await app.inject({ method: 'GET', url: '/api/health' })
   t.equal(health.statusCode, 500)
 })

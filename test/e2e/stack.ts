@@ -122,7 +122,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } }),
     ...(options.analytics === undefined ? {} : { analytics: options.analytics })
   }
-  const sync = Fastify({ logger: { level: 'warn' }, forceCloseConnections: true })
+  const sync = Fastify({ logger: { level: process.env['SYNC_LOG_LEVEL'] ?? 'warn' }, forceCloseConnections: true })
   await sync.register(fp(syncApp), {
     config: syncConfig,
     worker: { pollIntervalMs: 50 },

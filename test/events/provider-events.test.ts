@@ -310,6 +310,22 @@ test('pages that cross a change made here: an echo of our own write, a page read
     t.equal((await app.inject({ method: 'GET', url: `/api/event/${series}`, headers: user.headers })).statusCode, 404)
   })
 
+  await t.test('our own write echoed after our deletion stays out, however late the provider stamped it; the same id made again here takes it', async (t) => {
+    const single = '9'.repeat(24)
+    // In June: outside the month the other checks read.
+    const body = { title: 'Made and gone', startDate: '2026-06-10T09:00:00+02:00', endDate: '2026-06-10T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+    const echo = (fields: Partial<ProviderEvent>) => item('gechoed', { eventId: single, etag: '"7"', updated: new Date(Date.now() + 180_000).toISOString(), content: { ...body, isAllDay: false }, ...fields })
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: single, ...body } })).statusCode, 204)
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${single}`, headers: user.headers })).statusCode, 204)
+    t.same((await send([echo({ ownWrite: true })])).superseded, 1, 'the insert our Sync made, read back after the deletion')
+    t.equal((await app.inject({ method: 'GET', url: `/api/event/${single}`, headers: user.headers })).statusCode, 404)
+
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: single, ...body, title: 'Made again' } })).statusCode, 204, 'an undo makes it again under its id')
+    const relinked = await send([echo({ ownWrite: true, content: { ...body, title: 'Made again', isAllDay: false } })])
+    t.equal(relinked.superseded, 0, 'the live event takes its provider copy')
+    t.equal((await app.inject({ method: 'GET', url: `/api/event/${single}`, headers: user.headers })).json().providerEventId, 'gechoed')
+  })
+
   await t.test('a change at the provider after our deletion is the newer version, and comes back', async (t) => {
     t.same((await send([copy('Changed at Google', { updated: new Date(Date.now() + 120_000).toISOString(), etag: '"3"' })])).created, 1)
     t.same(await titles(), ['2026-05-04T09:00:00+02:00 Changed at Google', '2026-05-11T09:00:00+02:00 Changed at Google'])

@@ -1,0 +1,32 @@
+// Which provider events are our own writes read back, and which were changed there since. The
+// write-back's record (the version it left, the provider id it got, the backend version it
+// carried) names them even where the provider drops our event id (Graph's delta leaves extended
+// properties out): such an item gets its event id back, so the backend links it to the event it
+// came from.
+//  - An unchanged copy is marked `ownWrite`, so that it cannot bring back an event deleted here
+//    after that write was made (its `updated` is only when the write arrived there).
+//  - A copy changed there since our write was changed after the backend version that write
+//    carried. A provider that stamps in whole seconds (CalDAV's LAST-MODIFIED) can still say an
+//    earlier time than that version's milliseconds; it is told as just after it, so the newer
+//    change is not taken for an older one.
+import type { ProviderEvent } from '../../schemas/sync/index.js'
+import type { OwnWriteIndex, OwnWriteRow } from '../stores/written-versions.js'
+
+function changedSince (item: ProviderEvent, written: OwnWriteRow): ProviderEvent {
+  if (written.lastUpdated === undefined) return item
+  const carried = Date.parse(written.lastUpdated)
+  return Date.parse(item.updated) > carried ? item : { ...item, updated: new Date(carried + 1).toISOString() }
+}
+
+export function markOwnWrites (events: ProviderEvent[], own: OwnWriteIndex): ProviderEvent[] {
+  if (own.byEventId.size === 0 && own.byProviderEventId.size === 0) return events
+  return events.map((item) => {
+    const written = item.eventId !== undefined ? own.byEventId.get(item.eventId) : own.byProviderEventId.get(item.providerEventId)
+    if (written === undefined || item.status !== 'confirmed' || item.etag === undefined) return item
+    // Google's occurrences carry their series' properties, our event id among them: only the
+    // provider event the write made is that write's copy.
+    if (written.providerEventId !== undefined && written.providerEventId !== item.providerEventId) return item
+    const named = item.eventId === undefined ? { ...item, eventId: written.eventId } : item
+    return item.etag === written.version ? { ...named, ownWrite: true as const } : changedSince(named, written)
+  })
+}

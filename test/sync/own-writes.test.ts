@@ -1,0 +1,30 @@
+import { test } from 'tap'
+import { markOwnWrites } from '../../sync/lib/own-writes.js'
+import type { ProviderEvent } from '../../schemas/sync/index.js'
+import type { OwnWriteIndex } from '../../sync/stores/written-versions.js'
+
+const EVENT_ID = 'a'.repeat(24)
+const content = { title: 'Standup', startDate: '2026-05-04T09:00:00Z', endDate: '2026-05-04T09:15:00Z', isAllDay: false, timeZone: 'UTC' }
+const item = (fields: Partial<ProviderEvent>): ProviderEvent => ({ providerEventId: 'AAMk1', etag: 'W/"1"', updated: '2026-05-01T00:00:00.000Z', status: 'confirmed', content, ...fields })
+const written = { eventId: EVENT_ID, version: 'W/"1"', providerEventId: 'AAMk1', lastUpdated: '2026-05-01T10:00:00.500Z' }
+const index = (rows = [written]): OwnWriteIndex => ({
+  byEventId: new Map(rows.map((row) => [row.eventId, row])),
+  byProviderEventId: new Map(rows.map((row) => [row.providerEventId, row]))
+})
+
+test('our own write read back is marked, and named by our id where the provider left it out', async (t) => {
+  t.same(markOwnWrites([item({ eventId: EVENT_ID })], index()), [item({ eventId: EVENT_ID, ownWrite: true })], 'named by our id, same version')
+  t.same(markOwnWrites([item({})], index()), [item({ eventId: EVENT_ID, ownWrite: true })], 'Graph\'s delta without the id: found by the provider id our insert got')
+  t.same(markOwnWrites([item({ etag: 'W/"2"', updated: '2026-05-01T10:05:00.000Z' })], index()), [item({ etag: 'W/"2"', eventId: EVENT_ID, updated: '2026-05-01T10:05:00.000Z' })], 'changed there since: named, not marked')
+  t.same(markOwnWrites([item({ etag: 'W/"2"', updated: '2026-05-01T10:00:00.000Z' })], index()), [item({ etag: 'W/"2"', eventId: EVENT_ID, updated: '2026-05-01T10:00:00.501Z' })],
+    'changed there since, stamped in whole seconds before the version our write carried: told as just after it')
+  t.same(markOwnWrites([item({ providerEventId: 'gseries_20260511T070000Z', eventId: EVENT_ID, etag: 'W/"3"' })], index()),
+    [item({ providerEventId: 'gseries_20260511T070000Z', eventId: EVENT_ID, etag: 'W/"3"' })], 'an occurrence carrying its series\' id is not the series\' copy')
+  t.same(markOwnWrites([item({ eventId: EVENT_ID, etag: undefined })], index()), [item({ eventId: EVENT_ID, etag: undefined })], 'no version to compare: not marked')
+  t.same(markOwnWrites([item({ status: 'cancelled', content: undefined })], index()), [item({ status: 'cancelled', content: undefined })], 'a removal stays as the provider said it')
+  t.same(markOwnWrites([item({ providerEventId: 'AAMk2', etag: 'W/"1"' })], index()), [item({ providerEventId: 'AAMk2', etag: 'W/"1"' })], 'another provider event: untouched')
+  const other = 'b'.repeat(24)
+  t.same(markOwnWrites([item({ eventId: other })], index()), [item({ eventId: other })], 'an item naming another event keeps its own id')
+  const events = [item({})]
+  t.equal(markOwnWrites(events, index([])), events, 'nothing written: the page as it came')
+})
