@@ -267,6 +267,16 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       else applyException(item, linkedEvent as ProviderRecord, item.recurringEventId as string)
       continue
     }
+    const copy = byProviderId.get(item.providerEventId)
+    if (linkedEvent !== undefined && !isException && copy !== undefined && copy._id !== linkedEvent._id &&
+      copy.origin === 'providerImport' && linkedEvent.providerEventId === undefined) {
+      // The provider's copy of our own event, read before it named our event (Graph's delta between
+      // our insert and Sync's record of it), was imported as an event of its own: ours takes the
+      // provider's identity below and the copy goes.
+      writes.push({ kind: 'delete', eventId: copy._id })
+      byProviderId.delete(item.providerEventId)
+      counts.deleted++
+    }
     if (linkedEvent !== undefined && !isException && !byProviderId.has(item.providerEventId)) {
       // The backend's own event, now also at the provider: it gains the provider's identity.
       writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId } })

@@ -326,6 +326,22 @@ test('pages that cross a change made here: an echo of our own write, a page read
     t.equal((await app.inject({ method: 'GET', url: `/api/event/${single}`, headers: user.headers })).json().providerEventId, 'gechoed')
   })
 
+  await t.test('our insert read back before it named our event, imported as a new one, gives way when the insert\'s answer names it', async (t) => {
+    const own = '8'.repeat(24)
+    const body = { title: 'Made here', startDate: '2026-06-12T09:00:00+02:00', endDate: '2026-06-12T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+    const june = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-06-12T00:00:00Z&end=2026-06-13T00:00:00Z', headers: user.headers })).json() as Array<{ _id: string, title: string }>)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, ...body } })).statusCode, 204)
+    const read = (fields: Partial<ProviderEvent>) => item('gracing', { etag: '"1"', updated: new Date(Date.now() + 240_000).toISOString(), content: { ...body, isAllDay: false }, ...fields })
+    t.same((await send([read({})])).created, 1, 'a pull between the insert and its record: no event id yet')
+    t.equal((await june()).length, 2, 'two events for a moment')
+    const answered = await send([read({ eventId: own, ownWrite: true })])
+    t.equal(answered.deleted, 1, 'the imported copy goes')
+    t.same((await june()).map((event) => event._id), [own], 'one event, ours')
+    t.equal((await app.inject({ method: 'GET', url: `/api/event/${own}`, headers: user.headers })).json().providerEventId, 'gracing', 'linked to the provider event')
+    t.same((await send([read({ eventId: own, ownWrite: true })])).deleted, 0, 'a repeat changes nothing')
+    t.equal((await june()).length, 1)
+  })
+
   await t.test('a change at the provider after our deletion is the newer version, and comes back', async (t) => {
     t.same((await send([copy('Changed at Google', { updated: new Date(Date.now() + 120_000).toISOString(), etag: '"3"' })])).created, 1)
     t.same(await titles(), ['2026-05-04T09:00:00+02:00 Changed at Google', '2026-05-11T09:00:00+02:00 Changed at Google'])
