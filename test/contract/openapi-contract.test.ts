@@ -11,9 +11,10 @@ import { DEFAULT_PRICE, startStripeStandIn } from '../../dev/stripe/index.js'
 import { documentedBlocks } from '../../dev/openapi-blocks.js'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail, WEB_URL, type SignedIn } from '../helper.js'
 import { startSyncService } from '../events/sync-service.js'
-import { DOCUMENT_FILE, operationsOf, readDocument, requestsFor, violationOf, type Answer, type GeneratedRequest, type Operation } from './requests.js'
+import { DOCUMENT_FILE, operationsOf, readDocument, requestsFor, violationOf, type Answer, type GeneratedRequest, type KnownValues, type Operation } from './requests.js'
 
 const VALID_REQUESTS_PER_OPERATION = 6
+const EVENT_BODY = { title: 'Contract', startDate: '2026-05-04T09:00:00Z', endDate: '2026-05-04T10:00:00Z', timeZone: 'UTC' }
 const GOOGLE_CLIENT = { clientId: '123456789012-contract.apps.googleusercontent.com', clientSecret: 'GOCSPX-contract-secret' }
 
 test('the committed OpenAPI document is a valid OpenAPI 3.1 document', async (t) => {
@@ -87,6 +88,22 @@ test('every operation answers generated requests as its document declares', asyn
     return answer.statusCode === 503 && answer.body.includes('"OVERLOADED"')
   }
 
+  /** Events of the signed-in user for the operations on one event, made afresh for each (a DELETE removes them). */
+  async function knownValues (operation: Operation): Promise<KnownValues> {
+    if (operation.path !== '/api/event/{id}') return {}
+    const ids = Array.from({ length: VALID_REQUESTS_PER_OPERATION / 2 }, () => randomBytes(12).toString('hex'))
+    for (const [index, _id] of ids.entries()) {
+      const made = await app.inject({
+        method: 'POST',
+        url: '/api/event',
+        headers: main.headers,
+        payload: { _id, ...EVENT_BODY, title: `Contract ${index}` }
+      })
+      if (made.statusCode !== 204) throw new Error(`the event for ${operation.method} ${operation.path} was not made: ${made.statusCode} ${made.body}`)
+    }
+    return { path: { id: ids }, ...(operation.method === 'PUT' ? { body: { ...EVENT_BODY, title: 'Changed by the contract run' } } : {}) }
+  }
+
   const operations = operationsOf(readDocument())
   let shed = 0
   const violations: string[] = []
@@ -95,7 +112,7 @@ test('every operation answers generated requests as its document declares', asyn
   const statuses = new Map<string, Map<number, number>>()
   for (const operation of operations) {
     counts.operations += 1
-    const requests = requestsFor(operation, credentialsFor(operation), VALID_REQUESTS_PER_OPERATION)
+    const requests = requestsFor(operation, credentialsFor(operation), VALID_REQUESTS_PER_OPERATION, await knownValues(operation))
     for (const request of requests) {
       counts[request.kind] += 1
       const name = `${request.method} ${operation.path} (${request.kind}: ${request.label})`

@@ -153,8 +153,15 @@ function jsonSchemaOfBody (operation: Operation): Schema | undefined {
   return operation.requestBody?.content['application/json']?.schema
 }
 
-/** Generated requests of one operation; `credentials` are the headers that meet its security. */
-export function requestsFor (operation: Operation, credentials: Record<string, string>, count: number): GeneratedRequest[] {
+/**
+ * Generated requests of one operation; `credentials` are the headers that meet its security.
+ * `known` names values of path parameters that exist (an event of the signed-in user) and a body the
+ * service's own rules accept (the schema cannot say that an end follows its start): every other
+ * valid request takes them, so the operation is reached past its 404 and 400 too.
+ */
+export interface KnownValues { path?: Record<string, string[]>, body?: unknown }
+
+export function requestsFor (operation: Operation, credentials: Record<string, string>, count: number, known: KnownValues = {}): GeneratedRequest[] {
   const requests: GeneratedRequest[] = []
   const secured = (operation.security ?? []).length > 0
   const bodySchema = jsonSchemaOfBody(operation)
@@ -174,10 +181,18 @@ export function requestsFor (operation: Operation, credentials: Record<string, s
   let base: Parts | undefined
   let fallback: Parts | undefined
   for (let index = 0; index < count; index += 1) {
-    const path = validParameters(operation, 'path', index)
+    const generated = validParameters(operation, 'path', index)
+    const useKnown = index % 2 === 0
+    const existing = useKnown
+      ? Object.fromEntries(Object.entries(known.path ?? {}).flatMap(([name, values]) => {
+        const value = values[(index / 2) % Math.max(values.length, 1)]
+        return value === undefined || generated?.[name] === undefined ? [] : [[name, value]]
+      }))
+      : {}
+    const path = generated === undefined ? undefined : { ...generated, ...existing }
     const query = validParameters(operation, 'query', index)
     const headers = validParameters(operation, 'header', index)
-    const body = bodySchema === undefined ? undefined : validValue(bodySchema, generatorFor(index))
+    const body = bodySchema === undefined ? undefined : useKnown && known.body !== undefined ? known.body : validValue(bodySchema, generatorFor(index))
     if (path === undefined || query === undefined || headers === undefined || (bodySchema !== undefined && body === undefined)) continue
     const parts = { path, query, headers, ...(body === undefined ? {} : { body }) }
     const candidate = { path, query, headers: { ...headers }, ...(body === undefined ? {} : { body }) }
