@@ -4,6 +4,7 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
+import { STARTUP_PLUGIN_DEADLINE_MS } from './lib/deadline.js'
 import {
   DATABASE_RETRY_AFTER_SECONDS, TypedHttpError, errorBody, notFoundBody, sendDatabaseUnavailable, sendUntypedError, serverErrorBody, type UntypedErrorBodies
 } from './lib/error-bodies.js'
@@ -55,6 +56,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
     // long answer to a short request, so a finite limit only cuts off clients that send too slowly.
     requestTimeout: REQUEST_RECEIVE_DEADLINE_MS,
     return503OnClosing: true,
+    pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS,
     ...validationOptions()
   }
 }

@@ -13,3 +13,12 @@ export async function withDeadline<T> (work: Promise<T>, ms: number, timedOut: (
     clearTimeout(timer)
   }
 }
+
+/**
+ * How long one plugin of a starting service may take (Fastify's `pluginTimeout`, 10 s by default).
+ * Start-up opens the database, creates its indexes and reaches the session core; on a busy machine
+ * or a slow database that takes longer than 10 s without anything being wrong, and a start that
+ * fails then only begins again from nothing. A dependency that is down fails sooner, on its own
+ * deadline.
+ */
+export const STARTUP_PLUGIN_DEADLINE_MS = 60_000

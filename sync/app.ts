@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyServerOp
 import autoload from '@fastify/autoload'
 import type { SyncConfig } from '../schemas/config.js'
 import { loggerOptions } from '../lib/logging.js'
+import { STARTUP_PLUGIN_DEADLINE_MS } from '../lib/deadline.js'
 import { requestBodies, validationOptions } from '../lib/request-bodies.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
@@ -68,6 +69,7 @@ export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
     logger: loggerOptions(config.runtime.logLevel),
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
+    pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS,
     ...validationOptions()
   }
 }

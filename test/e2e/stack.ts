@@ -16,6 +16,7 @@ import { buildApp, freePort, signUp, startDependencies, uniqueEmail, type BuiltA
 import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 import { sessionOf } from '../backend/provider-fixtures.js'
+import { STARTUP_PLUGIN_DEADLINE_MS } from '../../lib/deadline.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 // Shaped like an Entra application (client) id, as config rules may check real-looking values.
@@ -122,7 +123,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
     ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } }),
     ...(options.analytics === undefined ? {} : { analytics: options.analytics })
   }
-  const sync = Fastify({ logger: { level: process.env['SYNC_LOG_LEVEL'] ?? 'warn' }, forceCloseConnections: true })
+  const sync = Fastify({ logger: { level: process.env['SYNC_LOG_LEVEL'] ?? 'warn' }, forceCloseConnections: true, pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS })
   await sync.register(fp(syncApp), {
     config: syncConfig,
     worker: { pollIntervalMs: 50 },

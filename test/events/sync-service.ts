@@ -7,6 +7,7 @@ import type { Test } from 'tap'
 import app from '../../sync/app.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { testConfig } from '../sync/helper.js'
+import { STARTUP_PLUGIN_DEADLINE_MS } from '../../lib/deadline.js'
 
 export interface SyncService {
   url: string
@@ -38,7 +39,7 @@ export async function startSyncService (t: Test, databaseUri: string, sync: Part
     start: async (changes) => {
       if (changes !== undefined) config = { ...config, sync: { ...config.sync, ...changes } }
       service.config = config
-      const instance = Fastify({ logger: false, forceCloseConnections: true })
+      const instance = Fastify({ logger: false, forceCloseConnections: true, pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS })
       await instance.register(fp(app), { config, worker: { autoStart: false } })
       await instance.listen({ port, host: '127.0.0.1' })
       const address = instance.server.address()
