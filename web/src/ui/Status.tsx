@@ -1,7 +1,7 @@
 // What the user is told about where their events live and how sync is going: changes not saved or
 // waiting for the connection, local only, up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
 // revoked connection: Google's grant is given again at Google, a CalDAV account's password here.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
 import { startReconnect, streamStatus, syncView } from '../data/sync.js'
@@ -19,6 +19,24 @@ function progressText (connection: ConnectionView): string {
   return `Importing ${name}: ${calendars}${progress.eventsImported} events`
 }
 
+/** "5 s", "2 min": what is left of a wait, as the status line counts it down. */
+export function waitLeft (retryAt: number, now: number): string {
+  const seconds = Math.max(0, Math.ceil((retryAt - now) / 1000))
+  return seconds < 60 ? `${seconds} s` : `${Math.ceil(seconds / 60)} min`
+}
+
+/** The time now, every second while `ticking`. */
+function useSecondTicks (ticking: boolean): number {
+  const [now, setNow] = useState(Date.now)
+  useEffect(() => {
+    if (!ticking) return
+    setNow(Date.now())
+    const timer = setInterval(() => setNow(Date.now()), 1000)
+    return () => clearInterval(timer)
+  }, [ticking])
+  return now
+}
+
 export function ConnectionStatus () {
   const state = useStore(session)
   const stream = useStore(streamStatus)
@@ -26,12 +44,19 @@ export function ConnectionStatus () {
   const isOnline = useStore(online)
   const data = useStore(pendingWrites)
   const writes = state.status === 'signedIn' ? summaryOf(data, state.userId) : null
+  const now = useSecondTicks(writes !== null && writes.delayed > 0)
   let tone: 'local' | 'healthy' | 'syncing' | 'attention' | 'unsaved' | 'offline'
   let text: string
+  /** A countdown: shown, but not announced every second (the rest of the line is). */
+  let countdown: string | null = null
   // A change the server has not taken comes first: the line never says "up to date" over it.
   if (writes !== null && writes.failed > 0) {
     tone = 'unsaved'
     text = writes.failed === 1 ? '1 change not saved' : `${writes.failed} changes not saved`
+  } else if (writes !== null && writes.delayed > 0 && writes.retryAt !== null) {
+    tone = 'offline'
+    text = `${writes.delayed === 1 ? '1 change' : `${writes.delayed} changes`} waiting: retrying in `
+    countdown = waitLeft(writes.retryAt, now)
   } else if (writes !== null && writes.waiting > 0) {
     tone = 'offline'
     text = `${writes.waiting === 1 ? '1 change' : `${writes.waiting} changes`} waiting for the connection`
@@ -62,6 +87,7 @@ export function ConnectionStatus () {
     <p class={`status status-${tone}`} role='status'>
       <span class='status-dot' aria-hidden='true' />
       {text}
+      {countdown !== null && <span aria-live='off'>{countdown}</span>}
     </p>
   )
 }
