@@ -3,8 +3,9 @@
 // the drawing of unsent writes, the undo of each kind of change, and the sign-in failure sentences.
 import { test } from 'tap'
 import {
-  EMPTY_PENDING, PENDING_WRITES_KEY, discard, enqueue, loadPending, markOf, nextToSend, outcomeOf, resumeWaiting, retry, savePending,
-  stepDone, stepFailed, stepsOf, summaryOf, unsentOf, waitForConnection, type PendingData
+  EMPTY_PENDING, MAX_AUTOMATIC_RETRIES, PENDING_WRITES_KEY, discard, enqueue, loadPending, markOf, nextRetryAt, nextToSend, outcomeOf,
+  resumeDelayed, resumeWaiting, retry, savePending, stepDone, stepFailed, stepsOf, summaryOf, unsentOf, waitForConnection, waitForServer,
+  type PendingData
 } from '../../web/src/lib/pending-writes.js'
 import { applyEffect, type Effect } from '../../web/src/lib/optimistic.js'
 import { needsSeries, undoOf } from '../../web/src/lib/undo.js'
@@ -54,7 +55,7 @@ test('writes go in order; one waits behind an earlier unsent write to the same e
   const refused = stepFailed(data, 1, { state: 'failed', reason: 'Not saved: the server could not take it (503). Retry in a moment.' })
   t.equal(nextToSend(refused, USER)?.seq, 3, 'the move of the refused event waits; another event goes on')
   t.same(markOf(refused, USER, A), { seq: 1, state: 'failed', reason: 'Not saved: the server could not take it (503). Retry in a moment.', deletion: false }, 'the refused create is marked on its event')
-  t.same(summaryOf(refused, USER), { queued: 2, waiting: 0, failed: 1 })
+  t.same(summaryOf(refused, USER), { queued: 2, waiting: 0, delayed: 0, failed: 1, retryAt: null })
   t.equal(unsentOf(refused, 'bbbbbbbbbbbbbbbbbbbbbbbb').length, 1, 'each account sees its own writes only')
 
   const retried = retry(refused, 1)
@@ -84,6 +85,39 @@ test('no connection: every queued write waits and goes again, in order, when it 
   data = resumeWaiting(data, USER)
   t.same(data.writes.map((write) => write.state), ['queued', 'queued'])
   t.equal(nextToSend(data, USER)?.seq, 1)
+})
+
+test('429 with Retry-After: the writes wait the time named, then go again by themselves, in order', async (t) => {
+  const post = { method: 'POST' as const, path: '/event' }
+  const now = Date.parse('2026-03-02T09:00:00Z')
+  const rateLimited = { kind: 'status' as const, status: 429, message: 'Too many requests', retryAfter: '30' }
+  const outcome = outcomeOf(post, rateLimited, now)
+  t.same(outcome, { state: 'delayed', reason: 'Not saved yet: the server asked to wait (429). It is sent again by itself.', retryAt: now + 30_000 })
+  t.same(outcomeOf(post, { ...rateLimited, retryAfter: 'Mon, 02 Mar 2026 09:00:05 GMT' }, now), { ...outcome, retryAt: now + 5000 }, 'an HTTP date too')
+  t.equal(outcomeOf(post, { ...rateLimited, retryAfter: null }, now).state, 'failed', 'no wait named: refused, as before')
+  t.equal(outcomeOf(post, { ...rateLimited, retryAfter: '3600' }, now).state, 'failed', 'a wait of an hour is not waited out by itself')
+  t.equal(outcomeOf(post, rateLimited, now, MAX_AUTOMATIC_RETRIES).state, 'failed', `after ${MAX_AUTOMATIC_RETRIES} waits for one write: refused`)
+  t.equal(outcomeOf(post, { kind: 'status', status: 503, message: 'Service Unavailable', retryAfter: '30' }, now).state, 'failed', 'a 503 keeps its behaviour')
+  if (outcome.state !== 'delayed') throw new Error('unexpected')
+
+  let data: PendingData = enqueue(enqueue(EMPTY_PENDING, USER, create(event(A, 'Dentist'))), USER, create(event(B, 'Lunch')))
+  data = waitForServer(stepFailed(data, 1, outcome), USER, outcome.retryAt)
+  t.same(data.writes.map((write) => [write.state, write.retryAt]), [['delayed', now + 30_000], ['delayed', now + 30_000]], 'the writes behind it wait with it')
+  t.equal(data.writes[0]?.delays, 1, 'the wait is counted on the refused write')
+  data = enqueue(data, USER, create(event(SERIES, 'Later')))
+  t.equal(data.writes[2]?.state, 'delayed', 'a write made during the wait waits too')
+  t.equal(nextToSend(data, USER), null, 'nothing is sent during the wait')
+  t.equal(nextRetryAt(data, USER), now + 30_000)
+  t.same(markOf(data, USER, A), { seq: 1, state: 'waiting', reason: 'Not saved yet: the server asked to wait (429). It is sent again by itself.', deletion: false }, 'the event shows it is on its way')
+  t.same(summaryOf(data, USER), { queued: 0, waiting: 0, delayed: 3, failed: 0, retryAt: now + 30_000 }, 'the status line can count down')
+  t.same(resumeDelayed(data, USER, now + 29_999).writes.map((write) => write.state), ['delayed', 'delayed', 'delayed'], 'not before the wait is over')
+  const resumed = resumeDelayed(data, USER, now + 30_000)
+  t.same(resumed.writes.map((write) => write.state), ['queued', 'queued', 'queued'])
+  t.equal(nextToSend(resumed, USER)?.seq, 1, 'then in the order they were made')
+  t.equal(stepDone(resumed, 1).writes[0]?.delays, undefined, 'taken: the count is over')
+  t.equal(nextToSend(retry(data, 2), USER)?.seq, 1, 'Retry during the wait ends it for all, in order')
+  t.equal(nextToSend(data, 'bbbbbbbbbbbbbbbbbbbbbbbb'), null)
+  t.equal(nextRetryAt(data, 'bbbbbbbbbbbbbbbbbbbbbbbb'), null, 'another account does not wait')
 })
 
 test('what a failed answer means', async (t) => {

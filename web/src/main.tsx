@@ -9,6 +9,7 @@ import { initSession, restoreSession, session } from './data/session.js'
 import { carryLocalEvents, notify, queryClient } from './data/calendar.js'
 import { closeStream, openStream, wireFocusRefresh } from './data/sync.js'
 import { wirePendingWrites } from './data/pending.js'
+import { forgetAccount } from './data/last-known.js'
 import { clearUndo } from './data/undo.js'
 import { finishCallback, handleConnectRedirect } from './data/provider.js'
 import { readAuthEntry, routeOf, type Route } from './lib/auth-params.js'
@@ -22,10 +23,16 @@ if (entry.dialog !== null) history.replaceState(history.state, '', entry.cleaned
 const connectMessage = initialRoute.route === 'callback' ? null : handleConnectRedirect()
 
 let lastStatus = session.get().status
+let lastUser: string | null = null
 session.subscribe((state) => {
   // What was done in the other calendar (signed out, or another account) is not undone here.
   if (state.status !== lastStatus) clearUndo()
   lastStatus = state.status
+  // The events kept for an offline reload belong to the account: they go at its sign-out (or
+  // the end of its session), and are never shown under another account.
+  const user = state.status === 'signedIn' ? state.userId : null
+  if (lastUser !== null && user !== lastUser) forgetAccount(state.status === 'signedOut' ? lastUser : null)
+  if (state.status !== 'unknown') lastUser = user
   if (state.status === 'signedIn') {
     openStream()
     carryLocalEvents().catch(() => {})

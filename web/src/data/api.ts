@@ -4,7 +4,8 @@
 import { apiUrl } from '../config.js'
 
 export class ApiError extends Error {
-  constructor (readonly status: number, readonly code: string | undefined, message: string, readonly body: unknown = null) {
+  /** `retryAfter`: the answer's Retry-After header (seconds or a date), when it had one. */
+  constructor (readonly status: number, readonly code: string | undefined, message: string, readonly body: unknown = null, readonly retryAfter: string | null = null) {
     super(message)
   }
 }
@@ -28,7 +29,7 @@ export async function api<T = void> (path: string, init: { method?: string, body
   }
   if (!response.ok) {
     const fields = (body ?? {}) as { code?: string, message?: string }
-    throw new ApiError(response.status, fields.code, fields.message ?? `${response.status} ${response.statusText}`, body)
+    throw new ApiError(response.status, fields.code, fields.message ?? `${response.status} ${response.statusText}`, body, response.headers.get('retry-after'))
   }
   return body as T
 }

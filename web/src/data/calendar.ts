@@ -1,7 +1,8 @@
 // Where events come from: the account (the events API) when signed in, browser storage when not.
 // Both answer the same operations, so the views and the edit plans do not care which one is in use.
 // Queries and their invalidation are TanStack Query's; writes are applied to the cached lists at
-// once and confirmed by a refetch when the request returns, never by waiting for the stream.
+// once and confirmed by a refetch when the request returns, never by waiting for the stream. The
+// account's reads are kept in the browser (data/last-known.ts) and shown, marked, when no answer comes.
 import { QueryObserver, keepPreviousData, type QueryKey, type QueryObserverOptions } from '@tanstack/query-core'
 import { useEffect, useMemo, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
@@ -16,7 +17,8 @@ import type { EditPlan } from '../lib/series-edit.js'
 import { applyEffect, type Effect } from '../lib/optimistic.js'
 import { unsentOf, type PendingData } from '../lib/pending-writes.js'
 import { needsSeries, undoOf, type Undo } from '../lib/undo.js'
-import { applyToCache, invalidateEvents, queryClient, rangeOfKey, userZone } from './query.js'
+import { applyToCache, EVENTS_STALE_MS, invalidateEvents, queryClient, rangeOfKey, userZone } from './query.js'
+import { keepRead, keyText, lastKnownShown, markShown, readKept } from './last-known.js'
 import { pendingWrites, submitWrite } from './pending.js'
 import { pushUndo, takeUndo } from './undo.js'
 
@@ -66,11 +68,23 @@ export const localSource: CalendarSource = {
 export const accountSource: CalendarSource = {
   mode: 'account',
   range: async (from, to) => {
+    const state = session.get()
+    const userId = state.status === 'signedIn' ? state.userId : null
+    const key = keyText(eventsKey('account', from, to))
     try {
-      return await api<CalendarEvent[]>('/event', { query: { start: from.toISOString(), end: to.toISOString() } })
+      const events = await api<CalendarEvent[]>('/event', { query: { start: from.toISOString(), end: to.toISOString() } })
+      if (userId !== null) keepRead(userId, { from, to }, events)
+      markShown(key, null)
+      return events
     } catch (error) {
-      // fetch rejects only when no answer came; the query reads again when the browser is back online.
+      // fetch rejects only when no answer came: the events as this account last read them, marked
+      // as such; the query reads again when the browser is back online or the stream reopens.
       if (error instanceof ApiError) throw error
+      const kept = userId === null ? null : readKept(userId, { from, to }, userZone)
+      if (kept !== null) {
+        markShown(key, kept.readAt)
+        return kept.events
+      }
       throw new Error('no connection. They load when the connection returns.')
     }
   },
@@ -93,6 +107,13 @@ export interface EventsResult {
   events: CalendarEvent[]
   loading: boolean
   error: Error | null
+  /** The events shown are the account's as last read at this time (no answer from the server), or null. */
+  lastKnownAt: number | null
+}
+
+/** The ranges shown from the kept copy are read again (the server answers again: the stream reopened). */
+export function refetchLastKnown (): void {
+  for (const key of lastKnownShown.get().keys()) invalidateEvents(JSON.parse(key) as QueryKey).catch(() => {})
 }
 
 /**
@@ -106,6 +127,10 @@ export function useEvents (mode: Mode | null, from: Date, to: Date): EventsResul
     queryKey: eventsKey(mode ?? 'local', from, to),
     queryFn: async () => await source.range(from, to),
     enabled: mode !== null,
+    // The account's reads answer without a connection too (from the kept copy), which counts as
+    // stale at once, so the connection coming back reads the range again.
+    networkMode: mode === 'account' ? 'always' : 'online',
+    staleTime: (query) => lastKnownShown.get().has(keyText(query.queryKey)) ? 0 : EVENTS_STALE_MS,
     // Moving to the next day keeps the grid filled until its events arrive; a sign-in or sign-out
     // does not (one calendar's events are never drawn under the other's header).
     placeholderData: (previous, previousQuery) => previousQuery?.queryKey[1] === (mode ?? 'local') ? keepPreviousData(previous) : undefined
@@ -113,6 +138,7 @@ export function useEvents (mode: Mode | null, from: Date, to: Date): EventsResul
   const observer = useMemo(() => new QueryObserver<CalendarEvent[]>(queryClient, options), [])
   const [result, setResult] = useState(() => observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))
   const pending = useStore(pendingWrites)
+  const shownFromCopy = useStore(lastKnownShown)
   useEffect(() => {
     observer.setOptions(options)
     setResult(observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))
@@ -120,7 +146,8 @@ export function useEvents (mode: Mode | null, from: Date, to: Date): EventsResul
   useEffect(() => observer.subscribe(setResult), [observer])
   const data = result.data
   const events = useMemo(() => mode === null ? [] : withPending(mode, data ?? [], { from, to }, pending), [data, pending, mode, from.getTime(), to.getTime()])
-  return { events, loading: mode === null || result.isLoading, error: result.error }
+  const lastKnownAt = mode === 'account' ? shownFromCopy.get(keyText(options.queryKey)) ?? null : null
+  return { events, loading: mode === null || result.isLoading, error: result.error, lastKnownAt }
 }
 
 /** Messages shown to the user for a while (write failures, sign-in carry-over outcome). */

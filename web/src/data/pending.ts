@@ -1,14 +1,14 @@
 // The account's writes on their way to the server (lib/pending-writes.ts has the rules): kept in
 // local storage, sent in order by one tab at a time, sent again when the connection or the session
-// returns, and shown on their events until the server has them.
+// returns or when the wait a 429 named is over, and shown on their events until the server has them.
 import { api, ApiError } from './api.js'
 import { session } from './session.js'
 import { createStore } from './store.js'
 import { applyToCache, invalidateEvents, queryClient } from './query.js'
 import { browserStore } from './browser-store.js'
 import {
-  discard, enqueue, forgetSent, loadPending, nextToSend, outcomeOf, PENDING_WRITES_KEY, resumeWaiting, retry, savePending, stepDone,
-  stepFailed, waitForConnection, type Failure, type Outcome, type PendingData
+  discard, enqueue, forgetSent, loadPending, nextRetryAt, nextToSend, outcomeOf, PENDING_WRITES_KEY, resumeDelayed, resumeWaiting, retry,
+  savePending, stepDone, stepFailed, waitForConnection, waitForServer, type Failure, type Outcome, type PendingData
 } from '../lib/pending-writes.js'
 import type { Effect } from '../lib/optimistic.js'
 
@@ -32,7 +32,7 @@ function currentUser (): string | null {
 }
 
 function failureOf (error: unknown): Failure {
-  if (error instanceof ApiError) return { kind: 'status', status: error.status, ...(error.code === undefined ? {} : { code: error.code }), message: error.message }
+  if (error instanceof ApiError) return { kind: 'status', status: error.status, ...(error.code === undefined ? {} : { code: error.code }), message: error.message, retryAfter: error.retryAfter }
   // fetch rejects only when no answer came: no connection, or the server is not there.
   return { kind: 'network' }
 }
@@ -48,8 +48,14 @@ async function sendAll (userId: string): Promise<void> {
       try {
         await api(step.path, { method: step.method, ...(step.body === undefined ? {} : { body: step.body }), ...(step.query === undefined ? {} : { query: step.query }) })
       } catch (error) {
-        outcome = outcomeOf(step, failureOf(error))
+        outcome = outcomeOf(step, failureOf(error), Date.now(), write.delays ?? 0)
       }
+    }
+    if (outcome.state === 'delayed') {
+      // The server named a wait (429): this write and the ones queued behind it go again after it.
+      const delayed = outcome
+      change((data) => waitForServer(stepFailed(data, write.seq, delayed), userId, delayed.retryAt))
+      break
     }
     if (outcome.state === 'waiting') {
       const waiting = outcome
@@ -127,8 +133,25 @@ function resume (): void {
   flushWrites().catch(() => {})
 }
 
+let retryTimer: ReturnType<typeof setTimeout> | undefined
+
+/** One timer for the end of the signed-in user's wait (429), whichever tab or load set it. */
+function scheduleRetry (): void {
+  clearTimeout(retryTimer)
+  const userId = currentUser()
+  const at = userId === null ? null : nextRetryAt(pendingWrites.get(), userId)
+  if (userId === null || at === null) return
+  retryTimer = setTimeout(() => {
+    change((data) => resumeDelayed(data, userId, Date.now()))
+    // A timer that fired a moment early resumed nothing: it is set again for what is left.
+    scheduleRetry()
+    flushWrites().catch(() => {})
+  }, Math.max(0, at - Date.now()))
+}
+
 /** Online/offline, other tabs' changes to the queue, and a session coming back: wired once at start. */
 export function wirePendingWrites (): void {
+  pendingWrites.subscribe(scheduleRetry)
   window.addEventListener('online', () => {
     online.set(true)
     resume()
@@ -139,7 +162,9 @@ export function wirePendingWrites (): void {
   })
   session.subscribe((state) => {
     if (state.status === 'signedIn') resume()
+    scheduleRetry()
   })
   // Writes kept from an earlier visit go as soon as this one has a session (see the subscription).
   if (session.get().status === 'signedIn') resume()
+  scheduleRetry()
 }

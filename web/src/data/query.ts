@@ -6,8 +6,11 @@ import type { CalendarEvent } from '../lib/events.js'
 
 export const userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
 
+/** How long a range read stays fresh without a reason to read it again. */
+export const EVENTS_STALE_MS = 60_000
+
 export const queryClient = new QueryClient({
-  defaultOptions: { queries: { staleTime: 60_000, retry: 1, refetchOnWindowFocus: false, refetchOnReconnect: true } }
+  defaultOptions: { queries: { staleTime: EVENTS_STALE_MS, retry: 1, refetchOnWindowFocus: false, refetchOnReconnect: true } }
 })
 
 export function invalidateEvents (key?: QueryKey): Promise<void> {

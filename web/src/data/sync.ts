@@ -4,7 +4,7 @@ import { apiUrl } from '../config.js'
 import { api, ApiError } from './api.js'
 import { attemptRefresh, endSession } from './session.js'
 import { createStore } from './store.js'
-import { invalidateEvents, notify, queryClient } from './calendar.js'
+import { invalidateEvents, notify, queryClient, refetchLastKnown } from './calendar.js'
 import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, type Refetch, type SyncView } from '../lib/stream-reactions.js'
 import { createCoalescer } from '../lib/coalesce.js'
 import { createFocusRefresh, createRefreshCoordinator, type RefreshOptions } from '../lib/focus-refresh.js'
@@ -61,7 +61,11 @@ export function openStream (): void {
   const stream = new EventSource(`${apiUrl}/events/stream`, { withCredentials: true })
   source = stream
   streamStatus.set('connecting')
-  stream.onopen = () => { streamStatus.set('open') }
+  stream.onopen = () => {
+    streamStatus.set('open')
+    // The server answers again: what was shown as last read is read anew.
+    refetchLastKnown()
+  }
   stream.onmessage = (event: MessageEvent<string>) => {
     try {
       handle(JSON.parse(event.data) as ServerMessage)

@@ -3,7 +3,9 @@
 // with, ids included: the events API is idempotent on a client-chosen id (POST with an existing id
 // replaces, PUT replaces, a DELETE of what is gone is done), so a request sent twice, by a retry
 // or by a second tab, stores the event once. Writes go in the order they were made; a write waits
-// behind an earlier unsent one to the same event or series.
+// behind an earlier unsent one to the same event or series. A 429 with a Retry-After holds the
+// account's writes for the wait the server named; they then go again by themselves, in order.
+import { retryAfterMs } from '../../../lib/backoff.js'
 import { readJson, type KeyValueStore } from './storage.js'
 import { parseOccurrenceId, seriesIdOf, type EventChange } from './events.js'
 import { shownOn, type Effect } from './optimistic.js'
@@ -19,10 +21,19 @@ export interface WriteStep {
 
 /**
  * queued: not sent yet (or being sent); waiting: no connection (or no session), sent again when it
- * returns; failed: the server refused, the person retries or discards; sent: the server has it,
+ * returns; delayed: the server asked to wait (429 with Retry-After), sent again by itself at
+ * `retryAt`; failed: the server refused, the person retries or discards; sent: the server has it,
  * kept until the lists are read again so the grid does not flicker back.
  */
-export type WriteState = 'queued' | 'waiting' | 'failed' | 'sent'
+export type WriteState = 'queued' | 'waiting' | 'delayed' | 'failed' | 'sent'
+
+/** What a delayed write's event says. */
+const DELAYED_REASON = 'Not saved yet: the server asked to wait (429). It is sent again by itself.'
+
+/** How many waits a server may ask of one write before it is marked not saved (with Retry). */
+export const MAX_AUTOMATIC_RETRIES = 5
+/** A longer wait than this is not waited out by itself: the write is marked not saved, with Retry. */
+export const MAX_AUTOMATIC_WAIT_MS = 10 * 60_000
 
 export interface PendingWrite {
   seq: number
@@ -32,8 +43,12 @@ export interface PendingWrite {
   /** Steps the server has answered (a retry goes on from there). */
   done: number
   state: WriteState
-  /** Why it is not saved, in a sentence, for waiting and failed writes. */
+  /** Why it is not saved, in a sentence, for waiting, delayed and failed writes. */
   reason?: string
+  /** Delayed: when it goes again (milliseconds since the epoch). */
+  retryAt?: number
+  /** The waits (429) the server has asked of this write so far. */
+  delays?: number
 }
 
 export interface PendingData {
@@ -79,7 +94,11 @@ export function stepsOf (effect: Effect): WriteStep[] {
 }
 
 export function enqueue (data: PendingData, userId: string, effect: Effect): PendingData {
-  const write: PendingWrite = { seq: data.nextSeq, userId, effect, steps: stepsOf(effect), done: 0, state: 'queued' }
+  // While the server has the account wait, a new write waits behind the held ones (order is kept).
+  const retryAt = nextRetryAt(data, userId)
+  const write: PendingWrite = retryAt === null
+    ? { seq: data.nextSeq, userId, effect, steps: stepsOf(effect), done: 0, state: 'queued' }
+    : { seq: data.nextSeq, userId, effect, steps: stepsOf(effect), done: 0, state: 'delayed', reason: DELAYED_REASON, retryAt }
   return { ...data, nextSeq: data.nextSeq + 1, writes: [...data.writes, write] }
 }
 
@@ -113,9 +132,14 @@ export function unsentOf (data: PendingData, userId: string): PendingWrite[] {
   return data.writes.filter((write) => write.userId === userId && unsent(write)).sort((a, b) => a.seq - b.seq)
 }
 
-/** The next write to send: the oldest queued one with no earlier unsent write to the same event. */
+/**
+ * The next write to send: the oldest queued one with no earlier unsent write to the same event.
+ * None while the server has the account wait (a delayed write): the rate limit is the account's,
+ * and what goes after the wait goes in the order it was made.
+ */
 export function nextToSend (data: PendingData, userId: string): PendingWrite | null {
   const writes = unsentOf(data, userId)
+  if (writes.some((write) => write.state === 'delayed')) return null
   for (const [index, write] of writes.entries()) {
     if (write.state !== 'queued') continue
     if (writes.slice(0, index).some((earlier) => sharesKey(earlier, write))) continue
@@ -132,7 +156,7 @@ function update (data: PendingData, seq: number, change: (write: PendingWrite) =
 export function stepDone (data: PendingData, seq: number): PendingData {
   return update(data, seq, (write) => {
     const done = write.done + 1
-    const { reason: _reason, ...rest } = write
+    const { reason: _reason, retryAt: _retryAt, delays: _delays, ...rest } = write
     return done >= write.steps.length ? { ...rest, done, state: 'sent' } : { ...rest, done, state: 'queued' }
   })
 }
@@ -140,11 +164,20 @@ export function stepDone (data: PendingData, seq: number): PendingData {
 /** What a failed request means for its write. */
 export type Failure =
   | { kind: 'network' }
-  | { kind: 'status', status: number, code?: string, message: string }
+  /** `retryAfter`: the answer's Retry-After header, as it came. */
+  | { kind: 'status', status: number, code?: string, message: string, retryAfter?: string | null }
 
-export type Outcome = { state: 'done' } | { state: 'waiting' | 'failed', reason: string }
+export type Outcome =
+  | { state: 'done' }
+  | { state: 'waiting' | 'failed', reason: string }
+  | { state: 'delayed', reason: string, retryAt: number }
 
-export function outcomeOf (step: WriteStep, failure: Failure): Outcome {
+/**
+ * `now` and `delays` (the waits this write was already asked for) decide what a 429 means: with a
+ * Retry-After it is waited out and sent again by itself, up to MAX_AUTOMATIC_RETRIES times and for
+ * waits up to MAX_AUTOMATIC_WAIT_MS; otherwise it is refused like any other answer.
+ */
+export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), delays = 0): Outcome {
   if (failure.kind === 'network') return { state: 'waiting', reason: 'Not saved yet: no connection. It is sent when the connection returns.' }
   const { status, code, message } = failure
   // Gone already: what the deletion wanted (a retry after an answer that never arrived, or another tab).
@@ -152,13 +185,43 @@ export function outcomeOf (step: WriteStep, failure: Failure): Outcome {
   if (status === 401) return { state: 'waiting', reason: 'Not saved yet: sign in again to send it.' }
   if (code === 'CONNECTION_REVOKED' || status === 410) return { state: 'failed', reason: 'Not saved: the calendar connection was revoked. Reconnect it, then retry.' }
   if (code === 'MAINTENANCE') return { state: 'failed', reason: 'Not saved: provider calendars are in maintenance. Retry later.' }
-  if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
+  if (status === 429) {
+    const wait = retryAfterMs(failure.retryAfter, new Date(now))
+    if (wait !== null && wait <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + wait }
+    return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
+  }
   if (status >= 500) return { state: 'failed', reason: `Not saved: the server could not take it (${status}). Retry in a moment.` }
   return { state: 'failed', reason: `Not saved: ${message}` }
 }
 
 export function stepFailed (data: PendingData, seq: number, outcome: Exclude<Outcome, { state: 'done' }>): PendingData {
-  return update(data, seq, (write) => ({ ...write, state: outcome.state, reason: outcome.reason }))
+  return update(data, seq, (write) => {
+    const { retryAt: _retryAt, ...rest } = write
+    if (outcome.state === 'delayed') return { ...rest, state: 'delayed', reason: outcome.reason, retryAt: outcome.retryAt, delays: (write.delays ?? 0) + 1 }
+    return { ...rest, state: outcome.state, reason: outcome.reason }
+  })
+}
+
+/**
+ * The server asked to wait until `retryAt` (429): every queued write of the user waits with the
+ * refused one, so that after the wait they go again in the order they were made.
+ */
+export function waitForServer (data: PendingData, userId: string, retryAt: number): PendingData {
+  return { ...data, writes: data.writes.map((write) => write.userId === userId && write.state === 'queued' ? { ...write, state: 'delayed', reason: DELAYED_REASON, retryAt } : write) }
+}
+
+/** When the user's delayed writes go again (the earliest), or null when none is delayed. */
+export function nextRetryAt (data: PendingData, userId: string): number | null {
+  let at: number | null = null
+  for (const write of data.writes) {
+    if (write.userId === userId && write.state === 'delayed' && write.retryAt !== undefined && (at === null || write.retryAt < at)) at = write.retryAt
+  }
+  return at
+}
+
+/** The wait is over: the user's delayed writes due by `now` are queued again (in their order). */
+export function resumeDelayed (data: PendingData, userId: string, now: number): PendingData {
+  return { ...data, writes: data.writes.map((write) => write.userId === userId && write.state === 'delayed' && (write.retryAt ?? 0) <= now ? requeued(write) : write) }
 }
 
 /** No connection: every queued write of the user waits for it too, rather than each failing in turn. */
@@ -172,12 +235,20 @@ export function resumeWaiting (data: PendingData, userId: string): PendingData {
 }
 
 function requeued (write: PendingWrite): PendingWrite {
-  const { reason: _reason, ...rest } = write
+  const { reason: _reason, retryAt: _retryAt, ...rest } = write
   return { ...rest, state: 'queued' }
 }
 
+/** Sent again now. A delayed write ends the whole wait of its user (they go in order). */
 export function retry (data: PendingData, seq: number): PendingData {
-  return update(data, seq, (write) => unsent(write) ? requeued(write) : write)
+  const target = data.writes.find((write) => write.seq === seq)
+  if (target?.state === 'delayed') return resumeDelayed(data, target.userId, Infinity)
+  // The person asked: the server's waits are counted afresh.
+  return update(data, seq, (write) => {
+    if (!unsent(write)) return write
+    const { delays: _delays, ...rest } = requeued(write)
+    return rest
+  })
 }
 
 /** Gives up a write and the later unsent writes to the same events, which were made on top of it. */
@@ -198,7 +269,10 @@ export function forgetSent (data: PendingData, seqs: number[]): PendingData {
   return { ...data, writes: data.writes.filter((write) => !(gone.has(write.seq) && write.state === 'sent')) }
 }
 
-/** What the grid shows on an event a write has not reached the server with, or null. */
+/**
+ * What the grid shows on an event a write has not reached the server with, or null. A delayed
+ * write is shown as waiting: it goes by itself, the person need not do anything.
+ */
 export interface WriteMark {
   seq: number
   state: 'waiting' | 'failed'
@@ -212,8 +286,8 @@ export function markOf (data: PendingData, userId: string, eventId: string): Wri
   for (const write of writes) {
     if (!shownOn(write.effect).includes(eventId)) continue
     const blocked = writes.some((earlier) => earlier.seq < write.seq && earlier.state !== 'queued' && sharesKey(earlier, write))
-    if (write.state === 'failed' || write.state === 'waiting') {
-      mark = { seq: write.seq, state: write.state, reason: write.reason ?? 'Not saved yet.', deletion: write.effect.kind === 'delete' }
+    if (write.state === 'failed' || write.state === 'waiting' || write.state === 'delayed') {
+      mark = { seq: write.seq, state: write.state === 'failed' ? 'failed' : 'waiting', reason: write.reason ?? 'Not saved yet.', deletion: write.effect.kind === 'delete' }
       if (write.state === 'failed') return mark
     } else if (blocked && mark === null) {
       mark = { seq: write.seq, state: 'waiting', reason: 'Not saved yet: it waits for an earlier change of this event.', deletion: write.effect.kind === 'delete' }
@@ -222,12 +296,14 @@ export function markOf (data: PendingData, userId: string, eventId: string): Wri
   return mark
 }
 
-/** The counts the status line gives. */
-export function summaryOf (data: PendingData, userId: string): { queued: number, waiting: number, failed: number } {
+/** The counts the status line gives, and when the delayed writes go again. */
+export function summaryOf (data: PendingData, userId: string): { queued: number, waiting: number, delayed: number, failed: number, retryAt: number | null } {
   const writes = unsentOf(data, userId)
   return {
     queued: writes.filter((write) => write.state === 'queued').length,
     waiting: writes.filter((write) => write.state === 'waiting').length,
-    failed: writes.filter((write) => write.state === 'failed').length
+    delayed: writes.filter((write) => write.state === 'delayed').length,
+    failed: writes.filter((write) => write.state === 'failed').length,
+    retryAt: nextRetryAt(data, userId)
   }
 }

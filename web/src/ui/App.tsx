@@ -107,7 +107,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const range = useMemo(() => viewRange(anchor, view), [anchor.toISODate(), view])
   // Until the session is known nothing is drawn: no demo events under a signed-in header.
   const mode = state.status === 'signedIn' ? 'account' : state.status === 'signedOut' ? 'local' : null
-  const { events: allEvents, loading, error } = useEvents(mode, range.from, range.to)
+  const { events: allEvents, loading, error, lastKnownAt } = useEvents(mode, range.from, range.to)
   const calendars = useCalendars(state.status === 'signedIn' ? state.userId : null)
   // A connection added, importing its calendars one by one, or repaired: the list is read again.
   const connectionsSeen = connections.map((connection) => `${connection.connectionId}:${connection.status}:${connection.importProgress?.calendarsDone ?? ''}`).join(',')
@@ -190,7 +190,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           <a href={urlFor('month', anchor)} aria-current={view === 'month' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('month', anchor)) }}>Month</a>
         </nav>
         <div class='toolbar-end'>
-          <ConnectionStatus />
+          <ConnectionStatus lastKnownAt={lastKnownAt} />
           <button type='button' onClick={refresh} disabled={refreshing} aria-label='Refresh events'>{refreshing ? 'Refreshing…' : 'Refresh'}</button>
           {state.status === 'signedIn'
             ? (

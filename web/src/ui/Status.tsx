@@ -1,11 +1,13 @@
 // What the user is told about where their events live and how sync is going: changes not saved or
-// waiting for the connection, local only, up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
+// waiting for the connection, events shown as last seen (no answer from the server), local only,
+// up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
 // revoked connection: Google's grant is given again at Google, a CalDAV account's password here.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
+import { DateTime } from 'luxon'
 import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
 import { startReconnect, streamStatus, syncView } from '../data/sync.js'
-import { notify } from '../data/calendar.js'
+import { notify, userZone } from '../data/calendar.js'
 import { online, pendingWrites } from '../data/pending.js'
 import { summaryOf } from '../lib/pending-writes.js'
 import { primaryConnection, type ConnectionView } from '../lib/stream-reactions.js'
@@ -19,19 +21,52 @@ function progressText (connection: ConnectionView): string {
   return `Importing ${name}: ${calendars}${progress.eventsImported} events`
 }
 
-export function ConnectionStatus () {
+/** "5 s", "2 min": what is left of a wait, as the status line counts it down. */
+export function waitLeft (retryAt: number, now: number): string {
+  const seconds = Math.max(0, Math.ceil((retryAt - now) / 1000))
+  return seconds < 60 ? `${seconds} s` : `${Math.ceil(seconds / 60)} min`
+}
+
+/** The time now, every second while `ticking`. */
+function useSecondTicks (ticking: boolean): number {
+  const [now, setNow] = useState(Date.now)
+  useEffect(() => {
+    if (!ticking) return
+    setNow(Date.now())
+    const timer = setInterval(() => setNow(Date.now()), 1000)
+    return () => clearInterval(timer)
+  }, [ticking])
+  return now
+}
+
+/** "Offline: showing events as last seen at 14:03" (or "on 2 Mar at 14:03" for another day). */
+export function lastSeenText (readAt: number, now: number): string {
+  const seen = DateTime.fromMillis(readAt).setZone(userZone)
+  const day = seen.toISODate() === DateTime.fromMillis(now).setZone(userZone).toISODate() ? '' : `on ${seen.toFormat('d LLL')} `
+  return `Offline: showing events as last seen ${day}at ${seen.toFormat('HH:mm')}`
+}
+
+/** `lastKnownAt`: the shown events are the account's as last read then (no answer from the server). */
+export function ConnectionStatus (props: { lastKnownAt: number | null }) {
   const state = useStore(session)
   const stream = useStore(streamStatus)
   const connection = primaryConnection(useStore(syncView))
   const isOnline = useStore(online)
   const data = useStore(pendingWrites)
   const writes = state.status === 'signedIn' ? summaryOf(data, state.userId) : null
+  const now = useSecondTicks(writes !== null && writes.delayed > 0)
   let tone: 'local' | 'healthy' | 'syncing' | 'attention' | 'unsaved' | 'offline'
   let text: string
+  /** A countdown: shown, but not announced every second (the rest of the line is). */
+  let countdown: string | null = null
   // A change the server has not taken comes first: the line never says "up to date" over it.
   if (writes !== null && writes.failed > 0) {
     tone = 'unsaved'
     text = writes.failed === 1 ? '1 change not saved' : `${writes.failed} changes not saved`
+  } else if (writes !== null && writes.delayed > 0 && writes.retryAt !== null) {
+    tone = 'offline'
+    text = `${writes.delayed === 1 ? '1 change' : `${writes.delayed} changes`} waiting: retrying in `
+    countdown = waitLeft(writes.retryAt, now)
   } else if (writes !== null && writes.waiting > 0) {
     tone = 'offline'
     text = `${writes.waiting === 1 ? '1 change' : `${writes.waiting} changes`} waiting for the connection`
@@ -58,10 +93,23 @@ export function ConnectionStatus () {
     tone = 'syncing'
     text = 'Connecting for live updates…'
   }
+  // Events shown from the kept copy: said after what is said of unsent changes, instead of the rest.
+  let lastSeen: string | null = null
+  if (state.status === 'signedIn' && props.lastKnownAt !== null) {
+    const unsent = writes !== null && writes.failed + writes.delayed + writes.waiting + writes.queued > 0
+    if (unsent) {
+      lastSeen = ` · ${lastSeenText(props.lastKnownAt, Date.now())}`
+    } else {
+      tone = 'offline'
+      text = lastSeenText(props.lastKnownAt, Date.now())
+    }
+  }
   return (
     <p class={`status status-${tone}`} role='status'>
       <span class='status-dot' aria-hidden='true' />
       {text}
+      {countdown !== null && <span aria-live='off'>{countdown}</span>}
+      {lastSeen}
     </p>
   )
 }

@@ -2,7 +2,9 @@
 // column. Events are buttons (click or Enter to edit); dragging moves them, the bottom edge
 // resizes them, and Alt+arrow keys do the same from the keyboard (15 minutes, or a day). Pressing
 // on empty time and dragging creates an event of the dragged span; a click creates an hour. Where
-// more events overlap than fit side by side, the rest are gathered into "+N more".
+// more events overlap than fit side by side, the rest are gathered into "+N more". From the
+// keyboard, the grid's time slots are one tab stop (a roving focus over half hours): the arrow
+// keys move between times and days, Enter creates an hour there.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { allDayOn, DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
@@ -33,6 +35,35 @@ interface Sweep {
   from: number
   to: number
   moved: boolean
+}
+
+/** The keyboard's place in the grid: a day of the view (its index) and minutes from midnight. */
+interface Slot {
+  day: number
+  minutes: number
+}
+
+const SLOT_MINUTES = 30
+const LAST_SLOT = DAY_MINUTES - SLOT_MINUTES
+
+/** Where the keyboard starts: now in today's column, or 09:00 on the view's first day. */
+function firstSlot (days: DateTime[], now: DateTime): Slot {
+  const today = days.findIndex((day) => day.toISODate() === now.toISODate())
+  if (today === -1) return { day: 0, minutes: 9 * 60 }
+  return { day: today, minutes: Math.min(Math.floor((now.hour * 60 + now.minute) / SLOT_MINUTES) * SLOT_MINUTES, LAST_SLOT) }
+}
+
+/** The slot after a key press, or null when the key is not the grid's (or leaves the view: then the page's shortcut moves it). */
+function slotAfter (key: string, slot: Slot, days: number): Slot | 'previousView' | 'nextView' | null {
+  switch (key) {
+    case 'ArrowUp': return { ...slot, minutes: Math.max(0, slot.minutes - SLOT_MINUTES) }
+    case 'ArrowDown': return { ...slot, minutes: Math.min(LAST_SLOT, slot.minutes + SLOT_MINUTES) }
+    case 'Home': return { ...slot, minutes: 0 }
+    case 'End': return { ...slot, minutes: LAST_SLOT }
+    case 'ArrowLeft': return slot.day === 0 ? 'previousView' : { ...slot, day: slot.day - 1 }
+    case 'ArrowRight': return slot.day >= days - 1 ? 'nextView' : { ...slot, day: slot.day + 1 }
+    default: return null
+  }
 }
 
 /** Where a moved event went, for the view to follow it and say so. */
@@ -164,6 +195,13 @@ export function TimeGrid (props: DaysViewProps & {
   const [drag, setDrag] = useState<Drag | null>(null)
   const [sweep, setSweep] = useState<Sweep | null>(null)
   const [now, setNow] = useState(() => DateTime.now().setZone(userZone))
+  const [slot, setSlot] = useState<Slot>(() => firstSlot(props.days, now))
+  const slotButton = useRef<HTMLButtonElement>(null)
+  /**
+   * The slot moved from the keyboard: its (new) button takes the focus once drawn. A date: it
+   * left the view whose first day that is, and takes the focus in the next view.
+   */
+  const slotFocus = useRef<boolean | string>(false)
 
   useEffect(() => {
     const timer = setInterval(() => setNow(DateTime.now().setZone(userZone)), 60_000)
@@ -182,6 +220,15 @@ export function TimeGrid (props: DaysViewProps & {
     if (block === null) return
     if (document.activeElement !== block) block.focus()
     props.onFocused()
+  })
+
+  useLayoutEffect(() => {
+    const wanted = slotFocus.current
+    if (wanted === false || slotButton.current === null) return
+    // The page's shortcut has not moved the view yet (the grid may draw before it does).
+    if (typeof wanted === 'string' && props.days[0]?.toISODate() === wanted) return
+    slotFocus.current = false
+    if (document.activeElement !== slotButton.current) slotButton.current.focus()
   })
 
   useEffect(() => {
@@ -249,6 +296,33 @@ export function TimeGrid (props: DaysViewProps & {
   const today = now.toISODate()
   const zoneLabel = now.toFormat('ZZZZ')
   const columns = `var(--gutter) repeat(${props.days.length}, minmax(0, 1fr))`
+  // The slot keeps its place in the view (a week's Thursday becomes the day view's one day).
+  const slotDay = Math.min(slot.day, props.days.length - 1)
+  const slotDate = props.days[slotDay] as DateTime
+  const slotStart = slotDate.startOf('day').plus({ minutes: slot.minutes })
+  const slotBusy = (placedByDay[slotDay] ?? []).filter((item) => item.top < slot.minutes + SLOT_MINUTES && item.top + item.height > slot.minutes)
+  const slotName = `${slotDate.toLocaleString(DateTime.DATE_HUGE)}, ${slotStart.toFormat('HH:mm')}${slotBusy.length === 0 ? '' : `, during ${slotBusy.map((item) => item.event.title === '' ? '(No title)' : item.event.title).join(', ')}`}`
+
+  function slotKey (key: KeyboardEvent) {
+    if (key.altKey || key.ctrlKey || key.metaKey || key.shiftKey) return
+    const next = slotAfter(key.key, { day: slotDay, minutes: slot.minutes }, props.days.length)
+    if (next === null) return
+    if (next === 'previousView' || next === 'nextView') {
+      // A held key stops at the edge (the page's shortcuts ignore repeats).
+      if (key.repeat) {
+        key.preventDefault()
+        return
+      }
+      // Past the view's edge: the page's own ← / → shortcut shows the previous or next day or
+      // week (the key is left to it), and the slot goes on from that view's far side.
+      slotFocus.current = (props.days[0] as DateTime).toISODate() ?? true
+      setSlot({ day: next === 'previousView' ? props.days.length - 1 : 0, minutes: slot.minutes })
+      return
+    }
+    key.preventDefault()
+    slotFocus.current = true
+    setSlot(next)
+  }
   return (
     <div class={`grid grid-${props.view}`} aria-busy={props.loading}>
       <div class='grid-head' style={{ gridTemplateColumns: columns }}>
@@ -285,6 +359,18 @@ export function TimeGrid (props: DaysViewProps & {
       </div>
       <div class='grid-scroll' ref={scroller}>
         <div class='grid-body' style={{ gridTemplateColumns: columns, height: `${24 * HOUR_PX}px` }}>
+          {/* One element for the slot the keyboard is on, drawn anew (its own key) at each move, so
+              a screen reader says each slot it reaches; a pointer goes through it to the column. */}
+          <button
+            key={`${slotDate.toISODate()}T${slot.minutes}`} ref={slotButton} type='button' class='slot'
+            style={{ gridColumn: `${slotDay + 2} / span 1`, top: `${slot.minutes * PX_PER_MINUTE}px`, height: `${SLOT_MINUTES * PX_PER_MINUTE}px` }}
+            aria-label={slotName} aria-describedby='slot-help' aria-keyshortcuts='ArrowUp ArrowDown ArrowLeft ArrowRight Home End Enter'
+            onKeyDown={slotKey}
+            onClick={() => props.onCreate(slotStart, slotStart.plus({ hours: 1 }), false)}
+          >
+            <span class='slot-time' aria-hidden='true'>+ {slotStart.toFormat('HH:mm')}</span>
+          </button>
+          <p id='slot-help' class='sr-only'>Arrow keys move between times and days; Enter adds an event there.</p>
           <div class='gutter hours' aria-hidden='true'>
             {Array.from({ length: 24 }, (_, hour) => (
               <span key={hour} class='hour-label' style={{ top: `${hour * HOUR_PX}px` }}>{hour === 0 ? '' : DateTime.fromObject({ hour }).toFormat('HH:mm')}</span>
