@@ -1,10 +1,42 @@
-import { createServer, type AddressInfo } from 'node:net'
+import { createServer } from 'node:net'
+import { readFileSync } from 'node:fs'
 
-/** A TCP port nothing listens on right now, for a child process to take. */
-export async function freePort (): Promise<number> {
+/**
+ * The kernel's range for the source ports of outgoing connections (and for `listen(0)`). A port
+ * from it, found free and handed to a child process, can be taken meanwhile by any connection the
+ * busy test machine opens, and the child then fails with EADDRINUSE. Ports are therefore drawn from
+ * below that range, where the kernel never assigns one by itself.
+ */
+function ephemeralRange (): { low: number, high: number } {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
+    if (low !== undefined && high !== undefined && Number.isInteger(low) && Number.isInteger(high)) return { low, high }
+  } catch {
+    // Not Linux: its usual range.
+  }
+  return { low: 32768, high: 60999 }
+}
+
+const LOWEST = 20_000
+const { low } = ephemeralRange()
+const HIGHEST = Math.max(LOWEST + 1000, low - 1)
+
+async function isFree (port: number): Promise<boolean> {
   const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
+  return await new Promise((resolve) => {
+    probe.once('error', () => { resolve(false) })
+    probe.listen(port, '127.0.0.1', () => { probe.close(() => { resolve(true) }) })
+  })
+}
+
+/**
+ * A TCP port nothing listens on right now, for a child process to take: drawn at random (test
+ * files run in parallel processes, each drawing its own) outside the kernel's ephemeral range.
+ */
+export async function freePort (): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST))
+    if (await isFree(port)) return port
+  }
+  throw new Error(`no free port between ${LOWEST} and ${HIGHEST}`)
 }
