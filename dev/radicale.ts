@@ -3,7 +3,7 @@
 // stack runs it with a demo account when it is installed; the CalDAV tests run it per test.
 // It is no stand-in: the Sync service talks to it exactly as to iCloud or any other CalDAV server.
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
 export interface Radicale {
@@ -48,8 +48,13 @@ export async function startRadicale (options: RadicaleOptions): Promise<Radicale
   await mkdir(options.dataDir, { recursive: true })
   const htpasswd = join(options.dataDir, 'users')
   const passwords = parseUsers(await readFile(htpasswd, 'utf8').catch(() => ''))
+  // Radicale reads the file again on every login: written in place, a login in between read it
+  // empty or half-written and was refused (401, which a CalDAV client takes for a changed
+  // password). A rename replaces it whole.
   const writeUsers = async (): Promise<void> => {
-    await writeFile(htpasswd, [...passwords].map(([user, password]) => `${user}:${password}\n`).join(''), { mode: 0o600 })
+    const next = `${htpasswd}.next`
+    await writeFile(next, [...passwords].map(([user, password]) => `${user}:${password}\n`).join(''), { mode: 0o600 })
+    await rename(next, htpasswd)
   }
   await writeUsers()
   const config = join(options.dataDir, 'config')
