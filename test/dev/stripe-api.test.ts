@@ -9,18 +9,9 @@ import { test } from 'tap'
 import Stripe from 'stripe'
 import { DEFAULT_PRICE, startStripeStandIn } from '../../dev/stripe/index.js'
 import { stripeClientOptions } from '../../lib/billing-vendor.js'
+import { refusal } from './stripe-refusal.js'
 
 const REAL_KEY = process.env.STRIPE_SECRET_KEY
-
-/** What a Stripe call was refused with (the package's error: type, statusCode, param). */
-async function refusal (call: Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call
-  } catch (error) {
-    return { ...(error as object), message: (error as Error).message }
-  }
-  throw new Error('the call was not refused')
-}
 
 test('the calls of the billing block, answered as Stripe documents them', async (t) => {
   let client: (key: string) => Stripe

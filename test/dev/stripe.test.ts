@@ -8,18 +8,9 @@ import Stripe from 'stripe'
 import { DEFAULT_PRICE, signatureHeader, startStripeStandIn } from '../../dev/stripe/index.js'
 import { parseStripeForm } from '../../dev/stripe/form.js'
 import { stripeClientOptions } from '../../lib/billing-vendor.js'
+import { refusal } from './stripe-refusal.js'
 
 const SECRET_KEY = 'sk_test_standin_0123456789'
-
-/** What a Stripe call was refused with (the package's error: type, statusCode, param). */
-async function refusal (call: Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call
-  } catch (error) {
-    return { ...(error as object), message: (error as Error).message }
-  }
-  throw new Error('the call was not refused')
-}
 
 const WEBHOOK_SECRET = 'whsec_standin_0123456789'
 
@@ -93,15 +84,19 @@ test('the stand-in through the stripe package', async (t) => {
 
   // A second customer: a trial, its end, a failed payment, the card fix through a setup session.
   const second = await stripe.customers.create({ email: 'b@example.com' })
-  const trial = await stripe.checkout.sessions.create({
-    mode: 'subscription',
-    customer: second.id,
-    line_items: [{ price: DEFAULT_PRICE.id, quantity: 1 }],
-    success_url: 'http://x/',
-    subscription_data: { trial_end: Math.floor(Date.now() / 1000) + 5 * 86400 }
-  })
-  await fetch(String(trial.url), { method: 'POST', body: new URLSearchParams({ card: '4242424242424242' }), redirect: 'manual' })
-  const trialing = await stripe.subscriptions.retrieve(String((await stripe.checkout.sessions.retrieve(trial.id)).subscription))
+  /** A subscription in a 5-day trial, through a completed Checkout Session. */
+  const subscribeWithTrial = async (customer: string): Promise<string> => {
+    const trial = await stripe.checkout.sessions.create({
+      mode: 'subscription',
+      customer,
+      line_items: [{ price: DEFAULT_PRICE.id, quantity: 1 }],
+      success_url: 'http://x/',
+      subscription_data: { trial_end: Math.floor(Date.now() / 1000) + 5 * 86400 }
+    })
+    await fetch(String(trial.url), { method: 'POST', body: new URLSearchParams({ card: '4242424242424242' }), redirect: 'manual' })
+    return String((await stripe.checkout.sessions.retrieve(trial.id)).subscription)
+  }
+  const trialing = await stripe.subscriptions.retrieve(await subscribeWithTrial(second.id))
   t.equal(trialing.status, 'trialing')
   const control = await fetch(`${stand.url}/control/subscriptions/${trialing.id}/end-trial`, { method: 'POST', headers: { accept: 'text/html' }, redirect: 'manual' })
   t.equal(control.status, 303, 'the control page\'s forms come back to it')
@@ -127,15 +122,7 @@ test('the stand-in through the stripe package', async (t) => {
   await fetch(`${stand.url}/control/subscriptions/${trialing.id}/cancel`, { method: 'POST' })
 
   // A trial ended through the API: trial_end 'now' starts the paid period and charges it.
-  const eager = await stripe.checkout.sessions.create({
-    mode: 'subscription',
-    customer: second.id,
-    line_items: [{ price: DEFAULT_PRICE.id, quantity: 1 }],
-    success_url: 'http://x/',
-    subscription_data: { trial_end: Math.floor(Date.now() / 1000) + 5 * 86400 }
-  })
-  await fetch(String(eager.url), { method: 'POST', body: new URLSearchParams({ card: '4242424242424242' }), redirect: 'manual' })
-  const eagerId = String((await stripe.checkout.sessions.retrieve(eager.id)).subscription)
+  const eagerId = await subscribeWithTrial(second.id)
   const started = await stripe.subscriptions.update(eagerId, { trial_end: 'now' })
   t.equal(started.status, 'active', 'trial_end now: active')
   t.ok(started.trial_end !== null && started.trial_end <= Math.floor(Date.now() / 1000), 'the trial ended at the time of the call')
