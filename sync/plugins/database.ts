@@ -2,13 +2,16 @@ import fp from 'fastify-plugin'
 import { MongoClient } from 'mongodb'
 import type { Db } from 'mongodb'
 import type { SyncConfig } from '../../schemas/config.js'
-import { DATABASE_DEADLINES, isUnauthorizedError } from '../../lib/mongo-errors.js'
+import { DATABASE_DEADLINES, isUnauthorizedError, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 import { apiDatabaseOf, checkIsolation, SyncStartupError } from '../lib/isolation.js'
 
 export interface SyncDatabase {
   client: MongoClient
   db: Db
-  /** Resolves while the database answers; the readiness probe asks it. */
+  /**
+   * Resolves while the database answers; the readiness probe asks it. Rejects with
+   * DatabaseDeadlineError when no answer came within the database deadline (DATABASE_CALL_DEADLINE_MS).
+   */
   ping: () => Promise<void>
 }
 
@@ -53,7 +56,7 @@ export default fp(async function syncDatabase (fastify) {
   fastify.decorate('syncDb', {
     client,
     db,
-    ping: async () => { await db.command({ ping: 1 }) }
+    ping: async () => { await withDatabaseDeadline(async (signal) => await db.command({ ping: 1 }, { signal })) }
   })
   fastify.addHook('onClose', async () => { await client.close() })
 }, { name: 'sync-database', dependencies: ['sync-config'] })

@@ -3,6 +3,7 @@
 import type { Collection, Db } from 'mongodb'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { Outcome } from '../lib/event-changes.js'
+import { databaseCall } from './database-calls.js'
 
 /** Idempotency keys are remembered as long as the change feed keeps entries. */
 const REPORT_RETENTION_SECONDS = 8 * 24 * 60 * 60
@@ -28,7 +29,7 @@ export class EventChangeReportStore {
   }
 
   async find (userId: string, idempotencyKey: string): Promise<ReportRow | null> {
-    return await this.#rows.findOne({ userId, idempotencyKey })
+    return await databaseCall(async (signal) => await this.#rows.findOne({ userId, idempotencyKey }, { signal }))
   }
 
   /**
@@ -37,7 +38,7 @@ export class EventChangeReportStore {
    */
   async record (row: ReportRow): Promise<ReportRow | null> {
     try {
-      await this.#rows.insertOne(row)
+      await databaseCall(async () => await this.#rows.insertOne(row))
       return null
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error

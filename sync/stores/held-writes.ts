@@ -5,6 +5,7 @@
 import type { Collection, Db } from 'mongodb'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
+import { databaseCall } from './database-calls.js'
 
 export interface HeldWrite {
   connectionId: string
@@ -29,7 +30,7 @@ export class HeldWriteStore {
 
   /** Keeps the latest change of an event for its connection. */
   async hold (write: HeldWrite): Promise<void> {
-    const replace = async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true })
+    const replace = async () => await databaseCall(async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true }))
     try {
       await replace()
     } catch (error) {
@@ -40,11 +41,11 @@ export class HeldWriteStore {
   }
 
   async list (connectionId: string): Promise<HeldWrite[]> {
-    return await this.#rows.find({ connectionId }, { projection: { _id: 0 } }).sort({ heldAt: 1 }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ connectionId }, { projection: { _id: 0 }, signal }).sort({ heldAt: 1 }).toArray())
   }
 
   /** Forgets a held write once it is queued, unless a newer change of the event arrived meanwhile. */
   async release (write: HeldWrite): Promise<void> {
-    await this.#rows.deleteOne({ connectionId: write.connectionId, eventId: write.eventId, heldAt: write.heldAt })
+    await databaseCall(async () => await this.#rows.deleteOne({ connectionId: write.connectionId, eventId: write.eventId, heldAt: write.heldAt }))
   }
 }
