@@ -37,6 +37,7 @@ import type { ChangeFeed } from '../stores/change-feed.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { JobQueue, JobRecord, JobType } from '../stores/job-queue.js'
+import type { InTransaction } from '../stores/database-calls.js'
 import type { UserActivityStore } from '../stores/user-activity.js'
 import { WatchStore } from '../stores/watches.js'
 import type { WatchRecord } from '../stores/watches.js'
@@ -146,9 +147,10 @@ export class SyncEngine {
 
   /**
    * A change reported while its connection's grant is revoked: kept until the user reconnects
-   * (authorize), so the backend's own write is never kept from the provider calendar.
+   * (authorize), so the backend's own write is never kept from the provider calendar. With
+   * `session`, in the caller's transaction.
    */
-  async holdProviderWrite (connectionId: string, userId: string, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
+  async holdProviderWrite (connectionId: string, userId: string, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }, options: InTransaction = {}): Promise<void> {
     await this.#parts.held.hold({
       connectionId,
       userId,
@@ -157,7 +159,7 @@ export class SyncEngine {
       calendarId: change.calendarId,
       ...(change.subject === undefined ? {} : { subject: change.subject }),
       heldAt: this.#parts.clock.now()
-    })
+    }, options)
   }
 
   /**
@@ -220,7 +222,8 @@ export class SyncEngine {
     return queued
   }
 
-  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
+  /** Queues the provider write of a reported change (the newest report of an event wins); with `session`, in the caller's transaction. */
+  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }, options: InTransaction = {}): Promise<void> {
     const id = connection._id.toHexString()
     await this.#parts.queue.enqueue({
       type: 'providerWrite',
@@ -233,7 +236,7 @@ export class SyncEngine {
         ...(change.calendarId === null ? {} : { calendarId: change.calendarId }),
         ...(change.subject === undefined ? {} : { subject: JSON.stringify(change.subject) })
       }
-    })
+    }, options)
   }
 
   /** Stops every notification channel of a user (logout); succeeds with no connection at all. */

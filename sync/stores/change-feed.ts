@@ -8,6 +8,7 @@ import type { InvalidationInput } from '../lib/change-feed.js'
 import type { Clock } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/feed-cursor.js'
 import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 interface FeedEntry {
   userId: string
@@ -42,16 +43,21 @@ export class ChangeFeed {
   }
 
   async append (userId: string, ...items: InvalidationInput[]): Promise<void> {
+    await this.appendWith({}, userId, ...items)
+  }
+
+  /** append() within the caller's transaction (`session`): the sequence numbers and the entries commit with the rest of it. */
+  async appendWith ({ session }: InTransaction, userId: string, ...items: InvalidationInput[]): Promise<void> {
     if (items.length === 0) return
     const now = this.#clock.now()
-    const last = await this.#allocate(userId, items.length, now)
+    const last = await this.#allocate(userId, items.length, now, session)
     const first = last - items.length + 1
     await databaseCall(async () => await this.#entries.insertMany(items.map((item, index) => ({
       userId,
       seq: first + index,
       createdAt: now,
       invalidation: { ...item, at: now.toISOString() } as Invalidation
-    }))))
+    })), { session }))
   }
 
   async page (userId: string, cursor: string | null, limit: number): Promise<ChangesPage> {
@@ -68,14 +74,15 @@ export class ChangeFeed {
       this.#pageAfter(request.userId, request.cursor, heads.get(request.userId) ?? 0, limit)))
   }
 
-  async #allocate (userId: string, count: number, now: Date): Promise<number> {
+  async #allocate (userId: string, count: number, now: Date, session: InTransaction['session']): Promise<number> {
     const update = { $inc: { seq: count }, $set: { updatedAt: now } }
     try {
-      const counter = await databaseCall(async () => await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' }))
+      const counter = await databaseCall(async () => await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after', session }))
       if (counter) return counter.seq
     } catch (error) {
       // Two first appends for the same user may both try to insert the counter; the loser retries.
-      if (!isDuplicateKeyError(error)) throw error
+      // In a transaction the failed insert ended the transaction: the caller runs it again.
+      if (!isDuplicateKeyError(error) || session !== undefined) throw error
     }
     const counter = await databaseCall(async () => await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' }))
     if (!counter) throw new Error('change feed counter was not written')

@@ -11,6 +11,7 @@
 // (an event-change report and a provider-write job both queue jobs and append to the feed), so the
 // deadline comes from the work the call belongs to, not from the store.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import type { ClientSession } from 'mongodb'
 import { DATABASE_CALL_DEADLINE_MS, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 /**
@@ -35,4 +36,12 @@ export function databaseCallDeadlineMs (): number {
 /** One call to the database with the deadline of the work it belongs to; reads hand `signal` to the driver. */
 export async function databaseCall<T> (work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   return await withDatabaseDeadline(work, databaseCallDeadlineMs())
+}
+
+/**
+ * Where a store's writes go: into the caller's transaction when `session` is given
+ * (SyncDatabase.withTransaction on a deployment that has transactions), else each at once.
+ */
+export interface InTransaction {
+  session?: ClientSession | undefined
 }

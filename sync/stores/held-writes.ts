@@ -6,6 +6,7 @@ import type { Collection, Db } from 'mongodb'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
 import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 export interface HeldWrite {
   connectionId: string
@@ -29,13 +30,14 @@ export class HeldWriteStore {
   }
 
   /** Keeps the latest change of an event for its connection. */
-  async hold (write: HeldWrite): Promise<void> {
-    const replace = async () => await databaseCall(async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true }))
+  async hold (write: HeldWrite, { session }: InTransaction = {}): Promise<void> {
+    const replace = async () => await databaseCall(async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true, session }))
     try {
       await replace()
     } catch (error) {
-      // Two upserts of one key at once: the loser replaces the row the winner made.
-      if (!isDuplicateKeyError(error)) throw error
+      // Two upserts of one key at once: the loser replaces the row the winner made (in a
+      // transaction, which the failed upsert ended, the caller runs the transaction again).
+      if (!isDuplicateKeyError(error) || session !== undefined) throw error
       await replace()
     }
   }

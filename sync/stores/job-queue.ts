@@ -9,6 +9,7 @@ import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from '../lib/jobs/rules.js'
 import type { JobStatus } from '../lib/jobs/rules.js'
 import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 export type JobType = 'import' | 'pull' | 'providerWrite'
 
@@ -81,8 +82,12 @@ export class JobQueue {
     await this.#rows.createIndex({ status: 1, leaseUntil: 1 }, { name: 'status_lease_until' })
   }
 
-  /** Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true. */
-  async enqueue (request: JobRequest): Promise<{ job: JobRecord, coalesced: boolean }> {
+  /**
+   * Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true.
+   * With `session` the job is queued in the caller's transaction and commits with it.
+   */
+  async enqueue (request: JobRequest, options: InTransaction = {}): Promise<{ job: JobRecord, coalesced: boolean }> {
+    const { session } = options
     const now = this.#clock.now()
     const job: JobRecord = {
       _id: new ObjectId(),
@@ -103,22 +108,33 @@ export class JobQueue {
       createdAt: now,
       updatedAt: now
     }
-    try {
-      await databaseCall(async () => await this.#rows.insertOne(job))
-      return { job, coalesced: false }
-    } catch (error) {
-      if (!isDuplicateKeyError(error)) throw error
+    if (session === undefined) {
+      try {
+        await databaseCall(async () => await this.#rows.insertOne(job))
+        return { job, coalesced: false }
+      } catch (error) {
+        if (!isDuplicateKeyError(error)) throw error
+      }
+    } else {
+      // In a transaction a refused insert would end the transaction, so the key is looked up first,
+      // in the transaction's snapshot. A job queued under the key after the snapshot makes the
+      // insert fail all the same: the caller runs its transaction again, and this finds that job.
+      const holder = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { _id: 1 }, session, signal }))
+      if (holder === null) {
+        await databaseCall(async () => await this.#rows.insertOne(job, { session }))
+        return { job, coalesced: false }
+      }
     }
     // The newest request's payload wins (an event created then deleted is written as deleted). A
     // running job may already have read the state this request is about, so it runs once more.
     // Each update holds for the job's status at its moment; a job a worker claimed (or put back)
     // between the two is tried again, else the worker would run it with the older payload.
     for (;;) {
-      const running = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } }))
+      const running = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } }, { session }))
       if (running.matchedCount === 1) break
-      const queued = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } }))
+      const queued = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } }, { session }))
       if (queued.matchedCount === 1) break
-      const current = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 }, signal }))
+      const current = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 }, session, signal }))
       // Gone meanwhile: queued anew below. Failed or exhausted: it keeps its payload, as before.
       if (current === null || (current.status !== 'running' && current.status !== 'queued')) break
     }
@@ -126,10 +142,11 @@ export class JobQueue {
     // retry or for its provider keeps its time, so edits made during an outage spend no retries.
     await databaseCall(async () => await this.#rows.updateOne(
       { coalescingKey: job.coalescingKey, status: 'queued', attempts: 0, waitingForProvider: { $ne: true }, runAt: { $gt: job.runAt } },
-      { $set: { runAt: job.runAt } }
+      { $set: { runAt: job.runAt } },
+      { session }
     ))
-    const existing = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { signal }))
-    if (!existing) return await this.enqueue(request)
+    const existing = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { session, signal }))
+    if (!existing) return await this.enqueue(request, options)
     return { job: existing, coalesced: true }
   }
 
