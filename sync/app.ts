@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { STATUS_CODES } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
 import type { SyncConfig } from '../schemas/config.js'
 import { loggerOptions } from '../lib/logging.js'
@@ -10,7 +10,8 @@ import { requestBodies, validationOptions } from '../lib/request-bodies.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
 import { errorBody, SyncServiceError } from './lib/errors.js'
-import { sendUntypedError, type UntypedErrorBodies } from '../lib/error-bodies.js'
+import { DATABASE_RETRY_AFTER_SECONDS, sendUntypedError, type UntypedErrorBodies } from '../lib/error-bodies.js'
+import { DatabaseDeadlineError, isDatabaseUnavailableError } from '../lib/mongo-errors.js'
 import type { SyncErrorBody } from '../schemas/sync/index.js'
 import type { ProviderRegistry } from './lib/providers/port.js'
 import configPlugin from './plugins/config.js'
@@ -82,6 +83,23 @@ const SYNC_UNTYPED_ERROR_BODIES: UntypedErrorBodies<SyncErrorBody> = {
   failed: (statusCode) => ({ ...errorBody('INTERNAL', 'The Sync service failed to answer; try again later'), statusCode, error: STATUS_CODES[statusCode] ?? 'Error' })
 }
 
+/**
+ * The Sync database did not answer, or not within a call's deadline (sync/stores/database-calls.ts):
+ * 503 DATABASE_UNAVAILABLE with Retry-After, as the backend answers its own (lib/error-bodies.ts),
+ * never a 500 with the driver's words and never a 401. The log says why: the error's class, the
+ * first line of its message (a deadline, or the driver's "connection ... timed out"; neither carries
+ * credentials) and the deadline that passed, without the driver's topology and options.
+ */
+function sendDatabaseUnavailable (request: FastifyRequest, reply: FastifyReply, error: Error): FastifyReply {
+  request.log.error({
+    cause: error.name,
+    reason: error.message.split('\n')[0]?.slice(0, 300),
+    ...(error instanceof DatabaseDeadlineError ? { deadlineMs: error.deadlineMs } : {})
+  }, 'database unavailable')
+  return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+    .send(errorBody('DATABASE_UNAVAILABLE', 'The Sync service is briefly unavailable; try again shortly'))
+}
+
 const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance, options) => {
   // Each part declares the parts it needs; they are registered here in that order, each with
   // the options it takes.
@@ -119,6 +137,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
       if (error.statusCode >= 500) request.log.warn({ code: error.code }, 'request refused')
       return reply.code(error.statusCode).send(error.toBody())
     }
+    if (isDatabaseUnavailableError(error)) return sendDatabaseUnavailable(request, reply, error)
     return sendUntypedError(request, reply, error, SYNC_UNTYPED_ERROR_BODIES)
   })
 

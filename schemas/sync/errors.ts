@@ -16,6 +16,7 @@ export const SyncErrorCodeSchema = Type.Union([
   Type.Literal('CALDAV_CREDENTIALS_REFUSED'),
   Type.Literal('CALDAV_DISCOVERY_FAILED'),
   Type.Literal('MAINTENANCE'),
+  Type.Literal('DATABASE_UNAVAILABLE'),
   Type.Literal('INTERNAL')
 ], { description: 'Machine-readable error code of a Sync service answer' })
 
@@ -42,6 +43,8 @@ export const SYNC_ERROR_STATUS = {
   CALDAV_CREDENTIALS_REFUSED: 422,
   CALDAV_DISCOVERY_FAILED: 422,
   MAINTENANCE: 503,
+  /** The Sync database did not answer (in time): retry after Retry-After; nothing of the request was applied. */
+  DATABASE_UNAVAILABLE: 503,
   INTERNAL: 500
 } as const satisfies Record<Static<typeof SyncErrorCodeSchema>, number>
 

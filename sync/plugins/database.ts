@@ -1,15 +1,29 @@
 import fp from 'fastify-plugin'
 import { MongoClient } from 'mongodb'
-import type { Db } from 'mongodb'
+import type { ClientSession, Db } from 'mongodb'
 import type { SyncConfig } from '../../schemas/config.js'
-import { DATABASE_DEADLINES, isUnauthorizedError } from '../../lib/mongo-errors.js'
+import { DATABASE_DEADLINES, isUnauthorizedError, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 import { apiDatabaseOf, checkIsolation, SyncStartupError } from '../lib/isolation.js'
+import { databaseCallDeadlineMs } from '../stores/database-calls.js'
 
 export interface SyncDatabase {
   client: MongoClient
   db: Db
-  /** Resolves while the database answers; the readiness probe asks it. */
+  /**
+   * Resolves while the database answers; the readiness probe asks it. Rejects with
+   * DatabaseDeadlineError when no answer came within the database deadline (DATABASE_CALL_DEADLINE_MS).
+   */
   ping: () => Promise<void>
+  /** Whether the deployment runs transactions (a replica set or a sharded cluster; a single server has none). */
+  transactional: boolean
+  /**
+   * Runs `work` in one transaction where the deployment has them, so its writes happen together or
+   * not at all; otherwise runs it as is (`session` undefined) and its writes go in order. The whole
+   * has the deadline of one database call of the work it belongs to (sync/stores/database-calls.ts):
+   * past it the caller meets DatabaseDeadlineError and the transaction is not committed, even when
+   * the database answers later (only a commit already sent may still land, whole).
+   */
+  withTransaction: <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
 }
 
 declare module 'fastify' {
@@ -50,10 +64,35 @@ export default fp(async function syncDatabase (fastify) {
     throw error
   }
   const db = client.db()
+  const hello = await db.admin().command({ hello: 1 })
+  const transactional = typeof hello['setName'] === 'string' || hello['msg'] === 'isdbgrid'
+
+  async function withTransaction<T> (work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
+    return await withDatabaseDeadline(async (signal) => {
+      if (!transactional) return await work(undefined)
+      const session = client.startSession()
+      try {
+        return await session.withTransaction(async () => {
+          // The driver runs this again after a transient error; not once the caller has been answered.
+          signal.throwIfAborted()
+          const result = await work(session)
+          // Past the deadline the request was answered 503: what it wrote must not commit now.
+          signal.throwIfAborted()
+          return result
+        })
+      } finally {
+        await session.endSession()
+      }
+    }, databaseCallDeadlineMs())
+  }
+
+  fastify.log.info({ transactional }, 'sync database ready')
   fastify.decorate('syncDb', {
     client,
     db,
-    ping: async () => { await db.command({ ping: 1 }) }
+    ping: async () => { await withDatabaseDeadline(async (signal) => await db.command({ ping: 1 }, { signal })) },
+    transactional,
+    withTransaction
   })
   fastify.addHook('onClose', async () => { await client.close() })
 }, { name: 'sync-database', dependencies: ['sync-config'] })

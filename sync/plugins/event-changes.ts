@@ -17,6 +17,7 @@ export default fp(async function syncEventChanges (fastify) {
     feed: fastify.syncFeed,
     engine: fastify.syncEngine,
     clock: fastify.syncClock,
-    modes: fastify.syncConfig.sync
+    modes: fastify.syncConfig.sync,
+    transaction: fastify.syncDb.withTransaction
   }))
 }, { name: 'sync-event-changes', dependencies: ['sync-config', 'sync-database', 'sync-change-feed', 'sync-connections', 'sync-engine'] })

@@ -1,10 +1,12 @@
 // Reports of own-data event changes from the backend: an `event` invalidation for the user's other
 // tabs and devices, and the provider write when the user has a live connection and execution is
 // active. Each idempotency key is applied once; a repeat answers what the first one answered.
+import type { ClientSession } from 'mongodb'
 import type { EventChangeAccepted, EventChangeReport } from '../../schemas/sync/index.js'
+import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { Clock } from '../lib/clock.js'
 import { decideReport, fingerprint, refusal, replayAnswer } from '../lib/event-changes.js'
-import type { Modes } from '../lib/event-changes.js'
+import type { Modes, Refusal } from '../lib/event-changes.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { EventChangeReportStore } from '../stores/event-change-reports.js'
@@ -18,7 +20,16 @@ export interface EventChangesParts {
   clock: Clock
   /** Read on every report, as the configuration holds them. */
   modes: Modes
+  /** SyncDatabase.withTransaction: one report's writes commit together, where the deployment has transactions. */
+  transaction: <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
 }
+
+/**
+ * How often a report's transaction runs before its duplicate key error is answered: a concurrent
+ * report of the same key (or a job queued under the same key) committed after the transaction
+ * began, and the next run sees it.
+ */
+const TRANSACTION_RUNS = 3
 
 export class EventChanges {
   readonly #parts: EventChangesParts
@@ -32,36 +43,54 @@ export class EventChanges {
    * once maintenance ends. A report for a revoked connection is held until the user reconnects it,
    * and still appends the `event` invalidation: the backend's own write stands and the user's other
    * tabs must see it.
+   *
+   * The report's writes (its feed entry, its provider write or held change, and the record of its
+   * key) are one transaction where the deployment has transactions: a report that met a database
+   * past its deadline (503) left nothing, and the backend's retry applies it once. Without
+   * transactions they go in that order, the record last: a report cut off half-way is applied
+   * again by the retry (a second `event` invalidation at worst, the provider write coalescing by
+   * its key) rather than answered as done with its invalidation and write missing.
    */
   async apply (report: EventChangeReport): Promise<EventChangeAccepted> {
-    const { reports, connections, feed, engine, clock, modes } = this.#parts
     const print = fingerprint(report)
-    const previous = await reports.find(report.userId, report.idempotencyKey)
+    for (let run = 1; ; run++) {
+      try {
+        const answer = await this.#parts.transaction(async (session) => await this.#applyOnce(report, print, session))
+        if ('refused' in answer) throw refusal(answer.refused)
+        return answer
+      } catch (error) {
+        if (run < TRANSACTION_RUNS && isDuplicateKeyError(error)) continue
+        throw error
+      }
+    }
+  }
+
+  async #applyOnce (report: EventChangeReport, print: string, session: ClientSession | undefined): Promise<EventChangeAccepted | { refused: Refusal }> {
+    const { reports, connections, feed, engine, clock, modes } = this.#parts
+    const previous = await reports.find(report.userId, report.idempotencyKey, { session })
     if (previous) return replayAnswer(previous, print)
 
     const { outcome, writable } = decideReport(report, await connections.listByUser(report.userId), modes)
     if (outcome.kind === 'refused' && outcome.code === 'MAINTENANCE') throw refusal(outcome)
 
-    // The same report may arrive twice at once; the one recorded first is the one applied.
-    const winner = await reports.record({ userId: report.userId, idempotencyKey: report.idempotencyKey, fingerprint: print, outcome, createdAt: clock.now() })
-    if (winner) return replayAnswer(winner, print)
-
-    await feed.append(report.userId, {
+    await feed.appendWith({ session }, report.userId, {
       kind: 'event',
       eventId: report.eventId,
       ...(report.connectionId ? { connectionId: report.connectionId } : {}),
       ...(report.calendarId ? { calendarId: report.calendarId } : {})
     })
-    if (outcome.kind === 'refused') throw refusal(outcome)
+    const change = { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject }
     if (outcome.kind === 'held') {
-      await engine.holdProviderWrite(outcome.connectionId, report.userId, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject })
-      return { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }
+      await engine.holdProviderWrite(outcome.connectionId, report.userId, change, { session })
+    } else if (outcome.kind === 'accepted' && outcome.providerWriteQueued) {
+      for (const connection of writable) await engine.queueProviderWrite(connection, change, { session })
     }
-    if (outcome.providerWriteQueued) {
-      for (const connection of writable) {
-        await engine.queueProviderWrite(connection, { eventId: report.eventId, operation: report.operation, calendarId: report.calendarId ?? null, subject: report.subject })
-      }
-    }
+
+    // The same report may arrive twice at once; the one recorded first gives the answer.
+    const winner = await reports.record({ userId: report.userId, idempotencyKey: report.idempotencyKey, fingerprint: print, outcome, createdAt: clock.now() }, { session })
+    if (winner) return replayAnswer(winner, print)
+    if (outcome.kind === 'refused') return { refused: outcome }
+    if (outcome.kind === 'held') return { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }
     return { duplicate: false, providerWriteQueued: outcome.providerWriteQueued }
   }
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
 import { WaitForProviderError } from '../lib/jobs/rules.js'
+import { inBackground } from '../stores/database-calls.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -41,9 +42,9 @@ export class JobWorker {
     return started.length
   }
 
-  /** One pass of the failed-job self-heal sweep. */
+  /** One pass of the failed-job self-heal sweep (background work: BACKGROUND_DATABASE_CALL_DEADLINE_MS per call). */
   async sweep (): Promise<SweepReport> {
-    return await this.#options.sweep()
+    return await inBackground(async () => await this.#options.sweep())
   }
 
   /** Background loop for the running service; tests drive tick() instead. */
@@ -67,7 +68,15 @@ export class JobWorker {
     await Promise.allSettled([...this.#running])
   }
 
+  /**
+   * Claims and starts due jobs. Everything the jobs do runs as background work (database calls with
+   * BACKGROUND_DATABASE_CALL_DEADLINE_MS each), whoever asked for the claim.
+   */
   async #fill (): Promise<Array<Promise<void>>> {
+    return await inBackground(async () => await this.#claimAndStart())
+  }
+
+  async #claimAndStart (): Promise<Array<Promise<void>>> {
     // One claimer at a time, so two ticks never overfill the slots.
     if (this.#claiming || this.#stopped) return []
     this.#claiming = true

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import type { JWTVerifyGetKey } from 'jose'
 import { MAINTENANCE_TOKEN_ALGORITHM, MAINTENANCE_TOKEN_MAX_AGE_S } from '../../lib/maintenance-token.js'
+import { inBackground } from '../stores/database-calls.js'
 import type { MaintenanceReport, SyncEngine } from './sync-engine.js'
 
 export class MaintenanceUnauthorizedError extends Error {
@@ -69,16 +70,17 @@ export class Maintenance {
     }
   }
 
+  /** The service's own timers; their passes are background work (BACKGROUND_DATABASE_CALL_DEADLINE_MS per database call). */
   start (intervalMs: number, fallbackPullIntervalMs: number): void {
     const tick = () => {
-      this.run()
+      inBackground(async () => await this.run())
         .then((report) => { if (report.renewed + report.stopped + report.failed > 0) this.#log.info(report, 'watch maintenance pass') })
         .catch((error: unknown) => this.#log.error({ err: error }, 'watch maintenance failed'))
     }
     this.#timer = setInterval(tick, intervalMs)
     this.#timer.unref()
     const pullOverdue = () => {
-      this.#engine.pullOverdueCalendars()
+      inBackground(async () => await this.#engine.pullOverdueCalendars())
         .then((queued) => { if (queued > 0) this.#log.info({ queued }, 'pulls queued for calendars no notification reached') })
         .catch((error: unknown) => this.#log.error({ err: error }, 'queueing overdue pulls failed'))
     }

@@ -9,6 +9,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
 import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
 import { grantIsRefreshToken } from '../../lib/identity-providers.js'
+import { isDatabaseUnavailableError } from '../../lib/mongo-errors.js'
 import type {
   CredentialHandOver, CredentialHandOverResult, EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult,
   ProviderWriteSubject
@@ -36,6 +37,7 @@ import type { ChangeFeed } from '../stores/change-feed.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { JobQueue, JobRecord, JobType } from '../stores/job-queue.js'
+import type { InTransaction } from '../stores/database-calls.js'
 import type { UserActivityStore } from '../stores/user-activity.js'
 import { WatchStore } from '../stores/watches.js'
 import type { WatchRecord } from '../stores/watches.js'
@@ -145,9 +147,10 @@ export class SyncEngine {
 
   /**
    * A change reported while its connection's grant is revoked: kept until the user reconnects
-   * (authorize), so the backend's own write is never kept from the provider calendar.
+   * (authorize), so the backend's own write is never kept from the provider calendar. With
+   * `session`, in the caller's transaction.
    */
-  async holdProviderWrite (connectionId: string, userId: string, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
+  async holdProviderWrite (connectionId: string, userId: string, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }, options: InTransaction = {}): Promise<void> {
     await this.#parts.held.hold({
       connectionId,
       userId,
@@ -156,7 +159,7 @@ export class SyncEngine {
       calendarId: change.calendarId,
       ...(change.subject === undefined ? {} : { subject: change.subject }),
       heldAt: this.#parts.clock.now()
-    })
+    }, options)
   }
 
   /**
@@ -219,7 +222,8 @@ export class SyncEngine {
     return queued
   }
 
-  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }): Promise<void> {
+  /** Queues the provider write of a reported change (the newest report of an event wins); with `session`, in the caller's transaction. */
+  async queueProviderWrite (connection: ConnectionRecord, change: { eventId: string, operation: EventOperation, calendarId: string | null, subject?: ProviderWriteSubject | undefined }, options: InTransaction = {}): Promise<void> {
     const id = connection._id.toHexString()
     await this.#parts.queue.enqueue({
       type: 'providerWrite',
@@ -232,7 +236,7 @@ export class SyncEngine {
         ...(change.calendarId === null ? {} : { calendarId: change.calendarId }),
         ...(change.subject === undefined ? {} : { subject: JSON.stringify(change.subject) })
       }
-    })
+    }, options)
   }
 
   /** Stops every notification channel of a user (logout); succeeds with no connection at all. */
@@ -357,6 +361,9 @@ export class SyncEngine {
         await this.#queueCalendarPull(watch)
         report.renewed++
       } catch (error) {
+        // A database that does not answer fails every channel alike: the pass ends here (503 to a
+        // scheduler) instead of waiting out a deadline per channel.
+        if (isDatabaseUnavailableError(error)) throw error
         report.failed++
         if (error instanceof ProviderAuthorizationRevokedError) await connections.apply(watch.connectionId, { type: 'grantRevoked' })
         log.warn({ channelId: watch._id, err: error }, 'watch maintenance failed for a channel; the next pass tries again')
@@ -379,6 +386,7 @@ export class SyncEngine {
         await this.#watchCalendar(acting.provider, acting.context, watch.calendarId)
       }
     } catch (error) {
+      if (isDatabaseUnavailableError(error)) throw error
       if (error instanceof ProviderAuthorizationRevokedError) {
         await connections.apply(watch.connectionId, { type: 'grantRevoked' })
         await this.#tellBackendOfRevocation(connection)
@@ -435,7 +443,8 @@ export class SyncEngine {
       if (acting) await acting.provider.unwatch(acting.context, { channelId: watch._id, resourceId: watch.resourceId })
     } catch (error) {
       // The channel expires at the provider on its own; a failed stop must not keep a logout or a
-      // maintenance pass from finishing.
+      // maintenance pass from finishing. A database that does not answer fails the whole request.
+      if (isDatabaseUnavailableError(error)) throw error
       log.warn({ channelId: watch._id, err: error }, 'stopping a provider watch failed; the channel will lapse at its expiration')
     }
     await watches.remove(watch._id)
@@ -498,6 +507,9 @@ export class SyncEngine {
       await work(connection, this.#providerContext(connectionId, connection.userId, credential), provider)
     } catch (error) {
       if (error instanceof NothingToDo) return
+      // Our own database failing is not the provider's: the connection's state stays as it is,
+      // and the job retries on its ladder.
+      if (isDatabaseUnavailableError(error)) throw error
       if (error instanceof ProviderAuthorizationRevokedError) {
         log.warn({ connectionId, jobId: job._id.toHexString() }, 'provider grant revoked; connection needs the user')
         await connections.apply(connectionId, { type: 'grantRevoked' })
@@ -713,7 +725,7 @@ export class SyncEngine {
         if (watch === undefined) await this.#watchCalendar(provider, context, calendar.calendarId)
         else await this.#renewWatch(provider, context, watch)
       } catch (error) {
-        if (error instanceof ProviderAuthorizationRevokedError) throw error
+        if (error instanceof ProviderAuthorizationRevokedError || isDatabaseUnavailableError(error)) throw error
         this.#parts.log.warn({ connectionId: context.connectionId, err: error }, 'watching a calendar failed; it is pulled on the timer until a channel exists')
       }
     }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
+import { databaseCall } from './database-calls.js'
 
 /** Where an interrupted import of one calendar goes on from. */
 export interface ImportCheckpoint {
@@ -59,15 +60,15 @@ export class CalendarStore {
 
   /** Imported calendars last pulled before `before`, oldest first. */
   async listPulledBefore (before: Date, limit: number): Promise<CalendarRecord[]> {
-    return await this.#rows.find({ cursor: { $ne: null }, lastUpdatedAt: { $lt: before } }).sort({ lastUpdatedAt: 1 }).limit(limit).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ cursor: { $ne: null }, lastUpdatedAt: { $lt: before } }, { signal }).sort({ lastUpdatedAt: 1 }).limit(limit).toArray())
   }
 
   async listByConnection (connectionId: string): Promise<CalendarRecord[]> {
-    return await this.#rows.find({ connectionId }).sort({ calendarId: 1 }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ connectionId }, { signal }).sort({ calendarId: 1 }).toArray())
   }
 
   async get (connectionId: string, calendarId: string): Promise<CalendarRecord | null> {
-    return await this.#rows.findOne({ _id: rowId(connectionId, calendarId) })
+    return await databaseCall(async (signal) => await this.#rows.findOne({ _id: rowId(connectionId, calendarId) }, { signal }))
   }
 
   /**
@@ -76,33 +77,33 @@ export class CalendarStore {
    */
   async beginImport (facts: CalendarFacts, run: string, now: Date): Promise<ImportCheckpoint> {
     const _id = rowId(facts.connectionId, facts.calendarId)
-    const existing = await this.#rows.findOne({ _id })
+    const existing = await databaseCall(async (signal) => await this.#rows.findOne({ _id }, { signal }))
     const resumed = existing?.checkpoint?.run === run ? existing.checkpoint : null
     const checkpoint: ImportCheckpoint = resumed ?? { run, generation: randomBytes(9).toString('base64url'), pass: 'window', pageToken: null, eventsImported: 0 }
-    await this.#rows.updateOne({ _id }, {
+    await databaseCall(async () => await this.#rows.updateOne({ _id }, {
       $set: { ...facts, checkpoint, lastUpdatedAt: now },
       $setOnInsert: { cursor: null, generation: 0, expiryStreak: 0, importedInRun: null }
-    }, { upsert: true })
+    }, { upsert: true }))
     return checkpoint
   }
 
   async saveCheckpoint (connectionId: string, calendarId: string, checkpoint: ImportCheckpoint): Promise<void> {
-    await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, { $set: { checkpoint } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, { $set: { checkpoint } }))
   }
 
   /** Records a completed import: the new generation is promoted and the streak is kept as given. */
   async promoteImport (connectionId: string, calendarId: string, update: { cursor: string, run: string, expiryStreak: number }, now: Date): Promise<void> {
-    await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, {
+    await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, {
       $set: { cursor: update.cursor, importedInRun: update.run, expiryStreak: update.expiryStreak, checkpoint: null, lastUpdatedAt: now },
       $inc: { generation: 1 }
-    })
+    }))
   }
 
   async recordPull (calendar: CalendarRecord, cursor: string, now: Date): Promise<void> {
-    await this.#rows.updateOne({ _id: calendar._id }, { $set: { cursor, expiryStreak: 0, lastUpdatedAt: now } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: calendar._id }, { $set: { cursor, expiryStreak: 0, lastUpdatedAt: now } }))
   }
 
   async remove (connectionId: string, calendarId: string): Promise<void> {
-    await this.#rows.deleteOne({ _id: rowId(connectionId, calendarId) })
+    await databaseCall(async () => await this.#rows.deleteOne({ _id: rowId(connectionId, calendarId) }))
   }
 }

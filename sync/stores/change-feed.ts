@@ -7,6 +7,8 @@ import { CHANGE_FEED_RETENTION_MS, CURSOR_MAX_AGE_MS, deliverableEntries } from 
 import type { InvalidationInput } from '../lib/change-feed.js'
 import type { Clock } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/feed-cursor.js'
+import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 interface FeedEntry {
   userId: string
@@ -41,42 +43,48 @@ export class ChangeFeed {
   }
 
   async append (userId: string, ...items: InvalidationInput[]): Promise<void> {
+    await this.appendWith({}, userId, ...items)
+  }
+
+  /** append() within the caller's transaction (`session`): the sequence numbers and the entries commit with the rest of it. */
+  async appendWith ({ session }: InTransaction, userId: string, ...items: InvalidationInput[]): Promise<void> {
     if (items.length === 0) return
     const now = this.#clock.now()
-    const last = await this.#allocate(userId, items.length, now)
+    const last = await this.#allocate(userId, items.length, now, session)
     const first = last - items.length + 1
-    await this.#entries.insertMany(items.map((item, index) => ({
+    await databaseCall(async () => await this.#entries.insertMany(items.map((item, index) => ({
       userId,
       seq: first + index,
       createdAt: now,
       invalidation: { ...item, at: now.toISOString() } as Invalidation
-    })))
+    })), { session }))
   }
 
   async page (userId: string, cursor: string | null, limit: number): Promise<ChangesPage> {
-    const counter = await this.#counters.findOne({ _id: userId })
+    const counter = await databaseCall(async (signal) => await this.#counters.findOne({ _id: userId }, { signal }))
     return await this.#pageAfter(userId, cursor, counter?.seq ?? 0, limit)
   }
 
   /** The same answers as page() for each user, with one counter read for all of them. */
   async pages (requests: CursorRequest[], limit: number): Promise<ChangesPage[]> {
     const userIds = [...new Set(requests.map((request) => request.userId))]
-    const counters = await this.#counters.find({ _id: { $in: userIds } }).toArray()
+    const counters = await databaseCall(async (signal) => await this.#counters.find({ _id: { $in: userIds } }, { signal }).toArray())
     const heads = new Map(counters.map((counter) => [counter._id, counter.seq]))
     return await Promise.all(requests.map((request) =>
       this.#pageAfter(request.userId, request.cursor, heads.get(request.userId) ?? 0, limit)))
   }
 
-  async #allocate (userId: string, count: number, now: Date): Promise<number> {
+  async #allocate (userId: string, count: number, now: Date, session: InTransaction['session']): Promise<number> {
     const update = { $inc: { seq: count }, $set: { updatedAt: now } }
     try {
-      const counter = await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' })
+      const counter = await databaseCall(async () => await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after', session }))
       if (counter) return counter.seq
     } catch (error) {
       // Two first appends for the same user may both try to insert the counter; the loser retries.
-      if (!isDuplicateKeyError(error)) throw error
+      // In a transaction the failed insert ended the transaction: the caller runs it again.
+      if (!isDuplicateKeyError(error) || session !== undefined) throw error
     }
-    const counter = await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' })
+    const counter = await databaseCall(async () => await this.#counters.findOneAndUpdate({ _id: userId }, update, { upsert: true, returnDocument: 'after' }))
     if (!counter) throw new Error('change feed counter was not written')
     return counter.seq
   }
@@ -95,11 +103,11 @@ export class ChangeFeed {
     if (!position || position.seq > head || nowMs - position.issuedAtMs > CURSOR_MAX_AGE_MS) return watermark(true)
     if (position.seq === head) return watermark(false)
 
-    const found = await this.#entries
-      .find({ userId, seq: { $gt: position.seq, $lte: head } })
+    const found = await databaseCall(async (signal) => await this.#entries
+      .find({ userId, seq: { $gt: position.seq, $lte: head } }, { signal })
       .sort({ seq: 1 })
       .limit(limit)
-      .toArray()
+      .toArray())
 
     const delivered = deliverableEntries(found, position.seq, nowMs)
     const lastEntry = delivered.at(-1)

@@ -11,6 +11,7 @@ import type { Clock } from '../lib/clock.js'
 import { providerRetryDelayMs } from '../lib/jobs/rules.js'
 import type { ChangeFeed } from './change-feed.js'
 import type { CredentialStore } from './credentials.js'
+import { databaseCall } from './database-calls.js'
 
 // A transition is written only if the connection still has the facts it was computed from; a
 // concurrent writer makes us read again and recompute.
@@ -50,7 +51,7 @@ export class ConnectionStore {
       createdAt: now,
       updatedAt: now
     }
-    await this.#rows.insertOne(record)
+    await databaseCall(async () => await this.#rows.insertOne(record))
     await this.#feed.append(userId, { kind: 'connection', connectionId: record._id.toHexString(), provider, state: record.state, reason: null })
     return record
   }
@@ -58,16 +59,16 @@ export class ConnectionStore {
   /** Names the provider account of a connection made before accounts were recorded. */
   async recordAccount (connectionId: string, account: string): Promise<void> {
     const id = objectIdFrom(connectionId)
-    if (id) await this.#rows.updateOne({ _id: id }, { $set: { account } })
+    if (id) await databaseCall(async () => await this.#rows.updateOne({ _id: id }, { $set: { account } }))
   }
 
   async get (connectionId: string): Promise<ConnectionRecord | null> {
     const id = objectIdFrom(connectionId)
-    return id ? await this.#rows.findOne({ _id: id }) : null
+    return id ? await databaseCall(async (signal) => await this.#rows.findOne({ _id: id }, { signal })) : null
   }
 
   async listByUser (userId: string): Promise<ConnectionRecord[]> {
-    return await this.#rows.find({ userId }).sort({ createdAt: 1 }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ userId }, { signal }).sort({ createdAt: 1 }).toArray())
   }
 
   /**
@@ -78,17 +79,17 @@ export class ConnectionStore {
     const id = objectIdFrom(connectionId)
     if (!id) return null
     for (let attempt = 0; attempt < MAX_TRANSITION_ATTEMPTS; attempt++) {
-      const current = await this.#rows.findOne({ _id: id })
+      const current = await databaseCall(async (signal) => await this.#rows.findOne({ _id: id }, { signal }))
       if (!current) return null
       const now = this.#clock.now()
       const next = transition(current, event, now)
       if (!next) return current
       if (next.discardCredential) await this.#credentials.discard(connectionId)
-      const updated = await this.#rows.findOneAndUpdate(
+      const updated = await databaseCall(async () => await this.#rows.findOneAndUpdate(
         { _id: id, state: current.state, reason: current.reason },
         { $set: { state: next.state, reason: next.reason, ...next.set, updatedAt: now } },
         { returnDocument: 'after' }
-      )
+      ))
       if (!updated) continue
       if (next.changed) {
         await this.#feed.append(current.userId, {
@@ -108,9 +109,9 @@ export class ConnectionStore {
   async recordUnavailable (connectionId: string, retryAfterMs: number | null, random: () => number): Promise<Date> {
     const id = objectIdFrom(connectionId)
     const now = this.#clock.now()
-    const counted = id ? await this.#rows.findOneAndUpdate({ _id: id }, { $inc: { unavailableStreak: 1 } }, { returnDocument: 'after' }) : null
+    const counted = id ? await databaseCall(async () => await this.#rows.findOneAndUpdate({ _id: id }, { $inc: { unavailableStreak: 1 } }, { returnDocument: 'after' })) : null
     const retryAt = new Date(now.getTime() + providerRetryDelayMs(counted?.unavailableStreak ?? 1, retryAfterMs, random))
-    if (id) await this.#rows.updateOne({ _id: id }, { $set: { providerRetryAt: retryAt, updatedAt: now } })
+    if (id) await databaseCall(async () => await this.#rows.updateOne({ _id: id }, { $set: { providerRetryAt: retryAt, updatedAt: now } }))
     return retryAt
   }
 
@@ -118,20 +119,20 @@ export class ConnectionStore {
   async recordAnswered (connectionId: string): Promise<boolean> {
     const id = objectIdFrom(connectionId)
     if (!id) return false
-    const cleared = await this.#rows.updateOne({ _id: id, unavailableStreak: { $gt: 0 } }, { $set: { providerRetryAt: null, unavailableStreak: 0 } })
+    const cleared = await databaseCall(async () => await this.#rows.updateOne({ _id: id, unavailableStreak: { $gt: 0 } }, { $set: { providerRetryAt: null, unavailableStreak: 0 } }))
     return cleared.modifiedCount === 1
   }
 
   /** The user asked to try now: the next job asks the provider at once (the streak stays, so a failure backs off further). */
   async tryProviderNow (connectionId: string): Promise<void> {
     const id = objectIdFrom(connectionId)
-    if (id) await this.#rows.updateOne({ _id: id, providerRetryAt: { $ne: null } }, { $set: { providerRetryAt: null } })
+    if (id) await databaseCall(async () => await this.#rows.updateOne({ _id: id, providerRetryAt: { $ne: null } }, { $set: { providerRetryAt: null } }))
   }
 
   /** Stores import progress and appends the matching `importProgress` invalidation. */
   async recordImport (record: ConnectionRecord, progress: Omit<StoredImportProgress, 'updatedAt'>): Promise<void> {
     const importProgress = { ...progress, updatedAt: this.#clock.now() }
-    await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }))
     await this.#feed.append(record.userId, {
       kind: 'importProgress',
       connectionId: record._id.toHexString(),

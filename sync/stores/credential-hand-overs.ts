@@ -3,6 +3,7 @@
 import type { Collection, Db } from 'mongodb'
 import type { CredentialHandOverResult } from '../../schemas/sync/index.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { databaseCall } from './database-calls.js'
 
 const RETENTION_SECONDS = 8 * 24 * 60 * 60
 
@@ -25,12 +26,12 @@ export class CredentialHandOverStore {
   }
 
   async find (userId: string, idempotencyKey: string): Promise<CredentialHandOverResult | null> {
-    return (await this.#rows.findOne({ _id: `${userId}:${idempotencyKey}` }))?.result ?? null
+    return (await databaseCall(async (signal) => await this.#rows.findOne({ _id: `${userId}:${idempotencyKey}` }, { signal })))?.result ?? null
   }
 
   async record (userId: string, idempotencyKey: string, result: CredentialHandOverResult, now: Date): Promise<void> {
     try {
-      await this.#rows.insertOne({ _id: `${userId}:${idempotencyKey}`, result, createdAt: now })
+      await databaseCall(async () => await this.#rows.insertOne({ _id: `${userId}:${idempotencyKey}`, result, createdAt: now }))
     } catch (error) {
       // A concurrent delivery of the same hand-over recorded it first; both did the same.
       if (!isDuplicateKeyError(error)) throw error

@@ -4,6 +4,7 @@ import type { Collection, Db } from 'mongodb'
 import type { Clock } from '../lib/clock.js'
 import { createCredentialCipher } from '../lib/credentials.js'
 import type { CredentialCipher, ProviderCredential } from '../lib/credentials.js'
+import { databaseCall } from './database-calls.js'
 
 interface CredentialRow {
   _id: string
@@ -30,21 +31,21 @@ export class CredentialStore {
 
   async save (connectionId: string, userId: string, credential: ProviderCredential): Promise<void> {
     const sealed = this.#require().seal(JSON.stringify(credential), connectionId)
-    await this.#rows.updateOne(
+    await databaseCall(async () => await this.#rows.updateOne(
       { _id: connectionId },
       { $set: { userId, sealed, updatedAt: this.#clock.now() } },
       { upsert: true }
-    )
+    ))
   }
 
   async load (connectionId: string): Promise<ProviderCredential | null> {
-    const row = await this.#rows.findOne({ _id: connectionId })
+    const row = await databaseCall(async (signal) => await this.#rows.findOne({ _id: connectionId }, { signal }))
     if (!row) return null
     return JSON.parse(this.#require().open(row.sealed, connectionId)) as ProviderCredential
   }
 
   async discard (connectionId: string): Promise<void> {
-    await this.#rows.deleteOne({ _id: connectionId })
+    await databaseCall(async () => await this.#rows.deleteOne({ _id: connectionId }))
   }
 
   #require (): CredentialCipher {

@@ -5,6 +5,8 @@
 import type { Collection, Db } from 'mongodb'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
+import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 export interface HeldWrite {
   connectionId: string
@@ -28,23 +30,24 @@ export class HeldWriteStore {
   }
 
   /** Keeps the latest change of an event for its connection. */
-  async hold (write: HeldWrite): Promise<void> {
-    const replace = async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true })
+  async hold (write: HeldWrite, { session }: InTransaction = {}): Promise<void> {
+    const replace = async () => await databaseCall(async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true, session }))
     try {
       await replace()
     } catch (error) {
-      // Two upserts of one key at once: the loser replaces the row the winner made.
-      if (!isDuplicateKeyError(error)) throw error
+      // Two upserts of one key at once: the loser replaces the row the winner made (in a
+      // transaction, which the failed upsert ended, the caller runs the transaction again).
+      if (!isDuplicateKeyError(error) || session !== undefined) throw error
       await replace()
     }
   }
 
   async list (connectionId: string): Promise<HeldWrite[]> {
-    return await this.#rows.find({ connectionId }, { projection: { _id: 0 } }).sort({ heldAt: 1 }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ connectionId }, { projection: { _id: 0 }, signal }).sort({ heldAt: 1 }).toArray())
   }
 
   /** Forgets a held write once it is queued, unless a newer change of the event arrived meanwhile. */
   async release (write: HeldWrite): Promise<void> {
-    await this.#rows.deleteOne({ connectionId: write.connectionId, eventId: write.eventId, heldAt: write.heldAt })
+    await databaseCall(async () => await this.#rows.deleteOne({ connectionId: write.connectionId, eventId: write.eventId, heldAt: write.heldAt }))
   }
 }

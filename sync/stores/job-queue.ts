@@ -8,6 +8,8 @@ import type { Clock } from '../lib/clock.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from '../lib/jobs/rules.js'
 import type { JobStatus } from '../lib/jobs/rules.js'
+import { databaseCall } from './database-calls.js'
+import type { InTransaction } from './database-calls.js'
 
 export type JobType = 'import' | 'pull' | 'providerWrite'
 
@@ -80,8 +82,12 @@ export class JobQueue {
     await this.#rows.createIndex({ status: 1, leaseUntil: 1 }, { name: 'status_lease_until' })
   }
 
-  /** Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true. */
-  async enqueue (request: JobRequest): Promise<{ job: JobRecord, coalesced: boolean }> {
+  /**
+   * Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true.
+   * With `session` the job is queued in the caller's transaction and commits with it.
+   */
+  async enqueue (request: JobRequest, options: InTransaction = {}): Promise<{ job: JobRecord, coalesced: boolean }> {
+    const { session } = options
     const now = this.#clock.now()
     const job: JobRecord = {
       _id: new ObjectId(),
@@ -102,33 +108,45 @@ export class JobQueue {
       createdAt: now,
       updatedAt: now
     }
-    try {
-      await this.#rows.insertOne(job)
-      return { job, coalesced: false }
-    } catch (error) {
-      if (!isDuplicateKeyError(error)) throw error
+    if (session === undefined) {
+      try {
+        await databaseCall(async () => await this.#rows.insertOne(job))
+        return { job, coalesced: false }
+      } catch (error) {
+        if (!isDuplicateKeyError(error)) throw error
+      }
+    } else {
+      // In a transaction a refused insert would end the transaction, so the key is looked up first,
+      // in the transaction's snapshot. A job queued under the key after the snapshot makes the
+      // insert fail all the same: the caller runs its transaction again, and this finds that job.
+      const holder = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { _id: 1 }, session, signal }))
+      if (holder === null) {
+        await databaseCall(async () => await this.#rows.insertOne(job, { session }))
+        return { job, coalesced: false }
+      }
     }
     // The newest request's payload wins (an event created then deleted is written as deleted). A
     // running job may already have read the state this request is about, so it runs once more.
     // Each update holds for the job's status at its moment; a job a worker claimed (or put back)
     // between the two is tried again, else the worker would run it with the older payload.
     for (;;) {
-      const running = await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } })
+      const running = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } }, { session }))
       if (running.matchedCount === 1) break
-      const queued = await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } })
+      const queued = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } }, { session }))
       if (queued.matchedCount === 1) break
-      const current = await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 } })
+      const current = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 }, session, signal }))
       // Gone meanwhile: queued anew below. Failed or exhausted: it keeps its payload, as before.
       if (current === null || (current.status !== 'running' && current.status !== 'queued')) break
     }
     // Only a job that has not been tried yet starts earlier for a new request: one waiting for a
     // retry or for its provider keeps its time, so edits made during an outage spend no retries.
-    await this.#rows.updateOne(
+    await databaseCall(async () => await this.#rows.updateOne(
       { coalescingKey: job.coalescingKey, status: 'queued', attempts: 0, waitingForProvider: { $ne: true }, runAt: { $gt: job.runAt } },
-      { $set: { runAt: job.runAt } }
-    )
-    const existing = await this.#rows.findOne({ coalescingKey: job.coalescingKey })
-    if (!existing) return await this.enqueue(request)
+      { $set: { runAt: job.runAt } },
+      { session }
+    ))
+    const existing = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { session, signal }))
+    if (!existing) return await this.enqueue(request, options)
     return { job: existing, coalesced: true }
   }
 
@@ -140,7 +158,7 @@ export class JobQueue {
     if (job.status !== 'queued') return
     const start = new Date(Math.min(latest.getTime(), Math.max(job.runAt.getTime(), runAt.getTime())))
     if (start.getTime() === job.runAt.getTime()) return
-    await this.#rows.updateOne({ _id: job._id, status: 'queued' }, { $set: { runAt: start, updatedAt: this.#clock.now() } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, status: 'queued' }, { $set: { runAt: start, updatedAt: this.#clock.now() } }))
   }
 
   /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. Ties go in the order jobs were first queued. */
@@ -153,10 +171,10 @@ export class JobQueue {
           { status: 'running', leaseUntil: { $lte: now } }
         ]
       }
-      const job = await this.#rows.findOneAndUpdate(due, {
+      const job = await databaseCall(async () => await this.#rows.findOneAndUpdate(due, {
         $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },
         $inc: { attempts: 1 }
-      }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' })
+      }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' }))
       if (!job) return null
       // Workers that died holding the job used up its budget too.
       if (job.attempts <= ATTEMPT_BUDGET) return job
@@ -167,9 +185,9 @@ export class JobQueue {
   /** Extends the lease of a job still running; false when the lease was lost. */
   async renewLease (job: JobRecord, owner: string): Promise<boolean> {
     const now = this.#clock.now()
-    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+    const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
       $set: { leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now }
-    })
+    }))
     return result.modifiedCount === 1
   }
 
@@ -187,12 +205,12 @@ export class JobQueue {
    * to run once more), or false when the lease was lost (another worker owns the job now).
    */
   async complete (job: JobRecord, owner: string): Promise<'done' | 'again' | false> {
-    const deleted = await this.#rows.deleteOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: false })
+    const deleted = await databaseCall(async () => await this.#rows.deleteOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: false }))
     if (deleted.deletedCount === 1) return 'done'
     const now = this.#clock.now()
-    const again = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: true }, {
+    const again = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: true }, {
       $set: { status: 'queued', rerun: false, attempts: 0, runAt: now, leaseOwner: null, leaseUntil: null, updatedAt: now }
-    })
+    }))
     return again.modifiedCount === 1 ? 'again' : false
   }
 
@@ -201,9 +219,9 @@ export class JobQueue {
     const now = this.#clock.now()
     if (job.attempts >= ATTEMPT_BUDGET) return await this.#markFailed(job, owner, reason, now)
     const runAt = new Date(now.getTime() + retryDelayMs(job.attempts, this.#random))
-    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+    const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
       $set: { status: 'queued', runAt, waitingForProvider: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now }
-    })
+    }))
     return result.modifiedCount === 1
   }
 
@@ -213,11 +231,11 @@ export class JobQueue {
    */
   async waitForProvider (job: JobRecord, owner: string, reason: string, runAt: Date): Promise<boolean> {
     const now = this.#clock.now()
-    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+    const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
       // A report that came in meanwhile is in the payload the next try writes: no second run for it.
       $set: { status: 'queued', runAt, waitingForProvider: true, rerun: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now },
       $inc: { attempts: -1 }
-    })
+    }))
     return result.modifiedCount === 1
   }
 
@@ -226,38 +244,38 @@ export class JobQueue {
    * then (behind the one job that tries the provider), marked as waiting for it.
    */
   async holdConnection (connectionId: string, except: ObjectId, until: Date): Promise<number> {
-    const held = await this.#rows.updateMany(
+    const held = await databaseCall(async () => await this.#rows.updateMany(
       { connectionId, status: 'queued', _id: { $ne: except }, runAt: { $lt: until } },
       { $set: { runAt: until, waitingForProvider: true, updatedAt: this.#clock.now() } }
-    )
+    ))
     return held.modifiedCount
   }
 
   /** The connection's provider answers again (or the user asked to try now): its waiting jobs are due now. */
   async release (connectionId: string): Promise<number> {
     const now = this.#clock.now()
-    const released = await this.#rows.updateMany(
+    const released = await databaseCall(async () => await this.#rows.updateMany(
       { connectionId, status: 'queued', waitingForProvider: true },
       { $set: { runAt: now, waitingForProvider: false, updatedAt: now } }
-    )
+    ))
     return released.modifiedCount
   }
 
   /** Provider writes not yet done, per connection: queued, running, failed or exhausted. */
   async pendingWrites (connectionIds: string[]): Promise<Map<string, number>> {
-    const rows = await this.#rows.aggregate<{ _id: string, count: number }>([
+    const rows = await databaseCall(async (signal) => await this.#rows.aggregate<{ _id: string, count: number }>([
       { $match: { type: 'providerWrite', connectionId: { $in: connectionIds } } },
       { $group: { _id: '$connectionId', count: { $sum: 1 } } }
-    ]).toArray()
+    ], { signal }).toArray())
     return new Map(rows.map((row) => [row._id, row.count]))
   }
 
   async get (jobId: ObjectId): Promise<JobRecord | null> {
-    return await this.#rows.findOne({ _id: jobId })
+    return await databaseCall(async (signal) => await this.#rows.findOne({ _id: jobId }, { signal }))
   }
 
   async list (filter: Filter<JobRecord> = {}): Promise<JobRecord[]> {
-    return await this.#rows.find(filter).sort({ createdAt: 1 }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find(filter, { signal }).sort({ createdAt: 1 }).toArray())
   }
 
   /**
@@ -266,29 +284,29 @@ export class JobQueue {
    */
   async sweep (lastReadFailureAt: (connectionId: string) => Promise<Date | null>, log: FastifyBaseLogger): Promise<SweepReport> {
     const report: SweepReport = { requeued: 0, exhausted: 0, removed: 0 }
-    const candidates = await this.#rows.find({ status: { $in: ['failed', 'exhausted'] } }).toArray()
+    const candidates = await databaseCall(async (signal) => await this.#rows.find({ status: { $in: ['failed', 'exhausted'] } }, { signal }).toArray())
     for (const job of candidates) {
       const now = this.#clock.now()
       const marker = job.connectionId === null ? null : await lastReadFailureAt(job.connectionId)
       const action = sweepAction(job, { lastReadFailureAt: marker }, now)
       const context = { jobId: job._id.toHexString(), type: job.type, coalescingKey: job.coalescingKey, requeueCount: job.requeueCount }
       if (action === 'requeue') {
-        const result = await this.#rows.updateOne({ _id: job._id, status: 'failed' }, {
+        const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, status: 'failed' }, {
           $set: { status: 'queued', attempts: 0, runAt: now, failedAt: null, updatedAt: now },
           $inc: { requeueCount: 1 }
-        })
+        }))
         if (result.modifiedCount === 1) {
           report.requeued++
           log.info({ ...context, requeueCount: job.requeueCount + 1 }, 'failed job requeued by the self-heal sweep with a fresh attempt budget')
         }
       } else if (action === 'exhaust') {
-        const result = await this.#rows.updateOne({ _id: job._id, status: 'failed' }, { $set: { status: 'exhausted', updatedAt: now } })
+        const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, status: 'failed' }, { $set: { status: 'exhausted', updatedAt: now } }))
         if (result.modifiedCount === 1) {
           report.exhausted++
           log.error(context, 'job exhausted after the maximum requeues; it needs an operator')
         }
       } else if (action === 'remove') {
-        const result = await this.#rows.deleteOne({ _id: job._id, status: 'exhausted' })
+        const result = await databaseCall(async () => await this.#rows.deleteOne({ _id: job._id, status: 'exhausted' }))
         if (result.deletedCount === 1) {
           report.removed++
           log.warn(context, 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again')
@@ -299,9 +317,9 @@ export class JobQueue {
   }
 
   async #markFailed (job: JobRecord, owner: string, reason: string, now: Date): Promise<boolean> {
-    const result = await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+    const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
       $set: { status: 'failed', failedAt: now, leaseOwner: null, leaseUntil: null, lastError: reason, rerun: false, updatedAt: now }
-    })
+    }))
     return result.modifiedCount === 1
   }
 }

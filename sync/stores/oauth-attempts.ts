@@ -3,6 +3,7 @@
 // so a state works once.
 import type { Collection, Db } from 'mongodb'
 import type { Provider } from '../../schemas/sync/index.js'
+import { databaseCall } from './database-calls.js'
 
 export interface OAuthAttempt {
   _id: string
@@ -25,12 +26,12 @@ export class OAuthAttemptStore {
   }
 
   async save (attempt: OAuthAttempt): Promise<void> {
-    await this.#rows.insertOne(attempt)
+    await databaseCall(async () => await this.#rows.insertOne(attempt))
   }
 
   /** Removes and returns the attempt; null when it was used already, never existed or expired. */
   async consume (nonce: string, now: Date): Promise<OAuthAttempt | null> {
-    const attempt = await this.#rows.findOneAndDelete({ _id: nonce })
+    const attempt = await databaseCall(async () => await this.#rows.findOneAndDelete({ _id: nonce }))
     return attempt !== null && attempt.expiresAt.getTime() >= now.getTime() ? attempt : null
   }
 }

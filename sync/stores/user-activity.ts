@@ -2,6 +2,7 @@
 // that act for a user (feed polls of an open stream, event-change reports, metadata reads, connects).
 // Watch maintenance reads it to stop the channels of users who stopped coming.
 import type { Collection, Db } from 'mongodb'
+import { databaseCall } from './database-calls.js'
 
 interface ActivityRow {
   _id: string
@@ -25,13 +26,13 @@ export class UserActivityStore {
     if (due.length === 0) return
     for (const userId of due) this.#written.set(userId, now.getTime())
     if (this.#written.size > 100_000) this.#written.clear()
-    await this.#rows.bulkWrite(due.map((userId) => ({
+    await databaseCall(async () => await this.#rows.bulkWrite(due.map((userId) => ({
       updateOne: { filter: { _id: userId }, update: { $max: { lastSeenAt: now } }, upsert: true }
-    })), { ordered: false })
+    })), { ordered: false }))
   }
 
   /** When the user was last seen; null when never. */
   async lastSeen (userId: string): Promise<Date | null> {
-    return (await this.#rows.findOne({ _id: userId }))?.lastSeenAt ?? null
+    return (await databaseCall(async (signal) => await this.#rows.findOne({ _id: userId }, { signal })))?.lastSeenAt ?? null
   }
 }

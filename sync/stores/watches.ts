@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
+import { databaseCall } from './database-calls.js'
 
 /** One notification channel at a provider. The channel token is kept only as a digest. */
 export interface WatchRecord {
@@ -36,36 +37,36 @@ export class WatchStore {
   }
 
   async get (channelId: string): Promise<WatchRecord | null> {
-    return await this.#rows.findOne({ _id: channelId })
+    return await databaseCall(async (signal) => await this.#rows.findOne({ _id: channelId }, { signal }))
   }
 
   async listByConnection (connectionId: string): Promise<WatchRecord[]> {
-    return await this.#rows.find({ connectionId }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ connectionId }, { signal }).toArray())
   }
 
   /** A channel of ours on the same provider resource (resource ids are stable per calendar). */
   async findByResource (resourceId: string): Promise<WatchRecord | null> {
-    return await this.#rows.findOne({ resourceId })
+    return await databaseCall(async (signal) => await this.#rows.findOne({ resourceId }, { signal }))
   }
 
   /** Channels that expire before `before`, soonest first. */
   async listExpiringBefore (before: Date, limit: number): Promise<WatchRecord[]> {
-    return await this.#rows.find({ expiresAt: { $lt: before } }).sort({ expiresAt: 1 }).limit(limit).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ expiresAt: { $lt: before } }, { signal }).sort({ expiresAt: 1 }).limit(limit).toArray())
   }
 
   async add (watch: Omit<WatchRecord, 'tokenDigest' | '_id'> & { channelId: string, token: string }): Promise<void> {
     const { channelId, token, ...rest } = watch
-    await this.#rows.insertOne({ _id: channelId, ...rest, tokenDigest: digest(token).toString('hex') })
+    await databaseCall(async () => await this.#rows.insertOne({ _id: channelId, ...rest, tokenDigest: digest(token).toString('hex') }))
   }
 
   /** A channel the provider extended in place. */
   async renew (channelId: string, expiresAt: Date): Promise<void> {
-    await this.#rows.updateOne({ _id: channelId }, { $set: { expiresAt } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: channelId }, { $set: { expiresAt } }))
   }
 
   /** Remembers that the pull for message `messageNumber` of the channel is queued. */
   async recordMessage (channelId: string, messageNumber: number): Promise<void> {
-    await this.#rows.updateOne({ _id: channelId }, { $max: { lastMessageNumber: messageNumber } })
+    await databaseCall(async () => await this.#rows.updateOne({ _id: channelId }, { $max: { lastMessageNumber: messageNumber } }))
   }
 
   /** A message at or below the channel's recorded number was handled already (or is older than one that was). */
@@ -74,11 +75,11 @@ export class WatchStore {
   }
 
   async listByUser (userId: string): Promise<WatchRecord[]> {
-    return await this.#rows.find({ userId }).toArray()
+    return await databaseCall(async (signal) => await this.#rows.find({ userId }, { signal }).toArray())
   }
 
   async remove (channelId: string): Promise<void> {
-    await this.#rows.deleteOne({ _id: channelId })
+    await databaseCall(async () => await this.#rows.deleteOne({ _id: channelId }))
   }
 
   /** The channel token a notification presents, compared in constant time with the stored digest. */

@@ -5,6 +5,7 @@
 // before that write arrived. The provider id finds an event our insert made for a change the
 // backend reported before it learnt that id (created and deleted while the provider was away).
 import type { Collection, Db } from 'mongodb'
+import { databaseCall } from './database-calls.js'
 
 export interface WrittenVersion {
   connectionId: string
@@ -43,7 +44,7 @@ export class WrittenVersionStore {
   }
 
   async get (connectionId: string, eventId: string): Promise<OwnWrite | undefined> {
-    const row = await this.#rows.findOne({ connectionId, eventId })
+    const row = await databaseCall(async (signal) => await this.#rows.findOne({ connectionId, eventId }, { signal }))
     if (row === null) return undefined
     return { version: row.version, ...(row.providerEventId === undefined ? {} : { providerEventId: row.providerEventId }) }
   }
@@ -58,7 +59,7 @@ export class WrittenVersionStore {
     const providerEventIds = [...new Set(events.map((item) => item.providerEventId))]
     const rows = events.length === 0
       ? []
-      : await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1 } }).toArray()
+      : await databaseCall(async (signal) => await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1 }, signal }).toArray())
     return {
       byEventId: new Map(rows.map((row) => [row.eventId, row])),
       byProviderEventId: new Map(rows.flatMap((row) => row.providerEventId === undefined ? [] : [[row.providerEventId, row] as const]))
@@ -67,6 +68,6 @@ export class WrittenVersionStore {
 
   /** Writes of one event run one at a time (one job per event), so a plain upsert is enough. */
   async record (connectionId: string, eventId: string, written: OwnWrite, writtenAt: Date): Promise<void> {
-    await this.#rows.updateOne({ connectionId, eventId }, { $set: { ...written, writtenAt } }, { upsert: true })
+    await databaseCall(async () => await this.#rows.updateOne({ connectionId, eventId }, { $set: { ...written, writtenAt } }, { upsert: true }))
   }
 }

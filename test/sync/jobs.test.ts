@@ -6,6 +6,8 @@ import { DEFAULT_LEASE_MS, JobQueue } from '../../sync/stores/job-queue.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import type { Collection, Db, Filter } from 'mongodb'
 import { systemClock } from '../../sync/lib/clock.js'
+import { BACKGROUND_DATABASE_CALL_DEADLINE_MS, databaseCallDeadlineMs } from '../../sync/stores/database-calls.js'
+import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 
@@ -299,4 +301,45 @@ test('waiting for the provider: the attempt is given back, the other jobs of the
   for (let job = await queue.claim('w'); job !== null; job = await queue.claim('w')) order.push(job.coalescingKey)
   t.same(order, ['write:other:a', 'write:c:a', 'write:c:b'], 'due by time, then in the order first queued')
   t.match(await queue.list({ connectionId: 'c' }), [{ attempts: 1, waitingForProvider: false }, { attempts: 1, waitingForProvider: false }])
+})
+
+test('a job\'s database calls, its bookkeeping and the sweep have the background deadline; a request\'s calls have the request deadline', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  const seen: Record<string, number[]> = { handler: [], complete: [], sweep: [], request: [] }
+  const complete = queue.complete.bind(queue)
+  queue.complete = async (job, owner) => {
+    seen['complete']?.push(databaseCallDeadlineMs())
+    return await complete(job, owner)
+  }
+  const worker = new JobWorker({
+    queue,
+    handlers: { import: async () => {}, pull: async () => { seen['handler']?.push(databaseCallDeadlineMs()) }, providerWrite: async () => {} },
+    log: built.app.log,
+    maxConcurrency: 1,
+    isActive: () => true,
+    sweep: async () => {
+      seen['sweep']?.push(databaseCallDeadlineMs())
+      return { requeued: 0, exhausted: 0, removed: 0 }
+    }
+  })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:deadlines' })
+  t.equal(await worker.tick(), 1)
+  await worker.sweep()
+  const feed = built.app.syncFeed
+  const page = feed.page.bind(feed)
+  feed.page = async (...args) => {
+    seen['request']?.push(databaseCallDeadlineMs())
+    return await page(...args)
+  }
+  const userId = newUserId()
+  t.equal((await built.signed({ method: 'GET', url: `/internal/changes?userId=${userId}`, userId })).statusCode, 200)
+  t.same(seen, {
+    handler: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    complete: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    sweep: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    request: [DATABASE_CALL_DEADLINE_MS]
+  })
+  t.ok(BACKGROUND_DATABASE_CALL_DEADLINE_MS > DATABASE_CALL_DEADLINE_MS && BACKGROUND_DATABASE_CALL_DEADLINE_MS < DEFAULT_LEASE_MS / 3,
+    'longer than a request\'s, shorter than a lease renewal period')
 })
