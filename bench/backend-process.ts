@@ -19,10 +19,13 @@ export interface BenchBackend {
   close: () => Promise<void>
 }
 
-/** The MongoDB stand-in in a process of its own, so that its work is not counted as the backend's. */
-export async function startMongoProcess (): Promise<{ process: ChildProcess, uri: string }> {
+/**
+ * The MongoDB stand-in in a process of its own, so that its work is not counted as the backend's
+ * (and so that a benchmark can stop it); `replicaSet` for a service that runs transactions.
+ */
+export async function startMongoProcess (options: { replicaSet?: boolean } = {}): Promise<{ process: ChildProcess, uri: string }> {
   const root = fileURLToPath(new URL('..', import.meta.url))
-  const mongo = spawn(process.execPath, ['--import', 'tsx', 'dev/mongo/cli.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+  const mongo = spawn(process.execPath, ['--import', 'tsx', 'dev/mongo/cli.ts', ...(options.replicaSet === true ? ['--replica-set', 'rs0'] : [])], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const uri = await new Promise<string>((resolve, reject) => {
     let output = ''
     mongo.stdout.on('data', (chunk) => {

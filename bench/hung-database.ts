@@ -4,9 +4,8 @@
 // within about the per-call deadline (DATABASE_CALL_DEADLINE_MS, 2.5 s) plus the session core's
 // share, never on the driver's own socket timeouts (12 s measured for the profile before).
 // test/backend/database-faults.test.ts asserts what is answered; the times live here.
-import type { InjectOptions } from 'fastify'
 import { startBenchBackend } from './backend-process.js'
-import { DATABASE_CALL_DEADLINE_MS } from '../lib/mongo-errors.js'
+import { printHungAnswers, type HungCase } from './hung-answers.js'
 
 const { backend, database, user, close } = await startBenchBackend('calendar_hung_database')
 const email = 'hung-bench@example.com'
@@ -16,7 +15,7 @@ let made = 0
 const nextId = () => (++made).toString(16).padStart(24, '0')
 const signIn = { method: 'POST', url: '/api/auth/signin', headers: { 'sx-auth-mode': 'header' }, payload: { formFields: [{ id: 'email', value: email }, { id: 'password', value: 'bench password 1' }] } } as const
 
-const cases: Array<[string, () => InjectOptions]> = [
+const cases: HungCase[] = [
   ['health', () => ({ method: 'GET', url: '/api/health' })],
   ['profile', () => ({ method: 'GET', url: '/api/user/profile', headers })],
   ['event write', () => ({ method: 'POST', url: '/api/event', headers, payload: { ...event, _id: nextId() } })],
@@ -24,28 +23,8 @@ const cases: Array<[string, () => InjectOptions]> = [
   ['sign-in', () => signIn]
 ]
 
-async function timed (request: InjectOptions): Promise<{ ms: number, status: number }> {
-  const started = performance.now()
-  const answer = await backend.inject(request)
-  return { ms: performance.now() - started, status: answer.statusCode }
-}
-
-const healthy = new Map<string, { ms: number, status: number }>()
-for (const [name, request] of cases) {
-  await timed(request())
-  healthy.set(name, await timed(request()))
-}
-
-database.kill('SIGSTOP')
-console.log(`hung database (deadline per call ${DATABASE_CALL_DEADLINE_MS} ms):`)
 try {
-  for (const [name, request] of cases) {
-    const hung = await timed(request())
-    const base = healthy.get(name) ?? { ms: 1, status: 0 }
-    console.log(`  ${name.padEnd(12)} up: ${base.status} in ${base.ms.toFixed(0)} ms; hung: ${hung.status} in ${hung.ms.toFixed(0)} ms ` +
-      `(${(hung.ms / base.ms).toFixed(0)}x the healthy answer, ${(hung.ms / DATABASE_CALL_DEADLINE_MS).toFixed(2)}x the deadline)`)
-  }
+  await printHungAnswers('hung database', cases, async (request) => await backend.inject(request), database)
 } finally {
-  database.kill('SIGCONT')
   await close()
 }

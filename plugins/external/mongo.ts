@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
-import { DATABASE_CALL_DEADLINE_MS, DATABASE_DEADLINES, withDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS, DATABASE_DEADLINES } from '../../lib/mongo-errors.js'
+import { hasTransactions, transactionRunner } from '../../lib/mongo-transactions.js'
 
 export interface MongoHandle {
   client: MongoClient
@@ -34,22 +35,10 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
   const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES })
   await client.connect()
   const db = client.db()
-  const hello = await db.admin().command({ hello: 1 })
-  const transactional = typeof hello.setName === 'string' || hello.msg === 'isdbgrid'
-
+  const transactional = await hasTransactions(db)
+  const runTransaction = transactionRunner(client, transactional)
   async function withTransaction<T> (work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs = DATABASE_CALL_DEADLINE_MS): Promise<T> {
-    return await withDatabaseDeadline(async (signal) => {
-      if (!transactional) return await work(undefined, signal)
-      const session = client.startSession()
-      try {
-        return await session.withTransaction(async () => {
-          signal.throwIfAborted()
-          return await work(session, signal)
-        })
-      } finally {
-        await session.endSession()
-      }
-    }, deadlineMs)
+    return await runTransaction(work, deadlineMs)
   }
 
   let outstanding: Promise<boolean> | undefined

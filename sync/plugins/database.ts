@@ -3,6 +3,7 @@ import { MongoClient } from 'mongodb'
 import type { ClientSession, Db } from 'mongodb'
 import type { SyncConfig } from '../../schemas/config.js'
 import { DATABASE_DEADLINES, isUnauthorizedError, withDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { hasTransactions, transactionRunner } from '../../lib/mongo-transactions.js'
 import { apiDatabaseOf, checkIsolation, SyncStartupError } from '../lib/isolation.js'
 import { databaseCallDeadlineMs } from '../stores/database-calls.js'
 
@@ -64,26 +65,10 @@ export default fp(async function syncDatabase (fastify) {
     throw error
   }
   const db = client.db()
-  const hello = await db.admin().command({ hello: 1 })
-  const transactional = typeof hello['setName'] === 'string' || hello['msg'] === 'isdbgrid'
-
+  const transactional = await hasTransactions(db)
+  const runTransaction = transactionRunner(client, transactional)
   async function withTransaction<T> (work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
-    return await withDatabaseDeadline(async (signal) => {
-      if (!transactional) return await work(undefined)
-      const session = client.startSession()
-      try {
-        return await session.withTransaction(async () => {
-          // The driver runs this again after a transient error; not once the caller has been answered.
-          signal.throwIfAborted()
-          const result = await work(session)
-          // Past the deadline the request was answered 503: what it wrote must not commit now.
-          signal.throwIfAborted()
-          return result
-        })
-      } finally {
-        await session.endSession()
-      }
-    }, databaseCallDeadlineMs())
+    return await runTransaction(async (session) => await work(session), databaseCallDeadlineMs())
   }
 
   fastify.log.info({ transactional }, 'sync database ready')

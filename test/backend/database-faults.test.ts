@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { authFields, buildApp, listen, signUp, startDependencies, uniqueEmail, type Dependencies } from '../helper.js'
-import { startScript, waitFor } from '../processes.js'
-import { freePort } from '../ports.js'
+import { waitFor } from '../processes.js'
+import { startDatabaseProcess } from '../database-process.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
 
@@ -14,24 +14,6 @@ const EVENT = {
   startDate: '2026-05-04T09:00:00Z',
   endDate: '2026-05-04T09:15:00Z',
   timeZone: 'UTC'
-}
-
-async function startMongoProcess (t: Parameters<typeof startDependencies>[0]) {
-  const port = await freePort()
-  const mongo = startScript(t, 'dev/mongo/cli.ts', ['--port', String(port), '--replica-set', 'rs0'])
-  const ready = await waitFor(() => mongo.stdout().includes('mongodb://'), 20_000)
-  if (!ready) throw new Error(`the MongoDB stand-in did not start: ${mongo.output()}`)
-  const uri = mongo.stdout().trim().split('\n')[0] ?? ''
-  const pid = mongo.child.pid
-  if (pid === undefined) throw new Error('no pid')
-  // A stopped process is resumed at the end, so the test's own cleanup can stop it.
-  t.teardown(() => { if (mongo.child.exitCode === null && mongo.child.signalCode === null) process.kill(pid, 'SIGCONT') })
-  return {
-    uri,
-    hang: () => { process.kill(pid, 'SIGSTOP') },
-    resume: () => { process.kill(pid, 'SIGCONT') },
-    kill: async () => { mongo.child.kill('SIGKILL'); await mongo.exited }
-  }
 }
 
 function onProcess (deps: Dependencies, uri: string): Dependencies {
@@ -51,7 +33,7 @@ function onProcess (deps: Dependencies, uri: string): Dependencies {
 // (about the per-call deadline); here: what is answered, and the log line that shows the deadline
 // ended the wait rather than the driver's own timeouts.
 test('a hung database: health answers 500, writes 503 with Retry-After, nothing half-written', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
-  const mongo = await startMongoProcess(t)
+  const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
   const { app, log } = await buildApp(t, deps)
   const email = uniqueEmail('hung-db')
@@ -105,7 +87,7 @@ test('a hung database: every route class answers 503 with Retry-After while it h
   // on the driver's socket deadline (the profile: 12 s measured) and this would take minutes.
   timeout: 120_000
 }, async (t) => {
-  const mongo = await startMongoProcess(t)
+  const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
   const { app, log } = await buildApp(t, deps)
   const base = await listen(app)
@@ -156,7 +138,7 @@ test('a hung database: every route class answers 503 with Retry-After while it h
 })
 
 test('a database that is gone: writes answer 503 with Retry-After', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
-  const mongo = await startMongoProcess(t)
+  const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
   const { app } = await buildApp(t, deps)
   const user = await signUp(app, { email: uniqueEmail('gone-db'), password: 'pw-for-gone-db-1' })

@@ -14,8 +14,8 @@ import type { ProviderContext, Watch, WatchRequest } from '../../sync/lib/provid
 import { CalDavAdapter } from '../../sync/providers/caldav/adapter.js'
 import { jobKeys } from '../../sync/services/sync-engine.js'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail } from '../helper.js'
-import { startScript, waitFor } from '../processes.js'
-import { freePort } from '../ports.js'
+import { waitFor } from '../processes.js'
+import { startDatabaseProcess } from '../database-process.js'
 import { buildSyncApp, ENCRYPTION_KEY, INTERNAL_TOKEN, newUserId } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider } from './scripted-provider.js'
@@ -24,25 +24,6 @@ const SKIP = process.env.MONGODB_URI !== undefined && 'a real server given by MO
 const CALLER = 'scheduler@calendar.invalid'
 const AUDIENCE = 'https://sync.example.test/sync/maintenance'
 const DEADLINE_REASON = `the database did not answer within ${DATABASE_CALL_DEADLINE_MS} ms`
-
-/** The MongoDB stand-in in a process of its own (a replica set, so Sync runs its transactions). */
-async function startMongoProcess (t: Test) {
-  const port = await freePort()
-  const mongo = startScript(t, 'dev/mongo/cli.ts', ['--port', String(port), '--replica-set', 'rs0'])
-  const ready = await waitFor(() => mongo.stdout().includes('mongodb://'), 20_000)
-  if (!ready) throw new Error(`the MongoDB stand-in did not start: ${mongo.output()}`)
-  const uri = mongo.stdout().trim().split('\n')[0] ?? ''
-  const pid = mongo.child.pid
-  if (pid === undefined) throw new Error('no pid')
-  let stopped = false
-  // A stopped process is resumed at the end, so the test's own cleanup can end it.
-  t.teardown(() => { if (stopped && mongo.child.exitCode === null && mongo.child.signalCode === null) process.kill(pid, 'SIGCONT') })
-  return {
-    uri,
-    hang: () => { stopped = true; process.kill(pid, 'SIGSTOP') },
-    resume: () => { process.kill(pid, 'SIGCONT'); stopped = false }
-  }
-}
 
 /** A scripted Google that keeps each channel's token, so a test can send a notification a channel's owner would. */
 class WatchingProvider extends ScriptedProvider {
@@ -54,7 +35,7 @@ class WatchingProvider extends ScriptedProvider {
 }
 
 async function setup (t: Test) {
-  const mongo = await startMongoProcess(t)
+  const mongo = await startDatabaseProcess(t)
   const keys = ed25519KeyPair(randomBytes(32))
   const google = new WatchingProvider()
   const built = await buildSyncApp(t, mongo.uri, {
@@ -228,7 +209,7 @@ test('a report whose transaction the database leaves half-way is not applied at 
 })
 
 test('the backend answers its clients 503 SYNC_UNAVAILABLE with Retry-After while Sync answers 503 DATABASE_UNAVAILABLE', { skip: SKIP, timeout: 120_000 }, async (t) => {
-  const mongo = await startMongoProcess(t)
+  const mongo = await startDatabaseProcess(t)
   const sync = await buildSyncApp(t, mongo.uri, { providers: { google: new ScriptedProvider() } })
   // The backend signs with the real clock; Sync checks signatures against its own.
   sync.clock.advance(Date.now() - sync.clock.now().getTime())
