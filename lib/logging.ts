@@ -88,11 +88,29 @@ function requestSerializer (request: LoggedRequest) {
   }
 }
 
+const ERROR_FIELDS_KEPT = ['code', 'codeName', 'status', 'statusCode', 'reason', 'errorClass', 'deadlineMs'] as const
+
+/**
+ * An error as logged: what explains it, never what it carries. The default serializer writes every
+ * property of the error, and a provider client's error holds the request it made (a token
+ * exchange's body with the client secret and the authorization code) and the answer it got.
+ */
+export function errorSerializer (error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error, message: String(error) }
+  const logged: Record<string, unknown> = { type: error.constructor.name, message: error.message, stack: error.stack }
+  for (const field of ERROR_FIELDS_KEPT) {
+    const value = (error as unknown as Record<string, unknown>)[field]
+    if (typeof value === 'string' || typeof value === 'number') logged[field] = value
+  }
+  if (error.cause !== undefined && depth < 3) logged['cause'] = errorSerializer(error.cause, depth + 1)
+  return logged
+}
+
 export function loggerOptions (level: string, pretty = process.stdout.isTTY === true): LoggerOptions {
   return {
     level,
     redact: { paths: redactedPaths, censor: CENSOR },
-    serializers: { req: requestSerializer },
+    serializers: { req: requestSerializer, err: (error: unknown) => errorSerializer(error) },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
   }
 }

@@ -4,7 +4,7 @@ import { test, type Test } from 'tap'
 import { buildApp, captureLog, startDependencies } from '../helper.js'
 import { databaseUri, startDatabase, testConfig } from '../sync/helper.js'
 import syncApp, { syncServerOptions } from '../../sync/app.js'
-import { redactUrl } from '../../lib/logging.js'
+import { errorSerializer, loggerOptions, redactUrl } from '../../lib/logging.js'
 
 // Secrets a URL can carry: an access token a client put in the query string, and what a provider
 // appends to a callback. None of them may be written to a log, by either service.
@@ -56,4 +56,22 @@ test('redactUrl: names in any case or encoding, values of any shape', async (t) 
   t.equal(redactUrl('/x?'), '/x?')
   t.equal(redactUrl('/x?Access_Token=a&%74oken=b&id_token&keep=1'), '/x?Access_Token=[redacted]&%74oken=[redacted]&id_token=[redacted]&keep=1')
   t.equal(redactUrl('/x?%E0%A4%A=1&code=c'), '/x?%E0%A4%A=1&code=[redacted]', 'a name that does not decode is kept, the rest still checked')
+})
+
+test('a logged error keeps what explains it and drops what it carried', async (t) => {
+  const { stream, log } = captureLog()
+  const logger = Fastify({ logger: { ...loggerOptions('info', false), stream } }).log
+  // As a provider client's failed token exchange looks: the request it made rides on the error.
+  const exchange = Object.assign(new Error('invalid_grant'), {
+    status: 400,
+    code: 'ERR_BAD_REQUEST',
+    config: { url: 'https://oauth2.example/token', data: `client_secret=shh-client-secret&code=${CODE}` },
+    response: { data: { refresh_token: 'rt-should-not-appear' } }
+  })
+  logger.error({ err: new Error('provider connect failed', { cause: exchange }) }, 'provider connect failed')
+  const [line] = log.lines()
+  t.match(line?.err, { type: 'Error', message: 'provider connect failed', cause: { type: 'Error', message: 'invalid_grant', status: 400, code: 'ERR_BAD_REQUEST' } })
+  t.notOk(log.text().includes('shh-client-secret') || log.text().includes('rt-should-not-appear'), 'no secret the error carried')
+  assertNoSecrets(t, log.text())
+  t.same(errorSerializer('plain text'), { type: 'string', message: 'plain text' }, 'a thrown non-error is still told')
 })
