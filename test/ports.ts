@@ -7,19 +7,18 @@ import { readFileSync } from 'node:fs'
  * busy test machine opens, and the child then fails with EADDRINUSE. Ports are therefore drawn from
  * below that range, where the kernel never assigns one by itself.
  */
-function ephemeralRange (): { low: number, high: number } {
+function lowestEphemeralPort (): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
-    if (low !== undefined && high !== undefined && Number.isInteger(low) && Number.isInteger(high)) return { low, high }
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    if (Number.isInteger(low)) return low
   } catch {
     // Not Linux: its usual range.
   }
-  return { low: 32768, high: 60999 }
+  return 32768
 }
 
 const LOWEST = 20_000
-const { low } = ephemeralRange()
-const HIGHEST = Math.max(LOWEST + 1000, low - 1)
+const HIGHEST = Math.max(LOWEST + 1000, lowestEphemeralPort() - 1)
 
 async function isFree (port: number): Promise<boolean> {
   const probe = createServer()

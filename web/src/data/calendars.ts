@@ -64,11 +64,7 @@ function writeLocal (key: string, value: string | null): void {
 const unsentKey = (): string => `${hiddenKey()}:unsent`
 
 function hasUnsentChoice (): boolean {
-  try {
-    return window.localStorage.getItem(unsentKey()) !== null
-  } catch {
-    return false
-  }
+  return (storage()?.getItem(unsentKey()) ?? null) !== null
 }
 
 /** The keys of the calendars the user has hidden, for the account signed in now. */

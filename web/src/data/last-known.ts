@@ -19,11 +19,20 @@ export function keyText (key: readonly unknown[]): string {
   return JSON.stringify(key)
 }
 
-/** A read the server answered, kept for the account, if that account is still the one signed in. */
+/**
+ * A read the server answered, kept for the account, if that account is still the one signed in.
+ * Kept once the browser is idle: reading and writing the copy (up to 750,000 characters of JSON)
+ * is no part of showing the answer.
+ */
 export function keepRead (userId: string, range: { from: Date, to: Date }, events: CalendarEvent[]): void {
-  const state = session.get()
-  if (state.status !== 'signedIn' || state.userId !== userId) return
-  saveLastKnown(store, userId, keepRange(loadLastKnown(store, userId), range, events, Date.now()))
+  const readAt = Date.now()
+  const keep = (): void => {
+    const state = session.get()
+    if (state.status !== 'signedIn' || state.userId !== userId) return
+    saveLastKnown(store, userId, keepRange(loadLastKnown(store, userId), range, events, readAt))
+  }
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(keep, { timeout: 2000 })
+  else setTimeout(keep, 0)
 }
 
 export function readKept (userId: string, range: { from: Date, to: Date }, zone: string): { events: CalendarEvent[], readAt: number } | null {
