@@ -169,6 +169,9 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await page.keyboard.press('Alt+ArrowRight')
     await page.waitForURL(/\/day\?date=2026-03-05$/)
     await page.getByText('Gym moved to Thursday, 5 March 2026').waitFor({ state: 'attached' })
+    // The block is drawn once the new day's read answers (on a loaded machine, after seconds);
+    // the focus moves to it as it is drawn.
+    await page.getByRole('region', { name: 'Thursday, 5 March 2026' }).locator('.event-body', { hasText: 'Gym' }).waitFor()
     await waitFor(async () => await page.evaluate('document.activeElement?.textContent?.includes("Gym") === true') === true, 3000)
     t.match(await page.evaluate('document.activeElement?.textContent ?? ""'), /^Gym/, 'the moved event keeps focus on its new day')
     t.ok(await waitFor(async () => await events.countDocuments({ title: 'Gym', startDate: '2026-03-05T09:00:00+01:00' }) === 1, 5000), 'stored a day later')

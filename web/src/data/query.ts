@@ -3,14 +3,28 @@
 import { QueryClient, type QueryKey } from '@tanstack/query-core'
 import { applyEffect, type Effect } from '../lib/optimistic.js'
 import type { CalendarEvent } from '../lib/events.js'
+import { readRetryWait, type ReadFailure } from '../lib/retry-after.js'
+import { ApiError } from './api.js'
 
 export const userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
 
 /** How long a range read stays fresh without a reason to read it again. */
 export const EVENTS_STALE_MS = 60_000
 
+function readFailureOf (error: unknown): ReadFailure {
+  return error instanceof ApiError ? { status: error.status, code: error.code, retryAfter: error.retryAfter } : { status: null, retryAfter: null }
+}
+
 export const queryClient = new QueryClient({
-  defaultOptions: { queries: { staleTime: EVENTS_STALE_MS, retry: 1, refetchOnWindowFocus: false, refetchOnReconnect: true } }
+  defaultOptions: {
+    queries: {
+      staleTime: EVENTS_STALE_MS,
+      retry: (failureCount, error) => readRetryWait(failureCount, readFailureOf(error)) !== null,
+      retryDelay: (failureCount, error) => readRetryWait(failureCount, readFailureOf(error)) ?? 0,
+      refetchOnWindowFocus: false,
+      refetchOnReconnect: true
+    }
+  }
 })
 
 export function invalidateEvents (key?: QueryKey): Promise<void> {

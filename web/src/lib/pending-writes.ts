@@ -21,14 +21,14 @@ export interface WriteStep {
 
 /**
  * queued: not sent yet (or being sent); waiting: no connection (or no session), sent again when it
- * returns; delayed: the server asked to wait (429 with Retry-After), sent again by itself at
+ * returns; delayed: the server asked to wait (429, or 503 with Retry-After), sent again by itself at
  * `retryAt`; failed: the server refused, the person retries or discards; sent: the server has it,
  * kept until the lists are read again so the grid does not flicker back.
  */
 export type WriteState = 'queued' | 'waiting' | 'delayed' | 'failed' | 'sent'
 
 /** What a delayed write's event says. */
-const DELAYED_REASON = 'Not saved yet: the server asked to wait (429). It is sent again by itself.'
+const DELAYED_REASON = 'Not saved yet: the server asked to wait. It is sent again by itself.'
 
 /** How many waits a server may ask of one write before it is marked not saved (with Retry). */
 export const MAX_AUTOMATIC_RETRIES = 5
@@ -173,8 +173,8 @@ export type Outcome =
   | { state: 'delayed', reason: string, retryAt: number }
 
 /**
- * `now` and `delays` (the waits this write was already asked for) decide what a 429 means: with a
- * Retry-After it is waited out and sent again by itself, up to MAX_AUTOMATIC_RETRIES times and for
+ * `now` and `delays` (the waits this write was already asked for) decide what a 429 (or a 503
+ * naming a wait) means: with a Retry-After it is waited out and sent again by itself, up to MAX_AUTOMATIC_RETRIES times and for
  * waits up to MAX_AUTOMATIC_WAIT_MS; otherwise it is refused like any other answer.
  */
 export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), delays = 0): Outcome {
@@ -185,10 +185,12 @@ export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), 
   if (status === 401) return { state: 'waiting', reason: 'Not saved yet: sign in again to send it.' }
   if (code === 'CONNECTION_REVOKED' || status === 410) return { state: 'failed', reason: 'Not saved: the calendar connection was revoked. Reconnect it, then retry.' }
   if (code === 'MAINTENANCE') return { state: 'failed', reason: 'Not saved: provider calendars are in maintenance. Retry later.' }
-  if (status === 429) {
-    const wait = retryAfterMs(failure.retryAfter, new Date(now))
-    if (wait !== null && wait <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + wait }
-    return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
+  // A 503 that names a wait (the service shedding load, its database away) is the same request to
+  // come back later as a 429; maintenance is not, as it lasts as long as an operator wants.
+  const named = retryAfterMs(failure.retryAfter, new Date(now))
+  if (status === 429 || (status === 503 && named !== null)) {
+    if (named !== null && named <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + named }
+    if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
   }
   if (status >= 500) return { state: 'failed', reason: `Not saved: the server could not take it (${status}). Retry in a moment.` }
   return { state: 'failed', reason: `Not saved: ${message}` }
@@ -203,7 +205,7 @@ export function stepFailed (data: PendingData, seq: number, outcome: Exclude<Out
 }
 
 /**
- * The server asked to wait until `retryAt` (429): every queued write of the user waits with the
+ * The server asked to wait until `retryAt` (429 or 503): every queued write of the user waits with the
  * refused one, so that after the wait they go again in the order they were made.
  */
 export function waitForServer (data: PendingData, userId: string, retryAt: number): PendingData {

@@ -14,3 +14,32 @@ export function tooManyAttemptsMessage (seconds: number | undefined): string {
   const minutes = Math.ceil(seconds / 60)
   return `Too many attempts. Try again in ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}.`
 }
+
+/** A failed range read as the query cache sees it: `status` null when no answer came. */
+export interface ReadFailure {
+  status: number | null
+  code?: string | undefined
+  retryAfter: string | null
+}
+
+/** The server's own wait is kept to this many times, and only when it is this short; a reader waits no longer. */
+export const READ_RETRIES_WHEN_ASKED = 3
+export const MAX_READ_WAIT_MS = 60_000
+
+/**
+ * How long to wait before reading again after the `failureCount`-th failure (0 for the first), or
+ * null to show the failure. A 429 or a 503 naming a wait (load shed, database away) is read again
+ * when the server said; an answer without one, or no answer, once after a second; a refusal (4xx)
+ * or maintenance never, as asking again gets the same answer.
+ */
+export function readRetryWait (failureCount: number, failure: ReadFailure, now = Date.now()): number | null {
+  const once = failureCount < 1 ? 1000 : null
+  if (failure.status === null) return once
+  // Maintenance lasts as long as an operator wants: asking again in seconds does not help.
+  if (failure.code === 'MAINTENANCE') return null
+  const named = retryAfterMs(failure.retryAfter, new Date(now))
+  if ((failure.status === 429 || failure.status === 503) && named !== null) {
+    return failureCount < READ_RETRIES_WHEN_ASKED && named <= MAX_READ_WAIT_MS ? named : null
+  }
+  return failure.status >= 500 ? once : null
+}
