@@ -8,7 +8,7 @@ declare module 'fastify' {
 }
 
 export default fp(async function syncChangeFeed (fastify) {
-  const feed = new ChangeFeed(fastify.syncDb.db, fastify.syncClock)
+  const feed = new ChangeFeed(fastify.syncDb.db, fastify.syncClock, fastify.syncDb.withTransaction)
   await feed.ensureIndexes()
   fastify.decorate('syncFeed', feed)
 }, { name: 'sync-change-feed', dependencies: ['sync-config', 'sync-database'] })

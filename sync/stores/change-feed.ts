@@ -1,6 +1,6 @@
 // The append-only change feed: per-user invalidations with a monotonic sequence, read in bounded
 // pages after an opaque cursor (sync/lib/feed-cursor.ts), kept at least CHANGE_FEED_RETENTION_MS.
-import type { Collection, Db } from 'mongodb'
+import type { ClientSession, Collection, Db } from 'mongodb'
 import type { ChangesPage, CursorRequest, Invalidation } from '../../schemas/sync/index.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import { CHANGE_FEED_RETENTION_MS, CURSOR_MAX_AGE_MS, deliverableEntries } from '../lib/change-feed.js'
@@ -23,15 +23,47 @@ interface FeedCounter {
   updatedAt: Date
 }
 
+/** SyncDatabase.withTransaction: the work commits whole where the deployment has transactions. */
+export type FeedTransaction = <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
+
+/**
+ * How often a write and its entries run before a duplicate key error is thrown: the user's first
+ * entry, raced by another first entry, loses the counter's insert, which ends the transaction;
+ * the next run finds the counter.
+ */
+const TOGETHER_RUNS = 3
+
 export class ChangeFeed {
   readonly #entries: Collection<FeedEntry>
   readonly #counters: Collection<FeedCounter>
   readonly #clock: Clock
+  readonly #transaction: FeedTransaction
 
-  constructor (db: Db, clock: Clock) {
+  constructor (db: Db, clock: Clock, transaction: FeedTransaction) {
     this.#entries = db.collection<FeedEntry>('changeFeed')
     this.#counters = db.collection<FeedCounter>('changeFeedCounters')
     this.#clock = clock
+    this.#transaction = transaction
+  }
+
+  /**
+   * Runs `write`, then appends the entries it names for the user, in one transaction where the
+   * deployment has them: a state stored is never left without the entry that tells the user's
+   * tabs, as it would be if the database stopped answering between the two writes.
+   */
+  async together<T> (userId: string, write: (inTransaction: InTransaction) => Promise<{ result: T, entries: InvalidationInput[] }>): Promise<T> {
+    for (let run = 1; ; run++) {
+      try {
+        return await this.#transaction(async (session) => {
+          const { result, entries } = await write({ session })
+          await this.appendWith({ session }, userId, ...entries)
+          return result
+        })
+      } catch (error) {
+        if (run < TOGETHER_RUNS && isDuplicateKeyError(error)) continue
+        throw error
+      }
+    }
   }
 
   async ensureIndexes (): Promise<void> {

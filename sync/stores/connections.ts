@@ -1,5 +1,6 @@
 // Provider connections of users. Every change of state goes through the state machine
-// (sync/lib/connections/state-machine.ts) and appends its `connection` invalidation.
+// (sync/lib/connections/state-machine.ts) and appends its `connection` invalidation in the same
+// transaction.
 import { ObjectId } from 'mongodb'
 import type { Collection, Db } from 'mongodb'
 import { objectIdFrom } from '../../lib/ids.js'
@@ -51,8 +52,10 @@ export class ConnectionStore {
       createdAt: now,
       updatedAt: now
     }
-    await databaseCall(async () => await this.#rows.insertOne(record))
-    await this.#feed.append(userId, { kind: 'connection', connectionId: record._id.toHexString(), provider, state: record.state, reason: null })
+    await this.#feed.together(userId, async ({ session }) => {
+      await databaseCall(async () => await this.#rows.insertOne(record, { session }))
+      return { result: null, entries: [{ kind: 'connection', connectionId: record._id.toHexString(), provider, state: record.state, reason: null }] }
+    })
     return record
   }
 
@@ -85,17 +88,16 @@ export class ConnectionStore {
       const next = transition(current, event, now)
       if (!next) return current
       if (next.discardCredential) await this.#credentials.discard(connectionId)
-      const updated = await databaseCall(async () => await this.#rows.findOneAndUpdate(
-        { _id: id, state: current.state, reason: current.reason },
-        { $set: { state: next.state, reason: next.reason, ...next.set, updatedAt: now } },
-        { returnDocument: 'after' }
-      ))
+      const updated = await this.#feed.together(current.userId, async ({ session }) => {
+        const written = await databaseCall(async () => await this.#rows.findOneAndUpdate(
+          { _id: id, state: current.state, reason: current.reason },
+          { $set: { state: next.state, reason: next.reason, ...next.set, updatedAt: now } },
+          { returnDocument: 'after', session }
+        ))
+        const told = written !== null && next.changed
+        return { result: written, entries: told ? [{ kind: 'connection' as const, connectionId, provider: current.provider, state: next.state, reason: next.reason }] : [] }
+      })
       if (!updated) continue
-      if (next.changed) {
-        await this.#feed.append(current.userId, {
-          kind: 'connection', connectionId, provider: current.provider, state: next.state, reason: next.reason
-        })
-      }
       return updated
     }
     throw new Error(`connection ${connectionId} kept changing while a transition was applied`)
@@ -132,13 +134,9 @@ export class ConnectionStore {
   /** Stores import progress and appends the matching `importProgress` invalidation. */
   async recordImport (record: ConnectionRecord, progress: Omit<StoredImportProgress, 'updatedAt'>): Promise<void> {
     const importProgress = { ...progress, updatedAt: this.#clock.now() }
-    await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }))
-    await this.#feed.append(record.userId, {
-      kind: 'importProgress',
-      connectionId: record._id.toHexString(),
-      phase: progress.phase,
-      operation: progress.operation,
-      counts: progress.counts
+    await this.#feed.together(record.userId, async ({ session }) => {
+      await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }, { session }))
+      return { result: null, entries: [{ kind: 'importProgress', connectionId: record._id.toHexString(), phase: progress.phase, operation: progress.operation, counts: progress.counts }] }
     })
   }
 }

@@ -239,3 +239,41 @@ test('the backend answers its clients 503 SYNC_UNAVAILABLE with Retry-After whil
   mongo.resume()
   t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/api/calendars', headers: user.headers })).statusCode === 200, 20_000), 'and the backend answers again once it is back')
 })
+
+test('a connection\'s change of state and its feed entry commit together: a hang between them leaves neither', { skip: SKIP, timeout: 120_000 }, async (t) => {
+  const { mongo, built, userId, connectionId } = await setup(t)
+  const { app } = built
+  const before = await app.syncConnections.get(connectionId)
+  t.equal(before?.state, 'healthy')
+  const { cursor } = await app.syncFeed.page(userId, null, 1)
+  // The database stops once the new state is written in the transaction, as its entry is appended.
+  const appendWith = app.syncFeed.appendWith.bind(app.syncFeed)
+  let hangs = 1
+  app.syncFeed.appendWith = async (inTransaction, user, ...items) => {
+    if (hangs-- > 0) mongo.hang()
+    await appendWith(inTransaction, user, ...items)
+  }
+  await t.rejects(app.syncConnections.apply(connectionId, { type: 'readFailed' }), /did not answer/, 'the change is refused with the deadline')
+  mongo.resume()
+  t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 20_000), 'the database answers again')
+  let stored: Awaited<ReturnType<typeof app.syncConnections.get>> = null
+  t.ok(await waitFor(async () => {
+    stored = await app.syncConnections.get(connectionId)
+    return stored !== null
+  }, 20_000))
+  t.equal(stored?.['state'], 'healthy', 'the state written before the hang did not commit')
+  t.same((await app.syncFeed.page(userId, cursor, 100)).invalidations, [], 'nor its entry')
+
+  // Applied again (the job that met the failure runs again): the state and its one entry.
+  let after: Awaited<ReturnType<typeof app.syncConnections.apply>> = null
+  t.ok(await waitFor(async () => {
+    try {
+      after = await app.syncConnections.apply(connectionId, { type: 'readFailed' })
+      return true
+    } catch {
+      return false // the abandoned transaction still holds the row
+    }
+  }, 20_000))
+  t.equal(after?.['state'], 'delayed')
+  t.same((await app.syncFeed.page(userId, cursor, 100)).invalidations.map((item) => item.kind === 'connection' ? item.state : item.kind), ['delayed'], 'one entry for the change')
+})
