@@ -2,6 +2,7 @@ import rrule from 'rrule'
 import type { RRule as RRuleType, Options as RRuleOptions } from 'rrule'
 import { DateTime } from 'luxon'
 import { eventDateTime, toFloating, fromFloating, formatEventDate } from './time.js'
+import { isoInZone, localInstant } from '../zone-offsets.js'
 
 const { RRule } = rrule
 
@@ -354,6 +355,17 @@ export interface Occurrence {
 
 function occurrenceFromFloating (series: CompiledSeries, floating: Date): Occurrence {
   const { isAllDay, timeZone } = series.shape
+  if (!isAllDay) {
+    // Every occurrence of every range read and import comes here: the cached zone arithmetic
+    // first, Luxon where it cannot answer.
+    const start = localInstant(floating.getTime(), timeZone)
+    const end = start === null ? null : start + series.length
+    const startDate = start === null ? null : isoInZone(start, timeZone)
+    const endDate = end === null ? null : isoInZone(end, timeZone)
+    if (start !== null && end !== null && startDate !== null && endDate !== null) {
+      return { startDate, endDate, start: new Date(start), end: new Date(end) }
+    }
+  }
   const startLocal = fromFloating(floating, timeZone)
   const endLocal = isAllDay ? startLocal.plus({ days: series.length }) : startLocal.plus({ milliseconds: series.length })
   return {

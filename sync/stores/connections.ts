@@ -134,9 +134,16 @@ export class ConnectionStore {
   /** Stores import progress and appends the matching `importProgress` invalidation. */
   async recordImport (record: ConnectionRecord, progress: Omit<StoredImportProgress, 'updatedAt'>): Promise<void> {
     const importProgress = { ...progress, updatedAt: this.#clock.now() }
-    await this.#feed.together(record.userId, async ({ session }) => {
-      await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }, { session }))
-      return { result: null, entries: [{ kind: 'importProgress', connectionId: record._id.toHexString(), phase: progress.phase, operation: progress.operation, counts: progress.counts }] }
+    // Two writes, not one transaction, as an import records its progress after every page: an
+    // entry lost to a database that stopped in between is made good by the next one, and the
+    // import's end is told by its change of state, which commits with its entry.
+    await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }))
+    await this.#feed.append(record.userId, {
+      kind: 'importProgress',
+      connectionId: record._id.toHexString(),
+      phase: progress.phase,
+      operation: progress.operation,
+      counts: progress.counts
     })
   }
 }

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
+import { isoInZone, wallInstant } from '../../../lib/zone-offsets.js'
 import { ianaZoneOf, windowsZoneOf } from '../windows-zones.js'
 
 /** A Graph `dateTimeTimeZone`. */
@@ -59,15 +60,16 @@ function cut (value: string, max: number): string {
   return value.length > max ? value.slice(0, max) : value
 }
 
-/** Graph's `2030-05-02T09:00:00.0000000` in `zone` as an instant. */
-function instantOf (time: GraphDateTime): DateTime {
+/** Graph's `2030-05-02T09:00:00.0000000` in `zone` as an instant (ms; NaN when unreadable). */
+function instantOf (time: GraphDateTime): number {
   const zone = ianaZoneOf(time.timeZone) ?? 'UTC'
-  return DateTime.fromISO(time.dateTime, { zone })
+  // Two of these per event of every page: the cached zone arithmetic, Luxon where it cannot answer.
+  return wallInstant(time.dateTime, zone) ?? DateTime.fromISO(time.dateTime, { zone }).toMillis()
 }
 
 /** An instant as the contract's date-time, with the offset of `zone` (wall clock kept readable). */
-function inZone (value: DateTime, zone: string): string {
-  return value.setZone(zone).toISO({ suppressMilliseconds: true }) ?? value.toUTC().toISO() ?? ''
+function inZone (ms: number, zone: string): string {
+  return isoInZone(ms, zone) ?? DateTime.fromMillis(ms, { zone }).toISO({ suppressMilliseconds: true }) ?? DateTime.fromMillis(ms, { zone: 'UTC' }).toISO() ?? ''
 }
 
 /** The zone an event's times mean: the one it was written in, else the calendar's. */
@@ -201,7 +203,7 @@ export function contentOf (event: GraphEvent, calendarTimeZone: string): EventCo
   const isAllDay = event.isAllDay === true
   const start = instantOf(event.start)
   const end = instantOf(event.end)
-  if (!start.isValid || !end.isValid) return null
+  if (Number.isNaN(start) || Number.isNaN(end)) return null
   // An all-day event keeps its dates in every zone: the date part is the day.
   const startDate = isAllDay ? event.start.dateTime.slice(0, 10) : inZone(start, zone)
   const endDate = isAllDay ? event.end.dateTime.slice(0, 10) : inZone(end, zone)
@@ -258,7 +260,7 @@ export function originalStartOf (event: GraphEvent, calendarTimeZone: string): s
   const original = DateTime.fromISO(event.originalStart ?? '', { zone: 'UTC' })
   if (!original.isValid) return event.start?.dateTime.slice(0, 10) ?? '1970-01-01'
   if (event.isAllDay === true) return original.toISODate() ?? '1970-01-01'
-  return inZone(original, eventZone(event, calendarTimeZone))
+  return inZone(original.toMillis(), eventZone(event, calendarTimeZone))
 }
 
 /** Graph's `dateTimeTimeZone` of a contract date in `zone` (a Windows name where one exists). */

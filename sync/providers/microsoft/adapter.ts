@@ -481,8 +481,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const listedAgain = new Set<string>()
     let everySeriesChecked = false
     const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
-    let next = link
-    for (;;) {
+    /** One page read, with the series it names: what the sink is handed, and where the round goes on. */
+    const readPage = async (next: string): Promise<{ events: ProviderEvent[], nextLink: string | null, deltaLink: string | undefined }> => {
       const page: GraphPage = await this.#graphCall(context, 'calendarView.delta', 'GET', next, undefined, headers)
       const now = this.#now()
       const events: ProviderEvent[] = []
@@ -548,13 +548,27 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       // Each series costs two Graph round trips (its master, its instances); a few at a time keep a
       // page of many series from taking their sum.
       await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
-      await sink({ events, nextPageToken: nextLink })
-      if (nextLink === null) {
-        const deltaLink = page['@odata.deltaLink']
+      return { events, nextLink, deltaLink: page['@odata.deltaLink'] }
+    }
+    // The next page (and its series) is read from Graph while the sink applies the current one, so
+    // reading and writing overlap. Pages are read one after another, and a page the sink did not
+    // take is never read past: a failure stops the round where the checkpoint stands.
+    let current = await readPage(link)
+    for (;;) {
+      const { events, nextLink, deltaLink } = current
+      const ahead = nextLink === null ? null : readPage(nextLink)
+      try {
+        await sink({ events, nextPageToken: nextLink })
+      } catch (error) {
+        // The page read ahead is not wanted any more; its own failure must not surface unhandled.
+        ahead?.catch(() => {})
+        throw error
+      }
+      if (ahead === null) {
         if (!deltaLink) throw new Error('Microsoft ended a delta round without a deltaLink')
         return deltaLink
       }
-      next = nextLink
+      current = await ahead
     }
   }
 

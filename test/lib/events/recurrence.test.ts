@@ -27,6 +27,17 @@ test('a weekly series keeps its wall-clock time across the DST change', async (t
   t.same(occurrences.map((o) => o.end.getTime() - o.start.getTime()), [1800000, 1800000, 1800000, 1800000])
 })
 
+test('a time the clock shows twice, or skips, is read as RFC 5545 says, whatever the season the process runs in', async (t) => {
+  // New York sets its clocks back at 02:00 on 1 November 2026 and forward at 02:00 on 8 March 2026.
+  const nightly = { startDate: '2026-10-30T01:30:00-04:00', endDate: '2026-10-30T02:00:00-04:00', isAllDay: false, timeZone: 'America/New_York', rule: ['RRULE:FREQ=DAILY'] }
+  const autumn = expandSeries(compileSeries(nightly), new Date('2026-10-31T00:00:00Z'), new Date('2026-11-03T00:00:00Z'), 10)
+  t.same(autumn.map((o) => o.startDate), ['2026-10-31T01:30:00-04:00', '2026-11-01T01:30:00-04:00', '2026-11-02T01:30:00-05:00'], 'the doubled 01:30 is its first occurrence, in daylight time')
+  t.same(autumn.map((o) => o.end.getTime() - o.start.getTime()), [1_800_000, 1_800_000, 1_800_000])
+  const skipped = { startDate: '2026-03-06T02:30:00-05:00', endDate: '2026-03-06T03:00:00-05:00', isAllDay: false, timeZone: 'America/New_York', rule: ['RRULE:FREQ=DAILY;COUNT=4'] }
+  const spring = expandSeries(compileSeries(skipped), new Date('2026-03-06T00:00:00Z'), new Date('2026-03-10T12:00:00Z'), 10)
+  t.same(spring.map((o) => o.startDate), ['2026-03-06T02:30:00-05:00', '2026-03-07T02:30:00-05:00', '2026-03-08T03:30:00-04:00', '2026-03-09T02:30:00-04:00'], 'the skipped 02:30 is read with the offset before: 03:30 daylight time')
+})
+
 test('expansion returns exactly the occurrences overlapping the range', async (t) => {
   const series = compileSeries(weeklyBerlin)
   // Starts in the middle of the 23 March occurrence (08:00-08:30 UTC) and ends when the 30 March one starts.
