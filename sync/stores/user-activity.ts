@@ -24,11 +24,23 @@ export class UserActivityStore {
   async touch (userIds: Iterable<string>, now: Date): Promise<void> {
     const due = [...new Set(userIds)].filter((userId) => now.getTime() - (this.#written.get(userId) ?? 0) >= WRITE_INTERVAL_MS)
     if (due.length === 0) return
+    // Marked before the write, so the polls that arrive while it runs do not write again; a write
+    // that failed gives the marks back, so the next poll writes instead of an hour later.
+    const before = due.map((userId) => [userId, this.#written.get(userId)] as const)
     for (const userId of due) this.#written.set(userId, now.getTime())
     if (this.#written.size > 100_000) this.#written.clear()
-    await databaseCall(async () => await this.#rows.bulkWrite(due.map((userId) => ({
-      updateOne: { filter: { _id: userId }, update: { $max: { lastSeenAt: now } }, upsert: true }
-    })), { ordered: false }))
+    try {
+      await databaseCall(async () => await this.#rows.bulkWrite(due.map((userId) => ({
+        updateOne: { filter: { _id: userId }, update: { $max: { lastSeenAt: now } }, upsert: true }
+      })), { ordered: false }))
+    } catch (error) {
+      for (const [userId, at] of before) {
+        if (this.#written.get(userId) !== now.getTime()) continue
+        if (at === undefined) this.#written.delete(userId)
+        else this.#written.set(userId, at)
+      }
+      throw error
+    }
   }
 
   /** When the user was last seen; null when never. */

@@ -277,3 +277,16 @@ test('a connection\'s change of state and its feed entry commit together: a hang
   t.equal(after?.['state'], 'delayed')
   t.same((await app.syncFeed.page(userId, cursor, 100)).invalidations.map((item) => item.kind === 'connection' ? item.state : item.kind), ['delayed'], 'one entry for the change')
 })
+
+test('a user\'s activity the database did not take is written at the next poll, not an hour later', { skip: SKIP, timeout: 120_000 }, async (t) => {
+  const { mongo, built } = await setup(t)
+  const { app } = built
+  const userId = newUserId()
+  const seen = new Date('2026-03-02T10:00:00Z')
+  mongo.hang()
+  await t.rejects(app.syncActivity.touch([userId], seen), /did not answer/, 'the write meets the hung database')
+  mongo.resume()
+  t.ok(await waitFor(async () => (await app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, 20_000), 'the database answers again')
+  await app.syncActivity.touch([userId], new Date(seen.getTime() + 2000))
+  t.same(await app.syncActivity.lastSeen(userId), new Date(seen.getTime() + 2000), 'the next poll wrote it')
+})
