@@ -5,6 +5,7 @@
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
 import { bufferedFetch } from '../buffered-fetch.js'
+import { takePagesReadingAhead } from '../read-ahead.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
 import { calendar } from '@googleapis/calendar'
@@ -261,11 +262,9 @@ export class GoogleCalendarAdapter implements ProviderPort {
     }
   }
 
-  /** Lists every page after `pageToken` into the sink; the sync token of the last page, if any. */
   /**
-   * Every page of a list, in order, each handed to the sink before the next; the next page is read
-   * from Google while the sink applies the current one, so reading and writing overlap. A page the
-   * sink did not take is never read past: a failure stops the list where the checkpoint stands.
+   * Every page of a list after `pageToken`, in order, into the sink, the next read from Google while
+   * the sink applies the current one (takePagesReadingAhead); the sync token of the last page, if any.
    */
   async #list (context: ProviderContext, calendar: ProviderCalendar, query: CalendarV3.Params$Resource$Events$List, pageToken: string | null, sink: ProviderEventSink): Promise<string | null> {
     const read = async (token: string | null) => {
@@ -279,21 +278,13 @@ export class GoogleCalendarAdapter implements ProviderPort {
       const { data } = await this.#call(context, 'events.list', async (api) => await api.events.list(params))
       return data
     }
-    let data = await read(pageToken)
-    for (;;) {
-      const events = (data.items ?? []).map((item) => toProviderEvent(item, data.timeZone ?? calendar.timeZone)).filter((event): event is ProviderEvent => event !== null)
-      const token = data.nextPageToken ?? null
-      const ahead = token === null ? null : read(token)
-      try {
-        await sink({ events, nextPageToken: token })
-      } catch (error) {
-        // The page read ahead is not wanted any more; its own failure must not surface unhandled.
-        ahead?.catch(() => {})
-        throw error
-      }
-      if (ahead === null) return data.nextSyncToken ?? null
-      data = await ahead
-    }
+    const last = await takePagesReadingAhead(await read(pageToken),
+      (data) => data.nextPageToken ? read(data.nextPageToken) : null,
+      async (data) => {
+        const events = (data.items ?? []).map((item) => toProviderEvent(item, data.timeZone ?? calendar.timeZone)).filter((event): event is ProviderEvent => event !== null)
+        await sink({ events, nextPageToken: data.nextPageToken ?? null })
+      })
+    return last.nextSyncToken ?? null
   }
 
   #mapped (data: CalendarV3.Schema$Event, calendar: ProviderCalendar): ProviderEvent {

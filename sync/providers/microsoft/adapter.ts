@@ -4,6 +4,7 @@
 // login.microsoftonline.com and graph.microsoft.com; a development configuration
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
 import { DateTime } from 'luxon'
+import { takePagesReadingAhead } from '../read-ahead.js'
 import { bufferedFetch } from '../buffered-fetch.js'
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { compileSeries, expandSeries, hasOccurrenceAt, RecurrenceRuleError } from '../../../lib/events/recurrence.js'
@@ -550,26 +551,12 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
       return { events, nextLink, deltaLink: page['@odata.deltaLink'] }
     }
-    // The next page (and its series) is read from Graph while the sink applies the current one, so
-    // reading and writing overlap. Pages are read one after another, and a page the sink did not
-    // take is never read past: a failure stops the round where the checkpoint stands.
-    let current = await readPage(link)
-    for (;;) {
-      const { events, nextLink, deltaLink } = current
-      const ahead = nextLink === null ? null : readPage(nextLink)
-      try {
-        await sink({ events, nextPageToken: nextLink })
-      } catch (error) {
-        // The page read ahead is not wanted any more; its own failure must not surface unhandled.
-        ahead?.catch(() => {})
-        throw error
-      }
-      if (ahead === null) {
-        if (!deltaLink) throw new Error('Microsoft ended a delta round without a deltaLink')
-        return deltaLink
-      }
-      current = await ahead
-    }
+    // The next page, with its series, is read from Graph while the sink applies the current one.
+    const last = await takePagesReadingAhead(await readPage(link),
+      (page) => page.nextLink === null ? null : readPage(page.nextLink),
+      async (page) => { await sink({ events: page.events, nextPageToken: page.nextLink }) })
+    if (!last.deltaLink) throw new Error('Microsoft ended a delta round without a deltaLink')
+    return last.deltaLink
   }
 
   #remember (id: string, seriesId: string): void {
