@@ -5,7 +5,7 @@ import { test } from 'tap'
 import { ObjectId } from 'bson'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { createEventThroughUi, eventBlock, eventTitles, signUpThroughUi } from './ui.js'
+import { createEventThroughUi, EVENTUALLY_MS, eventBlock, eventTitles, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -18,7 +18,7 @@ test('signed out, then signed up: local events carried over, then the account is
   const errors = collectErrors(page)
   const events = stack.backend.app.mongo.db.collection<{ _id: ObjectId, user: ObjectId, title: string, startDate: string, endDate: string }>('events')
   // The page shows a write at once; the account has it when the request has been answered.
-  const stored = async (filter: Record<string, unknown>, expected = 1) => await waitFor(async () => await events.countDocuments(filter) === expected, 5000)
+  const stored = async (filter: Record<string, unknown>, expected = 1) => await waitFor(async () => await events.countDocuments(filter) === expected, EVENTUALLY_MS)
 
   await page.goto(`${stack.webUrl}/`)
   t.match(page.url(), /\/day$/, '/ goes to /day')

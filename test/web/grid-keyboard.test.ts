@@ -7,7 +7,7 @@ import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { eventBlock, signInThroughUi } from './ui.js'
+import { EVENTUALLY_MS, eventBlock, signInThroughUi } from './ui.js'
 import { seriousViolations } from './axe.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
@@ -82,7 +82,7 @@ test('the time slots of the week and day grids from the keyboard', async (t) => 
   await page.keyboard.type('Made from the grid')
   await page.keyboard.press('Enter')
   await dialog.waitFor({ state: 'hidden' })
-  t.ok(await waitFor(async () => await events.countDocuments({ title: 'Made from the grid', startDate: '2026-03-03T10:00:00+01:00', endDate: '2026-03-03T11:00:00+01:00' }) === 1, 5000), 'stored at the slot\'s time')
+  t.ok(await waitFor(async () => await events.countDocuments({ title: 'Made from the grid', startDate: '2026-03-03T10:00:00+01:00', endDate: '2026-03-03T11:00:00+01:00' }) === 1, EVENTUALLY_MS), 'stored at the slot\'s time')
   await eventBlock(page, 'Made from the grid').waitFor()
   t.same(await focused(page), { slot: true, name: 'Tuesday, 3 March 2026, 10:00, during Made from the grid' }, 'focus comes back to the slot, which now names the event')
 

@@ -10,7 +10,7 @@ import type { ObjectId } from 'bson'
 import type { Page, Request } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { createEventThroughUi, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { createEventThroughUi, EVENTUALLY_MS, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -34,7 +34,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
   const page = await context.newPage()
   const errors = collectErrors(page)
   const events = stack.backend.app.mongo.db.collection<StoredEvent>('events')
-  const stored = async (filter: Record<string, unknown>, expected = 1) => await waitFor(async () => await events.countDocuments(filter) === expected, 5000)
+  const stored = async (filter: Record<string, unknown>, expected = 1) => await waitFor(async () => await events.countDocuments(filter) === expected, EVENTUALLY_MS)
   const posts: string[] = []
   page.on('request', (request: Request) => {
     if (request.method() === 'POST' && new URL(request.url()).pathname === '/api/event') posts.push(request.postData() ?? '')

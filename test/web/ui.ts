@@ -1,6 +1,13 @@
 // What a person does in the web client, as steps the browser tests share.
 import type { Page } from 'playwright-core'
 
+/**
+ * How long a test waits for what the page does after a click to reach the database or the screen.
+ * Generous on purpose: a loaded machine sheds requests (503 with Retry-After: 5), which the client
+ * waits out before sending again; how fast it happens is measured in bench/, never here.
+ */
+export const EVENTUALLY_MS = 15_000
+
 export async function signUpThroughUi (page: Page, webUrl: string, user: { name: string, email: string, password: string }, path = '/day'): Promise<void> {
   await page.goto(`${webUrl}${path}${path.includes('?') ? '&' : '?'}auth=signup`)
   const dialog = page.getByRole('dialog', { name: 'Create your account' })

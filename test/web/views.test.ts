@@ -10,7 +10,7 @@ import { test } from 'tap'
 import type { ObjectId } from 'bson'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { eventBlock, signInThroughUi } from './ui.js'
+import { EVENTUALLY_MS, eventBlock, signInThroughUi } from './ui.js'
 import { seriousViolations } from './axe.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
@@ -110,7 +110,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     t.equal(await dialog.getByLabel('End time').inputValue(), '11:30')
     await dialog.getByLabel('Title').fill('Dragged')
     await dialog.getByRole('button', { name: 'Save' }).click()
-    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Dragged', startDate: '2026-03-10T10:00:00+01:00', endDate: '2026-03-10T11:30:00+01:00' }) === 1, 5000), 'stored with the dragged span')
+    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Dragged', startDate: '2026-03-10T10:00:00+01:00', endDate: '2026-03-10T11:30:00+01:00' }) === 1, EVENTUALLY_MS), 'stored with the dragged span')
 
     await page.mouse.click(box.x + 100, await yOf(15 * 60 + 10))
     t.equal(await dialog.getByLabel('Start time').inputValue(), '15:00')
@@ -172,9 +172,9 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     // The block is drawn once the new day's read answers (on a loaded machine, after seconds);
     // the focus moves to it as it is drawn.
     await page.getByRole('region', { name: 'Thursday, 5 March 2026' }).locator('.event-body', { hasText: 'Gym' }).waitFor()
-    await waitFor(async () => await page.evaluate('document.activeElement?.textContent?.includes("Gym") === true') === true, 3000)
+    await waitFor(async () => await page.evaluate('document.activeElement?.textContent?.includes("Gym") === true') === true, EVENTUALLY_MS)
     t.match(await page.evaluate('document.activeElement?.textContent ?? ""'), /^Gym/, 'the moved event keeps focus on its new day')
-    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Gym', startDate: '2026-03-05T09:00:00+01:00' }) === 1, 5000), 'stored a day later')
+    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Gym', startDate: '2026-03-05T09:00:00+01:00' }) === 1, EVENTUALLY_MS), 'stored a day later')
   })
 
   await t.test('repeat: every 2 weeks on Monday and Wednesday, 5 times; read back into the same form', async (t) => {
@@ -197,12 +197,12 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     const box = await save.boundingBox()
     t.ok(box !== null && box.y + box.height <= 800, 'Save is in view in an 800 px high window with the repeat fields open')
     await save.click()
-    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Piano', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE;COUNT=5'] }) === 1, 5000), 'stored as one RRULE line')
+    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Piano', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE;COUNT=5'] }) === 1, EVENTUALLY_MS), 'stored as one RRULE line')
 
     await eventBlock(page, 'Piano').click()
     const edit = page.getByRole('dialog', { name: 'Edit event' })
     await edit.getByLabel('All events').check()
-    await waitFor(async () => await edit.getByLabel('Every').inputValue() === '2', 3000)
+    await waitFor(async () => await edit.getByLabel('Every').inputValue() === '2', EVENTUALLY_MS)
     t.equal(await edit.getByLabel('Repeat').inputValue(), 'WEEKLY')
     t.equal(await edit.getByLabel('Every').inputValue(), '2')
     t.same([await edit.getByLabel('Monday').isChecked(), await edit.getByLabel('Tuesday').isChecked(), await edit.getByLabel('Wednesday').isChecked()], [true, false, true])
@@ -212,12 +212,12 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await edit.getByLabel('On', { exact: true }).check()
     await edit.getByLabel('Last date').fill('2026-04-30')
     await edit.getByRole('button', { name: 'Save' }).click()
-    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Piano', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE;UNTIL=20260430T215959Z'] }) === 1, 5000), 'UNTIL is the end of 30 April in Berlin')
+    t.ok(await waitFor(async () => await events.countDocuments({ title: 'Piano', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE;UNTIL=20260430T215959Z'] }) === 1, EVENTUALLY_MS), 'UNTIL is the end of 30 April in Berlin')
     await page.goto(`${stack.webUrl}/day?date=2026-04-29`)
     await eventBlock(page, 'Piano').click()
     const again = page.getByRole('dialog', { name: 'Edit event' })
     await again.getByLabel('All events').check()
-    await waitFor(async () => await again.getByLabel('On', { exact: true }).isChecked(), 3000)
+    await waitFor(async () => await again.getByLabel('On', { exact: true }).isChecked(), EVENTUALLY_MS)
     t.equal(await again.getByLabel('Last date').inputValue(), '2026-04-30', 'read back as the same day')
     await again.getByRole('button', { name: 'Cancel' }).click()
   })
