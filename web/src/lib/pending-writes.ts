@@ -5,7 +5,7 @@
 // or by a second tab, stores the event once. Writes go in the order they were made; a write waits
 // behind an earlier unsent one to the same event or series. A 429 with a Retry-After holds the
 // account's writes for the wait the server named; they then go again by themselves, in order.
-import { retryAfterMs } from '../../../lib/backoff.js'
+import { askedWaitMs } from './retry-after.js'
 import { readJson, type KeyValueStore } from './storage.js'
 import { parseOccurrenceId, seriesIdOf, type EventChange } from './events.js'
 import { shownOn, type Effect } from './optimistic.js'
@@ -173,9 +173,10 @@ export type Outcome =
   | { state: 'delayed', reason: string, retryAt: number }
 
 /**
- * `now` and `delays` (the waits this write was already asked for) decide what a 429 (or a 503
- * naming a wait) means: with a Retry-After it is waited out and sent again by itself, up to MAX_AUTOMATIC_RETRIES times and for
- * waits up to MAX_AUTOMATIC_WAIT_MS; otherwise it is refused like any other answer.
+ * `now` and `delays` (the waits this write was already asked for) decide what an answer asking for
+ * a wait (askedWaitMs: a 429, or a 503 with Retry-After) means: it is waited out and sent again by
+ * itself, up to MAX_AUTOMATIC_RETRIES times and for waits up to MAX_AUTOMATIC_WAIT_MS; otherwise it
+ * is refused like any other answer.
  */
 export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), delays = 0): Outcome {
   if (failure.kind === 'network') return { state: 'waiting', reason: 'Not saved yet: no connection. It is sent when the connection returns.' }
@@ -185,13 +186,9 @@ export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), 
   if (status === 401) return { state: 'waiting', reason: 'Not saved yet: sign in again to send it.' }
   if (code === 'CONNECTION_REVOKED' || status === 410) return { state: 'failed', reason: 'Not saved: the calendar connection was revoked. Reconnect it, then retry.' }
   if (code === 'MAINTENANCE') return { state: 'failed', reason: 'Not saved: provider calendars are in maintenance. Retry later.' }
-  // A 503 that names a wait (the service shedding load, its database away) is the same request to
-  // come back later as a 429; maintenance is not, as it lasts as long as an operator wants.
-  const named = retryAfterMs(failure.retryAfter, new Date(now))
-  if (status === 429 || (status === 503 && named !== null)) {
-    if (named !== null && named <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + named }
-    if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
-  }
+  const asked = askedWaitMs(failure, now)
+  if (asked !== null && asked <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + asked }
+  if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
   if (status >= 500) return { state: 'failed', reason: `Not saved: the server could not take it (${status}). Retry in a moment.` }
   return { state: 'failed', reason: `Not saved: ${message}` }
 }

@@ -27,19 +27,26 @@ export const READ_RETRIES_WHEN_ASKED = 3
 export const MAX_READ_WAIT_MS = 60_000
 
 /**
+ * The wait (ms) an answer asks for before the same request is sent again, or null when it asks for
+ * none: a 429, or a 503 (the service shedding load, its database away), with a Retry-After.
+ * Maintenance is not such a wait: it lasts as long as an operator wants.
+ */
+export function askedWaitMs (failure: { status: number, code?: string | undefined, retryAfter?: string | null | undefined }, now = Date.now()): number | null {
+  if ((failure.status !== 429 && failure.status !== 503) || failure.code === 'MAINTENANCE') return null
+  return retryAfterMs(failure.retryAfter ?? null, new Date(now))
+}
+
+/**
  * How long to wait before reading again after the `failureCount`-th failure (0 for the first), or
- * null to show the failure. A 429 or a 503 naming a wait (load shed, database away) is read again
- * when the server said; an answer without one, or no answer, once after a second; a refusal (4xx)
- * or maintenance never, as asking again gets the same answer.
+ * null to show the failure. An answer asking for a wait (askedWaitMs) is read again when the
+ * server said; an answer without one, or no answer, once after a second; a refusal (4xx) or
+ * maintenance never, as asking again gets the same answer.
  */
 export function readRetryWait (failureCount: number, failure: ReadFailure, now = Date.now()): number | null {
   const once = failureCount < 1 ? 1000 : null
   if (failure.status === null) return once
-  // Maintenance lasts as long as an operator wants: asking again in seconds does not help.
   if (failure.code === 'MAINTENANCE') return null
-  const named = retryAfterMs(failure.retryAfter, new Date(now))
-  if ((failure.status === 429 || failure.status === 503) && named !== null) {
-    return failureCount < READ_RETRIES_WHEN_ASKED && named <= MAX_READ_WAIT_MS ? named : null
-  }
+  const asked = askedWaitMs({ ...failure, status: failure.status }, now)
+  if (asked !== null) return failureCount < READ_RETRIES_WHEN_ASKED && asked <= MAX_READ_WAIT_MS ? asked : null
   return failure.status >= 500 ? once : null
 }
