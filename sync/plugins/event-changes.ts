@@ -18,6 +18,7 @@ export default fp(async function syncEventChanges (fastify) {
     engine: fastify.syncEngine,
     clock: fastify.syncClock,
     modes: fastify.syncConfig.sync,
+    announceDue: () => { fastify.syncJobQueue.announceDue() },
     transaction: fastify.syncDb.withTransaction
   }))
-}, { name: 'sync-event-changes', dependencies: ['sync-config', 'sync-database', 'sync-change-feed', 'sync-connections', 'sync-engine'] })
+}, { name: 'sync-event-changes', dependencies: ['sync-config', 'sync-database', 'sync-change-feed', 'sync-connections', 'sync-engine', 'sync-job-queue'] })

@@ -20,6 +20,8 @@ export interface EventChangesParts {
   clock: Clock
   /** Read on every report, as the configuration holds them. */
   modes: Modes
+  /** JobQueue.announceDue: a provider write queued in a report's transaction is due once it committed. */
+  announceDue: () => void
   /** SyncDatabase.withTransaction: one report's writes commit together, where the deployment has transactions. */
   transaction: <T>(work: (session: ClientSession | undefined) => Promise<T>) => Promise<T>
 }
@@ -57,6 +59,8 @@ export class EventChanges {
       try {
         const answer = await this.#parts.transaction(async (session) => await this.#applyOnce(report, print, session))
         if ('refused' in answer) throw refusal(answer.refused)
+        // Committed: the provider write is claimed now, not at the worker's next poll.
+        if (answer.providerWriteQueued) this.#parts.announceDue()
         return answer
       } catch (error) {
         if (run < TRANSACTION_RUNS && isDuplicateKeyError(error)) continue

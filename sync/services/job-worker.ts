@@ -24,6 +24,9 @@ export class JobWorker {
   readonly #options: JobWorkerOptions
   readonly #running = new Set<Promise<void>>()
   #claiming = false
+  /** A job became due while a claim was running: claim once more when it ends. */
+  #claimAgain = false
+  #stopListening: (() => void) | undefined
   #timers: NodeJS.Timeout[] = []
   #stopped = false
 
@@ -58,6 +61,10 @@ export class JobWorker {
     poll.unref()
     sweep.unref()
     this.#timers = [poll, sweep]
+    // The poll is for jobs queued by other processes or due later; one queued here is claimed at once.
+    this.#stopListening = this.#options.queue.onDue(() => {
+      this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
+    })
   }
 
   /** Stops claiming and waits for the jobs in flight. */
@@ -65,6 +72,8 @@ export class JobWorker {
     this.#stopped = true
     for (const timer of this.#timers) clearInterval(timer)
     this.#timers = []
+    this.#stopListening?.()
+    this.#stopListening = undefined
     await Promise.allSettled([...this.#running])
   }
 
@@ -78,8 +87,13 @@ export class JobWorker {
 
   async #claimAndStart (): Promise<Array<Promise<void>>> {
     // One claimer at a time, so two ticks never overfill the slots.
-    if (this.#claiming || this.#stopped) return []
+    if (this.#stopped) return []
+    if (this.#claiming) {
+      this.#claimAgain = true
+      return []
+    }
     this.#claiming = true
+    this.#claimAgain = false
     const started: Array<Promise<void>> = []
     try {
       while (this.#running.size < this.#options.maxConcurrency && this.#options.isActive()) {
@@ -95,6 +109,7 @@ export class JobWorker {
       }
     } finally {
       this.#claiming = false
+      if (this.#claimAgain && this.#timers.length > 0) this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
     }
     return started
   }

@@ -68,6 +68,7 @@ export class JobQueue {
   readonly #clock: Clock
   readonly #leaseMs: number
   readonly #random: () => number
+  readonly #dueListeners = new Set<() => void>()
 
   constructor (db: Db, clock: Clock, options: QueueOptions = {}) {
     this.#rows = db.collection<JobRecord>('jobs')
@@ -83,10 +84,31 @@ export class JobQueue {
   }
 
   /**
+   * `listener` is called whenever this process queued a job that is due now, so that a running
+   * worker claims it at once rather than at its next poll. Answers the function that unsubscribes.
+   */
+  onDue (listener: () => void): () => void {
+    this.#dueListeners.add(listener)
+    return () => { this.#dueListeners.delete(listener) }
+  }
+
+  /** Tells the listeners a job is due: a transaction that queued one calls it once committed. */
+  announceDue (): void {
+    for (const listener of this.#dueListeners) listener()
+  }
+
+  /**
    * Queues a job unless a live job holds its key; then that job is returned and `coalesced` is true.
-   * With `session` the job is queued in the caller's transaction and commits with it.
+   * With `session` the job is queued in the caller's transaction and commits with it; the caller
+   * announces it (`announceDue`) after the commit, when no worker could have seen it before.
    */
   async enqueue (request: JobRequest, options: InTransaction = {}): Promise<{ job: JobRecord, coalesced: boolean }> {
+    const queued = await this.#enqueue(request, options)
+    if (options.session === undefined && queued.job.status === 'queued' && queued.job.runAt <= this.#clock.now()) this.announceDue()
+    return queued
+  }
+
+  async #enqueue (request: JobRequest, options: InTransaction): Promise<{ job: JobRecord, coalesced: boolean }> {
     const { session } = options
     const now = this.#clock.now()
     const job: JobRecord = {
@@ -146,7 +168,7 @@ export class JobQueue {
       { session }
     ))
     const existing = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { session, signal }))
-    if (!existing) return await this.enqueue(request, options)
+    if (!existing) return await this.#enqueue(request, options)
     return { job: existing, coalesced: true }
   }
 

@@ -7,6 +7,7 @@ import type { SyncConfig } from '../../schemas/config.js'
 import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider } from './scripted-provider.js'
+import { startMongo } from '../../dev/mongo/index.js'
 
 async function setup (t: Test, sync: Partial<SyncConfig['sync']> = {}) {
   const provider = new ScriptedProvider()
@@ -69,6 +70,40 @@ test('with a live connection and active execution the provider write is queued o
   t.match(provider.calls.at(-1), { method: 'writeEvent', calendarId: 'primary' })
   t.same(await built.app.syncJobQueue.list(), [])
 })
+
+for (const replicaSet of [false, true]) {
+  test(`a running worker claims a job queued in its process at once: the import after a connect, the provider write after its report commits (${replicaSet ? 'in a transaction' : 'without transactions'})`, async (t) => {
+    const mongo = await startMongo(replicaSet ? { replicaSet: 'rs0' } : {})
+    t.teardown(() => mongo.close())
+    const provider = new ScriptedProvider()
+    const built = await buildSyncApp(t, mongo.uri, { providers: { google: provider } })
+    t.equal(built.app.syncDb.transactional, replicaSet)
+    // Polls an hour apart: whatever runs below was claimed because it was queued, not by a poll.
+    built.app.syncJobWorker.start(3_600_000, 3_600_000)
+    t.teardown(async () => { await built.app.syncJobWorker.stop() })
+    const until = async (done: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 10_000
+      while (!done()) {
+        if (Date.now() > deadline) throw new Error('the job was not claimed')
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    const userId = newUserId()
+    await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+    await until(() => provider.calls.some((call) => call.method === 'pullChanges'))
+    t.ok(provider.calls.some((call) => call.method === 'importCalendar'), 'the import ran, then its pull')
+
+    const subject = { content: { title: 'Lunch', startDate: '2026-11-24', endDate: '2026-11-25', isAllDay: true, timeZone: 'UTC' }, lastUpdated: '2026-11-21T09:00:00.000Z' }
+    const response = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { operation: 'create', calendarId: 'primary', subject }), userId })
+    t.same(response.json(), { duplicate: false, providerWriteQueued: true })
+    await until(() => provider.writes.length === 1)
+    t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', subject }], 'written without waiting for a poll')
+
+    const later = await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: 'later', userId, payload: {}, runAt: new Date(built.clock.now().getTime() + 60_000) })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    t.match(await built.app.syncJobQueue.list(), [{ _id: later.job._id, status: 'queued' }], 'a job due later waits for its time')
+  })
+}
 
 test('passive execution records the change but queues no provider write', async (t) => {
   const { built } = await setup(t, { execution: 'passive' })
