@@ -56,6 +56,11 @@ export interface SyncClientOptions {
   connections?: number
   /** Limit for headers and for the body of one answer. */
   timeoutMs?: number
+  /**
+   * The shorter limit of the reads a person waits on (their calendars, their sync status), so a
+   * Sync that hangs costs them a 503 after this, not after `timeoutMs`. Default READ_DEADLINE_MS.
+   */
+  readTimeoutMs?: number
   /** Clock used for signature timestamps. */
   now?: () => number
 }
@@ -84,11 +89,18 @@ function parseJson (text: string): unknown {
   }
 }
 
+/**
+ * Twice the Sync service's own database deadline on a request's path (2.5 s): a Sync whose database
+ * hangs answers its 503 within it; a Sync that hangs itself is given up on after it.
+ */
+export const READ_DEADLINE_MS = 5_000
+
 export class SyncClient {
   readonly #pool: Pool
   readonly #prefix: string
   readonly #secret: string
   readonly #timeoutMs: number
+  readonly #readTimeoutMs: number
   readonly #now: () => number
 
   constructor (options: SyncClientOptions) {
@@ -96,6 +108,7 @@ export class SyncClient {
     this.#prefix = base.pathname.replace(/\/+$/, '')
     this.#secret = options.internalAuthToken
     this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#readTimeoutMs = Math.min(options.readTimeoutMs ?? READ_DEADLINE_MS, this.#timeoutMs)
     this.#now = options.now ?? Date.now
     this.#pool = new Pool(base.origin, {
       connections: options.connections ?? 16,
@@ -125,12 +138,12 @@ export class SyncClient {
   }
 
   async metadata (userId: string): Promise<SyncMetadata> {
-    return await this.#call('GET', SYNC_PATHS.metadata(userId), userId, undefined, checkers.metadata)
+    return await this.#call('GET', SYNC_PATHS.metadata(userId), userId, undefined, checkers.metadata, { timeoutMs: this.#readTimeoutMs })
   }
 
   /** The provider calendars Sync keeps for the user (names, colours, primary). */
   async calendars (userId: string): Promise<SyncCalendarList> {
-    return await this.#call('GET', SYNC_PATHS.calendars(userId), userId, undefined, checkers.calendars)
+    return await this.#call('GET', SYNC_PATHS.calendars(userId), userId, undefined, checkers.calendars, { timeoutMs: this.#readTimeoutMs })
   }
 
   async beginConnection (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
@@ -157,7 +170,7 @@ export class SyncClient {
 
   /** Readiness of the Sync service (its database answers); unsigned like any health probe. */
   async ready (): Promise<SyncHealth> {
-    return await this.#call('GET', '/health/ready', null, undefined, checkers.health, false)
+    return await this.#call('GET', '/health/ready', null, undefined, checkers.health, { sign: false })
   }
 
   async close (): Promise<void> {
@@ -170,7 +183,7 @@ export class SyncClient {
     userId: string | null,
     body: unknown,
     checker: TypeCheck<T>,
-    sign = true
+    { sign = true, timeoutMs = this.#timeoutMs }: { sign?: boolean, timeoutMs?: number } = {}
   ): Promise<Static<T>> {
     const path = this.#prefix + pathAndQuery
     const payload = body === undefined ? undefined : JSON.stringify(body)
@@ -181,7 +194,7 @@ export class SyncClient {
     let response: Dispatcher.ResponseData
     let text: string
     try {
-      response = await this.#pool.request({ method, path, headers, body: payload })
+      response = await this.#pool.request({ method, path, headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
       text = await response.body.text()
     } catch (error) {
       throw new SyncUnavailableError(`Sync service request ${method} ${pathAndQuery.split('?')[0]} failed`, { cause: error })

@@ -3,7 +3,7 @@ import type { Test } from 'tap'
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { SyncClient, SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
+import { READ_DEADLINE_MS, SyncClient, SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { verifyInternalRequest } from '../../lib/internal-auth.js'
 import Fastify from 'fastify'
 import configPlugin from '../../plugins/external/config.js'
@@ -128,6 +128,29 @@ test('5xx, bodies outside the contract and network failures become SyncUnavailab
   t.ok(refused instanceof SyncUnavailableError)
   t.match(refused, { statusCode: null })
   t.ok((refused as Error).cause, 'the network error is kept as the cause')
+})
+
+test('a Sync that hangs: the reads a person waits on give up at the read deadline, a report keeps the longer limit', async (t) => {
+  const held: ServerResponse[] = []
+  const { baseUrl } = await startFake(t, (_entry, res) => { held.push(res) })
+  t.teardown(() => { for (const res of held) if (!res.writableEnded) res.destroy() })
+  t.ok(READ_DEADLINE_MS < 10_000, 'the default read deadline is below the default limit')
+  const client = new SyncClient({ baseUrl, internalAuthToken: secret, timeoutMs: 60_000, readTimeoutMs: 300 })
+  t.teardown(() => client.close())
+  for (const [what, read] of [['calendars', async () => await client.calendars(userId)], ['sync status', async () => await client.metadata(userId)]] as const) {
+    const failed = await read().catch((error: unknown) => error)
+    t.ok(failed instanceof SyncUnavailableError, `${what}: SyncUnavailableError, the route's 503`)
+    t.match(failed, { statusCode: null })
+  }
+  const report = client.reportEventChange({ userId, eventId: 'e1', operation: 'delete', idempotencyKey: 'key-00000009' })
+  const early = await Promise.race([
+    report.then(() => 'answered', () => 'failed'),
+    new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1000))
+  ])
+  t.equal(early, 'still waiting', 'a report is not given up at the read deadline')
+  const last = held.at(-1)
+  if (last !== undefined) json(last, 202, { duplicate: false, providerWriteQueued: false })
+  t.same(await report, { duplicate: false, providerWriteQueued: false }, 'and is answered when Sync answers')
 })
 
 test('the sync-client plugin builds fastify.syncClient from the configuration and closes its pool with the server', async (t) => {
