@@ -1,7 +1,8 @@
 // The Microsoft Graph v1.0 subset under `/v1.0`, as on graph.microsoft.com: the signed-in user,
 // mailbox settings, calendars, events (list, create, get, update, delete, instances), calendar views and their
-// delta query, and change-notification subscriptions.
+// delta query, change-notification subscriptions, and JSON batching of all of these.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { batchRoutes } from './batch.js'
 import type { Calendar, DeltaItem, DeltaPosition, Target } from './calendars.js'
 import { GraphError, graphErrors } from './errors.js'
 import { readEventWrite, removedItem, renderInstance } from './events.js'
@@ -555,6 +556,9 @@ export async function graphRoutes (app: FastifyInstance, options: { state: Micro
     subscription.reauthorizationRequired = false
     return reply.code(204).send()
   })
+
+  // Inside this plugin so the batch itself needs the bearer token like every Graph call.
+  await app.register(batchRoutes)
 }
 
 /** Request ids on every Graph answer, echoing the client's own when it sent one. */

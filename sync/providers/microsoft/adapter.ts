@@ -41,6 +41,8 @@ const DAY_MS = 24 * 60 * 60_000
  * mailbox's other calendars, which the worker may pull meanwhile.
  */
 const SERIES_READS_AT_ONCE = 3
+/** Graph takes at most 20 requests in one JSON batch: the master and the instances of ten series. */
+const BATCH_REQUESTS_MAX = 20
 
 /** Runs `work` for every item, at most `limit` at a time; the first failure is thrown once all settled. */
 async function eachAtMost<T> (limit: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
@@ -111,6 +113,19 @@ interface GraphPage {
   value?: GraphEvent[]
   '@odata.nextLink'?: string
   '@odata.deltaLink'?: string
+}
+
+/** One answer of a JSON batch (Microsoft Graph, "Combine multiple HTTP requests using JSON batching"). */
+interface GraphBatchAnswer {
+  id: string
+  status: number
+  body?: unknown
+}
+
+/** A series as a batch read it: its master (null when Graph no longer has it) and the first page of its instances. */
+interface SeriesPrefetch {
+  master: GraphEvent | null
+  instances?: GraphPage
 }
 
 interface GraphCalendar {
@@ -487,6 +502,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const page: GraphPage = await this.#graphCall(context, 'calendarView.delta', 'GET', next, undefined, headers)
       const now = this.#now()
       const events: ProviderEvent[] = []
+      let prefetched = new Map<string, SeriesPrefetch>()
       const sendSeries = async (masterId: string): Promise<void> => {
         if (masters.has(masterId)) return
         masters.add(masterId)
@@ -495,12 +511,13 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
           events.push(known.event)
           return
         }
-        const master = await this.#current(context, masterId)
+        const batched = prefetched.get(masterId)
+        const master = batched === undefined ? await this.#current(context, masterId) : batched.master
         const read: SeriesRead['instances'] = new Map()
         const mapped = master === null
           // Graph answers a deleted series as its occurrences removed, never the master itself.
           ? { providerEventId: masterId, updated: now.toISOString(), status: 'cancelled' as const }
-          : await this.#seriesEvent(context, master, calendar, now, read)
+          : await this.#seriesEvent(context, master, calendar, now, read, batched?.instances)
         if (mapped === null) return
         events.push(mapped)
         if (master !== null && read.size > 0) memory?.learnt?.set(masterId, { event: mapped, instances: read })
@@ -546,8 +563,9 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
           }
         }
       }
-      // Each series costs two Graph round trips (its master, its instances); a few at a time keep a
-      // page of many series from taking their sum.
+      // The series to read go to Graph in JSON batches (one round trip for ten); what a batch did not
+      // answer is read on its own, a few at a time, each with its own retries.
+      prefetched = await this.#readSeries(context, [...new Set(seriesOfPage)].filter((masterId) => !masters.has(masterId) && reuse?.get(masterId) === undefined), now)
       await eachAtMost(SERIES_READS_AT_ONCE, seriesOfPage, sendSeries)
       return { events, nextLink, deltaLink: page['@odata.deltaLink'] }
     }
@@ -585,11 +603,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   }
 
   /** A series master as the backend is told of it: its rule, and the occurrences Graph no longer has as EXDATEs. */
-  async #seriesEvent (context: ProviderContext, master: GraphEvent, calendar: ProviderCalendar, now: Date, read?: SeriesRead['instances']): Promise<ProviderEvent | null> {
+  async #seriesEvent (context: ProviderContext, master: GraphEvent, calendar: ProviderCalendar, now: Date, read?: SeriesRead['instances'], firstInstances?: GraphPage): Promise<ProviderEvent | null> {
     const mapped = toProviderEvent(master, calendar.timeZone, now)
     const content = mapped?.content
     if (mapped === null || content?.recurrence === undefined) return mapped
-    const excluded = await this.#deletedOccurrences(context, master.id, content, now, read)
+    const excluded = await this.#deletedOccurrences(context, master.id, content, now, read, firstInstances)
     return excluded.length === 0 ? mapped : { ...mapped, content: { ...content, recurrence: [...content.recurrence, ...excluded] } }
   }
 
@@ -597,7 +615,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * EXDATE lines for the occurrences of the rule, within the range the calendar is synchronised over,
    * that are not among the series' instances at Graph (expanded as the backend expands them).
    */
-  async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date, read?: SeriesRead['instances']): Promise<string[]> {
+  async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date, read?: SeriesRead['instances'], firstPage?: GraphPage): Promise<string[]> {
     let series: ReturnType<typeof compileSeries>
     try {
       series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
@@ -609,15 +627,12 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
     const to = new Date(now.getTime() + FULL_RANGE.afterMs)
     const present = new Set<string>()
-    // Wider than the range, so an exception moved across its edge still shows its original start.
-    let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
-      startDateTime: new Date(from.getTime() - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
-      endDateTime: new Date(to.getTime() + MOVED_EXCEPTION_MARGIN_MS).toISOString(),
-      $select: 'id,type,start,end,originalStart,isAllDay,changeKey'
-    }).toString()
-    const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
+    let given = firstPage
+    let next: string | null = this.#graph + this.#seriesInstancesPath(masterId, now)
+    const headers = this.#pageSizeHeader()
     while (next !== null) {
-      const page: GraphPage = await this.#graphCall(context, 'event.instances', 'GET', next, undefined, headers)
+      const page: GraphPage = given ?? await this.#graphCall(context, 'event.instances', 'GET', next, undefined, headers)
+      given = undefined
       for (const instance of page.value ?? []) {
         const key = occurrenceKey(instance, content)
         if (key !== null) present.add(key)
@@ -708,6 +723,49 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
         subject: exception.subject, body: exception.body, location: exception.location, start: exception.start, end: exception.end, isAllDay: exception.isAllDay
       })
     }
+  }
+
+  /** A series' instances over the synchronised range, as a path below the Graph version. */
+  #seriesInstancesPath (masterId: string, now: Date): string {
+    return `/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
+      // Wider than the range, so an exception moved across its edge still shows its original start.
+      startDateTime: new Date(now.getTime() - FULL_RANGE.beforeMs - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
+      endDateTime: new Date(now.getTime() + FULL_RANGE.afterMs + MOVED_EXCEPTION_MARGIN_MS).toISOString(),
+      $select: 'id,type,start,end,originalStart,isAllDay,changeKey'
+    }).toString()
+  }
+
+  #pageSizeHeader (): Record<string, string> {
+    return { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
+  }
+
+  /**
+   * The master and the first page of instances of each series, through JSON batches of ten series.
+   * Only what Graph answered is kept: a master it no longer has (404) as null, and each 200. A
+   * series with any other answer (throttled, failed) is left out, to be read on its own.
+   */
+  async #readSeries (context: ProviderContext, masterIds: string[], now: Date): Promise<Map<string, SeriesPrefetch>> {
+    const read = new Map<string, SeriesPrefetch>()
+    const perBatch = BATCH_REQUESTS_MAX / 2
+    // A single series gains nothing from a batch.
+    if (masterIds.length < 2) return read
+    for (let at = 0; at < masterIds.length; at += perBatch) {
+      const chunk = masterIds.slice(at, at + perBatch)
+      const requests = chunk.flatMap((masterId, index) => [
+        { id: `m${index}`, method: 'GET', url: `/me/events/${encodeURIComponent(masterId)}` },
+        { id: `i${index}`, method: 'GET', url: this.#seriesInstancesPath(masterId, now), headers: this.#pageSizeHeader() }
+      ])
+      const answer: { responses?: GraphBatchAnswer[] } = await this.#graphCall(context, 'batch', 'POST', `${this.#graph}/$batch`, { requests })
+      // Graph answers in any order: each answer names its request.
+      const byId = new Map((answer.responses ?? []).map((response) => [response.id, response]))
+      chunk.forEach((masterId, index) => {
+        const master = byId.get(`m${index}`)
+        const instances = byId.get(`i${index}`)
+        if (master?.status === 404) read.set(masterId, { master: null })
+        else if (master?.status === 200 && instances?.status === 200) read.set(masterId, { master: master.body as GraphEvent, instances: instances.body as GraphPage })
+      })
+    }
+    return read
   }
 
   /** The event as Graph holds it now; null when it is gone. */

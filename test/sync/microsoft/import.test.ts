@@ -289,3 +289,21 @@ test('import: a series deleted between the window pass and the full pass goes ov
   t.equal(window.find((event) => event.providerEventId === review)?.status, 'confirmed')
   t.match(full.filter((event) => event.providerEventId === review).at(-1), { status: 'cancelled' })
 })
+
+test('import: the series of a page are read in JSON batches of ten (master and instances), and a series Graph throttles in a batch is read on its own', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const control = stack.microsoft.control
+  const ids = Array.from({ length: 12 }, (_, index) => String(control.insertEvent(calendarId, { ...WEEKLY_FROM_NOVEMBER, subject: `Series ${index}` }).id))
+  const throttled = ids[3] ?? ''
+  control.armFault({ pathPrefix: `/v1.0/me/events/${encodeURIComponent(throttled)}/instances`, status: 429, retryAfterSec: 1, count: 1 })
+  await connectAndSync(stack)
+
+  const { operations } = control.counts()
+  t.equal(operations['batch']?.statuses['200'], 2, 'twelve series in two batches')
+  t.equal(operations['event.instances']?.statuses['429'], 1, 'Graph throttled one series\' instances inside a batch')
+  t.equal(operations['event.get']?.total, 13, 'each master once in a batch, the throttled series\' once more on its own')
+  for (const [index, id] of ids.entries()) {
+    t.match(stack.backend.events(calendarId).get(id)?.content, { title: `Series ${index}`, recurrence: ['RRULE:FREQ=WEEKLY;BYDAY=TU;WKST=SU;COUNT=10'] }, `series ${index} imported with its rule`)
+  }
+})
