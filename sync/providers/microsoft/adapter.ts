@@ -496,7 +496,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     /** Instances of the series taken from the window pass that this pass listed as they were then. */
     const listedAgain = new Set<string>()
     let everySeriesChecked = false
-    const headers = { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` }
+    const headers = this.#pageSizeHeader()
     /** One page read, with the series it names: what the sink is handed, and where the round goes on. */
     const readPage = async (next: string): Promise<{ events: ProviderEvent[], nextLink: string | null, deltaLink: string | undefined }> => {
       const page: GraphPage = await this.#graphCall(context, 'calendarView.delta', 'GET', next, undefined, headers)
@@ -679,14 +679,11 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
 
   /** Every instance of a series over the synchronised range (and a margin for moved exceptions). */
   async #instances (context: ProviderContext, masterId: string): Promise<GraphEvent[]> {
-    const now = this.#now().getTime()
     const found: GraphEvent[] = []
-    let next: string | null = `${this.#graph}/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
-      startDateTime: new Date(now - FULL_RANGE.beforeMs - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
-      endDateTime: new Date(now + FULL_RANGE.afterMs + MOVED_EXCEPTION_MARGIN_MS).toISOString()
-    }).toString()
+    // Whole instances: their content is written back onto the new pattern.
+    let next: string | null = this.#graph + this.#seriesInstancesPath(masterId, this.#now(), null)
     while (next !== null) {
-      const page: GraphPage = await this.#graphCall(context, 'event.instances', 'GET', next, undefined, { Prefer: `odata.maxpagesize=${this.#options.pageSize ?? 500}` })
+      const page: GraphPage = await this.#graphCall(context, 'event.instances', 'GET', next, undefined, this.#pageSizeHeader())
       found.push(...page.value ?? [])
       next = page['@odata.nextLink'] ?? null
     }
@@ -725,13 +722,16 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     }
   }
 
-  /** A series' instances over the synchronised range, as a path below the Graph version. */
-  #seriesInstancesPath (masterId: string, now: Date): string {
+  /**
+   * A series' instances over the synchronised range, as a path below the Graph version: by default
+   * only what tells which occurrences exist and their versions; `null` asks for whole instances.
+   */
+  #seriesInstancesPath (masterId: string, now: Date, fields: string | null = 'id,type,start,end,originalStart,isAllDay,changeKey'): string {
     return `/me/events/${encodeURIComponent(masterId)}/instances?` + new URLSearchParams({
       // Wider than the range, so an exception moved across its edge still shows its original start.
       startDateTime: new Date(now.getTime() - FULL_RANGE.beforeMs - MOVED_EXCEPTION_MARGIN_MS).toISOString(),
       endDateTime: new Date(now.getTime() + FULL_RANGE.afterMs + MOVED_EXCEPTION_MARGIN_MS).toISOString(),
-      $select: 'id,type,start,end,originalStart,isAllDay,changeKey'
+      ...(fields === null ? {} : { $select: fields })
     }).toString()
   }
 

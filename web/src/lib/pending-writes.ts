@@ -3,8 +3,9 @@
 // with, ids included: the events API is idempotent on a client-chosen id (POST with an existing id
 // replaces, PUT replaces, a DELETE of what is gone is done), so a request sent twice, by a retry
 // or by a second tab, stores the event once. Writes go in the order they were made; a write waits
-// behind an earlier unsent one to the same event or series. A 429 with a Retry-After holds the
-// account's writes for the wait the server named; they then go again by themselves, in order.
+// behind an earlier unsent one to the same event or series. An answer asking for a wait (a 429, or
+// a 503 with Retry-After) holds the account's writes for the wait the server named; they then go
+// again by themselves, in order.
 import { askedWaitMs } from './retry-after.js'
 import { readJson, type KeyValueStore } from './storage.js'
 import { parseOccurrenceId, seriesIdOf, type EventChange } from './events.js'
