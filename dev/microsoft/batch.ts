@@ -32,6 +32,8 @@ interface BatchResponse {
   status: number
   headers: Record<string, string>
   body?: unknown
+  /** A JSON body as the request's route wrote it, placed in the answer as it is. */
+  json?: string
 }
 
 const badRequest = (message: string): GraphError => new GraphError(400, 'BadRequest', message)
@@ -139,13 +141,9 @@ function answerOf (id: string, status: number, rawHeaders: Record<string, unknow
   }
   if (payload.length === 0) return { id, status, headers }
   const contentType = (headers['Content-Type'] ?? '').toLowerCase()
-  if (/^application\/([\w.+-]+\+)?json/.test(contentType)) {
-    try {
-      return { id, status, headers, body: JSON.parse(payload.toString('utf8')) as unknown }
-    } catch {
-      return { id, status, headers, body: payload.toString('utf8') }
-    }
-  }
+  // The stand-in's routes write their JSON with Fastify's serializer, so it is valid JSON; read
+  // and written again, a series' instances cost more than the rest of the batch.
+  if (/^application\/([\w.+-]+\+)?json/.test(contentType)) return { id, status, headers, json: payload.toString('utf8') }
   if (contentType.startsWith('text/')) return { id, status, headers, body: payload.toString('utf8') }
   return { id, status, headers, body: payload.toString('base64') }
 }
@@ -191,6 +189,9 @@ export async function batchRoutes (app: FastifyInstance): Promise<void> {
     }
     // Graph does not keep the requests' order ("Individual responses might appear in a different
     // order than the requests"): answering in reverse keeps a client from relying on it.
-    return reply.code(200).type('application/json').send({ responses: responses.reverse() })
+    const answers = responses.reverse().map(({ json, ...response }) => json === undefined
+      ? JSON.stringify(response)
+      : `${JSON.stringify(response).slice(0, -1)},"body":${json}}`)
+    return reply.code(200).type('application/json').send(`{"responses":[${answers.join(',')}]}`)
   })
 }
