@@ -1,7 +1,8 @@
 import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
 import type { EventRecord } from './record.js'
 import { validateEventChange } from './record.js'
-import { eventDateTime, eventInstant, formatEventDate } from './time.js'
+import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
+import { isoInZone } from '../zone-offsets.js'
 
 // How a page of a provider calendar's events becomes the user's own data (DESIGN.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -74,19 +75,35 @@ function sameEvent (a: EventRecord, b: EventRecord): boolean {
 
 /** The content a cancelled exception shows: its master's, moved to the occurrence's original start. */
 function contentFromMaster (master: EventRecord, originalStartDate: string): EventContent {
-  const start = eventDateTime(master.startDate, master.isAllDay, master.timeZone)
-  const end = eventDateTime(master.endDate, master.isAllDay, master.timeZone)
-  const occurrenceStart = eventDateTime(originalStartDate, master.isAllDay, master.timeZone)
-  const occurrenceEnd = occurrenceStart.plus(end.diff(start))
   return {
     title: master.title,
     ...(master.description === undefined ? {} : { description: master.description }),
     ...(master.location === undefined ? {} : { location: master.location }),
-    startDate: formatEventDate(occurrenceStart, master.isAllDay),
-    endDate: formatEventDate(occurrenceEnd, master.isAllDay),
+    ...occurrenceDates(master, originalStartDate),
     isAllDay: master.isAllDay,
     timeZone: master.timeZone
   }
+}
+
+/**
+ * The dates of the occurrence of `master` that begins at `originalStartDate`: the master's length
+ * on from there, written in the master's zone. Timed ones by arithmetic on instants (a DateTime in a
+ * zone asks Intl for its offset, a tenth of a millisecond each, for every cancelled occurrence of an
+ * import); the rest, and anything that arithmetic cannot write, through DateTime.
+ */
+function occurrenceDates (master: EventRecord, originalStartDate: string): { startDate: string, endDate: string } {
+  if (!master.isAllDay) {
+    const [start, end, occurrence] = [timedMillis(master.startDate), timedMillis(master.endDate), timedMillis(originalStartDate)]
+    if (start !== null && end !== null && occurrence !== null) {
+      const startDate = isoInZone(occurrence, master.timeZone)
+      const endDate = isoInZone(occurrence + end - start, master.timeZone)
+      if (startDate !== null && endDate !== null) return { startDate, endDate }
+    }
+  }
+  const start = eventDateTime(master.startDate, master.isAllDay, master.timeZone)
+  const end = eventDateTime(master.endDate, master.isAllDay, master.timeZone)
+  const occurrenceStart = eventDateTime(originalStartDate, master.isAllDay, master.timeZone)
+  return { startDate: formatEventDate(occurrenceStart, master.isAllDay), endDate: formatEventDate(occurrenceStart.plus(end.diff(start)), master.isAllDay) }
 }
 
 /** A placeholder for a cancelled exception whose master is unknown: hidden until the master comes. */

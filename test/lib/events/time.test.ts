@@ -27,3 +27,51 @@ test('an event\'s instant: timed values by their offset whatever the zone, all-d
   t.same(eventInstant('2026-11-23', true, 'Europe/Berlin'), new Date(Date.UTC(2026, 10, 22, 23)))
   t.same(eventInstant('2026-07-01', true, 'America/New_York'), new Date(Date.UTC(2026, 6, 1, 4)))
 })
+
+test('a date-time read character by character answers what the RFC 3339 pattern reads, for any text near one', async (t) => {
+  // The pattern the reading replaced, kept here as the reference.
+  const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):(\d{2}))$/
+  const reference = (value: string): number | null => {
+    const parts = pattern.exec(value)
+    if (parts === null) return null
+    const [, year, month, day, hour, minute, second, fraction, zone, sign, offsetHours, offsetMinutes] = parts
+    const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second ?? '0'].map(Number) as [number, number, number, number, number, number]
+    const ms = Number((fraction ?? '0').padEnd(3, '0').slice(0, 3))
+    const endOfDay = h === 24 && mi === 0 && s === 0 && ms === 0
+    if ((h > 23 && !endOfDay) || mi > 59 || s > 59) return null
+    const local = Date.UTC(y, mo - 1, d, endOfDay ? 0 : h, mi, s, ms)
+    const check = new Date(local)
+    if (check.getUTCFullYear() !== y || check.getUTCMonth() !== mo - 1 || check.getUTCDate() !== d) return null
+    const at = endOfDay ? local + 86_400_000 : local
+    if (zone === 'Z') return at
+    if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return null
+    const offset = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
+    return sign === '+' ? at - offset : at + offset
+  }
+  const seeds = ['2026-11-23T09:30:00Z', '2026-11-23T09:30:00.123+05:45', '2026-03-29T02:30-01:00', '2028-02-29T24:00:00Z', '1999-12-31T23:59:59.999999999-12:00', '0001-01-01T00:00:00Z']
+  const alphabet = '0123456789-:.+TZtz x'
+  let state = 7
+  const next = (below: number): number => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648
+    return state % below
+  }
+  let compared = 0
+  let differing: string[] = []
+  for (const seed of seeds) {
+    for (let round = 0; round < 3000; round++) {
+      // One to three edits of a valid value: a character changed, removed or added.
+      let value = seed
+      for (let edit = 0; edit <= next(3); edit++) {
+        const at = next(value.length + 1)
+        const character = alphabet[next(alphabet.length)] ?? '0'
+        const kind = next(3)
+        value = kind === 0 ? value.slice(0, at) + character + value.slice(at + 1) : kind === 1 ? value.slice(0, at) + value.slice(at + 1) : value.slice(0, at) + character + value.slice(at)
+      }
+      for (const candidate of [seed, value]) {
+        compared++
+        if (timedMillis(candidate) !== reference(candidate)) differing = [...differing, candidate]
+      }
+    }
+  }
+  t.same(differing, [], `${compared} values read alike`)
+})

@@ -1,0 +1,78 @@
+// A cancelled exception shows its master's content at the occurrence's original start, the master's
+// length long, in the master's zone: the same dates Luxon gives, across changes of offset.
+import { test } from 'tap'
+import { DateTime } from 'luxon'
+import { planProviderBatch, type ProviderRecord } from '../../../lib/events/provider-apply.js'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import { mintEventId } from '../../../lib/events/ids.js'
+
+const USER = '665f1c2e8a1b2c3d4e5f6a7b'
+const MASTER_ID = mintEventId()
+
+function master (startDate: string, endDate: string, timeZone: string, isAllDay = false): ProviderRecord {
+  return {
+    _id: MASTER_ID,
+    user: USER,
+    title: 'Weekly',
+    startDate,
+    endDate,
+    isAllDay,
+    timeZone,
+    status: 'confirmed',
+    origin: 'providerImport',
+    priority: 'unassigned',
+    calendarId: 'primary',
+    providerEventId: 'weekly',
+    lastUpdated: '2026-01-01T00:00:00.000Z',
+    recurrence: { rule: ['RRULE:FREQ=WEEKLY'] }
+  }
+}
+
+/** The stored dates of the cancelled occurrence of `series` that began at `originalStartDate`. */
+function cancelledDates (series: ProviderRecord, originalStartDate: string): [string, string] {
+  const item: ProviderEvent = { providerEventId: `weekly_${originalStartDate}`, updated: '2026-06-01T00:00:00.000Z', status: 'cancelled', recurringEventId: 'weekly', originalStartDate }
+  const plan = planProviderBatch({
+    batch: { userId: USER, connectionId: 'connection-1', provider: 'google', calendarId: 'primary', events: [item] },
+    stored: [series],
+    waiting: [],
+    linked: [],
+    edits: [],
+    mintId: mintEventId
+  })
+  const write = plan.writes.find((candidate) => candidate.kind === 'insert')
+  if (write?.kind !== 'insert') throw new Error(`no insert planned: ${JSON.stringify(plan)}`)
+  return [write.record.startDate, write.record.endDate]
+}
+
+/** What Luxon answers for the same occurrence (the master's length from the original start, in its zone). */
+function luxonDates (series: ProviderRecord, originalStartDate: string): [string, string] {
+  const zone = series.timeZone
+  const start = DateTime.fromISO(series.startDate, { setZone: true }).setZone(zone)
+  const end = DateTime.fromISO(series.endDate, { setZone: true }).setZone(zone)
+  const occurrence = DateTime.fromISO(originalStartDate, { setZone: true }).setZone(zone)
+  return [occurrence.toISO({ suppressMilliseconds: true }) ?? '', occurrence.plus(end.diff(start)).toISO({ suppressMilliseconds: true }) ?? '']
+}
+
+test('a cancelled timed occurrence: the master\'s length from its original start, as Luxon writes it', async (t) => {
+  const cases: Array<[ProviderRecord, string, [string, string]]> = [
+    // Made in summer, cancelled after New York's clocks went back: an hour long, at its wall time.
+    [master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York'), '2026-11-02T09:00:00-05:00', ['2026-11-02T09:00:00-05:00', '2026-11-02T10:00:00-05:00']],
+    // Three hours across the doubled hour of the night the clocks go back: three hours of real time.
+    [master('2026-07-05T00:30:00-04:00', '2026-07-05T03:30:00-04:00', 'America/New_York'), '2026-11-01T00:30:00-04:00', ['2026-11-01T00:30:00-04:00', '2026-11-01T02:30:00-05:00']],
+    // The original start written in UTC, shown in the master's zone.
+    [master('2026-03-02T09:00:00+01:00', '2026-03-02T09:45:00+01:00', 'Europe/Berlin'), '2026-04-06T07:00:00Z', ['2026-04-06T09:00:00+02:00', '2026-04-06T09:45:00+02:00']],
+    // Milliseconds are kept where there are some; a zone of UTC is written Z.
+    [master('2026-01-05T10:00:00.250Z', '2026-01-05T10:30:00Z', 'UTC'), '2026-01-12T10:00:00.250Z', ['2026-01-12T10:00:00.250Z', '2026-01-12T10:30:00Z']],
+    // A half-hour zone.
+    [master('2026-01-05T09:00:00+05:45', '2026-01-05T10:00:00+05:45', 'Asia/Kathmandu'), '2026-01-12T03:15:00Z', ['2026-01-12T09:00:00+05:45', '2026-01-12T10:00:00+05:45']]
+  ]
+  for (const [series, original, expected] of cases) {
+    const dates = cancelledDates(series, original)
+    t.same(dates, expected, `${series.timeZone} ${original}`)
+    t.same(dates, luxonDates(series, original), 'the same as Luxon')
+  }
+})
+
+test('a cancelled all-day occurrence keeps its dates', async (t) => {
+  t.same(cancelledDates(master('2026-03-02', '2026-03-04', 'Europe/Berlin', true), '2026-03-30'), ['2026-03-30', '2026-04-01'])
+})
