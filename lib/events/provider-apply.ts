@@ -207,11 +207,11 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const put = (item: ProviderEvent, given: ProviderRecord, existing: ProviderRecord | undefined): void => {
     let record = given
     // A waiting exception is checked as the single event it is until its master comes.
-    const { waitingForSeries, originalStartDate, ...event } = record
-    const issue = validateEventChange(waitingForSeries === undefined ? { ...event, ...(originalStartDate === undefined ? {} : { originalStartDate }) } : event)
+    const checked: ProviderRecord = record.waitingForSeries === undefined ? record : { ...record, originalStartDate: undefined }
+    const issue = validateEventChange(checked)
     // A rule this service will not expand does not cost the user the event, nor the page.
     if (issue?.code !== undefined && record.recurrence?.rule !== undefined &&
-      validateEventChange({ ...event, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=1'] } }) === null) {
+      validateEventChange({ ...checked, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=1'] } }) === null) {
       skippedExpansions.push({ providerEventId: record.providerEventId as string, reason: `${issue.path} ${issue.message}` })
       record = { ...record, expansionSkipped: issue.code }
     } else if (issue !== null) {

@@ -29,23 +29,28 @@ export interface EventIssue {
   code?: string
 }
 
-function checkDatePair (change: CompleteEventChange): EventIssue | null {
-  const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
-  const expected = change.isAllDay ? 'a YYYY-MM-DD date for an all-day event' : 'an RFC 3339 date-time with offset for a timed event'
+/** What the checks read of a change: its dates, their form and the rule or series they belong to. */
+type CheckedChange = Pick<CompleteEventChange, '_id' | 'startDate' | 'endDate' | 'isAllDay' | 'timeZone' | 'recurrence' | 'originalStartDate'>
+
+function checkDatePair (change: CheckedChange): EventIssue | null {
   const instants: number[] = []
   for (const field of ['startDate', 'endDate'] as const) {
-    if (!format.test(change[field])) return { path: `/${field}`, message: `must be ${expected}` }
     // Order and validity do not depend on the event's zone: a timed value carries its offset,
-    // and all-day dates compare as dates.
+    // and all-day dates compare as dates. A value read as an instant has the form; only one that
+    // is not is told apart: the wrong form, or a date no calendar has.
     const millis = change.isAllDay ? dateMillis(change[field]) : timedMillis(change[field])
-    if (millis === null) return { path: `/${field}`, message: 'must be a real calendar date' }
+    if (millis === null) {
+      const format = change.isAllDay ? DATE_ONLY : DATE_TIME_WITH_OFFSET
+      const expected = change.isAllDay ? 'a YYYY-MM-DD date for an all-day event' : 'an RFC 3339 date-time with offset for a timed event'
+      return { path: `/${field}`, message: format.test(change[field]) ? 'must be a real calendar date' : `must be ${expected}` }
+    }
     instants.push(millis)
   }
   if ((instants[1] as number) <= (instants[0] as number)) return { path: '/endDate', message: 'must be after startDate' }
   return null
 }
 
-function checkRecurrence (change: CompleteEventChange): EventIssue | null {
+function checkRecurrence (change: CheckedChange): EventIssue | null {
   const { recurrence } = change
   if (recurrence?.rule !== undefined && recurrence.eventId !== undefined) {
     return { path: '/recurrence', message: 'must have either rule (a series) or eventId (an occurrence), not both' }
@@ -64,7 +69,7 @@ function checkRecurrence (change: CompleteEventChange): EventIssue | null {
   if (change.originalStartDate !== undefined) return { path: '/originalStartDate', message: 'is only allowed on an occurrence of a series' }
   if (recurrence?.rule !== undefined) {
     try {
-      compileSeries({ ...change, rule: recurrence.rule })
+      compileSeries({ startDate: change.startDate, endDate: change.endDate, isAllDay: change.isAllDay, timeZone: change.timeZone, rule: recurrence.rule })
     } catch (error) {
       if (error instanceof RecurrenceRuleError) {
         const issue = { path: '/recurrence/rule', message: `is not a valid rule: ${error.message}` }
@@ -81,12 +86,21 @@ function checkRecurrence (change: CompleteEventChange): EventIssue | null {
  * field has its type and bounds; what is left are relations between fields.
  */
 export function validateEventChange (input: EventChangeInput): EventIssue | null {
-  const change = withDefaults(input)
+  // Only the fields the checks read, defaults filled in: an import checks every event it is given.
+  const change: CheckedChange = {
+    _id: input._id,
+    startDate: input.startDate,
+    endDate: input.endDate,
+    isAllDay: input.isAllDay ?? EVENT_DEFAULTS.isAllDay,
+    timeZone: input.timeZone ?? EVENT_DEFAULTS.timeZone,
+    recurrence: input.recurrence,
+    originalStartDate: input.originalStartDate
+  }
   if (change._id !== undefined && change._id.includes('_')) {
     return { path: '/_id', message: 'must be a 24-hex id; an occurrence id is only accepted by PUT on that occurrence' }
   }
   if (!isValidTimeZone(change.timeZone)) return { path: '/timeZone', message: 'must be an IANA time zone name' }
-  if (change.providerEventId !== undefined && change.calendarId === undefined) {
+  if (input.providerEventId !== undefined && input.calendarId === undefined) {
     return { path: '/providerEventId', message: 'requires calendarId' }
   }
   return checkDatePair(change) ?? checkRecurrence(change)
