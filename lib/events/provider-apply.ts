@@ -87,9 +87,9 @@ function contentFromMaster (master: EventRecord, originalStartDate: string): Eve
 
 /**
  * The dates of the occurrence of `master` that begins at `originalStartDate`: the master's length
- * on from there, written in the master's zone. Timed ones by arithmetic on instants (a DateTime in a
- * zone asks Intl for its offset, a tenth of a millisecond each, for every cancelled occurrence of an
- * import); the rest, and anything that arithmetic cannot write, through DateTime.
+ * on from there, written in the master's zone. Timed ones by arithmetic on instants: a DateTime in a
+ * zone asks Intl for its offset, which made these dates the largest single cost of applying an
+ * import's cancelled occurrences. The rest, and anything that arithmetic cannot write, through DateTime.
  */
 function occurrenceDates (master: EventRecord, originalStartDate: string): { startDate: string, endDate: string } {
   if (!master.isAllDay) {
