@@ -99,6 +99,15 @@ test('passive execution claims nothing', async (t) => {
   t.equal(await workerFor(built, async () => { ran++ }, { active: () => false }).tick(), 0)
   t.equal(ran, 0)
   t.match(await built.app.syncJobQueue.list(), [{ status: 'queued', attempts: 0, leaseOwner: null }])
+
+  // A running worker claims a job queued in its process at once, but not in passive execution.
+  // Polls an hour apart: only the announcement of the queued job could start a claim.
+  built.app.syncJobWorker.start(3_600_000, 3_600_000)
+  t.teardown(async () => { await built.app.syncJobWorker.stop() })
+  await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(built.app.syncJobWorker.running, 0, 'nothing started')
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'import', status: 'queued', attempts: 0 }, { type: 'pull', status: 'queued', attempts: 0 }], 'both jobs still wait, unclaimed')
 })
 
 test('a crashed worker\'s job is picked up again when its lease expires', async (t) => {
