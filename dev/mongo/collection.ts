@@ -26,16 +26,17 @@ export class Index {
   readonly spec: IndexSpec
   readonly fields: string[]
   readonly entries = new Map<string, Set<string>>()
-  // For a compound index, ids by the value of its first field alone, so that an equality on that
-  // field (a user id, say, with a range on the next one) does not scan the collection.
-  readonly #byFirstField: Map<string, Set<string>> | undefined
+  // For a compound index, ids by the values of each leading part of its fields (the first, the
+  // first two, ...), so that equalities on a prefix (a user id, say, with a range on the next
+  // field) do not scan the collection: mongod bounds an index scan by any prefix of its key.
+  readonly #byPrefix: Array<Map<string, Set<string>>>
   readonly #partial: Query | undefined
 
   constructor (spec: IndexSpec) {
     this.spec = spec
     this.fields = Object.keys(spec.key)
     this.#partial = spec.partialFilterExpression === undefined ? undefined : new Query(spec.partialFilterExpression, MINGO_OPTIONS)
-    this.#byFirstField = this.fields.length > 1 ? new Map() : undefined
+    this.#byPrefix = this.fields.slice(1).map(() => new Map())
   }
 
   /** The keys a document has in this index, or none when sparse or partial rules leave it out. */
@@ -58,15 +59,26 @@ export class Index {
   add (id: string, document: Doc): void {
     for (const { key, values } of this.keysOf(document)) {
       addTo(this.entries, key, id)
-      if (this.#byFirstField !== undefined) addTo(this.#byFirstField, keyOf(values[0]), id)
+      this.#prefixKeys(values).forEach((prefixKey, length) => { addTo(this.#byPrefix[length] as Map<string, Set<string>>, prefixKey, id) })
     }
   }
 
   remove (id: string, document: Doc): void {
     for (const { key, values } of this.keysOf(document)) {
       removeFrom(this.entries, key, id)
-      if (this.#byFirstField !== undefined) removeFrom(this.#byFirstField, keyOf(values[0]), id)
+      this.#prefixKeys(values).forEach((prefixKey, length) => { removeFrom(this.#byPrefix[length] as Map<string, Set<string>>, prefixKey, id) })
     }
+  }
+
+  /** The keys of a full key's leading parts: of its first field, of its first two, ... (not of all). */
+  #prefixKeys (values: unknown[]): string[] {
+    const keys: string[] = []
+    let prefix = ''
+    for (let length = 0; length < this.#byPrefix.length; length++) {
+      prefix = length === 0 ? keyOf(values[0]) : prefix + SEPARATOR + keyOf(values[length])
+      keys.push(prefix)
+    }
+    return keys
   }
 
   /** Ids under an exact equality on every field; undefined when this index cannot answer it. */
@@ -118,13 +130,30 @@ export class Index {
     })
   }
 
-  /** For a compound index: ids whose first field equals the filter's; a superset of the matches. */
-  lookupFirstField (equalities: Map<string, unknown>): Set<string> | undefined {
-    const field = this.fields[0] as string
-    if (this.#byFirstField === undefined || this.#partial !== undefined || !equalities.has(field)) return undefined
-    const value = equalities.get(field)
-    if (!isIndexableScalar(value)) return undefined
-    return this.#byFirstField.get(keyOf(value)) ?? new Set()
+  /**
+   * For a compound index: ids under the filter's equalities or `$in` lists on the longest leading
+   * part of its fields that it pins (a superset of the matches), with that part's length; undefined
+   * when it pins not even the first field.
+   */
+  lookupPrefix (equalities: Map<string, unknown>, ins: Map<string, unknown[]>): { ids: Set<string>, fields: number } | undefined {
+    if (this.#partial !== undefined) return undefined
+    let combinations: string[][] = [[]]
+    let length = 0
+    for (const field of this.fields.slice(0, this.#byPrefix.length)) {
+      const values = equalities.has(field) ? [equalities.get(field)] : ins.get(field)
+      if (values === undefined || !values.every(isIndexableScalar)) break
+      const longer = combinations.flatMap((parts) => values.map((value) => [...parts, keyOf(value)]))
+      if (longer.length > MAX_COMBINATIONS) break
+      combinations = longer
+      length++
+    }
+    if (length === 0) return undefined
+    const byPrefix = this.#byPrefix[length - 1] as Map<string, Set<string>>
+    const ids = new Set<string>()
+    for (const parts of combinations) {
+      for (const id of byPrefix.get(parts.join(SEPARATOR)) ?? []) ids.add(id)
+    }
+    return { ids, fields: length }
   }
 
   keyValue (values: unknown[]): Doc {
@@ -303,10 +332,13 @@ export class Collection {
       }
     }
     if (equalities.size > 0) {
+      // As a planner would, the index whose key the filter pins furthest.
+      let best: { ids: Set<string>, fields: number, index: Index } | undefined
       for (const index of this.indexes.values()) {
-        const ids = index.lookupFirstField(equalities)
-        if (ids !== undefined) return { entries: this.#byIds(ids), exact: false, index: index.spec }
+        const found = index.lookupPrefix(equalities, ins)
+        if (found !== undefined && found.fields > (best?.fields ?? 0)) best = { ...found, index }
       }
+      if (best !== undefined) return { entries: this.#byIds(best.ids), exact: false, index: best.index.spec }
     }
     for (const [field, list] of ins) {
       if (!list.every(isIndexableScalar)) continue

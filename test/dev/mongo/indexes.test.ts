@@ -150,6 +150,16 @@ test('indexes: kinds, errors and lookups', async (t) => {
     t.equal(range.executionStats.nReturned, 10)
     t.ok(range.executionStats.totalDocsExamined <= 100, `examined ${range.executionStats.totalDocsExamined} of 300`)
     t.same((await events.find({ user: 'u1', start: { $gte: 100, $lt: 130 } }).sort({ start: 1 }).toArray()).map((d) => d.start), [100, 103, 106, 109, 112, 115, 118, 121, 124, 127])
+
+    // Equality and `$in` on the first two fields of a three-field index, nothing on the third:
+    // the index bounds the scan by those two, so only their documents are examined.
+    const edits = db.collection('edits')
+    await edits.insertMany(Array.from({ length: 400 }, (_, i) => ({ user: `u${i % 2}`, series: `s${i % 20}`, start: i })))
+    await edits.createIndex({ user: 1, series: 1, start: 1 })
+    const ofSeries = await edits.find({ user: 'u1', series: { $in: ['s1', 's3', 's4', 's-none'] } }).explain('executionStats')
+    t.equal(ofSeries.executionStats.nReturned, 40, 's1 and s3 are u1\'s, 20 each; s4 is u0\'s')
+    t.equal(ofSeries.executionStats.totalDocsExamined, 40, 'only the two series\' documents are examined, not all 200 of u1\'s')
+    t.same((await edits.find({ user: 'u1', series: { $in: ['s3', 's1'] }, start: { $lt: 45 } }).sort({ start: 1 }).toArray()).map((d) => d.start), [1, 3, 21, 23, 41, 43])
   })
 
   t.test('equality and $in on every field of a compound index, partial on $exists, examine only the matches', async (t) => {
