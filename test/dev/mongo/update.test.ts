@@ -32,6 +32,24 @@ test('update operators, upserts and findAndModify', async (t) => {
     t.same(await afterUpdate({ a: 1 }, { $setOnInsert: { b: 1 } }), { a: 1 })
   })
 
+  t.test('$set, $unset and $inc through embedded documents, arrays and odd values', async (t) => {
+    t.same(await afterUpdate({ a: { b: 1, c: 2 } }, { $set: { 'a.b': { d: [1] } }, $unset: { 'a.c': '', 'x.y': '' }, $inc: { 'a.n': 2, 'm.n': 1 } }),
+      { a: { b: { d: [1] }, n: 2 }, m: { n: 1 } }, 'new fields come last, missing paths are made, unsetting a missing one is nothing')
+    t.same(await afterUpdate({ a: { n: 1.5 }, b: 1 }, { $inc: { 'a.n': -0.5, b: 0 } }), { a: { n: 1 }, b: 1 })
+    t.same(await afterUpdate({ l: [{ v: 1 }, { v: 2 }] }, { $set: { 'l.1.v': 5 } }), { l: [{ v: 1 }, { v: 5 }] }, 'a numeric part indexes an array')
+    t.same(await afterUpdate({ o: { 1: 'x' } }, { $set: { 'o.1': 'y' } }), { o: { 1: 'y' } }, 'and names a field of a document')
+    t.same(await afterUpdate({ a: 1 }, { $set: { a: 1 } }), { a: 1 })
+    const unchanged = await db.collection('counts-plain').insertOne({ k: 1, v: 1 })
+    const same = await db.collection('counts-plain').updateOne({ _id: unchanged.insertedId }, { $set: { v: 1 } })
+    t.same([same.matchedCount, same.modifiedCount], [1, 0], 'setting the value a field has modifies nothing')
+    const strings = db.collection('inc-errors')
+    await strings.insertOne({ _id: id('s'), a: 'text', n: null, c: 'scalar' })
+    t.equal((await serverError(strings.updateOne({ _id: id('s') }, { $inc: { a: 1 } }))).code, 14, '$inc of a string: TypeMismatch')
+    t.equal((await serverError(strings.updateOne({ _id: id('s') }, { $inc: { n: 1 } }))).code, 14, '$inc of null: TypeMismatch')
+    t.equal((await serverError(strings.updateOne({ _id: id('s') }, { $set: { 'c.d': 1 } }))).code, 28, 'a field inside a string cannot be made: PathNotViable')
+    t.same(await strings.findOne({ _id: id('s') }, { projection: { _id: 0 } }), { a: 'text', n: null, c: 'scalar' }, 'a refused update changes nothing')
+  })
+
   t.test('array operators', async (t) => {
     t.same(await afterUpdate({ l: [1] }, { $push: { l: 2 } }), { l: [1, 2] })
     t.same(await afterUpdate({ l: [3] }, { $push: { l: { $each: [1, 5, 2], $sort: 1, $slice: 3 } } }), { l: [1, 2, 3] })
