@@ -69,6 +69,18 @@ test('series, exceptions and cancelled items become provider events', async (t) 
   t.equal(toProviderEvent({ id: 'x', status: 'confirmed', start: { date: '2026-01-01' } }, 'UTC'), null, 'a live event without an end is skipped')
 })
 
+test('`updated` reaches the backend as a UTC instant with milliseconds, whatever form Google gave', async (t) => {
+  const updatedOf = (updated: string | undefined) => toProviderEvent({ id: 'e', status: 'cancelled', ...(updated === undefined ? {} : { updated }) }, 'UTC')?.updated
+  t.equal(updatedOf('2026-11-20T08:00:00.123Z'), '2026-11-20T08:00:00.123Z')
+  t.equal(updatedOf('2026-11-20T08:00:00Z'), '2026-11-20T08:00:00.000Z')
+  t.equal(updatedOf('2026-11-20T09:00:00.5+01:00'), '2026-11-20T08:00:00.500Z')
+  t.equal(updatedOf('2026-11-20T24:00:00.000Z'), '2026-11-21T00:00:00.000Z', 'the end of a day is the next day\'s start')
+  t.equal(updatedOf('2024-02-29T10:00:00.000Z'), '2024-02-29T10:00:00.000Z')
+  for (const unreadable of ['2026-02-30T08:00:00.000Z', '2026-11-20T25:00:00.000Z', '2026-11-20T08:60:00.000Z', 'yesterday', '', undefined]) {
+    t.equal(updatedOf(unreadable), '1970-01-01T00:00:00.000Z', `${String(unreadable)}: the epoch`)
+  }
+})
+
 test('our content as Google fields; instance and insert ids', async (t) => {
   t.same(googleFieldsOf({ title: 'A', startDate: '2026-11-21', endDate: '2026-11-22', isAllDay: true, timeZone: 'UTC' }), {
     summary: 'A', description: null, location: null, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
