@@ -24,6 +24,8 @@ export class JobWorker {
   readonly #options: JobWorkerOptions
   readonly #running = new Set<Promise<void>>()
   #claiming = false
+  /** Settles when the claim under way ends; stop() waits for it, so the database never closes under a claim. */
+  #claimEnded: Promise<void> = Promise.resolve()
   /** A job became due while a claim was running: claim once more when it ends. */
   #claimAgain = false
   #stopListening: (() => void) | undefined
@@ -74,6 +76,8 @@ export class JobWorker {
     this.#timers = []
     this.#stopListening?.()
     this.#stopListening = undefined
+    // A job claimed by the claim under way is running once it ends.
+    await this.#claimEnded
     await Promise.allSettled([...this.#running])
   }
 
@@ -94,9 +98,11 @@ export class JobWorker {
     }
     this.#claiming = true
     this.#claimAgain = false
+    let ended = () => {}
+    this.#claimEnded = new Promise((resolve) => { ended = resolve })
     const started: Array<Promise<void>> = []
     try {
-      while (this.#running.size < this.#options.maxConcurrency && this.#options.isActive()) {
+      while (!this.#stopped && this.#running.size < this.#options.maxConcurrency && this.#options.isActive()) {
         const job = await this.#options.queue.claim(this.id)
         if (!job) break
         const run = this.#run(job).finally(() => {
@@ -109,6 +115,7 @@ export class JobWorker {
       }
     } finally {
       this.#claiming = false
+      ended()
       if (this.#claimAgain && this.#timers.length > 0) this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
     }
     return started

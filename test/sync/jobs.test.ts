@@ -110,6 +110,32 @@ test('passive execution claims nothing', async (t) => {
   t.match(await built.app.syncJobQueue.list(), [{ type: 'import', status: 'queued', attempts: 0 }, { type: 'pull', status: 'queued', attempts: 0 }], 'both jobs still wait, unclaimed')
 })
 
+test('stopping waits for the claim under way and the job it claimed, so the database never closes under them', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  let claimBegun = () => {}
+  const begun = new Promise<void>((resolve) => { claimBegun = resolve })
+  // A claim that takes a while, as one does against a busy database.
+  class SlowQueue extends JobQueue {
+    override async claim (workerId: string): Promise<JobRecord | null> {
+      claimBegun()
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      return await super.claim(workerId)
+    }
+  }
+  const queue = new SlowQueue(built.app.syncDb.db, systemClock)
+  let ran = 0
+  const worker = new JobWorker({ queue, handlers: { import: async () => { ran++ }, pull: async () => { ran++ }, providerWrite: async () => { ran++ } }, log: built.app.log, maxConcurrency: 4, isActive: () => true, sweep: async () => ({ requeued: 0, exhausted: 0, removed: 0 }) })
+  worker.start(3_600_000, 3_600_000)
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:a' })
+  await begun
+  await worker.stop()
+  t.equal(ran, 1, 'the job claimed while stopping ran before stop() returned')
+  t.same(await queue.list(), [], 'and finished: nothing is left leased to a stopped worker')
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:b' })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(ran, 1, 'a stopped worker claims nothing more')
+})
+
 test('a crashed worker\'s job is picked up again when its lease expires', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   const queue = built.app.syncJobQueue
