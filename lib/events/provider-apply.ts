@@ -164,7 +164,8 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       deletedByProviderId.get(item.providerEventId) ?? -Infinity,
       (item.recurringEventId === undefined ? undefined : deletedByProviderId.get(item.recurringEventId)) ?? -Infinity
     )
-    if (Date.parse(item.updated) <= deletedAt) return true
+    // Most pages meet no deletion at all: the version's date is read only when there is one.
+    if (deletedAt !== -Infinity && Date.parse(item.updated) <= deletedAt) return true
     // Our own write echoed by the provider carries no change by anyone there, however late it
     // arrived: an event deleted here since stays deleted (the deletion is on its way), unless the
     // same id lives here again (re-created by an undo).
