@@ -17,6 +17,8 @@ export interface WorkerOptions {
 }
 
 export const DEFAULT_MAX_CONCURRENCY = 4
+/** How often the worker looks for jobs queued by other processes or due later; one queued here is claimed at once. */
+export const DEFAULT_JOB_POLL_INTERVAL_MS = 1000
 
 export default fp<WorkerOptions>(async function syncJobWorker (fastify, options) {
   const settings = fastify.syncConfig.sync
@@ -35,7 +37,7 @@ export default fp<WorkerOptions>(async function syncJobWorker (fastify, options)
 
   if (options.autoStart !== false && settings.execution === 'active') {
     fastify.addHook('onReady', async () => {
-      worker.start(options.pollIntervalMs ?? 1000, options.sweepIntervalMs ?? 60_000)
+      worker.start(options.pollIntervalMs ?? DEFAULT_JOB_POLL_INTERVAL_MS, options.sweepIntervalMs ?? 60_000)
     })
   }
   fastify.addHook('onClose', async () => { await worker.stop() })

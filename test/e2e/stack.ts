@@ -65,6 +65,8 @@ export interface FullStackOptions {
   syncClock?: Clock
   /** sync.maxConcurrency: how many jobs Sync's worker runs at once. */
   syncMaxConcurrency?: number
+  /** How often Sync's worker looks for jobs; 50 ms unless given, so that tests need not wait for jobs due later. */
+  syncJobPollIntervalMs?: number
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -126,7 +128,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   const sync = Fastify({ logger: { level: process.env['SYNC_LOG_LEVEL'] ?? 'warn' }, forceCloseConnections: true, pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS })
   await sync.register(fp(syncApp), {
     config: syncConfig,
-    worker: { pollIntervalMs: 50 },
+    worker: { pollIntervalMs: options.syncJobPollIntervalMs ?? 50 },
     maintenance: { autoStart: false },
     ...(options.syncClock === undefined ? {} : { clock: options.syncClock }),
     ...(options.caldavFetch === undefined ? {} : { caldav: { fetch: options.caldavFetch } })
@@ -168,13 +170,14 @@ export async function userWithGoogleAccount (stack: FullStack, label: string): P
  * stand-in without its page, follow the redirect to the backend's /sync proxy, and land where
  * Sync sends it. Answers that last address.
  */
-export async function connectGoogle (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }): Promise<URL> {
-  return await connectThroughBackend(stack, user, body)
+export async function connectGoogle (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }, returning?: () => void): Promise<URL> {
+  return await connectThroughBackend(stack, user, body, returning)
 }
 
 // Both stand-ins take the same non-interactive consent (`login_hint` of an existing account and
-// `approve=1`), so one browser walk serves either provider; the body names which.
-async function connectThroughBackend (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown>): Promise<URL> {
+// `approve=1`), so one browser walk serves either provider; the body names which. `returning` is
+// called as the browser comes back from the consent, where the service's part begins.
+async function connectThroughBackend (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown>, returning?: () => void): Promise<URL> {
   const begun = await stack.backend.app.inject({ method: 'POST', url: '/api/auth/connections/begin', headers: user.headers, payload: body })
   if (begun.statusCode !== 200) throw new Error(`begin answered ${begun.statusCode}: ${begun.body}`)
   const authorization = new URL(begun.json<{ authorizationUrl: string }>().authorizationUrl)
@@ -183,6 +186,7 @@ async function connectThroughBackend (stack: FullStack, user: SignedIn & { email
   const consent = await fetch(authorization, { redirect: 'manual' })
   const callback = consent.headers.get('location')
   if (callback === null) throw new Error(`consent answered ${consent.status}`)
+  returning?.()
   const landed = await fetch(callback, { redirect: 'manual' })
   return new URL(landed.headers.get('location') ?? 'about:blank')
 }
@@ -207,9 +211,9 @@ export function defaultMicrosoftCalendar (stack: FullStack, email: string): stri
  * without its page (`login_hint` + `approve`), follow the redirect to the backend's /sync proxy, and
  * answer where Sync sends the browser.
  */
-export async function connectMicrosoft (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }): Promise<URL> {
+export async function connectMicrosoft (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }, returning?: () => void): Promise<URL> {
   withMicrosoft(stack)
-  return await connectThroughBackend(stack, user, body)
+  return await connectThroughBackend(stack, user, body, returning)
 }
 
 export interface ProviderSignIn {
