@@ -82,6 +82,13 @@ const subjectCheck = TypeCompiler.Compile(ProviderWriteSubjectSchema)
 
 /** Channels renewed or stopped by one maintenance pass at most; the next pass takes the rest. */
 const MAINTENANCE_BATCH = 500
+/**
+ * An import's progress after a page is recorded at most this often. The backend's bridge reads the
+ * feed every few seconds and keeps only a connection's latest progress of each read, so more would
+ * be three database writes a page that no tab ever sees. The start, each calendar's end and the
+ * completion are always recorded.
+ */
+export const PAGE_PROGRESS_INTERVAL_MS = 1000
 
 export interface MaintenanceReport {
   renewed: number
@@ -571,7 +578,7 @@ export class SyncEngine {
 
   async #import (job: JobRecord, connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
     if (connection.state !== 'importing') throw new NothingToDo()
-    const { calendars, connections, feed, queue } = this.#parts
+    const { calendars, connections, feed, queue, clock } = this.#parts
     const operation: ImportOperation = job.payload.operation === 'repair' ? 'repair' : 'full'
     // A job from before runs were named is its own run.
     const run = job.payload.run ?? job._id.toHexString()
@@ -581,17 +588,22 @@ export class SyncEngine {
     // A run that crashed goes on after the calendars it finished.
     const pending = found.filter((calendar) => stored.get(calendar.calendarId)?.importedInRun !== run)
     counts.calendarsDone = found.length - pending.length
-    await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+    let recordedAt = clock.now().getTime()
+    const recordProgress = async (): Promise<void> => {
+      recordedAt = clock.now().getTime()
+      await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+    }
+    await recordProgress()
     for (const calendar of pending) {
       const before = counts.eventsImported
       await this.#importCalendar(context, provider, calendar, { run, window: true, expiryStreak: 0 }, async (imported) => {
         counts.eventsImported = before + imported
-        await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+        if (clock.now().getTime() - recordedAt >= PAGE_PROGRESS_INTERVAL_MS) await recordProgress()
       })
       counts.calendarsDone++
       // An initial import always tells the user's tabs (pull rule).
       await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
-      await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+      await recordProgress()
     }
     await connections.recordImport(connection, { phase: 'completed', operation, counts: { ...counts } })
     await connections.apply(context.connectionId, { type: 'importFinished' })

@@ -134,7 +134,7 @@ export class ConnectionStore {
   /** Stores import progress and appends the matching `importProgress` invalidation. */
   async recordImport (record: ConnectionRecord, progress: Omit<StoredImportProgress, 'updatedAt'>): Promise<void> {
     const importProgress = { ...progress, updatedAt: this.#clock.now() }
-    // Two writes, not one transaction, as an import records its progress after every page: an
+    // Two writes, not one transaction, as an import records its progress page by page: an
     // entry lost to a database that stopped in between is made good by the next one, and the
     // import's end is told by its change of state, which commits with its entry.
     await databaseCall(async () => await this.#rows.updateOne({ _id: record._id }, { $set: { importProgress } }))

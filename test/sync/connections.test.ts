@@ -4,6 +4,7 @@ import type { Test } from 'tap'
 import type { ChangesPage, Invalidation } from '../../schemas/sync/index.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError } from '../../sync/lib/providers/port.js'
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
+import { PAGE_PROGRESS_INTERVAL_MS } from '../../sync/services/sync-engine.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider, scriptedCalendar } from './scripted-provider.js'
@@ -53,10 +54,8 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
     'connection connecting',
     'connection importing',
     'import full progress 0/2 0',
-    'import full progress 0/2 3',
     'calendar primary',
     'import full progress 1/2 3',
-    'import full progress 1/2 6',
     'calendar work',
     'import full progress 2/2 6',
     'import full completed 2/2 6',
@@ -89,6 +88,27 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
       createdAt: now
     }]
   })
+})
+
+test('an import records its progress after a page at most once a second; its start, each calendar\'s end and its completion always', async (t) => {
+  const { built, provider, userId, cursor } = await setup(t)
+  provider.calendars = [scriptedCalendar('primary', 'Primary', true)]
+  provider.eventsPerCalendar = 8
+  provider.pagesPerCalendar = 4
+  // Pages 1 and 2 come 600 ms apart (the second is 1.2 s after the start), pages 3 and 4 at once.
+  provider.beforePage = (page) => { if (page < 2) built.clock.advance(PAGE_PROGRESS_INTERVAL_MS * 0.6) }
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  t.equal(await built.app.syncJobWorker.tick(), 1, 'the import job ran')
+  t.same((await feedSince(built, userId, cursor)).brief, [
+    'connection connecting',
+    'connection importing',
+    'import full progress 0/1 0',
+    'import full progress 0/1 4',
+    'calendar primary',
+    'import full progress 1/1 8',
+    'import full completed 1/1 8',
+    'connection catchingUp'
+  ], 'only the second page came a second or more after the last record')
 })
 
 test('the pull rule: idle pulls append nothing; changes, expiry repair and a cleared streak append a calendar invalidation', async (t) => {

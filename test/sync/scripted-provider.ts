@@ -25,6 +25,10 @@ export class ScriptedProvider implements ProviderPort {
   readonly provider: Provider
   calendars: ProviderCalendar[] = [scriptedCalendar('primary', 'Primary', true)]
   eventsPerCalendar = 3
+  /** The full pass of an import hands its events over in this many pages. */
+  pagesPerCalendar = 1
+  /** Called before each page of a full pass is handed over (a test moves its clock here). */
+  beforePage: (page: number) => void = () => {}
   readonly calls: Array<{ method: string, connectionId?: string, calendarId?: string, credential?: Record<string, string> }> = []
   readonly writes: ProviderWrite[] = []
   readonly #pulls = new Map<string, Array<Step<{ changed: number, deleted: number }>>>()
@@ -69,7 +73,12 @@ export class ScriptedProvider implements ProviderPort {
       return { cursor: null }
     }
     const events = Array.from({ length: this.eventsPerCalendar }, (_, n) => event(calendar.calendarId, n, 'confirmed'))
-    await sink({ events, nextPageToken: null })
+    const perPage = Math.ceil(events.length / this.pagesPerCalendar)
+    for (let page = 0; page < this.pagesPerCalendar; page++) {
+      this.beforePage(page)
+      const last = page === this.pagesPerCalendar - 1
+      await sink({ events: events.slice(page * perPage, (page + 1) * perPage), nextPageToken: last ? null : `page-${page + 1}` })
+    }
     return { cursor: this.#nextCursor() }
   }
 
