@@ -94,6 +94,22 @@ export function timedMillis (value: string): number | null {
   return sign === PLUS ? local - offset : local + offset
 }
 
+const UTC_WITH_FRACTION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3,9}Z$/
+
+/**
+ * An RFC 3339 date-time as UTC with milliseconds (the form of `toISOString`), or null when it names
+ * no real time. Providers write their version times in UTC with a fraction already: such a value is
+ * cut to milliseconds as written, a third of the cost of reading and writing it again (an import
+ * does it for every event). 24:00 is a real time, written as the next day's 00:00.
+ */
+export function utcIsoOf (value: string): string | null {
+  if (UTC_WITH_FRACTION.test(value) && !value.startsWith('24', 11) && timedMillis(value) !== null) {
+    return value.length === 24 ? value : `${value.slice(0, 23)}Z`
+  }
+  const millis = timedMillis(value)
+  return millis === null ? null : new Date(millis).toISOString()
+}
+
 /** A YYYY-MM-DD date as the instant of its midnight in UTC, or null when it is no real date. */
 export function dateMillis (value: string): number | null {
   const parts = DATE_PARTS.exec(value)

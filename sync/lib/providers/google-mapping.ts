@@ -3,9 +3,11 @@
 import { createHash } from 'node:crypto'
 import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
-import { timedMillis } from '../../../lib/events/time.js'
+import { utcIsoOf } from '../../../lib/events/time.js'
 
 type GoogleEvent = CalendarV3.Schema$Event
+
+const EPOCH = new Date(0).toISOString()
 
 /** Private extended property that carries the backend's id of an event the Sync service wrote. */
 export const EVENT_ID_PROPERTY = 'calendarEventId'
@@ -18,16 +20,9 @@ function cut (value: string, max: number): string {
   return value.length > max ? value.slice(0, max) : value
 }
 
-const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-
 /** Google's RFC 3339 `updated` as the contract's UTC instant; the epoch when Google gave none or no real time. */
 function instant (value: string | null | undefined): string {
-  // Google writes `updated` in that very form; a real time so written is kept as it is, which
-  // costs a third of reading and writing it again (an import does it for every event). 24:00 is
-  // a real time but is written as the next day's 00:00.
-  if (value && CANONICAL_UTC.test(value) && !value.startsWith('24', 11) && timedMillis(value) !== null) return value
-  const ms = value ? timedMillis(value) : null
-  return new Date(ms ?? 0).toISOString()
+  return (value ? utcIsoOf(value) : null) ?? EPOCH
 }
 
 function dateOf (time: CalendarV3.Schema$EventDateTime | undefined): string | null {

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isoInZone, wallInstant } from '../../../lib/zone-offsets.js'
+import { utcIsoOf } from '../../../lib/events/time.js'
 import { ianaZoneOf, windowsZoneOf } from '../windows-zones.js'
 
 /** A Graph `dateTimeTimeZone`. */
@@ -222,10 +223,9 @@ export function contentOf (event: GraphEvent, calendarTimeZone: string): EventCo
   }
 }
 
-/** Graph's UTC `lastModifiedDateTime` as the contract's instant; the epoch when Graph gave none. */
+/** Graph's UTC `lastModifiedDateTime` as the contract's instant; the epoch when Graph gave none or no real time. */
 function updatedOf (value: string | null | undefined): string {
-  const ms = value ? Date.parse(value.endsWith('Z') || /[+-]\d{2}:\d{2}$/.test(value) ? value : `${value}Z`) : Number.NaN
-  return new Date(Number.isNaN(ms) ? 0 : ms).toISOString()
+  return (value ? utcIsoOf(value.endsWith('Z') || /[+-]\d{2}:\d{2}$/.test(value) ? value : `${value}Z`) : null) ?? new Date(0).toISOString()
 }
 
 /**

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { dateMillis, eventInstant, timedMillis } from '../../../lib/events/time.js'
+import { dateMillis, eventInstant, timedMillis, utcIsoOf } from '../../../lib/events/time.js'
 
 test('an RFC 3339 date-time is read to the millisecond, with its offset', async (t) => {
   t.equal(timedMillis('2026-11-23T09:30:00Z'), Date.UTC(2026, 10, 23, 9, 30))
@@ -74,4 +74,25 @@ test('a date-time read character by character answers what the RFC 3339 pattern 
     }
   }
   t.same(differing, [], `${compared} values read alike`)
+})
+
+test('a date-time as UTC with milliseconds: a provider\'s UTC version time cut as written, any other form read', async (t) => {
+  t.equal(utcIsoOf('2026-11-20T08:00:00.123Z'), '2026-11-20T08:00:00.123Z')
+  t.equal(utcIsoOf('2026-11-20T08:00:00.1234567Z'), '2026-11-20T08:00:00.123Z', 'Graph\'s seven digits are cut, not rounded')
+  t.equal(utcIsoOf('2026-11-20T08:00:00.9999999Z'), '2026-11-20T08:00:00.999Z')
+  t.equal(utcIsoOf('2026-11-20T08:00:00Z'), '2026-11-20T08:00:00.000Z')
+  t.equal(utcIsoOf('2026-11-20T08:00Z'), '2026-11-20T08:00:00.000Z')
+  t.equal(utcIsoOf('2026-11-20T09:30:00.5+01:30'), '2026-11-20T08:00:00.500Z')
+  t.equal(utcIsoOf('2026-11-20T24:00:00.000Z'), '2026-11-21T00:00:00.000Z', 'the end of a day is the next day\'s start')
+  for (const unreal of ['2026-02-30T08:00:00.000Z', '2026-11-20T25:00:00.000Z', '2026-11-20T08:60:00.000Z', '2026-11-20T08:00:00.0000000000Z', '2026-11-20 08:00:00.000Z', 'yesterday', '']) {
+    t.equal(utcIsoOf(unreal), null, `${unreal}: no real time`)
+  }
+  // Every form the pattern takes, against reading it whole and writing it again.
+  for (let i = 0; i < 500; i++) {
+    const millis = Date.UTC(1970 + (i % 130), i % 12, 1 + (i % 28), i % 24, (i * 7) % 60, (i * 13) % 60, (i * 37) % 1000)
+    const written = new Date(millis).toISOString()
+    const longer = `${written.slice(0, 23)}${String(i % 10000).padStart(4, '0')}Z`
+    t.equal(utcIsoOf(written), written)
+    t.equal(utcIsoOf(longer), new Date(timedMillis(longer) as number).toISOString())
+  }
 })
