@@ -175,7 +175,7 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     const answer = await (await signInUp).response()
     t.match(await answer?.json(), { status: 'OK', summary: { provider: 'google', mode: 'SIGNUP', calendar: 'import' } })
     await visitor.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
-    await visitor.getByText(grace, { exact: true }).waitFor()
+    await visitor.getByRole('banner').getByText(grace, { exact: true }).waitFor()
     t.pass('signed in as the Google account, on the page the sign-in started from')
     await eventBlock(visitor, 'Flight to Lisbon').waitFor({ timeout: 20_000 })
     t.pass('the Google calendar came along')

@@ -49,7 +49,7 @@ test('Continue with Microsoft: consent at the stand-in, back through the callbac
 
   await page.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
   t.pass('back on the page the sign-in started from')
-  await page.getByText(email, { exact: true }).waitFor()
+  await page.getByRole('banner').getByText(email, { exact: true }).waitFor()
   t.pass('signed in as the Microsoft account')
   await eventBlock(page, 'Train to Lyon').waitFor({ timeout: 20_000 })
   t.match(await eventBlock(page, 'Train to Lyon').textContent(), /\b7:00 – 10:00/, 'the Microsoft calendar, in the browser\'s zone')

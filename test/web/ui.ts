@@ -15,7 +15,7 @@ export async function signUpThroughUi (page: Page, webUrl: string, user: { name:
   await dialog.getByLabel('Email').fill(user.email)
   await dialog.getByLabel('Password').fill(user.password)
   await dialog.getByRole('button', { name: 'Create account' }).click()
-  await page.getByText(user.email, { exact: true }).waitFor()
+  await page.getByRole('banner').getByText(user.email, { exact: true }).waitFor()
 }
 
 export async function signInThroughUi (page: Page, user: { email: string, password: string }): Promise<void> {

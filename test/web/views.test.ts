@@ -42,7 +42,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
   const errors = collectErrors(page)
   await page.goto(`${stack.webUrl}/month?date=${DAY}&auth=login`)
   await signInThroughUi(page, user)
-  await page.getByText(user.email, { exact: true }).waitFor()
+  await page.getByRole('banner').getByText(user.email, { exact: true }).waitFor()
 
   await t.test('month view: a day that overflows shows "+N more", which lists the rest', async (t) => {
     t.match(page.url(), /\/month\?date=2026-03-04$/)
