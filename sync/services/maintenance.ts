@@ -34,6 +34,7 @@ export class Maintenance {
   #running: Promise<MaintenanceReport> | null = null
   #timer: NodeJS.Timeout | null = null
   #fallbackTimer: NodeJS.Timeout | null = null
+  #pullingOverdue: Promise<unknown> | null = null
 
   constructor (engine: SyncEngine, log: FastifyBaseLogger, auth: MaintenanceAuthSettings | null) {
     this.#engine = engine
@@ -80,9 +81,11 @@ export class Maintenance {
     this.#timer = setInterval(tick, intervalMs)
     this.#timer.unref()
     const pullOverdue = () => {
-      inBackground(async () => await this.#engine.pullOverdueCalendars())
+      // One look at a time: a pass that outlives the interval is not joined by a second.
+      this.#pullingOverdue ??= inBackground(async () => await this.#engine.pullOverdueCalendars())
         .then((queued) => { if (queued > 0) this.#log.info({ queued }, 'pulls queued for calendars no notification reached') })
         .catch((error: unknown) => this.#log.error({ err: error }, 'queueing overdue pulls failed'))
+        .finally(() => { this.#pullingOverdue = null })
     }
     this.#fallbackTimer = setInterval(pullOverdue, fallbackPullIntervalMs)
     this.#fallbackTimer.unref()
@@ -93,7 +96,8 @@ export class Maintenance {
     if (this.#fallbackTimer) clearInterval(this.#fallbackTimer)
     this.#timer = null
     this.#fallbackTimer = null
-    await this.#running?.catch(() => {})
+    // The passes under way use the database, which closes once the service's onClose hooks end.
+    await Promise.all([this.#running?.catch(() => {}), this.#pullingOverdue])
   }
 
   async #issuerKeys (issuer: string): Promise<JWTVerifyGetKey> {

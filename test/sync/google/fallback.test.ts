@@ -2,6 +2,8 @@
 // timer, so a change whose notification was lost still arrives.
 import { test } from 'tap'
 import { FALLBACK_PULL_AFTER_MS, fallbackPullDue } from '../../../sync/lib/provider-sync.js'
+import { Maintenance } from '../../../sync/services/maintenance.js'
+import { buildSyncApp, startDatabase } from '../helper.js'
 import { ALICE, connectAndSync, SAMPLE_EVENTS, startStack } from './harness.js'
 
 test('a lost notification: the overdue calendar is pulled on the timer and the change arrives', async (t) => {
@@ -37,4 +39,32 @@ test('the fallback rule', async (t) => {
   t.notOk(fallbackPullDue({ ...old, lastUpdatedAt: now }, now, now, 30), 'pulled just now')
   t.notOk(fallbackPullDue(old, new Date(now.getTime() - 31 * 86_400_000), now, 30), 'a user away for longer than the inactive days')
   t.notOk(fallbackPullDue(old, null, now, 30), 'a user the service never saw')
+})
+
+test('stopping waits for the look for overdue calendars under way, so the database never closes under it', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const engine = built.app.syncEngine
+  const original = engine.pullOverdueCalendars.bind(engine)
+  let looks = 0
+  let finished = 0
+  let lookBegun = () => {}
+  const begun = new Promise<void>((resolve) => { lookBegun = resolve })
+  // A look that takes a while, as one does against a busy database.
+  engine.pullOverdueCalendars = async () => {
+    looks++
+    lookBegun()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const queued = await original()
+    finished++
+    return queued
+  }
+  const maintenance = new Maintenance(engine, built.app.log, null)
+  maintenance.start(3_600_000, 20)
+  await begun
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(looks, 1, 'a look that outlives the interval is not joined by a second')
+  await maintenance.stop()
+  t.equal(finished, 1, 'the look under way ended before stop() returned')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(looks, 1, 'a stopped service looks no more')
 })
