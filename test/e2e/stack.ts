@@ -17,6 +17,7 @@ import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 import { sessionOf } from '../backend/provider-fixtures.js'
 import { STARTUP_PLUGIN_DEADLINE_MS } from '../../lib/deadline.js'
+import { OUTBOX_COLLECTION } from '../../plugins/app/outbox.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 // Shaped like an Entra application (client) id, as config rules may check real-looking values.
@@ -152,6 +153,21 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
 }
 
 /** The stack's Microsoft stand-in; a stack started without `microsoft` is a mistake of the caller. */
+/**
+ * What of the user's is on its way between the two sides: change reports waiting in the backend's
+ * outbox, and in Sync the jobs of theirs that run, the writes that wait and the reads that are due
+ * (a CalDAV connection always has its next poll queued for later). Two sides that agree while a
+ * write is still under way may agree only for a moment.
+ */
+export async function onItsWay (stack: FullStack, userId: string): Promise<string[]> {
+  const reports = await stack.backend.app.mongo.db.collection(OUTBOX_COLLECTION).countDocuments({ user: userId })
+  const jobs = await stack.sync.syncJobQueue.list({
+    userId,
+    $or: [{ status: 'running' }, { status: 'queued', type: 'providerWrite' }, { status: 'queued', runAt: { $lte: new Date() } }]
+  })
+  return [...(reports > 0 ? [`${reports} change report(s) in the outbox`] : []), ...jobs.map((job) => `${job.type} ${job.status} (${job.coalescingKey}, due ${job.runAt.toISOString()})`)]
+}
+
 export function withMicrosoft (stack: FullStack): FullStackWithMicrosoft {
   const { microsoft } = stack
   if (microsoft === undefined) throw new Error('the stack was started without the Microsoft stand-in (startFullStack(t, { microsoft: true }))')
