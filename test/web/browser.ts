@@ -61,7 +61,8 @@ export async function launchBrowserWithTabs (t: Teardown, options: { timezoneId?
     await connected.browser?.close()
     if (child.exitCode === null && child.signalCode === null) child.kill()
     await exited
-    await rm(profile, { recursive: true, force: true })
+    // Chromium's helper processes can still write into the profile for a moment after it exits.
+    await rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 })
   })
   const endpoint = await new Promise<string>((resolve, reject) => {
     let output = ''
