@@ -148,9 +148,10 @@ export interface BuiltApp {
 
 // `configure` adjusts the validated configuration; `extend` adds test-only routes before ready.
 // The stand-ins a test starts in its own process (the database, the session core with its password
-// hashing) share the app's event loop, and test files run side by side on few cores, where a
-// process waiting for a core sees its loop late: both would count as the app's overload and shed
-// a test's requests at random (a one-second threshold still did, three files at a time). An app
+// hashing) share the app's event loop, and the test's other processes share the machine's few
+// cores, where a process waiting for a core sees its loop late: both would count as the app's
+// overload and shed a test's requests at random (a one-second threshold still did, three test files
+// at a time). An app
 // built here does not shed (0 turns the check off); shedding itself is tested in
 // test/events/bounded-cost.test.ts, and processes started from server.ts keep it.
 export const IN_PROCESS_LOAD_SHEDDING = { maxEventLoopDelayMs: 0 }

@@ -4,7 +4,7 @@ import { waitFor } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale, type Radicale } from '../sync/caldav/radicale.js'
 import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
-import { onItsWay, startFullStack, type FullStack } from './stack.js'
+import { startFullStack, type FullStack } from './stack.js'
 import { caldavOccurrences } from './occurrences.js'
 import { CancelOccurrenceThere, CreateHere, DELETIONS, DELETION_RACES, EditTitleThere, EVERY_KIND, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
 
@@ -118,5 +118,5 @@ test('CalDAV: generated sequences of changes on both sides converge', { skip: ra
       : await bufferedFetch(input, init)
   })
   const radicale = await startRadicale(t)
-  await convergenceSuite(t, { provider: 'caldav', app: stack.backend.app, onItsWay: async (userId) => await onItsWay(stack, userId), connect: async (label) => await connect(stack, radicale, label), found: [...FOUND, EVERY_KIND, DELETIONS, ...DELETION_RACES], defaultRuns: RUNS })
+  await convergenceSuite(t, { provider: 'caldav', stack, connect: async (label) => await connect(stack, radicale, label), found: [...FOUND, EVERY_KIND, DELETIONS, ...DELETION_RACES], defaultRuns: RUNS })
 })

@@ -13,6 +13,7 @@ import { waitFor } from '../processes.js'
 import { ourOccurrences, type Window } from './occurrences.js'
 import { mintEventId } from '../../lib/events/ids.js'
 import type { SignedIn } from '../helper.js'
+import { onItsWay, type FullStack } from './stack.js'
 
 export const WINDOW: Window = { from: '2026-11-30T00:00:00Z', to: '2027-01-05T00:00:00Z' }
 const FIRST_DAY = Date.parse('2026-12-01T00:00:00Z')
@@ -223,13 +224,12 @@ export interface SuiteOptions {
   provider: string
   /** A new user of the backend, connected to a new account at the provider, its connection healthy. */
   connect: (label: string) => Promise<Connected>
-  app: FastifyInstance
+  /** The whole stack: its backend is where changes are made here, its outbox and Sync's jobs say what is on its way. */
+  stack: FullStack
   /** Failures the generator found, shrunk, kept as plain sequences that run first. */
   found: Command[][]
   /** Generated sequences to run (runsOf: CONVERGENCE_RUNS, else the file's default). */
   defaultRuns: number
-  /** What of the user's is on its way between the two sides (stack.ts onItsWay); converged needs none. */
-  onItsWay: (userId: string) => Promise<string[]>
 }
 
 export function runsOf (defaultRuns: number): number {
@@ -239,6 +239,7 @@ export function runsOf (defaultRuns: number): number {
 /** Runs the kept sequences, then the generated ones, each on a new user; fails with the two sides when they differ. */
 export async function convergenceSuite (t: Test, options: SuiteOptions): Promise<void> {
   const runs = options.defaultRuns
+  const app = options.stack.backend.app
   const seed = process.env['CONVERGENCE_SEED'] === undefined ? undefined : Number(process.env['CONVERGENCE_SEED'])
   const began = Date.now()
   let sequences = 0
@@ -247,7 +248,7 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
   const converges = async (sequence: Iterable<Command>): Promise<void> => {
     sequences++
     const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
-    const real: Real = { app: options.app, user, device }
+    const real: Real = { app: app, user, device }
     const model: Model = { made: [], titles: 0, down: false }
     const ran: string[] = []
     for (const command of sequence) {
@@ -258,25 +259,25 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
     }
     if (model.down) await new ProviderBack().run(model, real)
     // A write waiting for the provider goes at once on a refresh, as a person would ask for it.
-    await options.app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
-    const ours = async () => await ourOccurrences(options.app, user.headers, WINDOW)
+    await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
+    const ours = async () => await ourOccurrences(app, user.headers, WINDOW)
     // Converged is the two sides alike once nothing is on its way between them: while a write is
     // under way they can be alike for a moment (a copy read back before the write's record names it
     // ours, on both sides until the deletion behind it arrives).
     const settled = await waitFor(async () => {
       await device.nudge()
       // A nudge can itself start a read (CalDAV's refresh): the sides are compared once it is done.
-      if (!await waitFor(async () => (await options.onItsWay(user.userId)).length === 0, 10_000)) return false
+      if (!await waitFor(async () => (await onItsWay(options.stack, user.userId)).length === 0, 10_000)) return false
       return JSON.stringify(await ours()) === JSON.stringify(await device.occurrences())
     }, SETTLE_MS)
     if (!settled) {
-      const pending = await options.onItsWay(user.userId)
+      const pending = await onItsWay(options.stack, user.userId)
       const state = pending.length === 0 ? 'differ' : `still have changes on their way (${pending.join('; ')})`
       throw new Error(`the two sides ${state} after ${ran.join(', ')}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await device.occurrences()).join('\n       ')}`)
     }
     // Equal sides could still be a change lost on both: an event deleted here must not come back.
     for (const made of model.made.filter((entry) => entry.deleted === true)) {
-      const read = await options.app.inject({ method: 'GET', url: `/api/event/${made.id}`, headers: user.headers })
+      const read = await app.inject({ method: 'GET', url: `/api/event/${made.id}`, headers: user.headers })
       const back = (await ours()).filter((entry) => made.titles.some((title) => entry.endsWith(`|${title}`)))
       if (read.statusCode !== 404 || back.length > 0) throw new Error(`an event deleted here is back after ${ran.join(', ')}: GET answered ${read.statusCode}, read ${back.join(', ') || 'nothing'} (${made.titles.join(', ')})`)
     }

@@ -1,7 +1,7 @@
 import tap, { test } from 'tap'
 import type fc from 'fast-check'
 import { waitFor } from '../processes.js'
-import { connectGoogle, onItsWay, startFullStack, userWithGoogleAccount, type FullStack } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, type FullStack } from './stack.js'
 import { googleItems, providerOccurrences } from './occurrences.js'
 import {
   CancelOccurrenceThere as CancelOccurrenceAtGoogle, CreateHere, DeleteHere, EditTitleHere,
@@ -59,5 +59,5 @@ const FOUND: Array<Array<fc.AsyncCommand<Model, Real>>> = [
 
 test('Google: generated sequences of changes on both sides converge', async (t) => {
   const stack = await startFullStack(t)
-  await convergenceSuite(t, { provider: 'google', app: stack.backend.app, onItsWay: async (userId) => await onItsWay(stack, userId), connect: async (label) => await connect(stack, label), found: [...FOUND, DELETIONS, ...DELETION_RACES, EVERY_KIND], defaultRuns: RUNS })
+  await convergenceSuite(t, { provider: 'google', stack, connect: async (label) => await connect(stack, label), found: [...FOUND, DELETIONS, ...DELETION_RACES, EVERY_KIND], defaultRuns: RUNS })
 })

@@ -152,7 +152,6 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   return { ...stack, web }
 }
 
-/** The stack's Microsoft stand-in; a stack started without `microsoft` is a mistake of the caller. */
 /**
  * What of the user's is on its way between the two sides: change reports waiting in the backend's
  * outbox, and in Sync the jobs of theirs that run, the writes that wait and the reads that are due
@@ -168,6 +167,7 @@ export async function onItsWay (stack: FullStack, userId: string): Promise<strin
   return [...(reports > 0 ? [`${reports} change report(s) in the outbox`] : []), ...jobs.map((job) => `${job.type} ${job.status} (${job.coalescingKey}, due ${job.runAt.toISOString()})`)]
 }
 
+/** The stack's Microsoft stand-in; a stack started without `microsoft` is a mistake of the caller. */
 export function withMicrosoft (stack: FullStack): FullStackWithMicrosoft {
   const { microsoft } = stack
   if (microsoft === undefined) throw new Error('the stack was started without the Microsoft stand-in (startFullStack(t, { microsoft: true }))')
