@@ -145,7 +145,16 @@ const changeFields = {
   timeZone: Type.Optional(timeZoneName('IANA time zone the event repeats in (wall-clock times keep across DST changes). Default: UTC')),
   status: Type.Optional(Type.Union(EventStatus.anyOf, { description: `${EventStatus.description ?? ''}. Default: confirmed` })),
   origin: Type.Optional(Type.Union(EventOrigin.anyOf, { description: `${EventOrigin.description ?? ''}. Default: compass` })),
-  priority: Type.Optional(Type.Union(EventPriority.anyOf, { description: 'Default: unassigned' }))
+  priority: Type.Optional(Type.Union(EventPriority.anyOf, { description: 'Default: unassigned' })),
+  calendarId: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    description: 'On a new event: the provider calendar it goes to (`GET /api/calendars`); absent, the user\'s own calendar, written to no provider. An existing event stays in its calendar: another one is refused (400)'
+  })),
+  providerEventId: Type.Optional(Type.String({
+    maxLength: 1024,
+    description: 'Read-only: the event\'s id at its provider, set by the server; a value sent is ignored'
+  }))
 }
 
 // The body of a write. `user` and `lastUpdated` are not part of it: the server sets them.

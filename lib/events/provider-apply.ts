@@ -355,21 +355,32 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
 
 const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries'] as const
 
+/** Why a change is refused for naming a calendar the event is not in. */
+export const CALENDAR_STAYS = 'must be the calendar the event is in: an event stays in its calendar (create it in the other calendar and delete this one)'
+
 /**
- * A change the user makes keeps what the backend knows of the event's provider copy: the
- * provider identity (unless the change names another) and the bookkeeping, so the next page
- * from the provider still finds the event and an import still counts it as the provider's.
+ * The provider fields of an event a person changes are the server's, never the client's copy:
+ * a client sends back what it read, and a copied provider id on a new event (an occurrence's own
+ * edit, the new series of "this and following") would name the provider event of another stored
+ * event. So a change keeps what is stored of the event's provider copy (its calendar, provider
+ * id and bookkeeping, so the next page from the provider still finds it); an occurrence's first
+ * edit is in its series' calendar; a new event is in the calendar the client names, with no
+ * provider identity until Sync links the one the provider gives it. Null when the change names
+ * another calendar than the one the event is in.
  */
-export function keepProviderIdentity (before: EventRecord | null, after: EventRecord): EventRecord {
-  if (before === null) return after
+export function ownProviderFields (before: EventRecord | null, after: EventRecord, series: EventRecord | null = null): EventRecord | null {
   const kept: ProviderRecord = { ...after }
+  delete kept.providerEventId
+  const home = before ?? series
+  if (home === null) return kept
+  if (after.calendarId !== undefined && after.calendarId !== home.calendarId) return null
+  if (home.calendarId === undefined) return kept
+  kept.calendarId = home.calendarId
+  if (before === null) return kept
   const previous = before as ProviderRecord
-  if (kept.calendarId === undefined && previous.calendarId !== undefined) kept.calendarId = previous.calendarId
-  if (kept.providerEventId === undefined && previous.providerEventId !== undefined && kept.calendarId === previous.calendarId) kept.providerEventId = previous.providerEventId
-  if (kept.providerEventId !== undefined && kept.providerEventId === previous.providerEventId) {
-    for (const key of PROVIDER_BOOKKEEPING) {
-      if (previous[key] !== undefined) kept[key] = previous[key]
-    }
+  if (previous.providerEventId !== undefined) kept.providerEventId = previous.providerEventId
+  for (const key of PROVIDER_BOOKKEEPING) {
+    if (previous[key] !== undefined) kept[key] = previous[key]
   }
   return kept
 }

@@ -100,9 +100,6 @@ export function validateEventChange (input: EventChangeInput): EventIssue | null
     return { path: '/_id', message: 'must be a 24-hex id; an occurrence id is only accepted by PUT on that occurrence' }
   }
   if (!isValidTimeZone(change.timeZone)) return { path: '/timeZone', message: 'must be an IANA time zone name' }
-  if (input.providerEventId !== undefined && input.calendarId === undefined) {
-    return { path: '/providerEventId', message: 'requires calendarId' }
-  }
   return checkDatePair(change) ?? checkRecurrence(change)
 }
 
@@ -128,6 +125,5 @@ export function toEventRecord (input: EventChangeInput, owner: { userId: string,
   if (change.recurrence?.eventId !== undefined) record.recurrence = { eventId: normalizeEventId(change.recurrence.eventId) }
   if (change.originalStartDate !== undefined) record.originalStartDate = change.originalStartDate
   if (change.calendarId !== undefined) record.calendarId = change.calendarId
-  if (change.providerEventId !== undefined) record.providerEventId = change.providerEventId
   return record
 }

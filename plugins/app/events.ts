@@ -12,7 +12,7 @@ import { eventInstant } from '../../lib/events/time.js'
 import { hasOccurrenceAt } from '../../lib/events/recurrence.js'
 import { eventNotFound, invalidEvent, planned } from '../../lib/events/errors.js'
 import { gateProviderEffect, type SyncAnswer } from '../../lib/events/provider-gate.js'
-import { keepProviderIdentity } from '../../lib/events/provider-apply.js'
+import { CALENDAR_STAYS, ownProviderFields } from '../../lib/events/provider-apply.js'
 import { isProviderConnected } from '../../lib/provider-connection.js'
 
 /** Who writes, and when: every record of one request carries the same time. */
@@ -143,7 +143,8 @@ export class EventService {
       touched = [stored, series]
     } else {
       if (resolved.edit?.status === 'cancelled') throw eventNotFound()
-      const expanded = { ...resolved.expanded, _id: mintEventId(), lastUpdated: owner.now.toISOString() }
+      // The occurrence as expanded carries its series' provider identity; its tombstone is an event of its own.
+      const expanded = this.#withProviderFields(null, { ...resolved.expanded, _id: mintEventId(), lastUpdated: owner.now.toISOString() }, resolved.series, 'path')
       result = planOccurrenceDelete(resolved.series, { stored: resolved.edit, expanded }, applyTo, owner.now)
       touched = [resolved.series, resolved.edit]
     }
@@ -163,7 +164,7 @@ export class EventService {
 
   /** Writes one validated change over what is stored (null: nothing yet). */
   async #commitOne (owner: Owner, before: EventRecord | null, change: EventChangeInput, log: FastifyBaseLogger, series: EventRecord | null = null): Promise<void> {
-    const after = keepProviderIdentity(before, toEventRecord(change, owner))
+    const after = this.#withProviderFields(before, toEventRecord(change, owner), series, 'body')
     await this.#commit(owner, [{ plan: planned(planTransition(before, after, owner.now)), touched: [before, after, series] }], log)
   }
 
@@ -176,8 +177,9 @@ export class EventService {
     let after = toEventRecord(change, owner)
     let before = await this.#app.eventStore.findById(owner.userId, after._id)
     const seriesId = after.recurrence?.eventId
+    let series: EventRecord | null = null
     if (seriesId !== undefined && after.originalStartDate !== undefined) {
-      const series = await this.#findSeries(owner.userId, seriesId)
+      series = await this.#findSeries(owner.userId, seriesId)
       if (series === null) throw invalidEvent(`${path}/recurrence/eventId`, 'must name one of your recurring series')
       const originalStart = eventInstant(after.originalStartDate, after.isAllDay, after.timeZone)
       const compiled = expandableSeries(series)
@@ -192,8 +194,15 @@ export class EventService {
         }
       }
     }
-    after = keepProviderIdentity(before, after)
+    after = this.#withProviderFields(before, after, series, path)
     return { plan: planned(planTransition(before, after, owner.now)), after, before }
+  }
+
+  /** The change with the provider fields the server keeps (lib/events/provider-apply.ts ownProviderFields). */
+  #withProviderFields (before: EventRecord | null, after: EventRecord, series: EventRecord | null, path: string): EventRecord {
+    const owned = ownProviderFields(before, after, series)
+    if (owned === null) throw invalidEvent(`${path}/calendarId`, CALENDAR_STAYS)
+    return owned
   }
 
   /** Lets the provider side refuse, writes own data with the reports, then hands them to the outbox. */

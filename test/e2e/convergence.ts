@@ -248,7 +248,7 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
   const converges = async (sequence: Iterable<Command>): Promise<void> => {
     sequences++
     const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
-    const real: Real = { app: app, user, device }
+    const real: Real = { app, user, device }
     const model: Model = { made: [], titles: 0, down: false }
     const ran: string[] = []
     for (const command of sequence) {

@@ -44,11 +44,13 @@ function fields (draft: EventDraft): EventChange {
   return change
 }
 
-/** Keeps what the dialog does not show (priority, origin, provider ids). */
-function kept (event: CalendarEvent): Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'providerEventId'> {
-  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'providerEventId'> = { priority: event.priority, origin: event.origin }
+/**
+ * Keeps what the dialog does not show (priority, origin, the calendar). The provider id is the
+ * server's: an event's stays with it, and a new one (the tail of "this and following") gets its own.
+ */
+function kept (event: CalendarEvent): Pick<EventChange, 'priority' | 'origin' | 'calendarId'> {
+  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId'> = { priority: event.priority, origin: event.origin }
   if (event.calendarId !== undefined) change.calendarId = event.calendarId
-  if (event.providerEventId !== undefined) change.providerEventId = event.providerEventId
   return change
 }
 
