@@ -1,4 +1,4 @@
-import type { SyncMetadata } from '../../schemas/sync/index.js'
+import type { SyncCalendar, SyncMetadata } from '../../schemas/sync/index.js'
 import { EventRequestError } from './errors.js'
 
 // Whether the provider side lets an event write go ahead, decided before anything is written
@@ -11,13 +11,13 @@ export interface ProviderGateFacts {
    * copy. Without one there is no provider effect (the specification's `MissingGoogleRefreshToken`).
    */
   hasProviderRefreshToken: boolean
-  /** The write touches an event of a provider calendar (one with a calendarId). */
-  touchesProviderCalendar: boolean
+  /** The provider calendars (calendarId) of the events the write touches; none for the user's own events. */
+  calendarIds: string[]
 }
 
 /** What the Sync service said when it was asked. */
 export type SyncAnswer =
-  | { kind: 'metadata', metadata: SyncMetadata }
+  | { kind: 'metadata', metadata: SyncMetadata, calendars: SyncCalendar[] }
   | { kind: 'unavailable' }
   | { kind: 'maintenance' }
 
@@ -36,22 +36,23 @@ function maintenance (): ProviderGate {
  * - No provider refresh token (`MissingGoogleRefreshToken`): nothing to refuse; the own-data write
  *   goes ahead and the provider effect is skipped.
  * - A change to an event of a provider calendar: Sync's metadata says whether cloud edits are in
- *   maintenance (503) or the user's grant is revoked with no live connection left (410).
+ *   maintenance (503) or the grant of the connection holding that calendar is revoked (410),
+ *   whatever the state of the user's other connections.
  * - Sync cannot be asked: the write goes ahead and its report waits in the outbox; a refusal Sync
  *   gives when the report arrives is logged there.
  */
 export function gateProviderEffect (facts: ProviderGateFacts, sync?: SyncAnswer): ProviderGate {
   if (!facts.hasProviderRefreshToken) return { outcome: 'write', note: 'MissingGoogleRefreshToken' }
-  if (!facts.touchesProviderCalendar) return { outcome: 'write' }
+  if (facts.calendarIds.length === 0) return { outcome: 'write' }
   if (sync === undefined) return { outcome: 'askSync' }
   if (sync.kind === 'unavailable') return { outcome: 'write', note: 'SyncUnavailable' }
   if (sync.kind === 'maintenance' || sync.metadata.cloudMutationMode === 'maintenance') return maintenance()
   // Every provider kind counts, as in Sync's own answer to the report: a CalDAV account whose
   // password was withdrawn refuses like a Google grant that was revoked.
-  const { connections } = sync.metadata
-  const revoked = connections.find((connection) => connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
-  const live = connections.some((connection) => connection.state !== 'actionRequired' && connection.state !== 'disconnected')
-  if (revoked !== undefined && !live) {
+  const holders = new Set(sync.calendars.filter((calendar) => facts.calendarIds.includes(calendar.calendarId)).map((calendar) => calendar.connectionId))
+  const revoked = sync.metadata.connections.find((connection) => holders.has(connection.connectionId) &&
+    connection.state === 'actionRequired' && connection.reason === 'authorizationRevoked')
+  if (revoked !== undefined) {
     return {
       outcome: 'refuse',
       error: new EventRequestError(410, 'CONNECTION_REVOKED', 'The provider connection was revoked; reconnect it to change this event', { connectionId: revoked.connectionId })

@@ -219,7 +219,7 @@ export class EventService {
     const user = await this.#app.users.findById(userId)
     const facts = {
       hasProviderRefreshToken: isProviderConnected(user) || touched.some((event) => event.providerEventId !== undefined),
-      touchesProviderCalendar: touched.some((event) => event.calendarId !== undefined)
+      calendarIds: [...new Set(touched.flatMap((event) => event.calendarId === undefined ? [] : [event.calendarId]))]
     }
     let gate = gateProviderEffect(facts)
     if (gate.outcome === 'askSync') gate = gateProviderEffect(facts, await this.#askSync(userId))
@@ -234,7 +234,8 @@ export class EventService {
 
   async #askSync (userId: string): Promise<SyncAnswer> {
     try {
-      return { kind: 'metadata', metadata: await this.#app.syncClient.metadata(userId) }
+      const [metadata, { calendars }] = await Promise.all([this.#app.syncClient.metadata(userId), this.#app.syncClient.calendars(userId)])
+      return { kind: 'metadata', metadata, calendars }
     } catch (error) {
       if (error instanceof SyncUnavailableError) return { kind: 'unavailable' }
       if (error instanceof SyncRequestError && error.code === 'MAINTENANCE') return { kind: 'maintenance' }

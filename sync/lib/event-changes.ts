@@ -32,15 +32,18 @@ export function refusal (outcome: Refusal): SyncServiceError {
 type ReportTarget = Pick<ConnectionRecord, '_id' | 'state' | 'reason'>
 
 /**
- * The answer to a new report, and the connections its provider write goes to. MAINTENANCE is
- * answered only when the change could reach a provider; a user without a connection edits as
- * usual. When no live connection could take the change and one was revoked, the change is held
- * for that connection until the user reconnects it: the backend's write stood, so it must reach
- * the provider then rather than be dropped. (Records from before holding answer 410 as recorded.)
+ * The answer to a new report, and the connections its provider write goes to. An event belongs to
+ * one calendar, and its change goes to the connection holding that calendar and no other: an
+ * event with no provider calendar (the user's own) goes to none, nor does one naming a calendar no
+ * connection of the user holds. MAINTENANCE is answered only when the change could reach a
+ * provider; a user without a connection edits as usual. When the calendar's connection is revoked,
+ * the change is held for it until the user reconnects it: the backend's write stood, so it must
+ * reach the provider then rather than be dropped. (Records from before holding answer 410 as recorded.)
  */
-export function decideReport<C extends ReportTarget> (report: EventChangeReport, connections: C[], modes: Modes): { outcome: Outcome, writable: C[] } {
+export function decideReport<C extends ReportTarget> (report: EventChangeReport, connections: C[], holders: string[], modes: Modes): { outcome: Outcome, writable: C[] } {
   const targets = connections
     .filter((connection) => connection.state !== 'disconnected')
+    .filter((connection) => holders.includes(connection._id.toHexString()))
     .filter((connection) => !report.connectionId || connection._id.toHexString() === report.connectionId)
   if (modes.cloudMutationMode === 'maintenance' && targets.length > 0) {
     return { outcome: { kind: 'refused', code: 'MAINTENANCE', connectionId: null }, writable: [] }

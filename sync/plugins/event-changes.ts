@@ -14,6 +14,7 @@ export default fp(async function syncEventChanges (fastify) {
   fastify.decorate('syncEventChanges', new EventChanges({
     reports,
     connections: fastify.syncConnections,
+    calendars: fastify.syncCalendars,
     feed: fastify.syncFeed,
     engine: fastify.syncEngine,
     clock: fastify.syncClock,
@@ -21,4 +22,4 @@ export default fp(async function syncEventChanges (fastify) {
     announceDue: () => { fastify.syncJobQueue.announceDue() },
     transaction: fastify.syncDb.withTransaction
   }))
-}, { name: 'sync-event-changes', dependencies: ['sync-config', 'sync-database', 'sync-change-feed', 'sync-connections', 'sync-engine', 'sync-job-queue'] })
+}, { name: 'sync-event-changes', dependencies: ['sync-config', 'sync-database', 'sync-change-feed', 'sync-connections', 'sync-calendars', 'sync-engine', 'sync-job-queue'] })

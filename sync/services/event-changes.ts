@@ -1,6 +1,6 @@
 // Reports of own-data event changes from the backend: an `event` invalidation for the user's other
-// tabs and devices, and the provider write when the user has a live connection and execution is
-// active. Each idempotency key is applied once; a repeat answers what the first one answered.
+// tabs and devices, and the provider write to the connection holding the event's calendar when it
+// is live and execution is active. Each idempotency key is applied once; a repeat answers what the first one answered.
 import type { ClientSession } from 'mongodb'
 import type { EventChangeAccepted, EventChangeReport } from '../../schemas/sync/index.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock.js'
 import { decideReport, fingerprint, refusal, replayAnswer } from '../lib/event-changes.js'
 import type { Modes, Refusal } from '../lib/event-changes.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
+import type { CalendarStore } from '../stores/calendars.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { EventChangeReportStore } from '../stores/event-change-reports.js'
 import type { SyncEngine } from './sync-engine.js'
@@ -15,6 +16,8 @@ import type { SyncEngine } from './sync-engine.js'
 export interface EventChangesParts {
   reports: EventChangeReportStore
   connections: ConnectionStore
+  /** Which connection holds the calendar a report names. */
+  calendars: Pick<CalendarStore, 'connectionsHolding'>
   feed: ChangeFeed
   engine: SyncEngine
   clock: Clock
@@ -70,11 +73,12 @@ export class EventChanges {
   }
 
   async #applyOnce (report: EventChangeReport, print: string, session: ClientSession | undefined): Promise<EventChangeAccepted | { refused: Refusal }> {
-    const { reports, connections, feed, engine, clock, modes } = this.#parts
+    const { reports, connections, calendars, feed, engine, clock, modes } = this.#parts
     const previous = await reports.find(report.userId, report.idempotencyKey, { session })
     if (previous) return replayAnswer(previous, print)
 
-    const { outcome, writable } = decideReport(report, await connections.listByUser(report.userId), modes)
+    const holders = report.calendarId ? await calendars.connectionsHolding(report.userId, report.calendarId) : []
+    const { outcome, writable } = decideReport(report, await connections.listByUser(report.userId), holders, modes)
     if (outcome.kind === 'refused' && outcome.code === 'MAINTENANCE') throw refusal(outcome)
 
     await feed.appendWith({ session }, report.userId, {

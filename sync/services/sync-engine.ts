@@ -767,14 +767,15 @@ export class SyncEngine {
       log.warn({ jobId: job._id.toHexString() }, 'provider write without a subject skipped')
       throw new NothingToDo()
     }
-    const known = await calendars.listByConnection(context.connectionId)
-    // The user's own events go to the account's primary calendar.
-    const record = calendarId === undefined
-      ? known.find((candidate) => candidate.primary)
-      : known.find((candidate) => candidate.calendarId === calendarId)
-    const calendar: ProviderCalendar = record
-      ? calendarOf(record)
-      : { calendarId: calendarId ?? 'primary', name: calendarId ?? 'primary', primary: calendarId === undefined, timeZone: 'UTC' }
+    // A change goes to the calendar its event is in, and only where this connection holds that
+    // calendar: an event of no provider calendar is written nowhere, and a calendar id this
+    // connection did not find at its provider is never sent there.
+    const record = calendarId === undefined ? null : await calendars.get(context.connectionId, calendarId)
+    if (record === null) {
+      log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId }, 'provider write skipped: the event is in no calendar of this connection')
+      throw new NothingToDo()
+    }
+    const calendar: ProviderCalendar = calendarOf(record)
     const own = await written.get(context.connectionId, eventId)
     const result = await provider.writeEvent(context, calendar, {
       eventId,

@@ -56,6 +56,13 @@ export class CalendarStore {
 
   async ensureIndexes (): Promise<void> {
     await this.#rows.createIndex({ connectionId: 1 }, { name: 'connection' })
+    await this.#rows.createIndex({ userId: 1, calendarId: 1 }, { name: 'user_calendar' })
+  }
+
+  /** The connections of a user that hold a calendar of this id (one, unless two accounts share an id). */
+  async connectionsHolding (userId: string, calendarId: string): Promise<string[]> {
+    const rows = await databaseCall(async (signal) => await this.#rows.find({ userId, calendarId }, { projection: { connectionId: 1 }, signal }).toArray())
+    return rows.map((row) => row.connectionId)
   }
 
   /** Imported calendars last pulled before `before`, oldest first. */

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
-import { startFullStack } from './stack.js'
+import { startFullStack, primaryCalendarId } from './stack.js'
 import { caldavOccurrences, ourOccurrences, waitConverged } from './occurrences.js'
 
 // The Google case of test/e2e/google-moved-occurrence.test.ts on a CalDAV server (a real Radicale):
@@ -51,7 +51,7 @@ test('CalDAV: a series made here, an occurrence moved by another client, then ed
 
   let resourceUrl = ''
   await t.test('1. the series reaches the server and gains its resource', async (t) => {
-    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body } })).statusCode, 204)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body, calendarId: await primaryCalendarId(app, user.headers) } })).statusCode, 204)
     await waitUntil(async () => (await collection()).includes('SUMMARY:Standup'), 'the series on the server', 20_000)
     await waitUntil(async () => (await series()).providerEventId !== undefined, 'the link back', 20_000)
     resourceUrl = `${radicale.url}${(await series()).providerEventId ?? ''}`
@@ -94,7 +94,7 @@ test('CalDAV: a series made here, an occurrence moved by another client, then ed
 
   await t.test('4. "this and following" from Dec 15: the server\'s series gets its UNTIL, the new series goes there too', async (t) => {
     t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261215T150000Z?applyTo=thisAndFollowing`, headers: user.headers })).statusCode, 204)
-    const split = { ...body, _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
+    const split = { ...body, calendarId: await primaryCalendarId(app, user.headers), _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
     t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: split })).statusCode, 204)
     await waitUntil(async () => /RRULE:[^\r\n]*UNTIL=/.test((await radicale.get(resourceUrl, USER, PASSWORD)).body), 'UNTIL on the server', 20_000)
     await waitUntil(async () => (await collection()).includes('SUMMARY:Standup (new slot)'), 'the new series on the server', 20_000)

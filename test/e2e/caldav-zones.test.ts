@@ -3,7 +3,7 @@ import { DateTime } from 'luxon'
 import { waitUntil } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
-import { startFullStack } from './stack.js'
+import { startFullStack, primaryCalendarId } from './stack.js'
 import { caldavOccurrences, ourOccurrences } from './occurrences.js'
 
 // A weekly 09:00 meeting in Berlin made here, across the change to summer time (2027-03-28), on a
@@ -61,7 +61,7 @@ test('CalDAV: a series keeps its zone across a daylight-saving change, and an ov
   let resourceUrl = ''
   await t.test('1. written with TZID and a VTIMEZONE: another client reads 09:00 Berlin time before and after the change', async (t) => {
     const body = { title: 'Weekly', startDate: '2027-03-15T09:00:00+01:00', endDate: '2027-03-15T09:30:00+01:00', timeZone: ZONE, recurrence: { rule: ['RRULE:FREQ=WEEKLY'] } }
-    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body } })).statusCode, 204)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body, calendarId: await primaryCalendarId(app, user.headers) } })).statusCode, 204)
     await waitUntil(async () => (await series()).providerEventId !== undefined, 'the link back', 20_000)
     resourceUrl = `${radicale.url}${(await series()).providerEventId ?? ''}`
     const resource = (await radicale.get(resourceUrl, USER, PASSWORD)).body

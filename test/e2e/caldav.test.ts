@@ -4,7 +4,7 @@ import { waitUntil } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { basic, radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { allDayIcs, BERLIN, ics } from '../sync/caldav/harness.js'
-import { startFullStack } from './stack.js'
+import { startFullStack, primaryCalendarId } from './stack.js'
 import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
 
 // A CalDAV account both ways through the real interfaces: the backend's session route and
@@ -73,7 +73,7 @@ test('a CalDAV account through the backend route and the Sync service, end to en
 
   const own = 'c'.repeat(24)
   await t.test('the user\'s own event reaches Radicale and gains its id', async (t) => {
-    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
+    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, calendarId: await primaryCalendarId(stack.backend.app, user.headers), title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
     t.equal(created.statusCode, 204)
     await waitUntil(async () => (await serverCalendar()).includes('SUMMARY:Lunch with Bo'), 'the event on Radicale', 20_000)
     await waitUntil(async () => (await events()).some((event) => event._id === own && event.providerEventId !== undefined), 'the link back', 20_000)

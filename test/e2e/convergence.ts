@@ -13,7 +13,7 @@ import { waitFor } from '../processes.js'
 import { ourOccurrences, type Window } from './occurrences.js'
 import { mintEventId } from '../../lib/events/ids.js'
 import type { SignedIn } from '../helper.js'
-import { onItsWay, type FullStack } from './stack.js'
+import { onItsWay, primaryCalendarId, type FullStack } from './stack.js'
 
 export const WINDOW: Window = { from: '2026-11-30T00:00:00Z', to: '2027-01-05T00:00:00Z' }
 const FIRST_DAY = Date.parse('2026-12-01T00:00:00Z')
@@ -46,7 +46,8 @@ export interface Device {
 
 export interface Connected { user: SignedIn & { email: string }, device: Device }
 
-export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device }
+/** The backend, the user, the provider's side, and the calendar the user's new events go to (the connection's primary). */
+export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device, calendarId: string }
 
 export type Command = fc.AsyncCommand<Model, Real>
 
@@ -86,7 +87,7 @@ export class CreateHere implements Command {
       ...(this.series ? { recurrence: { rule: ['RRULE:FREQ=WEEKLY'] } } : {})
     }
     const id = mintEventId()
-    const answer = await real.app.inject({ method: 'POST', url: '/api/event', headers: real.user.headers, payload: { _id: id, ...body } })
+    const answer = await real.app.inject({ method: 'POST', url: '/api/event', headers: real.user.headers, payload: { _id: id, calendarId: real.calendarId, ...body } })
     if (answer.statusCode !== 204) throw new Error(`create answered ${answer.statusCode}: ${answer.body}`)
     model.made.push({ id, body, removed: false, titles: [body.title] })
   }
@@ -248,7 +249,7 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
   const converges = async (sequence: Iterable<Command>): Promise<void> => {
     sequences++
     const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
-    const real: Real = { app, user, device }
+    const real: Real = { app, user, device, calendarId: await primaryCalendarId(app, user.headers) }
     const model: Model = { made: [], titles: 0, down: false }
     const ran: string[] = []
     for (const command of sequence) {

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
-import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, primaryCalendarId } from './stack.js'
 
 // An all-day event keeps the zone it was made with after a round trip through Google, whose
 // calendar has a zone of its own (Europe/Berlin here) and whose all-day events need none.
@@ -19,7 +19,7 @@ test('all-day events made here keep their own zone after sync with Google', asyn
   for (const [id, timeZone] of [['a7'.repeat(12), 'America/Los_Angeles'], ['b8'.repeat(12), 'UTC']] as const) {
     await t.test(`an all-day event in ${timeZone}`, async (t) => {
       const title = `Offsite (${timeZone})`
-      t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, title, startDate: '2026-12-10', endDate: '2026-12-12', isAllDay: true, timeZone } })).statusCode, 204)
+      t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, calendarId: await primaryCalendarId(app, user.headers), title, startDate: '2026-12-10', endDate: '2026-12-12', isAllDay: true, timeZone } })).statusCode, 204)
       await waitUntil(async () => (await get(id)).providerEventId !== undefined, 'the link back', 20_000)
       // Another device renames it at Google; its arrival here is the pull that also carried the echo of our write.
       google.patchEvent(user.email, (await get(id)).providerEventId ?? '', { summary: `${title}!` })

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
-import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, primaryCalendarId } from './stack.js'
 
 // A Google calendar connected through the Sync service (POST /api/auth/connections/begin, no
 // credential on the backend's user record): the profile and the event writes agree with Sync that
@@ -19,7 +19,7 @@ test('connected through Sync: the profile says so, and writes do not claim the p
   t.pass('the profile says connected once Sync has imported the calendar')
 
   const id = 'c9'.repeat(12)
-  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, title: 'Call Ada', startDate: '2026-12-03T10:00:00Z', endDate: '2026-12-03T10:30:00Z' } })).statusCode, 204)
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, calendarId: await primaryCalendarId(app, user.headers), title: 'Call Ada', startDate: '2026-12-03T10:00:00Z', endDate: '2026-12-03T10:30:00Z' } })).statusCode, 204)
   await waitUntil(() => stack.google.control.storedEvents(user.email).some((event) => event['summary'] === 'Call Ada'), 'the event at Google', 20_000)
   const skipped = stack.backend.log.lines().filter((line) => line['userId'] === user.userId && line['reason'] === 'MissingGoogleRefreshToken')
   t.same(skipped, [], 'no "provider effect skipped" for a write that reaches Google')

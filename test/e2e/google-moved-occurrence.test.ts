@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
-import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, primaryCalendarId } from './stack.js'
 import { googleItems, ourOccurrences, providerOccurrences, waitConverged } from './occurrences.js'
 
 // A series made here, one occurrence moved at Google ("another device", the stand-in's control
@@ -38,7 +38,7 @@ test('a series made here, an occurrence moved at Google, then edited and split h
 
   let googleId = ''
   await t.test('1. the series reaches Google and gains its id', async (t) => {
-    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body } })).statusCode, 204)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body, calendarId: await primaryCalendarId(app, user.headers) } })).statusCode, 204)
     await waitUntil(() => googleMaster() !== undefined, 'the series at Google', 20_000)
     googleId = String(googleMaster()?.['id'])
     await waitUntil(async () => (await series()).providerEventId === googleId, 'the link back', 20_000)
@@ -75,7 +75,7 @@ test('a series made here, an occurrence moved at Google, then edited and split h
 
   await t.test('4. "this and following" from Dec 15: Google\'s master gets its UNTIL, the new series goes there too', async (t) => {
     t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261215T150000Z?applyTo=thisAndFollowing`, headers: user.headers })).statusCode, 204)
-    const split = { ...body, _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
+    const split = { ...body, calendarId: await primaryCalendarId(app, user.headers), _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
     t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: split })).statusCode, 204)
     await waitUntil(() => String((googleMaster()?.['recurrence'] as string[] | undefined)?.[0]).includes('UNTIL='), 'UNTIL at Google', 20_000)
     await waitUntil(() => google.storedEvents(primary).some((event) => event['summary'] === 'Standup (new slot)'), 'the new series at Google', 20_000)

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { waitUntil } from '../processes.js'
 import { signIn } from '../helper.js'
-import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, primaryCalendarId } from './stack.js'
 
 // A user's Google calendar both ways, live, through the real interfaces: the backend's routes and
 // stream, the Sync service with its worker running, and the Google stand-in acting as Google and
@@ -61,7 +61,7 @@ test('Google Calendar through the Sync service, end to end', async (t) => {
 
   await t.test('the user\'s own event goes to Google and gains its id; an edit follows it there', async (t) => {
     const own = 'f'.repeat(24)
-    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
+    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, calendarId: await primaryCalendarId(stack.backend.app, user.headers), title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
     t.equal(created.statusCode, 204)
     await waitUntil(() => google.storedEvents(primary).some((event) => event['summary'] === 'Lunch with Bo'), 'the event at Google', 20_000)
     await waitUntil(async () => (await events()).some((event) => event._id === own && event.providerEventId !== undefined), 'the link back', 20_000)
@@ -97,18 +97,20 @@ test('Google Calendar through the Sync service, end to end', async (t) => {
     t.equal(refused.statusCode, 410)
     t.equal(refused.json().code, 'CONNECTION_REVOKED')
     t.equal(refused.json().connectionId, connectionId)
-    // An event of the user's own is written while the grant is dead: it stands here, and reaches
-    // Google once the user reconnects rather than never.
-    const own = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: back.headers, payload: { title: 'Written while revoked', startDate: '2026-12-02T09:00:00Z', endDate: '2026-12-02T10:00:00Z', isAllDay: false, timeZone: 'UTC' } })
-    t.equal(own.statusCode, 204, own.body)
-    await waitUntil(async () => (await stack.sync.syncHeldWrites.list(String(connectionId))).length === 1, 'the change held by Sync', 10_000)
-    t.notOk(google.storedEvents(primary).some((event) => event['summary'] === 'Written while revoked'), 'nothing reaches Google while the grant is dead')
+    // A new event in the revoked calendar is refused the same way, and nothing is stored; one of the
+    // user's own calendar is no cloud edit.
+    const fresh = async () => await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: back.headers, payload: { title: 'Written after the reconnect', startDate: '2026-12-02T09:00:00Z', endDate: '2026-12-02T10:00:00Z', isAllDay: false, timeZone: 'UTC', calendarId: primary } })
+    const refusedNew = await fresh()
+    t.equal(refusedNew.statusCode, 410)
+    t.equal(refusedNew.json().connectionId, connectionId)
+    t.equal((await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: back.headers, payload: { title: 'Mine only', startDate: '2026-12-02T09:00:00Z', endDate: '2026-12-02T10:00:00Z' } })).statusCode, 204, 'an event of the user\'s own calendar')
 
     const landed = await connectGoogle(stack, back, { provider: 'google', intent: 'reconnect', connectionId })
     t.equal(landed.searchParams.get('status'), 'connected')
     await reopened.until(() => reopened.messages().some((message) => (message as Record<string, unknown>)['status'] === 'healthy'), 20_000)
     t.equal((await write()).statusCode, 204, 'writable again after the reconnect')
-    await waitUntil(() => google.storedEvents(primary).some((event) => event['summary'] === 'Written while revoked'), 'the event written while revoked, at Google', 20_000)
-    t.pass('the event written while revoked reached Google after the reconnect')
+    t.equal((await fresh()).statusCode, 204, 'a new event too')
+    await waitUntil(() => google.storedEvents(primary).some((event) => event['summary'] === 'Written after the reconnect'), 'the new event at Google', 20_000)
+    t.notOk(google.storedEvents(primary).some((event) => event['summary'] === 'Mine only'), 'the own calendar\'s event stays here')
   })
 })

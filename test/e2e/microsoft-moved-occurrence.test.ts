@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { graphClient, occurrenceOn } from './graph-client.js'
-import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft } from './stack.js'
+import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft, primaryCalendarId } from './stack.js'
 import { microsoftOccurrences, ourOccurrences, waitConverged } from './occurrences.js'
 
 // The Google case of test/e2e/google-moved-occurrence.test.ts at Microsoft: a series made here,
@@ -44,7 +44,7 @@ test('Microsoft: a series made here, an occurrence moved there, then edited and 
 
   let masterId = ''
   await t.test('1. the series reaches Microsoft and gains its id', async (t) => {
-    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body } })).statusCode, 204)
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: SERIES_ID, ...body, calendarId: await primaryCalendarId(app, user.headers) } })).statusCode, 204)
     await waitUntil(() => master() !== undefined, 'the series at Microsoft', 20_000)
     masterId = String(master()?.['id'])
     await waitUntil(async () => (await series()).providerEventId === masterId, 'the link back', 20_000)
@@ -84,7 +84,7 @@ test('Microsoft: a series made here, an occurrence moved there, then edited and 
 
   await t.test('4. "this and following" from Dec 15: Microsoft\'s series ends before it, the new series goes there too', async (t) => {
     t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261215T150000Z?applyTo=thisAndFollowing`, headers: user.headers })).statusCode, 204)
-    const split = { ...body, _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
+    const split = { ...body, calendarId: await primaryCalendarId(app, user.headers), _id: SPLIT_ID, title: 'Standup (new slot)', startDate: '2026-12-15T09:00:00-05:00', endDate: '2026-12-15T09:30:00-05:00' }
     t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: split })).statusCode, 204)
     await waitUntil(() => (master()?.['recurrence'] as { range?: { type?: string } } | undefined)?.range?.type === 'endDate', 'an end date at Microsoft', 20_000)
     await waitUntil(() => microsoft.storedEvents(calendarId).some((event) => event['subject'] === 'Standup (new slot)'), 'the new series at Microsoft', 20_000)

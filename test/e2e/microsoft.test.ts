@@ -3,7 +3,7 @@ import { RawSseReader } from '../realtime/sse-reader.js'
 import { waitUntil } from '../processes.js'
 import { signIn } from '../helper.js'
 import { graphClient, occurrenceOn } from './graph-client.js'
-import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft } from './stack.js'
+import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft, primaryCalendarId } from './stack.js'
 
 // A user's Microsoft calendar both ways, live, through the real interfaces: the backend's routes and
 // stream, the Sync service with its worker running, and the Microsoft stand-in acting as Microsoft
@@ -104,7 +104,7 @@ test('a Microsoft calendar through the Sync service, end to end', async (t) => {
 
   await t.test('the user\'s own event goes to Microsoft and gains its id; an edit follows it there', async (t) => {
     const own = 'e'.repeat(24)
-    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
+    const created = await stack.backend.app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, calendarId: await primaryCalendarId(stack.backend.app, user.headers), title: 'Lunch with Bo', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' } })
     t.equal(created.statusCode, 204)
     const atMicrosoft = () => microsoft.storedEvents(calendarId).filter((event) => event['deleted'] !== true && String(event['subject']).startsWith('Lunch with Bo'))
     await waitUntil(() => atMicrosoft().length > 0, 'the event at Microsoft', 20_000)

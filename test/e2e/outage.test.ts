@@ -4,7 +4,7 @@ import { waitFor, waitUntil } from '../processes.js'
 import { ManualClock } from '../sync/helper.js'
 import type { JobRecord } from '../../sync/stores/job-queue.js'
 import type { SyncMetadata } from '../../schemas/sync/index.js'
-import { connectGoogle, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, startFullStack, userWithGoogleAccount, primaryCalendarId } from './stack.js'
 
 // Google down for a while, a person editing meanwhile: once Google answers again, the latest version
 // of every edited event reaches it within a minute, in the order first edited, each written once,
@@ -57,7 +57,7 @@ test('edits made while Google answers 503 reach it within a minute of its recove
   const lunch = 'a'.repeat(24)
   const dinner = 'b'.repeat(24)
   for (const [id, title, day] of [[lunch, 'Lunch', '2026-11-26'], [dinner, 'Dinner', '2026-11-27']] as const) {
-    const created = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, title, startDate: `${day}T12:00:00Z`, endDate: `${day}T13:00:00Z` } })
+    const created = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, calendarId: await primaryCalendarId(app, user.headers), title, startDate: `${day}T12:00:00Z`, endDate: `${day}T13:00:00Z` } })
     t.equal(created.statusCode, 204)
   }
   const linked = async () => ((await app.inject({ method: 'GET', url: `/api/event?${RANGE}`, headers: user.headers })).json<Listed[]>())

@@ -167,6 +167,19 @@ export async function onItsWay (stack: FullStack, userId: string): Promise<strin
   return [...(reports > 0 ? [`${reports} change report(s) in the outbox`] : []), ...jobs.map((job) => `${job.type} ${job.status} (${job.coalescingKey}, due ${job.runAt.toISOString()})`)]
 }
 
+/**
+ * The calendar a person picks for a new event that should reach a provider: the primary calendar
+ * of the user's connection of that provider (or of their oldest connection), as `GET
+ * /api/calendars` lists it. An event names its calendar; one that names none stays here.
+ */
+export async function primaryCalendarId (app: FastifyInstance, headers: Record<string, string>, provider?: string): Promise<string> {
+  const answer = await app.inject({ method: 'GET', url: '/api/calendars', headers })
+  const { calendars } = answer.json<{ calendars: Array<{ calendarId: string, provider: string, primary: boolean }> }>()
+  const found = calendars.find((calendar) => calendar.primary && (provider === undefined || calendar.provider === provider))
+  if (found === undefined) throw new Error(`no primary ${provider ?? 'provider'} calendar is listed (${answer.statusCode}: ${answer.body})`)
+  return found.calendarId
+}
+
 /** The stack's Microsoft stand-in; a stack started without `microsoft` is a mistake of the caller. */
 export function withMicrosoft (stack: FullStack): FullStackWithMicrosoft {
   const { microsoft } = stack

@@ -32,9 +32,28 @@ test('mutations of provider calendar events are refused before anything is writt
     return signedIn
   }
 
-  async function connection (userId: string, state: string, reason: string | null, provider = 'google'): Promise<ObjectId> {
+  /** A connection as Sync stores it, holding the calendars named (as its import found them). */
+  async function connection (userId: string, state: string, reason: string | null, provider = 'google', calendarIds = ['primary']): Promise<ObjectId> {
     const now = new Date()
     const connectionId = new ObjectId()
+    for (const calendarId of calendarIds) {
+      await sync.db.collection<{ _id: string, [field: string]: unknown }>('calendars').insertOne({
+        _id: `${connectionId.toHexString()}:${calendarId}`,
+        connectionId: connectionId.toHexString(),
+        userId,
+        calendarId,
+        name: calendarId,
+        primary: calendarId === calendarIds[0],
+        timeZone: 'UTC',
+        color: null,
+        cursor: null,
+        generation: 1,
+        expiryStreak: 0,
+        importedInRun: null,
+        checkpoint: null,
+        lastUpdatedAt: now
+      })
+    }
     await sync.db.collection('connections').insertOne({
       _id: connectionId,
       userId,
@@ -95,7 +114,7 @@ test('mutations of provider calendar events are refused before anything is writt
     const imported = id()
     t.equal((await asIvy.post({ ...CLOUD_EVENT, calendarId: '/ivy/home/', _id: imported })).statusCode, 204)
     await events.updateOne({ _id: imported }, { $set: { providerEventId: '/ivy/home/board.ics' } })
-    const healthy = await connection(ivy.userId, 'healthy', null, 'caldav')
+    const healthy = await connection(ivy.userId, 'healthy', null, 'caldav', ['/ivy/home/'])
     t.equal((await asIvy.put(imported, { ...CLOUD_EVENT, calendarId: '/ivy/home/', title: 'agenda' })).statusCode, 204, 'allowed while the account answers')
     await sync.db.collection('connections').updateOne({ _id: healthy }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
     const storedBefore = await events.findOne({ _id: imported })
@@ -104,6 +123,29 @@ test('mutations of provider calendar events are refused before anything is writt
     t.equal(refused.statusCode, 410)
     t.match(refused.json(), { code: 'CONNECTION_REVOKED', connectionId: healthy.toHexString() })
     t.same(await events.findOne({ _id: imported }), storedBefore, 'nothing changed')
+  })
+
+  await t.test('410 answers for the calendar\'s own connection only, whatever the user\'s other connections', async (t) => {
+    const jo = await userWithProvider('jo')
+    const asJo = call(jo.headers)
+    const google = await connection(jo.userId, 'healthy', null, 'google', ['jo@example.com'])
+    const caldav = await connection(jo.userId, 'healthy', null, 'caldav', ['/jo/home/'])
+    const atGoogle = id()
+    const atCaldav = id()
+    t.equal((await asJo.post({ ...CLOUD_EVENT, calendarId: 'jo@example.com', _id: atGoogle })).statusCode, 204)
+    t.equal((await asJo.post({ ...CLOUD_EVENT, calendarId: '/jo/home/', _id: atCaldav })).statusCode, 204)
+
+    await sync.db.collection('connections').updateOne({ _id: google }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
+    const refused = await asJo.put(atGoogle, { ...CLOUD_EVENT, calendarId: 'jo@example.com', title: 'moved' })
+    t.equal(refused.statusCode, 410, 'the Google event, though the CalDAV account is live')
+    t.match(refused.json(), { code: 'CONNECTION_REVOKED', connectionId: google.toHexString() })
+    t.equal((await asJo.put(atCaldav, { ...CLOUD_EVENT, calendarId: '/jo/home/', title: 'moved' })).statusCode, 204, 'the CalDAV event, though the Google grant is revoked')
+    t.equal((await asJo.post({ ...CLOUD_EVENT, calendarId: undefined, _id: id() })).statusCode, 204, 'an own event')
+
+    await sync.db.collection('connections').updateOne({ _id: google }, { $set: { state: 'healthy', reason: null } })
+    await sync.db.collection('connections').updateOne({ _id: caldav }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
+    t.equal((await asJo.delete(atCaldav)).statusCode, 410, 'and the other way round')
+    t.equal((await asJo.delete(atGoogle)).statusCode, 204)
   })
 
   await t.test('503 MAINTENANCE for cloud edits while Sync is in maintenance', async (t) => {

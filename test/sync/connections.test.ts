@@ -152,7 +152,7 @@ test('a revoked grant: actionRequired (authorizationRevoked), credential discard
 
   // The backend's own writes stood; their reports wait for the reconnect instead of being dropped.
   const subject = (title: string) => ({ content: { title, startDate: '2026-12-01T10:00:00Z', endDate: '2026-12-01T11:00:00Z', isAllDay: false, timeZone: 'UTC' }, lastUpdated: new Date().toISOString() })
-  const report = { userId, eventId: 'event-1', operation: 'create', idempotencyKey: 'key-revoked-1', subject: subject('Draft') }
+  const report = { userId, eventId: 'event-1', operation: 'create', idempotencyKey: 'key-revoked-1', calendarId: 'primary', subject: subject('Draft') }
   const held = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report, userId })
   t.equal(held.statusCode, 202, held.body)
   t.same(held.json(), { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true })

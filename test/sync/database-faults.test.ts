@@ -84,7 +84,7 @@ test('a hung Sync database: every route class answers 503 DATABASE_UNAVAILABLE w
   const begun = await signed({ method: 'POST', url: `/internal/users/${userId}/connections/begin`, body: { provider: 'google', intent: 'connect' }, userId })
   t.equal(begun.statusCode, 200)
   const state = new URL(begun.json().authorizationUrl).searchParams.get('state') ?? ''
-  const report = { userId, eventId: 'event-hung-1', operation: 'update', idempotencyKey: 'idem-hung-0001' }
+  const report = { userId, eventId: 'event-hung-1', operation: 'update', idempotencyKey: 'idem-hung-0001', calendarId: watch.calendarId }
   const newcomer = newUserId()
   const handOver = { provider: 'google', providerAccountId: 'sub-newcomer', refreshToken: `refresh-${randomBytes(12).toString('hex')}`, scopes: ['openid'], mode: 'SIGNUP', idempotencyKey: 'hand-over-hung-1' }
   const notification = { 'x-goog-channel-id': watch._id, 'x-goog-channel-token': token, 'x-goog-resource-id': watch.resourceId, 'x-goog-resource-state': 'exists', 'x-goog-message-number': '7' }
@@ -175,10 +175,10 @@ test('a hung Sync database: every route class answers 503 DATABASE_UNAVAILABLE w
 })
 
 test('a report whose transaction the database leaves half-way is not applied at all; its retry is applied once', { skip: SKIP, timeout: 120_000 }, async (t) => {
-  const { mongo, built, userId, connectionId } = await setup(t)
+  const { mongo, built, userId, connectionId, watch } = await setup(t)
   const { app, signed } = built
   const { cursor } = await app.syncFeed.page(userId, null, 1)
-  const report = { userId, eventId: 'event-half-1', operation: 'update', idempotencyKey: 'idem-half-0001' }
+  const report = { userId, eventId: 'event-half-1', operation: 'update', idempotencyKey: 'idem-half-0001', calendarId: watch.calendarId }
   // The database stops after the report's feed entry was written in its transaction, as its
   // provider write is queued.
   const queue = app.syncJobQueue

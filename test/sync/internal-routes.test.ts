@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import type { ObjectId } from 'mongodb'
 import type { Test } from 'tap'
 import type { Invalidation } from '../../schemas/sync/index.js'
 import { verifyOAuthState } from '../../sync/lib/oauth-state.js'
@@ -21,6 +22,11 @@ async function invalidations (built: BuiltSyncApp, userId: string, cursor: strin
 
 function report (userId: string, overrides: Record<string, unknown> = {}) {
   return { userId, eventId: 'event-1', operation: 'update', idempotencyKey: 'idem-key-0001', ...overrides }
+}
+
+/** The connection holds a calendar of this id, as its import records it. */
+async function holding (built: BuiltSyncApp, connection: { _id: ObjectId, userId: string }, calendarId: string): Promise<void> {
+  await built.app.syncCalendars.beginImport({ connectionId: connection._id.toHexString(), userId: connection.userId, calendarId, name: calendarId, primary: true, timeZone: 'UTC', color: null }, 'run', built.clock.now())
 }
 
 test('event-change report without a connection: an event invalidation, no provider write; a repeat changes nothing', async (t) => {
@@ -117,9 +123,9 @@ test('passive execution records the change but queues no provider write', async 
 test('maintenance answers 503 MAINTENANCE for a user with a connection and changes nothing, so a retry applies it later', async (t) => {
   const { built } = await setup(t, { cloudMutationMode: 'maintenance' })
   const userId = newUserId()
-  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  await holding(built, await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null), 'primary')
   const { cursor } = await built.app.syncFeed.page(userId, null, 1)
-  const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  const refused = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { calendarId: 'primary' }), userId })
   t.equal(refused.statusCode, 503)
   t.same(refused.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Cloud calendar edits are paused for maintenance; try again later' })
   t.same(await invalidations(built, userId, cursor), [], 'nothing appended')
@@ -134,29 +140,39 @@ test('maintenance answers 503 MAINTENANCE for a user with a connection and chang
     providers: { google: new ScriptedProvider() },
     config: { ...built.config, sync: { ...built.config.sync, cloudMutationMode: 'enabled' } }
   })
-  const retried = await enabled.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  const retried = await enabled.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { calendarId: 'primary' }), userId })
   t.equal(retried.statusCode, 202)
   t.same(retried.json(), { duplicate: false, providerWriteQueued: true }, 'the retried report is applied, not replayed as a refusal')
   t.same((await invalidations(enabled, userId, cursor)).map((item) => item.kind), ['event'])
 })
 
-test('a revoked connection holds a change only when no live connection could take it', async (t) => {
+test('a change goes to the connection holding its event\'s calendar and no other: held when that one is revoked, whatever is live', async (t) => {
   const { built } = await setup(t)
   const userId = newUserId()
   const revoked = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r1' }, null)
+  await holding(built, revoked, 'ann@example.com')
   await built.app.syncConnections.apply(revoked._id.toHexString(), { type: 'grantRevoked' })
   const live = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r2' }, null)
+  await holding(built, live, '/ann/home/')
+  const writes = async () => (await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => `${job.connectionId ?? ''} ${job.payload.calendarId ?? ''}`)
 
-  const accepted = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId), userId })
+  const accepted = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { calendarId: '/ann/home/' }), userId })
   t.equal(accepted.statusCode, 202)
   t.same(accepted.json(), { duplicate: false, providerWriteQueued: true })
-  t.same((await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()])
+  t.same(await writes(), [`${live._id.toHexString()} /ann/home/`], 'written to the live connection holding the calendar')
 
-  const named = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0009', connectionId: revoked._id.toHexString() }), userId })
-  t.equal(named.statusCode, 202)
-  t.same(named.json(), { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }, 'a change naming the revoked connection waits for its reconnect')
+  const held = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: 'idem-key-0009', eventId: 'event-2', calendarId: 'ann@example.com' }), userId })
+  t.equal(held.statusCode, 202)
+  t.same(held.json(), { duplicate: false, providerWriteQueued: false, heldUntilReconnect: true }, 'a change of the revoked connection\'s calendar waits for its reconnect, though another connection is live')
   t.match(await built.app.syncHeldWrites.list(revoked._id.toHexString()), [{ userId, connectionId: revoked._id.toHexString() }])
-  t.same((await built.app.syncJobQueue.list({ type: 'providerWrite' })).map((job) => job.connectionId), [live._id.toHexString()], 'no write for the revoked connection yet')
+  t.same(await writes(), [`${live._id.toHexString()} /ann/home/`], 'and goes to no other connection')
+
+  for (const [key, calendarId] of [['idem-key-0010', undefined], ['idem-key-0011', 'somebody-else@example.com'], ['idem-key-0012', 'https://evil.example/cal/']] as const) {
+    const answer = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { idempotencyKey: key, eventId: key, ...(calendarId === undefined ? {} : { calendarId }) }), userId })
+    t.same(answer.json(), { duplicate: false, providerWriteQueued: false }, `no provider write for ${calendarId ?? 'an event of no provider calendar'}`)
+  }
+  t.same(await writes(), [`${live._id.toHexString()} /ann/home/`])
+  t.equal((await built.app.syncHeldWrites.list(revoked._id.toHexString())).length, 1)
 })
 
 test('begin: the authorization URL carries a signed state; refusals are typed', async (t) => {

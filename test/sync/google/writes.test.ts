@@ -6,13 +6,13 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { lunchWriteSubject, reportEventChange } from '../provider-harness.js'
 import { ALICE, connectAndSync, SAMPLE_EVENTS, startStack } from './harness.js'
 
-test('provider writes: an own event is inserted into the primary calendar and linked, then patched and deleted with If-Match', async (t) => {
+test('provider writes: an own event of the primary calendar is inserted there and linked, then patched and deleted with If-Match', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
   const { userId, connectionId } = await connectAndSync(stack)
   const eventId = '6b0400000000000000000001'
   const batches = stack.backend.batches.length
 
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId: ALICE, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   await stack.google.notificationsSettled()
   await stack.drain()
@@ -142,7 +142,7 @@ test('a change made here before our own insert reached Google is written: Google
   const eventId = '6b0400000000000000000003'
   const made = stack.clock.now().getTime()
   // Created here, and renamed here at once; the insert reaches Google a minute after both.
-  await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0003', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) })
+  await reportEventChange(stack, { userId, eventId, calendarId: ALICE, operation: 'create', idempotencyKey: 'create-0003', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) })
   stack.clock.advance(60_000)
   await stack.drain()
   const inserted = stack.google.control.storedEvents(ALICE).find((event) => event['summary'] === 'Lunch with Bo')

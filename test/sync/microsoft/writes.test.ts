@@ -5,14 +5,14 @@ import { test } from 'tap'
 import { lunchWriteSubject, reportEventChange, revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
 
-test('provider writes: an own event is created in the default calendar and linked, then patched and deleted with If-Match', async (t) => {
+test('provider writes: an own event of the default calendar is created there and linked, then patched and deleted with If-Match', async (t) => {
   const stack = await startStack(t)
   const calendarId = defaultCalendar(stack)
   const { userId, connectionId } = await connectAndSync(stack)
   const eventId = '6b0400000000000000000001'
   const batches = stack.backend.batches.length
 
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'create', idempotencyKey: 'create-0001', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
   t.ok(inserted, 'the event reached the default calendar')
@@ -46,7 +46,7 @@ test('503 with Retry-After on a write: the write waits as long as Graph asks, ed
   const calendarId = defaultCalendar(stack)
   const { userId, connectionId } = await connectAndSync(stack)
   const eventId = '6b0400000000000000000009'
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0009', subject: lunchWriteSubject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'create', idempotencyKey: 'create-0009', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   const providerEventId = String(stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')?.['id'])
   // The pull Microsoft's notification of the insert asks for runs first.
@@ -187,7 +187,7 @@ test('an event created and deleted here while Graph was away is deleted there: M
   const eventId = '6b0400000000000000000013'
   const made = stack.clock.now().getTime()
   // Created here; the insert reaches Microsoft a minute later.
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0013', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'create', idempotencyKey: 'create-0013', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made).toISOString() }) }), 202)
   stack.clock.advance(60_000)
   await stack.drain()
   const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
@@ -200,7 +200,7 @@ test('an event created and deleted here while Graph was away is deleted there: M
 
   // Another device's change after our write is Microsoft's newer version: an older change of ours loses.
   const otherId = '6b0400000000000000000014'
-  t.equal(await reportEventChange(stack, { userId, eventId: otherId, operation: 'create', idempotencyKey: 'create-0014', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made + 2000).toISOString() }) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId: otherId, calendarId, operation: 'create', idempotencyKey: 'create-0014', subject: lunchWriteSubject(stack, { lastUpdated: new Date(made + 2000).toISOString() }) }), 202)
   await stack.drain()
   const second = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo' && event['deleted'] !== true)
   const secondId = String(second?.['id'])
@@ -217,13 +217,13 @@ test('a deletion the backend reported before it learnt the id of our insert reac
   const calendarId = defaultCalendar(stack)
   const { userId } = await connectAndSync(stack)
   const eventId = '6b0400000000000000000015'
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'create', idempotencyKey: 'create-0015', subject: lunchWriteSubject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'create', idempotencyKey: 'create-0015', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   const inserted = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === 'Lunch with Bo')
   t.ok(inserted, 'the insert reached Microsoft')
   // Deleted here while the insert was on its way: the report names no provider id.
   stack.clock.advance(1_000)
-  t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0015', subject: lunchWriteSubject(stack) }), 202)
+  t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'delete', idempotencyKey: 'delete-0015', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === inserted?.['id']), { deleted: true }, 'the event is deleted at Microsoft')
 })

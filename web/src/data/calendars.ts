@@ -30,6 +30,15 @@ export function calendarKeyOf (event: Pick<CalendarEvent, 'calendarId'>): string
   return event.calendarId ?? OWN_CALENDAR
 }
 
+/**
+ * Where a new event goes unless the person picks another calendar: the primary calendar of the
+ * oldest connection (listed first), as a Google or Outlook user expects of a new event; the own
+ * calendar, written to no provider, when there is none.
+ */
+export function defaultCalendarOf (calendars: ShownCalendar[]): string {
+  return calendars.find((calendar) => calendar.provider !== null && calendar.primary)?.key ?? OWN_CALENDAR
+}
+
 const ownCalendar: ShownCalendar = { key: OWN_CALENDAR, name: 'My calendar', color: OWN_COLOR, provider: null, primary: true }
 
 function storage (): Storage | null {

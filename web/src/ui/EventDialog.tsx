@@ -9,7 +9,7 @@ import { FREQUENCIES, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type C
 import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/series-edit.js'
 import { defaultRepeat, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
-import { calendarKeyOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
+import { calendarKeyOf, defaultCalendarOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 
 export type EventDialogState =
   | { kind: 'closed' }
@@ -36,7 +36,7 @@ const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY
 const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
 const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
-function formFrom (state: EventDialogState, rule: string[] | undefined): Form {
+function formFrom (state: EventDialogState, rule: string[] | undefined, newCalendar: string): Form {
   if (state.kind === 'create') {
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
     return {
@@ -44,7 +44,7 @@ function formFrom (state: EventDialogState, rule: string[] | undefined): Form {
       isAllDay: state.isAllDay,
       repeat: defaultRepeat(state.start),
       repeatChanged: false,
-      calendar: OWN_CALENDAR,
+      calendar: newCalendar,
       location: '',
       description: '',
       scope: 'this',
@@ -167,7 +167,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
   const event = state.kind === 'edit' ? state.event : null
   const occurrence = event !== null && isOccurrence(event)
   const [series, setSeries] = useState<CalendarEvent | null>(null)
-  const [form, setForm] = useState<Form>(() => formFrom(state, event?.recurrence?.rule))
+  const [form, setForm] = useState<Form>(() => formFrom(state, event?.recurrence?.rule, defaultCalendarOf(props.calendars)))
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
 
