@@ -64,7 +64,7 @@ test('writes: an insert reaches Radicale and links back; an update goes with If-
   const [connection] = await stack.sync.syncConnections.listByUser(userId)
   if (!connection) throw new Error('no connection')
 
-  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'create', calendarId: null, subject: subject('2026-11-21T10:00:00.000Z', 'Planning') })
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'own-1', operation: 'create', calendarId: stack.calendarUrl, subject: subject('2026-11-21T10:00:00.000Z', 'Planning') })
   await stack.drain()
   const linked = stack.backend.batches.at(-1)?.events[0]
   t.match(linked, { eventId: 'own-1', content: { title: 'Planning', startDate: '2026-11-25T10:00:00+01:00', timeZone: 'Europe/Berlin' } }, 'the insert is told to the backend with its eventId')
