@@ -10,6 +10,21 @@ import { newEventId, newOpaqueId } from './secrets.js'
 import { firstChangeAfter } from '../stand-in/changes.js'
 import { decodeOpaque, encodeOpaque } from '../stand-in/opaque.js'
 
+/**
+ * The account's effective access role on a calendar (calendarList `accessRole`). `reader` and
+ * `freeBusyReader` stand for calendars shared with the account read-only, as subscribed or
+ * colleagues' calendars are: every event write to them is refused.
+ */
+export type AccessRole = 'owner' | 'writer' | 'reader' | 'freeBusyReader'
+
+export const ACCESS_ROLES: readonly AccessRole[] = ['owner', 'writer', 'reader', 'freeBusyReader']
+
+/** Whether the role lets the account write events: Google's `writer` and `owner`. */
+export const canWrite = (role: AccessRole): boolean => role === 'owner' || role === 'writer'
+
+/** Whether `role` is at least `minimum` (calendarList.list `minAccessRole`), in the order the roles grant more. */
+export const atLeast = (role: AccessRole, minimum: AccessRole): boolean => ACCESS_ROLES.indexOf(role) <= ACCESS_ROLES.indexOf(minimum)
+
 export interface Calendar {
   id: string
   ownerSub: string
@@ -23,6 +38,7 @@ export interface Calendar {
   hidden: boolean
   selected: boolean
   primary: boolean
+  accessRole: AccessRole
   /** Stable per calendar, as Google's resourceId is per watched resource. */
   resourceId: string
   /** The account's calendar-list version at which this entry last changed (calendarList sync). */
@@ -49,6 +65,8 @@ export interface CalendarInput {
   colorId?: string
   backgroundColor?: string
   foregroundColor?: string
+  /** Default `owner`; the primary calendar is always the account's own. */
+  accessRole?: AccessRole
 }
 
 export interface ListQuery {
@@ -132,6 +150,7 @@ export class Calendars {
       hidden: input.hidden ?? false,
       selected: input.selected ?? !(input.hidden ?? false),
       primary,
+      accessRole: primary ? 'owner' : (input.accessRole ?? 'owner'),
       resourceId: newOpaqueId(18),
       entryVersion: this.bumpListVersion(owner.sub),
       seq: 0,

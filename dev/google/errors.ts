@@ -55,6 +55,10 @@ export const apiErrors = {
     new ApiError(401, 'authError', 'Invalid Credentials', 'global', { type: 'header', name: 'Authorization' }),
   insufficientPermissions: () =>
     new ApiError(403, 'insufficientPermissions', 'Insufficient Permission', 'global', undefined, 'Request had insufficient authentication scopes.'),
+  // What Google answers an event write to a calendar the account can only read (accessRole
+  // `reader` or `freeBusyReader`), in the `calendar` domain as its answers on the wire show.
+  requiredAccessLevel: () =>
+    new ApiError(403, 'requiredAccessLevel', 'You need to have writer access to this calendar.', 'calendar'),
   syncTokenWithRestrictions: () =>
     new ApiError(400, 'syncTokenWithRequestRestrictions', 'Sync token cannot be used with other request restrictions.', 'calendar'),
   notFound: () => new ApiError(404, 'notFound', 'Not Found'),

@@ -54,7 +54,7 @@ export function authorizationErrorPage (error: string, description: string): str
 
 export function accountsPage (accounts: AccountView[], channels: ChannelView[], origin: string): string {
   const rows = accounts.map((account) => `<tr><td>${escapeHtml(account.email)}</td><td>${escapeHtml(account.name)}</td>
-<td>${account.calendars.map((calendar) => `${escapeHtml(calendar.summary)}${calendar.hidden ? ' (hidden)' : ''}: ${calendar.events}`).join('<br>')}</td>
+<td>${account.calendars.map((calendar) => `${escapeHtml(calendar.summary)}${calendar.hidden ? ' (hidden)' : ''}${calendar.accessRole === 'owner' ? '' : ` (${calendar.accessRole})`}: ${calendar.events}`).join('<br>')}</td>
 <td>${account.grants.map((grant) => escapeHtml(grant.clientId)).join('<br>')}</td></tr>`)
   const channelRows = channels.map((channel) => `<tr><td>${escapeHtml(channel.id)}</td><td>${escapeHtml(channel.calendarId)}</td>
 <td>${escapeHtml(channel.state)}</td><td>${channel.delivered}</td><td>${channel.failed}</td></tr>`)

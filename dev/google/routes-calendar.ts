@@ -1,7 +1,8 @@
 // The Calendar API v3 subset, under `/calendar/v3/` as on www.googleapis.com: calendarList,
 // calendars.get, events (list, get, insert, patch, update, delete, watch) and channels.stop.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Calendar, ListQuery } from './calendars.js'
+import { ACCESS_ROLES, atLeast, canWrite } from './calendars.js'
+import type { AccessRole, Calendar, ListQuery } from './calendars.js'
 import { readWatchRequest } from './channels.js'
 import { ApiError, apiErrors } from './errors.js'
 import { etagOf, isValidZone, readEventWrite, renderEvent } from './events.js'
@@ -107,6 +108,13 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
     return calendar
   }
 
+  /** The calendar a write names, refused whole when the account may only read it. */
+  const writableCalendarOf = (auth: Authenticated, calendarId: string): Calendar => {
+    const calendar = calendarOf(auth, calendarId)
+    if (!canWrite(calendar.accessRole)) throw apiErrors.requiredAccessLevel()
+    return calendar
+  }
+
   const displayZone = (query: Query, calendar: Calendar): string => {
     const zone = textParam(query, 'timeZone')
     if (zone === undefined) return calendar.timeZone
@@ -128,7 +136,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
     backgroundColor: calendar.backgroundColor,
     foregroundColor: calendar.foregroundColor,
     ...(calendar.selected ? { selected: true } : {}),
-    accessRole: 'owner',
+    accessRole: calendar.accessRole,
     defaultReminders: [],
     ...(calendar.primary ? { primary: true } : {}),
     ...(calendar.hidden ? { hidden: true } : {}),
@@ -143,6 +151,10 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
     const syncToken = textParam(query, 'syncToken')
     const showHidden = booleanParam(query, 'showHidden')
     const showDeleted = booleanParam(query, 'showDeleted')
+    const minAccessRole = textParam(query, 'minAccessRole')
+    if (minAccessRole !== undefined && !(ACCESS_ROLES as readonly string[]).includes(minAccessRole)) {
+      throw apiErrors.invalid(`Invalid value for: ${minAccessRole} is not a valid value`, 'minAccessRole')
+    }
     const pageToken = textParam(query, 'pageToken')
     const page = pageToken === undefined ? undefined : decodeOpaque(pageToken)
     if (page !== undefined && (!Number.isInteger(page['o']) || !Number.isInteger(page['v']))) throw apiErrors.invalid('Invalid page token value.', 'pageToken')
@@ -158,7 +170,10 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
       const { changed, removed } = calendars.listChangesSince(sub, token['v'] as number)
       entries = [...changed.map(listEntry), ...removed.map(deletedEntry)]
     } else {
-      entries = calendars.of(sub).filter((calendar) => showHidden === true || !calendar.hidden).map(listEntry)
+      entries = calendars.of(sub)
+        .filter((calendar) => showHidden === true || !calendar.hidden)
+        .filter((calendar) => minAccessRole === undefined || atLeast(calendar.accessRole, minAccessRole as AccessRole))
+        .map(listEntry)
       if (showDeleted === true) entries.push(...calendars.removed(sub).map(deletedEntry))
     }
     const offset = page === undefined ? 0 : page['o'] as number
@@ -235,7 +250,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
       ...(calendar.description === undefined ? {} : { description: calendar.description }),
       updated: new Date(calendar.updated).toISOString(),
       timeZone: calendar.timeZone,
-      accessRole: 'owner',
+      accessRole: calendar.accessRole,
       defaultReminders: [],
       ...(page.nextPageToken === undefined ? {} : { nextPageToken: page.nextPageToken }),
       ...(page.nextSyncToken === undefined ? {} : { nextSyncToken: page.nextSyncToken }),
@@ -245,7 +260,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
 
   app.post('/calendars/:calendarId/events', { config: { operation: 'calendar.events.insert' } }, async (request) => {
     const auth = requireScope(request, WRITE_EVENTS)
-    const calendar = calendarOf(auth, paramsOf(request)['calendarId'] ?? '')
+    const calendar = writableCalendarOf(auth, paramsOf(request)['calendarId'] ?? '')
     const event = calendars.insert(calendar, readEventWrite(request.body, calendar.timeZone), auth.account.email)
     return render(calendar, event, calendar.timeZone)
   })
@@ -272,7 +287,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
   const modify = (mode: 'patch' | 'update') => async (request: FastifyRequest) => {
     const auth = requireScope(request, WRITE_EVENTS)
     const params = paramsOf(request)
-    const calendar = calendarOf(auth, params['calendarId'] ?? '')
+    const calendar = writableCalendarOf(auth, params['calendarId'] ?? '')
     const current = findEvent(calendar, params['eventId'] ?? '')
     ifMatch(request, current)
     const event = calendars.modify(calendar, current, readEventWrite(request.body, calendar.timeZone), mode)
@@ -284,7 +299,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
   app.delete('/calendars/:calendarId/events/:eventId', { config: { operation: 'calendar.events.delete' } }, async (request, reply) => {
     const auth = requireScope(request, WRITE_EVENTS)
     const params = paramsOf(request)
-    const calendar = calendarOf(auth, params['calendarId'] ?? '')
+    const calendar = writableCalendarOf(auth, params['calendarId'] ?? '')
     const current = findEvent(calendar, params['eventId'] ?? '')
     ifMatch(request, current)
     calendars.cancel(calendar, current)

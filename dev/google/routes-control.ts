@@ -9,7 +9,7 @@ import type { AccountSetup, GoogleState, SeedGenerator } from './state.js'
 
 function calendarInput (value: unknown): CalendarInput {
   return calendarFields(value, {
-    strings: ['id', 'summary', 'description', 'timeZone', 'colorId', 'backgroundColor', 'foregroundColor'],
+    strings: ['id', 'summary', 'description', 'timeZone', 'colorId', 'backgroundColor', 'foregroundColor', 'accessRole'],
     booleans: ['hidden', 'selected']
   }) as CalendarInput
 }

@@ -2,8 +2,8 @@
 // control surface, which the HTTP routes under /_control and in-process callers share.
 import { DateTime } from 'luxon'
 import { AuthorizationEndpoint } from './authorization.js'
-import { Calendars } from './calendars.js'
-import type { Calendar, CalendarInput } from './calendars.js'
+import { ACCESS_ROLES, Calendars } from './calendars.js'
+import type { AccessRole, Calendar, CalendarInput } from './calendars.js'
 import { Channels } from './channels.js'
 import type { Channel, DeliveryOptions } from './channels.js'
 import { ApiError, ControlError } from './errors.js'
@@ -25,7 +25,10 @@ export interface AccountSetup {
   emailVerified?: boolean
   picture?: string
   timeZone?: string
-  /** Calendars besides the primary one (which every account gets), e.g. `{ summary, hidden: true }`. */
+  /**
+   * Calendars besides the primary one (which every account gets), e.g. `{ summary, hidden: true }`;
+   * `accessRole: 'reader'` makes one the account can only read.
+   */
   calendars?: CalendarInput[]
 }
 
@@ -44,6 +47,7 @@ export interface CalendarView {
   summary: string
   primary: boolean
   hidden: boolean
+  accessRole: AccessRole
   timeZone: string
   backgroundColor: string
   events: number
@@ -90,6 +94,8 @@ export class GoogleState extends StandInState<Account, AccountView, Calendar, Fa
   createAccount (setup: AccountSetup): AccountView {
     if (typeof setup.email !== 'string') throw new ControlError(400, 'email is required')
     if (setup.timeZone !== undefined && !isValidZone(setup.timeZone)) throw new ControlError(400, `unknown time zone ${setup.timeZone}`)
+    // Checked before the account exists, so a refused calendar leaves no half-made account behind.
+    for (const input of setup.calendars ?? []) checkCalendarInput(input)
     let account: Account
     try {
       account = this.identity.createAccount(setup)
@@ -115,7 +121,7 @@ export class GoogleState extends StandInState<Account, AccountView, Calendar, Fa
 
   addCalendar (email: string, input: CalendarInput): CalendarView {
     const account = this.account(email)
-    if (input.timeZone !== undefined && !isValidZone(input.timeZone)) throw new ControlError(400, `unknown time zone ${input.timeZone}`)
+    checkCalendarInput(input)
     try {
       return calendarView(this.calendars.create(account, input, false))
     } catch (err) {
@@ -228,12 +234,20 @@ export class GoogleState extends StandInState<Account, AccountView, Calendar, Fa
   }
 }
 
+function checkCalendarInput (input: CalendarInput): void {
+  if (input.timeZone !== undefined && !isValidZone(input.timeZone)) throw new ControlError(400, `unknown time zone ${input.timeZone}`)
+  if (input.accessRole !== undefined && !ACCESS_ROLES.includes(input.accessRole)) {
+    throw new ControlError(400, `calendar accessRole must be one of ${ACCESS_ROLES.join(', ')}`)
+  }
+}
+
 function calendarView (calendar: Calendar): CalendarView {
   return {
     id: calendar.id,
     summary: calendar.summary,
     primary: calendar.primary,
     hidden: calendar.hidden,
+    accessRole: calendar.accessRole,
     timeZone: calendar.timeZone,
     backgroundColor: calendar.backgroundColor,
     events: calendar.events.size

@@ -318,3 +318,65 @@ test('authorization: 401 without or with a dead token, 403 without the scope, 40
   const revoked = await failure(bob.events.list({ calendarId: 'primary' }))
   t.ok(revoked.status === 400 || revoked.status === 401, 'after revocation neither the access token nor a refresh works')
 })
+
+test('read-only calendars (accessRole reader, freeBusyReader): reads work, every event write is 403 requiredAccessLevel and stores nothing', async (t) => {
+  const google = await startStandIn(t)
+  const created = await control<{ calendars: Array<{ id: string, summary: string, accessRole: string }> }>(google, 'POST', '/accounts', {
+    email: ALICE,
+    timeZone: BERLIN,
+    calendars: [{ summary: 'Team', accessRole: 'reader' }, { summary: 'Busy', accessRole: 'freeBusyReader' }, { summary: 'Shared', accessRole: 'writer' }]
+  })
+  t.equal(created.status, 201)
+  t.same(created.body.calendars.map(({ summary, accessRole }) => [summary, accessRole]), [[ALICE, 'owner'], ['Team', 'reader'], ['Busy', 'freeBusyReader'], ['Shared', 'writer']])
+  const idOf = (summary: string): string => created.body.calendars.find((entry) => entry.summary === summary)?.id ?? ''
+  const team = idOf('Team')
+  const busy = idOf('Busy')
+  // The calendar's owner (another device) can still write to it; the account cannot.
+  const planning = await control<{ id: string, etag: string }>(google, 'POST', `/calendars/${team}/events`, { summary: 'Planning', start: { dateTime: '2030-05-02T09:00:00Z' }, end: { dateTime: '2030-05-02T10:00:00Z' } })
+  t.equal(planning.status, 201)
+  const eventId = planning.body.id
+
+  const api = await calendarClient(google, ALICE)
+  const list = await api.calendarList.list()
+  t.same(list.data.items?.map((item) => [item.summary, item.accessRole]), [[ALICE, 'owner'], ['Team', 'reader'], ['Busy', 'freeBusyReader'], ['Shared', 'writer']])
+  t.equal((await api.calendarList.get({ calendarId: team })).data.accessRole, 'reader')
+  t.same((await api.calendarList.list({ minAccessRole: 'writer' })).data.items?.map((item) => item.summary), [ALICE, 'Shared'], 'minAccessRole=writer leaves out what the account can only read')
+  t.same((await api.calendarList.list({ minAccessRole: 'reader' })).data.items?.map((item) => item.summary), [ALICE, 'Team', 'Shared'])
+  t.match(await failure(api.calendarList.list({ minAccessRole: 'admin' })), { status: 400, error: { errors: [{ reason: 'invalid', location: 'minAccessRole' }] } })
+
+  const before = await api.events.list({ calendarId: team })
+  t.equal(before.data.accessRole, 'reader', 'the events list says the role too')
+  t.match(before.data.items, [{ id: eventId, summary: 'Planning', etag: planning.body.etag }])
+  t.equal((await api.events.list({ calendarId: busy })).data.accessRole, 'freeBusyReader')
+  t.equal((await api.events.get({ calendarId: team, eventId })).data.summary, 'Planning')
+  const syncToken = before.data.nextSyncToken ?? ''
+
+  const refused = {
+    status: 403,
+    error: {
+      code: 403,
+      message: 'You need to have writer access to this calendar.',
+      errors: [{ domain: 'calendar', reason: 'requiredAccessLevel', message: 'You need to have writer access to this calendar.' }]
+    }
+  }
+  const hour = { start: { dateTime: '2030-05-03T09:00:00Z' }, end: { dateTime: '2030-05-03T10:00:00Z' } }
+  t.same(await failure(api.events.insert({ calendarId: team, requestBody: { summary: 'Mine', ...hour } })), refused, 'insert')
+  t.same(await failure(api.events.insert({ calendarId: busy, requestBody: { summary: 'Mine', ...hour } })), refused, 'insert into a free/busy calendar')
+  t.same(await failure(api.events.patch({ calendarId: team, eventId, requestBody: { summary: 'Renamed' } })), refused, 'patch')
+  t.same(await failure(api.events.update({ calendarId: team, eventId, requestBody: { summary: 'Replaced', ...hour } })), refused, 'update')
+  t.same(await failure(api.events.delete({ calendarId: team, eventId })), refused, 'delete')
+  t.same(await failure(api.events.patch({ calendarId: team, eventId: 'nosuchevent', requestBody: { summary: 'x' } })), refused, 'the calendar is refused before its event is looked up')
+  t.same(await failure(api.events.insert({ calendarId: team, requestBody: { summary: 'no end', start: hour.start } })), refused, 'and before the body is read')
+
+  const after = await api.events.list({ calendarId: team, showDeleted: true })
+  t.same(after.data.items?.map((item) => [item.id, item.summary, item.status, item.etag]), [[eventId, 'Planning', 'confirmed', planning.body.etag]], 'nothing stored, nothing changed')
+  t.same((await api.events.list({ calendarId: team, syncToken })).data.items, [], 'no change for an incremental list either')
+  t.same((await api.events.list({ calendarId: busy })).data.items, [])
+  const stored = (await control<{ items: Array<Record<string, unknown>> }>(google, 'GET', `/calendars/${team}/events`)).body.items
+  t.match(stored, [{ id: eventId, summary: 'Planning', status: 'confirmed' }])
+  t.equal(stored.length, 1)
+
+  const shared = await api.events.insert({ calendarId: idOf('Shared'), requestBody: { summary: 'Mine', ...hour } })
+  t.equal(shared.status, 200, 'a writer calendar takes writes')
+  t.equal((await api.events.insert({ calendarId: 'primary', requestBody: { summary: 'Mine', ...hour } })).status, 200)
+})

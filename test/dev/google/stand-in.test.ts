@@ -152,3 +152,20 @@ test('the CLI starts on the given port with clients and accounts, and prints whe
   t.equal(await bad.exited, 1)
   t.match(bad.stderr(), /--client must be/)
 })
+
+test('control: a calendar\'s accessRole is owner by default, one of Google\'s four roles, and shown with the account', async (t) => {
+  const google = await startStandIn(t, { accounts: [{ email: ALICE }] })
+  const added = await control<{ id: string, accessRole: string }>(google, 'POST', `/accounts/${ALICE}/calendars`, { summary: 'Holidays', accessRole: 'reader' })
+  t.equal(added.status, 201)
+  t.equal(added.body.accessRole, 'reader')
+  t.match((await control(google, 'POST', `/accounts/${ALICE}/calendars`, { summary: 'Plain' })).body, { accessRole: 'owner' })
+  t.same(await control(google, 'POST', `/accounts/${ALICE}/calendars`, { summary: 'Bad', accessRole: 'admin' }),
+    { status: 400, body: { error: 'calendar accessRole must be one of owner, writer, reader, freeBusyReader' } })
+  t.same(await control(google, 'POST', '/accounts', { email: 'erin@example.com', calendars: [{ summary: 'Bad', accessRole: 7 }] }),
+    { status: 400, body: { error: 'calendar accessRole must be a string' } })
+  t.equal((await control(google, 'POST', '/accounts', { email: 'erin@example.com', calendars: [{ summary: 'Bad', accessRole: 'admin' }] })).status, 400)
+  t.equal((await control(google, 'GET', '/accounts/erin@example.com')).status, 404, 'a refused calendar leaves no account behind')
+  const account = await control<{ calendars: Array<{ summary: string, accessRole: string }> }>(google, 'GET', `/accounts/${ALICE}`)
+  t.same(account.body.calendars.map(({ summary, accessRole }) => [summary, accessRole]), [[ALICE, 'owner'], ['Holidays', 'reader'], ['Plain', 'owner']])
+  t.match(await (await fetch(`${google.url}/_control/`)).text(), /Holidays \(reader\)/)
+})

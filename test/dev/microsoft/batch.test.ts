@@ -256,3 +256,39 @@ test('dependsOn: requests run in sequence, a failed one fails what depends on it
     { id: '2', dependsOn: ['9'], method: 'GET', url: '/me' }
   ]), { status: 400, body: { error: { code: 'BadRequest', message: /^Invalid dependency for request Id 2/ } } })
 })
+
+test('a read-only calendar (canEdit false) refuses its writes inside a batch as alone: 403 ErrorAccessDenied each, the reads beside them answered, nothing stored', async (t) => {
+  const { microsoft, token } = await setUp(t)
+  const added = await control<{ id: string, canEdit: boolean }>(microsoft, 'POST', `/accounts/${ALICE}/calendars`, { name: 'Team', canEdit: false })
+  t.match(added, { status: 201, body: { canEdit: false } })
+  const team = added.body.id
+  const planning = await control<Record<string, unknown>>(microsoft, 'POST', `/calendars/${team}/events`, { subject: 'Planning', ...HOUR })
+  const eventId = String(planning.body['id'])
+  const answer = await batch(microsoft, token, [
+    { id: 'calendar', method: 'GET', url: `/me/calendars/${team}` },
+    { id: 'create', method: 'POST', url: `/me/calendars/${team}/events`, headers: JSON_HEADERS, body: { subject: 'Mine', ...HOUR } },
+    { id: 'update', method: 'PATCH', url: `/me/events/${eventId}`, headers: JSON_HEADERS, body: { subject: 'Renamed' } },
+    { id: 'delete', method: 'DELETE', url: `/me/calendars/${team}/events/${eventId}` },
+    { id: 'read', method: 'GET', url: `/me/events/${eventId}` },
+    { id: 'elsewhere', method: 'POST', url: '/me/events', headers: JSON_HEADERS, body: { subject: 'Mine', ...HOUR } }
+  ])
+  t.equal(answer.status, 200)
+  t.match(byId(answer, 'calendar'), { status: 200, body: { name: 'Team', canEdit: false, canShare: false } })
+  for (const id of ['create', 'update', 'delete']) {
+    t.match(byId(answer, id), {
+      status: 403,
+      headers: { 'Content-Type': /^application\/json/ },
+      body: { error: { code: 'ErrorAccessDenied', message: 'Access is denied. Check credentials and try again.', innerError: { 'request-id': String } } }
+    }, id)
+  }
+  t.match(byId(answer, 'read'), { status: 200, body: { subject: 'Planning', changeKey: planning.body['changeKey'] } })
+  t.equal(byId(answer, 'elsewhere').status, 201, 'a writable calendar beside it takes its write')
+
+  const stored = (await control<{ items: Array<Record<string, unknown>> }>(microsoft, 'GET', `/calendars/${team}/events`)).body.items
+  t.match(stored, [{ id: eventId, subject: 'Planning', deleted: false, lastModifiedBy: 'control' }])
+  t.equal(stored.length, 1, 'nothing added, nothing changed')
+  const counted = await operations(microsoft)
+  t.same([counted['event.create'], counted['event.update'], counted['event.delete']], [
+    { total: 2, statuses: { 201: 1, 403: 1 } }, { total: 1, statuses: { 403: 1 } }, { total: 1, statuses: { 403: 1 } }
+  ], 'each refusal counts under its own operation')
+})

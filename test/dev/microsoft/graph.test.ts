@@ -255,3 +255,72 @@ test('mailbox settings: the mailbox\'s zone (Windows name by default) with Mailb
   t.match(await graph(microsoft, erin.tokens.access_token, 'GET', '/me/mailboxSettings'), { status: 403, body: { error: { code: 'ErrorAccessDenied' } } },
     'Calendars permissions do not reach the mailbox settings')
 })
+
+test('read-only calendars (canEdit false): reads work, every event write is 403 ErrorAccessDenied and stores nothing', async (t) => {
+  const microsoft = await startStandIn(t)
+  const created = await control<{ calendars: Array<{ id: string, name: string, canEdit: boolean }> }>(microsoft, 'POST', '/accounts', {
+    email: ALICE, name: 'Alice Example', timeZone: BERLIN, calendars: [{ name: 'Team', canEdit: false }]
+  })
+  t.equal(created.status, 201)
+  const added = await control<{ id: string, name: string, canEdit: boolean }>(microsoft, 'POST', `/accounts/${ALICE}/calendars`, { name: 'Holidays', canEdit: false })
+  t.equal(added.status, 201)
+  t.match(added.body, { name: 'Holidays', canEdit: false })
+  t.same(created.body.calendars.map(({ name, canEdit }) => [name, canEdit]), [['Calendar', true], ['Team', false]])
+  const team = created.body.calendars.find((entry) => entry.name === 'Team')?.id ?? ''
+  const hour = { start: { dateTime: '2030-05-02T09:00:00', timeZone: 'UTC' }, end: { dateTime: '2030-05-02T10:00:00', timeZone: 'UTC' } }
+  // The calendar's owner (another device) can still write to it; the account cannot.
+  const planning = await control<Record<string, unknown>>(microsoft, 'POST', `/calendars/${team}/events`, { subject: 'Planning', ...hour })
+  t.equal(planning.status, 201)
+  const eventId = String(planning.body['id'])
+  const series = await control<Record<string, unknown>>(microsoft, 'POST', `/calendars/${team}/events`, {
+    subject: 'Weekly',
+    start: { dateTime: '2030-03-04T09:00:00', timeZone: BERLIN },
+    end: { dateTime: '2030-03-04T09:30:00', timeZone: BERLIN },
+    recurrence: { pattern: { type: 'weekly', interval: 1, daysOfWeek: ['monday'] }, range: { type: 'numbered', startDate: '2030-03-04', numberOfOccurrences: 3 } }
+  })
+  const masterId = String(series.body['id'])
+
+  const { tokens } = await connect(microsoft, ALICE)
+  const token = tokens.access_token
+  const calendar = await graph(microsoft, token, 'GET', `/me/calendars/${team}`)
+  t.equal(calendar.status, 200)
+  t.match(calendar.body, { name: 'Team', canEdit: false, canShare: false, isRemovable: true, isDefaultCalendar: false })
+  t.match((await graph(microsoft, token, 'GET', '/me/calendar')).body, { canEdit: true, canShare: true, isRemovable: false })
+  const listed = values(await graph(microsoft, token, 'GET', '/me/calendars'))
+  t.same(listed.map((entry) => [entry['name'], entry['canEdit']]), [['Calendar', true], ['Team', false], ['Holidays', false]])
+
+  const read = await graph(microsoft, token, 'GET', `/me/calendars/${team}/events/${eventId}`)
+  t.match(read, { status: 200, body: { subject: 'Planning' } })
+  const changeKey = String(read.body['changeKey'])
+  const window = 'startDateTime=2030-01-01T00:00:00Z&endDateTime=2030-12-31T00:00:00Z'
+  t.equal(values(await graph(microsoft, token, 'GET', `/me/calendars/${team}/calendarView?${window}`)).length, 4, 'a calendar view reads it')
+  const delta = await graph(microsoft, token, 'GET', `/me/calendars/${team}/calendarView/delta?${window}`)
+  t.equal(delta.status, 200)
+  const deltaLink = String(delta.body['@odata.deltaLink'])
+  const instance = String(values(await graph(microsoft, token, 'GET', `/me/events/${masterId}/instances?${window}`))[1]?.['id'])
+
+  const denied = (answer: Json, what: string): void => {
+    t.equal(answer.status, 403, what)
+    t.match(answer.body, { error: { code: 'ErrorAccessDenied', message: 'Access is denied. Check credentials and try again.', innerError: { 'request-id': String } } }, what)
+  }
+  denied(await graph(microsoft, token, 'POST', `/me/calendars/${team}/events`, { subject: 'Mine', ...hour }), 'create')
+  denied(await graph(microsoft, token, 'POST', `/me/calendars/${added.body.id}/events`, { subject: 'Mine', ...hour }), 'create in a calendar added later')
+  denied(await graph(microsoft, token, 'PATCH', `/me/calendars/${team}/events/${eventId}`, { subject: 'Renamed' }), 'update by the calendar\'s path')
+  denied(await graph(microsoft, token, 'PATCH', `/me/events/${eventId}`, { subject: 'Renamed' }, { 'if-match': `W/"${changeKey}"` }), 'update by /me/events')
+  denied(await graph(microsoft, token, 'PATCH', `/me/events/${instance}`, { subject: 'Moved' }), 'update of an occurrence')
+  denied(await graph(microsoft, token, 'DELETE', `/me/events/${eventId}`), 'delete')
+  denied(await graph(microsoft, token, 'DELETE', `/me/calendars/${team}/events/${instance}`), 'delete of an occurrence')
+  denied(await graph(microsoft, token, 'DELETE', `/me/events/${masterId}`), 'delete of a series')
+
+  t.match(await graph(microsoft, token, 'GET', `/me/events/${eventId}`), { status: 200, body: { subject: 'Planning', changeKey } }, 'the event unchanged')
+  t.same(values(await graph(microsoft, token, 'GET', `/me/calendars/${team}/events`)).map((item) => item['subject']), ['Planning', 'Weekly'], 'no event added')
+  t.same(values(await graph(microsoft, token, 'GET', deltaLink)), [], 'no change for a delta round either')
+  const stored = (await control<{ items: Array<Record<string, unknown>> }>(microsoft, 'GET', `/calendars/${team}/events`)).body.items
+  t.match(stored, [
+    { id: eventId, subject: 'Planning', deleted: false, lastModifiedBy: 'control' },
+    { id: masterId, subject: 'Weekly', deleted: false, exceptions: [] }
+  ])
+  t.equal(stored.length, 2)
+  t.same((await control<{ items: unknown[] }>(microsoft, 'GET', `/calendars/${added.body.id}/events`)).body.items, [])
+  t.equal((await graph(microsoft, token, 'POST', '/me/events', { subject: 'Mine', ...hour })).status, 201, 'the default calendar takes writes')
+})
