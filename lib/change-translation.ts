@@ -69,10 +69,10 @@ export function resyncMessages (): ServerMessage[] {
 
 /** What the client shows for a connection that moved to a new state. */
 export function connectionStatusMessages (invalidation: ConnectionInvalidation): SyncStatusChangedMessage[] {
-  const { connectionId, provider } = invalidation
+  const { connectionId, provider, unsyncedWrites } = invalidation
   if (isRevocation(invalidation)) return revocationMessages(connectionId, provider)
   // Named when the feed knows it, so a tab that did not make the connection labels it right.
-  const named = provider === undefined ? {} : { provider }
+  const named = { ...(provider === undefined ? {} : { provider }), ...(unsyncedWrites === undefined ? {} : { unsyncedWrites }) }
   switch (invalidation.state) {
     case 'connecting':
     case 'importing':

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { OBJECT_ID_PATTERN } from '../lib/ids.js'
+import { WriteIssueSchema, type WriteIssue } from './sync/provider-events.js'
 import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN } from '../lib/events/ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
@@ -166,6 +167,7 @@ export const EventChange = Type.Object({
   // A client may send back what it read: these two are accepted and ignored.
   user: Type.Optional(Type.String({ description: 'Ignored: the owner is always the signed-in user' })),
   lastUpdated: Type.Optional(Type.String({ description: 'Ignored: the server sets it on every change' })),
+  syncIssue: Type.Optional(Type.Unsafe<WriteIssue>({ description: 'Ignored: the server sets it' })),
   ...changeFields
 }, {
   additionalProperties: false,
@@ -186,7 +188,11 @@ export const Event = Type.Object({
   _id: EventPathId,
   user: ObjectIdString,
   ...recordFields,
-  lastUpdated: Type.String({ format: 'date-time', description: 'Set by the server on every change' })
+  lastUpdated: Type.String({ format: 'date-time', description: 'Set by the server on every change' }),
+  syncIssue: Type.Optional(Type.Unsafe<WriteIssue>({
+    ...WriteIssueSchema,
+    description: 'Present while the event\'s change made here is not at its provider calendar: refused (a calendar the account may only read, an invalid change), its calendar gone, or failing'
+  }))
 }, { description: 'A stored event, or an occurrence of a recurring series' })
 
 export const EventList = Type.Array(Event)

@@ -58,7 +58,11 @@ const ImportSchema = Type.Object({
 const SyncStatusCommon = {
   type: Type.Literal('syncStatusChanged'),
   connectionId: ConnectionIdSchema,
-  provider: Type.Optional(ProviderSchema)
+  provider: Type.Optional(ProviderSchema),
+  unsyncedWrites: Type.Optional(Type.Integer({
+    minimum: 0,
+    description: 'Events of this connection whose change the provider does not have (refused, or failing); absent: unchanged'
+  }))
 }
 
 export const SyncStatusChangedMessageSchema = Type.Union([

@@ -23,6 +23,7 @@ import activityPlugin from './plugins/activity.js'
 import analyticsPlugin from './plugins/analytics.js'
 import heldWritesPlugin from './plugins/held-writes.js'
 import writtenVersionsPlugin from './plugins/written-versions.js'
+import writeIssuesPlugin from './plugins/write-issues.js'
 import connectPlugin from './plugins/connect.js'
 import maintenancePlugin from './plugins/maintenance.js'
 import type { SyncMaintenanceOptions } from './plugins/maintenance.js'
@@ -118,6 +119,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(credentialHandOversPlugin)
   await fastify.register(heldWritesPlugin)
   await fastify.register(writtenVersionsPlugin)
+  await fastify.register(writeIssuesPlugin)
   await fastify.register(activityPlugin)
   await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
   await fastify.register(syncEnginePlugin)

@@ -1,4 +1,4 @@
-import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult, WriteIssue } from '../../schemas/sync/index.js'
 import type { EventRecord } from './record.js'
 import { validateEventChange } from './record.js'
 import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
@@ -26,6 +26,11 @@ export interface ProviderFields {
    * occurrence only.
    */
   expansionSkipped?: string
+  /**
+   * The event's last change made here is not at its provider (refused, or failing), as Sync last
+   * told; kept through later changes until Sync tells that one reached the provider.
+   */
+  syncIssue?: WriteIssue
 }
 
 export type ProviderRecord = EventRecord & ProviderFields
@@ -238,7 +243,9 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       counts.unchanged++
       return
     }
-    writes.push({ kind: 'replace', record: { ...record, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated } })
+    // A mark of a change not at the provider stays until Sync clears it, so the event and the status line's count agree.
+    const mark = existing.syncIssue === undefined ? {} : { syncIssue: existing.syncIssue }
+    writes.push({ kind: 'replace', record: { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated } })
     if (record.waitingForSeries !== undefined) counts.waiting++
     else counts.updated++
   }
@@ -353,7 +360,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   return { writes, counts, rejections, skippedExpansions }
 }
 
-const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries'] as const
+const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries', 'syncIssue'] as const
 
 /** Why a change is refused for naming a calendar the event is not in. */
 export const CALENDAR_STAYS = 'must be the calendar the event is in: an event stays in its calendar (create it in the other calendar and delete this one)'
@@ -379,8 +386,6 @@ export function ownProviderFields (before: EventRecord | null, after: EventRecor
   if (before === null) return kept
   const previous = before as ProviderRecord
   if (previous.providerEventId !== undefined) kept.providerEventId = previous.providerEventId
-  for (const key of PROVIDER_BOOKKEEPING) {
-    if (previous[key] !== undefined) kept[key] = previous[key]
-  }
-  return kept
+  const bookkeeping: ProviderFields = Object.fromEntries(PROVIDER_BOOKKEEPING.flatMap((key) => previous[key] === undefined ? [] : [[key, previous[key]]]))
+  return { ...kept, ...bookkeeping }
 }

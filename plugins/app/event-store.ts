@@ -11,6 +11,7 @@ import type { Outbox } from './outbox.js'
 import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../../lib/events/range.js'
 import { eventInstant } from '../../lib/events/time.js'
 import { EVENT_LIMITS } from '../../schemas/event.js'
+import type { WriteIssue } from '../../schemas/sync/index.js'
 
 const DAY_MS = 86_400_000
 
@@ -170,9 +171,16 @@ export class EventStore {
     const scope = { user: userId, connectionId, ...(calendarId === undefined ? {} : { calendarId }) }
     const removed = await withDatabaseDeadline(async () => await this.events.deleteMany({ ...scope, origin: 'providerImport' }), PROVIDER_PAGE_DEADLINE_MS)
     await withDatabaseDeadline(async () => await this.events.updateMany(scope, {
-      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '' }
+      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '', syncIssue: '' }
     }), PROVIDER_PAGE_DEADLINE_MS)
     return removed.deletedCount
+  }
+
+  /** Marks (or, with null, unmarks) an event whose change is not at its provider; false when no such event is stored. */
+  async setSyncIssue (userId: string, eventId: string, issue: WriteIssue | null): Promise<boolean> {
+    const update = issue === null ? { $unset: { syncIssue: '' as const } } : { $set: { syncIssue: issue } }
+    const result = await withDatabaseDeadline(async () => await this.events.updateOne({ _id: eventId, user: userId }, update))
+    return result.matchedCount > 0
   }
 
   async findById (userId: string, eventId: string): Promise<EventRecord | null> {

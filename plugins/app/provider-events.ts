@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger } from 'fastify'
-import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState } from '../../schemas/sync/index.js'
 import { planProviderBatch } from '../../lib/events/provider-apply.js'
 import { mintEventId } from '../../lib/events/ids.js'
 
@@ -8,6 +8,8 @@ export interface ProviderEvents {
   /** Applies one page of a provider calendar's events to the user's data (lib/events/provider-apply.ts). */
   applyBatch: (batch: ProviderEventBatch, log: FastifyBaseLogger) => Promise<ProviderEventBatchResult>
   remove: (removal: ProviderCalendarRemoval) => Promise<number>
+  /** Marks the event whose change its provider does not have, or clears the mark; false when the event is gone. */
+  setWriteState: (state: ProviderWriteState) => Promise<boolean>
 }
 
 declare module 'fastify' {
@@ -59,6 +61,7 @@ export default fp(async function providerEvents (fastify) {
       // Without a calendar, the whole connection's calendars went: the connection is gone.
       if (removal.calendarId === undefined) await fastify.users.forgetProviderConnection(removal.userId, removal.connectionId)
       return removed
-    }
+    },
+    setWriteState: async (state: ProviderWriteState) => await store.setSyncIssue(state.userId, state.eventId, state.issue)
   })
 }, { name: 'provider-events', dependencies: ['event-store', 'users'] })

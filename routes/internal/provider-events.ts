@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  ProviderCalendarRemovalResultSchema, ProviderCalendarRemovalSchema, ProviderEventBatchResultSchema, ProviderEventBatchSchema
+  ProviderCalendarRemovalResultSchema, ProviderCalendarRemovalSchema, ProviderEventBatchResultSchema, ProviderEventBatchSchema,
+  ProviderWriteStateResultSchema, ProviderWriteStateSchema
 } from '../../schemas/sync/index.js'
 import { SECURITY, bodyResponses, serviceResponses } from '../../schemas/responses.js'
 
@@ -27,6 +28,16 @@ const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ProviderCalendarRemovalResultSchema, ...bodyResponses, ...serviceResponses }
     }
   }, async (request) => ({ deleted: await fastify.providerEvents.remove(request.body) }))
+
+  fastify.post('/provider-events/write-state', {
+    schema: {
+      description: 'Mark an event whose change made here its provider does not have (refused, or failing), or clear the mark (Sync service only)',
+      tags: ['internal'],
+      body: ProviderWriteStateSchema,
+      security: SECURITY.service,
+      response: { 200: ProviderWriteStateResultSchema, ...bodyResponses, ...serviceResponses }
+    }
+  }, async (request) => ({ updated: await fastify.providerEvents.setWriteState(request.body) }))
 }
 
 export default providerEvents

@@ -30,8 +30,9 @@ export const ConnectionInvalidationSchema = Type.Object({
   connectionId: ConnectionIdSchema,
   provider: Type.Optional(ProviderSchema),
   state: ConnectionStateSchema,
-  reason: Type.Union([ConnectionReasonSchema, Type.Null()])
-}, { additionalProperties: false, description: 'A connection moved to a new state; reason `authorizationRevoked` means CONNECTION_REVOKED' })
+  reason: Type.Union([ConnectionReasonSchema, Type.Null()]),
+  unsyncedWrites: Type.Optional(Type.Integer({ minimum: 0, description: 'Set when the count of events not written to the provider changed' }))
+}, { additionalProperties: false, description: 'A connection moved to a new state, or its count of unwritten changes changed; reason `authorizationRevoked` means CONNECTION_REVOKED' })
 
 export const ImportProgressInvalidationSchema = Type.Object({
   kind: Type.Literal('importProgress'),

@@ -24,6 +24,10 @@ export const ConnectionSummarySchema = Type.Object({
     minimum: 0,
     description: 'Changes made here that are not yet written to the provider (waiting for it to answer again, or for a retry)'
   })),
+  unsyncedWrites: Type.Optional(Type.Integer({
+    minimum: 0,
+    description: 'Events whose change made here the provider does not have: it refused it, or the write keeps failing (each such event carries `syncIssue`)'
+  })),
   providerRetryAt: Type.Optional(Type.Union([IsoDateTimeSchema, Type.Null()], {
     description: 'The provider answered "unavailable": when Sync tries it again (POST /api/connections/refresh tries at once); null while it answers'
   })),

@@ -110,10 +110,43 @@ export const ProviderWriteSubjectSchema = Type.Object({
   lastUpdated: IsoDateTimeSchema
 }, { additionalProperties: false })
 
+/** Why a change made here is not at its provider (yet). */
+export const WriteIssueReasonSchema = Type.Union([
+  Type.Literal('readOnly'),
+  Type.Literal('refused'),
+  Type.Literal('calendarGone'),
+  Type.Literal('failing')
+], {
+  description: '`readOnly`: the account may only read the calendar; `refused`: the provider refused the change as it is; ' +
+    '`calendarGone`: the calendar is no longer in the connected account; `failing`: the write failed and Sync tries it again'
+})
+
+export const WriteIssueSchema = Type.Object({
+  provider: ProviderSchema,
+  reason: WriteIssueReasonSchema,
+  message: Type.String({ maxLength: 300, description: 'What happened, for a person' }),
+  retrying: Type.Boolean({ description: 'true: Sync tries the write again by itself; false: only a new change of the event is written' }),
+  at: IsoDateTimeSchema
+}, { additionalProperties: false, description: 'A change made here that its provider does not have' })
+
+/** Sync tells the backend that an event's last change could not be written to its provider, or (issue null) that it now is. */
+export const ProviderWriteStateSchema = Type.Object({
+  userId: UserIdSchema,
+  connectionId: ConnectionIdSchema,
+  eventId: EventIdSchema,
+  issue: Type.Union([WriteIssueSchema, Type.Null()])
+}, { additionalProperties: false })
+
+export const ProviderWriteStateResultSchema = Type.Object({
+  /** false: the event is no longer stored (deleted meanwhile); nothing to mark. */
+  updated: Type.Boolean()
+}, { additionalProperties: false })
+
 /** Paths of the backend's internal API (authenticated with backend.serviceToken). */
 export const BACKEND_INTERNAL_PATHS = {
   providerEvents: '/api/internal/provider-events',
   providerCalendarRemoval: '/api/internal/provider-events/remove',
+  providerWriteState: '/api/internal/provider-events/write-state',
   grantRevoked: '/api/internal/grant-revoked'
 } as const
 
@@ -124,3 +157,7 @@ export type ProviderEventBatchResult = Static<typeof ProviderEventBatchResultSch
 export type ProviderCalendarRemoval = Static<typeof ProviderCalendarRemovalSchema>
 export type ProviderCalendarRemovalResult = Static<typeof ProviderCalendarRemovalResultSchema>
 export type ProviderWriteSubject = Static<typeof ProviderWriteSubjectSchema>
+export type WriteIssueReason = Static<typeof WriteIssueReasonSchema>
+export type WriteIssue = Static<typeof WriteIssueSchema>
+export type ProviderWriteState = Static<typeof ProviderWriteStateSchema>
+export type ProviderWriteStateResult = Static<typeof ProviderWriteStateResultSchema>

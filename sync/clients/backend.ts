@@ -8,10 +8,11 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { Static, TSchema } from '@sinclair/typebox'
 import {
-  BACKEND_INTERNAL_PATHS, GrantRevokedResultSchema, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema
+  BACKEND_INTERNAL_PATHS, GrantRevokedResultSchema, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema, ProviderWriteStateResultSchema
 } from '../../schemas/sync/index.js'
 import type {
-  GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult
+  GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult,
+  ProviderWriteState, ProviderWriteStateResult
 } from '../../schemas/sync/index.js'
 
 /** What the Sync service asks of the backend; tests may give a recording one. */
@@ -22,6 +23,8 @@ export interface BackendPort {
   removeCalendar: (removal: ProviderCalendarRemoval) => Promise<ProviderCalendarRemovalResult>
   /** A provider refused the user's grant for good: the backend revokes the user's sessions. */
   grantRevoked: (notice: GrantRevokedNotice) => Promise<GrantRevokedResult>
+  /** Marks an event whose change the provider does not have, or (issue null) clears the mark. */
+  setWriteState: (state: ProviderWriteState) => Promise<ProviderWriteStateResult>
   close: () => Promise<void>
 }
 
@@ -48,7 +51,8 @@ export interface BackendClientOptions {
 const checkers = {
   batch: TypeCompiler.Compile(ProviderEventBatchResultSchema),
   removal: TypeCompiler.Compile(ProviderCalendarRemovalResultSchema),
-  revoked: TypeCompiler.Compile(GrantRevokedResultSchema)
+  revoked: TypeCompiler.Compile(GrantRevokedResultSchema),
+  writeState: TypeCompiler.Compile(ProviderWriteStateResultSchema)
 }
 
 export class BackendClient implements BackendPort {
@@ -74,6 +78,10 @@ export class BackendClient implements BackendPort {
 
   async grantRevoked (notice: GrantRevokedNotice): Promise<GrantRevokedResult> {
     return await this.#post(BACKEND_INTERNAL_PATHS.grantRevoked, notice, checkers.revoked)
+  }
+
+  async setWriteState (state: ProviderWriteState): Promise<ProviderWriteStateResult> {
+    return await this.#post(BACKEND_INTERNAL_PATHS.providerWriteState, state, checkers.writeState)
   }
 
   async close (): Promise<void> {

@@ -19,6 +19,7 @@ export default fp(async function syncEngine (fastify) {
     handOvers: fastify.syncCredentialHandOvers,
     held: fastify.syncHeldWrites,
     written: fastify.syncWrittenVersions,
+    writeIssues: fastify.syncWriteIssues,
     providers: fastify.syncProviders,
     backend: fastify.syncBackend,
     settings: fastify.syncConfig.sync,
@@ -30,6 +31,6 @@ export default fp(async function syncEngine (fastify) {
   name: 'sync-engine',
   dependencies: [
     'sync-config', 'sync-providers', 'sync-backend', 'sync-change-feed', 'sync-credentials', 'sync-connections', 'sync-calendars',
-    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs', 'sync-held-writes', 'sync-written-versions'
+    'sync-watches', 'sync-activity', 'sync-job-queue', 'sync-credential-hand-overs', 'sync-held-writes', 'sync-written-versions', 'sync-write-issues'
   ]
 })

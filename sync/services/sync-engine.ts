@@ -24,13 +24,17 @@ import {
 } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
-import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError } from '../lib/providers/port.js'
+import {
+  ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderRejectedError, ProviderUnavailableError
+} from '../lib/providers/port.js'
 import { PROVIDER_BACKOFF, WaitForProviderError } from '../lib/jobs/rules.js'
-import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry } from '../lib/providers/port.js'
+import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort, ProviderRegistry, WriteResult } from '../lib/providers/port.js'
+import { writeIssueOf } from '../lib/write-issues.js'
 import type { BackendPort } from '../clients/backend.js'
 import { SyncServiceError } from '../lib/errors.js'
 import type { HeldWriteStore } from '../stores/held-writes.js'
 import type { WrittenVersionStore } from '../stores/written-versions.js'
+import type { WriteIssueStore } from '../stores/write-issues.js'
 import type { CredentialHandOverStore } from '../stores/credential-hand-overs.js'
 import type { CalendarRecord, CalendarStore, ImportCheckpoint } from '../stores/calendars.js'
 import type { ChangeFeed } from '../stores/change-feed.js'
@@ -56,6 +60,8 @@ export interface SyncEngineParts {
   held: HeldWriteStore
   /** The provider's version of each event as our own last write left it. */
   written: WrittenVersionStore
+  /** Events whose change the provider does not have. */
+  writeIssues: WriteIssueStore
   providers: ProviderRegistry
   /** The backend's provider-events endpoints; null when the configuration names no backend. */
   backend: BackendPort | null
@@ -773,17 +779,33 @@ export class SyncEngine {
     const record = calendarId === undefined ? null : await calendars.get(context.connectionId, calendarId)
     if (record === null) {
       log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId }, 'provider write skipped: the event is in no calendar of this connection')
+      if (calendarId !== undefined) await this.#writeIssue(context, provider.provider, eventId, 'calendarGone')
       throw new NothingToDo()
     }
     const calendar: ProviderCalendar = calendarOf(record)
     const own = await written.get(context.connectionId, eventId)
-    const result = await provider.writeEvent(context, calendar, {
-      eventId,
-      operation,
-      subject,
-      ...(own === undefined ? {} : { ownVersion: own.version }),
-      ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId })
-    })
+    let result: WriteResult
+    try {
+      result = await provider.writeEvent(context, calendar, {
+        eventId,
+        operation,
+        subject,
+        ...(own === undefined ? {} : { ownVersion: own.version }),
+        ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId })
+      })
+    } catch (error) {
+      if (error instanceof ProviderRejectedError) {
+        // Asking again gets the same answer: the event is marked, and a new change of it is written anew.
+        log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId, status: error.status }, 'the provider refused the write; the event is marked not synced')
+        await this.#writeIssue(context, provider.provider, eventId, error)
+        throw new NothingToDo()
+      }
+      // The connection's state already tells of an outage, a revoked grant or our own database.
+      const told = error instanceof ProviderUnavailableError || error instanceof ProviderAuthorizationRevokedError || isDatabaseUnavailableError(error)
+      if (!told) await this.#writeIssue(context, provider.provider, eventId, error)
+      throw error
+    }
+    await this.#writeIssue(context, provider.provider, eventId, null)
     if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') {
       await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated }, clock.now())
     }
@@ -793,5 +815,28 @@ export class SyncEngine {
     if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer')) {
       await this.#send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }])
     }
+  }
+
+  /**
+   * Records why the event's change is not at the provider (`cause`), or that it now is (null). The
+   * backend marks the event and the user's tabs hear the connection's new count, once per change
+   * of state; the row is written last, so a failure on the way is told again by the job's retry.
+   */
+  async #writeIssue (context: ProviderContext, provider: Provider, eventId: string, cause: unknown): Promise<void> {
+    const { writeIssues, connections, feed, clock } = this.#parts
+    const { connectionId, userId } = context
+    const previous = await writeIssues.get(connectionId, eventId)
+    const issue = cause === null ? null : writeIssueOf(provider, cause, clock.now())
+    if (issue === null ? previous === null : previous?.reason === issue.reason && previous.retrying === issue.retrying) return
+    const { updated } = await this.#backend().setWriteState({ userId, connectionId, eventId, issue })
+    // An event deleted here meanwhile has nothing left to mark (a refused delete stays in the log).
+    const kept = issue !== null && updated
+    const count = await writeIssues.count(connectionId) + (kept ? 1 : 0) - (previous === null ? 0 : 1)
+    const connection = await connections.get(connectionId)
+    if (connection !== null) {
+      await feed.append(userId, { kind: 'connection', connectionId, provider, state: connection.state, reason: connection.reason, unsyncedWrites: Math.max(0, count) })
+    }
+    if (kept) await writeIssues.record({ connectionId, eventId, userId, reason: issue.reason, retrying: issue.retrying, at: new Date(issue.at) })
+    else if (previous !== null) await writeIssues.clear(connectionId, eventId)
   }
 }

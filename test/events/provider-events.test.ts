@@ -33,7 +33,7 @@ test('provider pages reach the user\'s calendar', async (t) => {
   })
   const range = async () => (await app.inject({
     method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers
-  })).json() as Array<{ _id: string, title: string, startDate: string, status: string, origin: string, calendarId?: string, providerEventId?: string, recurrence?: { eventId?: string } }>
+  })).json() as Array<{ _id: string, title: string, startDate: string, status: string, origin: string, calendarId?: string, providerEventId?: string, recurrence?: { eventId?: string }, syncIssue?: unknown }>
 
   await t.test('only the Sync service, with the service token', async (t) => {
     for (const authorization of ['', 'Bearer wrong-token', `Basic ${token}`, user.headers.authorization ?? '']) {
@@ -139,6 +139,37 @@ test('provider pages reach the user\'s calendar', async (t) => {
     t.equal(mine.origin, 'compass', 'still the user\'s own event')
   })
 
+  await t.test('an event whose change its provider refused is marked until Sync says the change is there; its later edits keep the mark', async (t) => {
+    const own = 'e'.repeat(24)
+    const issue = { provider: 'google', reason: 'readOnly', message: 'Google Calendar lets this account only read this calendar: the change is kept here only.', retrying: false, at: '2026-05-20T07:00:00.000Z' }
+    const mark = async (body: Record<string, unknown>, authorization = `Bearer ${token}`) => await app.inject({
+      method: 'POST', url: BACKEND_INTERNAL_PATHS.providerWriteState, headers: { authorization }, payload: { userId: user.userId, connectionId: CONNECTION, eventId: own, ...body }
+    })
+    const read = async () => (await app.inject({ method: 'GET', url: `/api/event/${own}`, headers: user.headers })).json()
+    t.equal((await mark({ issue }, user.headers.authorization ?? '')).statusCode, 401, 'a person\'s session cannot mark an event')
+    t.equal((await mark({ issue: { ...issue, reason: 'because' } })).statusCode, 400, 'an unknown reason is refused')
+    t.notOk('syncIssue' in await read(), 'and nothing was marked')
+
+    const marked = await mark({ issue })
+    t.equal(marked.statusCode, 200, marked.body)
+    t.same(marked.json(), { updated: true })
+    t.same((await read()).syncIssue, issue, 'the event as read carries the issue')
+    t.same((await range()).find((event) => event._id === own)?.syncIssue, issue, 'and so does a range read')
+
+    // A client that sends back what it read (the issue included) is not refused; the mark is the server's.
+    const event = await read()
+    const edit = await app.inject({ method: 'PUT', url: `/api/event/${own}`, headers: user.headers, payload: { ...event, location: 'Room 2', syncIssue: { reason: 'forged' } } })
+    t.equal(edit.statusCode, 204, edit.body)
+    const edited = await read()
+    t.equal(edited.location, 'Room 2')
+    t.same(edited.syncIssue, issue, 'a later edit keeps the mark until Sync writes it')
+
+    t.same((await mark({ issue: null })).json(), { updated: true })
+    t.notOk('syncIssue' in await read(), 'cleared when the change reached the provider')
+    t.same((await mark({ eventId: 'f'.repeat(24), issue })).json(), { updated: false }, 'an event not stored is not made up')
+    t.same((await mark({ issue })).json(), { updated: true }, 'marked again: removing the connection takes the mark too')
+  })
+
   await t.test('a provider series with a rule refused here is kept as one event, and the page still applies', async (t) => {
     const answer = await send({
       events: [
@@ -176,6 +207,7 @@ test('provider pages reach the user\'s calendar', async (t) => {
     const left = await range()
     t.same(left.map((event) => event.title), ['Mine'])
     t.notOk(left[0]?.providerEventId, 'without its provider identity')
+    t.notOk(left[0]?.syncIssue, 'and without a mark of a provider it no longer has')
     t.equal(await connected(), false, 'and the connection is forgotten')
   })
 })

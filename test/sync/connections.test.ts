@@ -84,6 +84,7 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
       lastHealthyAt: now,
       importProgress: { phase: 'completed', operation: 'full', counts: { calendarsDone: 2, calendarsTotal: 2, eventsImported: 6 }, updatedAt: now },
       pendingWrites: 0,
+      unsyncedWrites: 0,
       providerRetryAt: null,
       createdAt: now
     }]

@@ -8,6 +8,8 @@ import type { SyncConfig } from '../../schemas/config.js'
 import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider } from './scripted-provider.js'
+import type { RecordingBackend } from './recording-backend.js'
+import { ProviderRejectedError } from '../../sync/lib/providers/port.js'
 import { startMongo } from '../../dev/mongo/index.js'
 
 async function setup (t: Test, sync: Partial<SyncConfig['sync']> = {}) {
@@ -75,6 +77,61 @@ test('with a live connection and active execution the provider write is queued o
   t.same(provider.writes, [{ eventId: 'event-1', operation: 'create', subject }], 'the write carries the report\'s subject')
   t.match(provider.calls.at(-1), { method: 'writeEvent', calendarId: 'primary' })
   t.same(await built.app.syncJobQueue.list(), [])
+})
+
+test('a write the provider refuses marks the event and counts in the status; one that fails is tried again; one that goes through clears both', async (t) => {
+  const { built, provider } = await setup(t)
+  const backend = built.app.syncBackend as RecordingBackend
+  const userId = newUserId()
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'r' }, null)
+  const connectionId = connection._id.toHexString()
+  await built.app.syncJobWorker.tick()
+  await built.app.syncJobWorker.tick()
+  const { cursor } = await built.app.syncFeed.page(userId, null, 1)
+  const counted = async () => (await invalidations(built, userId, cursor)).flatMap((entry) => entry.kind === 'connection' && entry.unsyncedWrites !== undefined ? [entry.unsyncedWrites] : [])
+  const status = async () => (await built.signed({ method: 'GET', url: `/internal/users/${userId}/metadata`, userId })).json().connections[0].unsyncedWrites
+  const subject = (title: string) => ({ content: { title, startDate: '2026-11-24', endDate: '2026-11-25', isAllDay: true, timeZone: 'UTC' }, lastUpdated: built.clock.now().toISOString() })
+  const change = async (key: string, title: string, operation = 'update') => {
+    const answer = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { operation, calendarId: 'primary', idempotencyKey: key, subject: subject(title) }), userId })
+    t.same(answer.json(), { duplicate: false, providerWriteQueued: true })
+  }
+
+  // Google answers 403 requiredAccessLevel: a calendar the account may only read.
+  provider.failNext('writeEvent', new ProviderRejectedError('Google refused (insert: 403 requiredAccessLevel)', 403))
+  await change('idem-refused-01', 'Offsite', 'create')
+  await built.app.syncJobWorker.tick()
+  t.match(backend.writeStates, [{ userId, connectionId, eventId: 'event-1', issue: { provider: 'google', reason: 'readOnly', retrying: false, message: /only read this calendar/ } }], 'the backend marks the event')
+  t.same(await built.app.syncJobQueue.list(), [], 'a refusal is not asked again')
+  t.same(await counted(), [1], 'the user\'s tabs hear one change not synced')
+  t.equal(await status(), 1, 'and the status says so')
+
+  // A failure of another kind: tried again, and said so once.
+  provider.failNext('writeEvent', new Error('socket hang up'))
+  await change('idem-failing-02', 'Offsite (2)')
+  await built.app.syncJobWorker.tick()
+  t.match(backend.writeStates.at(-1), { eventId: 'event-1', issue: { reason: 'failing', retrying: true, message: 'Google Calendar has not taken this change yet: Sync tries again.' } })
+  t.match(await built.app.syncJobQueue.list(), [{ type: 'providerWrite', attempts: 1 }], 'the write waits for its next try')
+  t.same(await counted(), [1, 1], 'still one event')
+  provider.failNext('writeEvent', new Error('socket hang up'))
+  built.clock.advance(3_600_000)
+  await built.app.syncJobWorker.tick()
+  t.equal(backend.writeStates.length, 2, 'a second failure of the same kind is not told again')
+
+  built.clock.advance(3_600_000)
+  await built.app.syncJobWorker.tick()
+  t.equal(provider.writes.at(-1)?.subject.content?.title, 'Offsite (2)', 'the write went through')
+  t.same(backend.writeStates.at(-1), { userId, connectionId, eventId: 'event-1', issue: null }, 'the mark is cleared')
+  t.same(await counted(), [1, 1, 0])
+  t.equal(await status(), 0)
+  t.same(await built.app.syncJobQueue.list(), [])
+
+  // A calendar this connection does not hold (gone from the account): the change stays here, said once.
+  const gone = await built.signed({ method: 'POST', url: '/internal/event-changes', body: report(userId, { eventId: 'event-2', operation: 'update', calendarId: 'primary', idempotencyKey: 'idem-gone-03', subject: subject('Old calendar') }), userId })
+  t.equal(gone.statusCode, 202)
+  await built.app.syncCalendars.remove(connectionId, 'primary')
+  await built.app.syncJobWorker.tick()
+  t.match(backend.writeStates.at(-1), { eventId: 'event-2', issue: { reason: 'calendarGone', retrying: false } })
+  t.equal(await status(), 1)
 })
 
 for (const replicaSet of [false, true]) {

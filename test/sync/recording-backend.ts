@@ -1,6 +1,8 @@
 // The backend's provider-events endpoints in memory, for tests that do not look at what reaches
 // the backend: every batch is kept, and counted as the backend would count a first delivery.
-import type { GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type {
+  GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState, ProviderWriteStateResult
+} from '../../schemas/sync/index.js'
 import type { BackendPort } from '../../sync/clients/backend.js'
 
 export class RecordingBackend implements BackendPort {
@@ -23,6 +25,13 @@ export class RecordingBackend implements BackendPort {
   async grantRevoked (notice: GrantRevokedNotice): Promise<GrantRevokedResult> {
     this.revocations.push(notice)
     return { sessionsRevoked: 0, streamsClosed: 0 }
+  }
+
+  readonly writeStates: ProviderWriteState[] = []
+
+  async setWriteState (state: ProviderWriteState): Promise<ProviderWriteStateResult> {
+    this.writeStates.push(state)
+    return { updated: true }
   }
 
   async close (): Promise<void> {}

@@ -8,7 +8,7 @@ import { localCreate, localDelete, localRange, localReplace } from '../../web/sr
 import { followingRule, planEdit, type EventDraft } from '../../web/src/lib/series-edit.js'
 import { layoutDay, viewDays } from '../../web/src/lib/grid.js'
 import { newEventId, type CalendarEvent } from '../../web/src/lib/events.js'
-import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo } from '../../web/src/lib/stream-reactions.js'
+import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, unsyncedWritesOf } from '../../web/src/lib/stream-reactions.js'
 
 const zone = 'Europe/Berlin'
 const empty: LocalData = { version: 1, seeded: false, entries: [] }
@@ -154,4 +154,21 @@ test('stream reactions: both revoked codes mean revoked; eventsChanged refetches
   t.same(queriesToRefetch({ all: true }, cached), ['monday', 'nextWeek'])
   t.same(queriesToRefetch(null, cached), [])
   t.same(reactTo(EMPTY_SYNC_VIEW, { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['aaaaaaaaaaaaaaaaaaaaaaaa'] }).refetch, { all: false, eventIds: ['aaaaaaaaaaaaaaaaaaaaaaaa'] })
+})
+
+test('changes a provider does not have: counted per connection from the replay and the stream, summed over every connection', async (t) => {
+  const summary = { provider: 'google' as const, state: 'healthy' as const, reason: null, lastReadFailureAt: null, lastSyncedAt: null, lastHealthyAt: null, importProgress: null, createdAt: '2026-03-01T00:00:00.000Z' }
+  let sync = reactTo(EMPTY_SYNC_VIEW, {
+    type: 'userMetadataChanged',
+    session: { userId: '0123456789abcdef01234567', metadata: {} },
+    sync: { userId: '0123456789abcdef01234567', cloudMutationMode: 'enabled', execution: 'active', connections: [{ ...summary, connectionId: 'g1', unsyncedWrites: 2 }, { ...summary, connectionId: 'd1', provider: 'caldav' as const, unsyncedWrites: 0 }] }
+  }).sync
+  t.same(unsyncedWritesOf(sync), { count: 2, providers: ['google'] }, 'the replay counts them')
+  sync = reactTo(sync, { type: 'syncStatusChanged', connectionId: 'd1', status: 'healthy', unsyncedWrites: 1 }).sync
+  t.same(unsyncedWritesOf(sync), { count: 3, providers: ['google', 'caldav'] }, 'the stream updates one connection')
+  sync = reactTo(sync, { type: 'syncStatusChanged', connectionId: 'g1', status: 'syncing' }).sync
+  t.same(unsyncedWritesOf(sync), { count: 3, providers: ['google', 'caldav'] }, 'a status that does not count them leaves the count')
+  sync = reactTo(sync, { type: 'syncStatusChanged', connectionId: 'g1', status: 'healthy', unsyncedWrites: 0 }).sync
+  sync = reactTo(sync, { type: 'syncStatusChanged', connectionId: 'd1', status: 'healthy', unsyncedWrites: 0 }).sync
+  t.equal(unsyncedWritesOf(sync), null, 'none left')
 })

@@ -38,8 +38,11 @@ export interface ConnectionRecord {
   updatedAt: Date
 }
 
-/** `pendingWrites`: the connection's own-data changes not yet written to the provider. */
-export function connectionSummary (record: ConnectionRecord, pendingWrites = 0): ConnectionSummary {
+/**
+ * `pendingWrites`: the connection's own-data changes not yet written to the provider;
+ * `unsyncedWrites`: events whose change the provider refused or keeps failing.
+ */
+export function connectionSummary (record: ConnectionRecord, pendingWrites = 0, unsyncedWrites = 0): ConnectionSummary {
   const iso = (date: Date | null) => date?.toISOString() ?? null
   return {
     connectionId: record._id.toHexString(),
@@ -51,6 +54,7 @@ export function connectionSummary (record: ConnectionRecord, pendingWrites = 0):
     lastHealthyAt: iso(record.lastHealthyAt),
     importProgress: record.importProgress && { ...record.importProgress, updatedAt: record.importProgress.updatedAt.toISOString() },
     pendingWrites,
+    unsyncedWrites,
     providerRetryAt: iso(record.providerRetryAt ?? null),
     createdAt: record.createdAt.toISOString()
   }

@@ -30,6 +30,21 @@ export class ProviderUnavailableError extends Error {
   }
 }
 
+/**
+ * The provider refused the request as it is (a 4xx that is not about the grant, a version or a
+ * missing resource): asking again unchanged gets the same answer. `status` 403 on a write is most
+ * often a calendar the account may only read.
+ */
+export class ProviderRejectedError extends Error {
+  override name = 'ProviderRejectedError'
+  readonly status: number | null
+
+  constructor (message: string, status: number | null) {
+    super(message)
+    this.status = status
+  }
+}
+
 /** The calendar (or the event a write names) no longer exists at the provider. */
 export class ProviderNotFoundError extends Error {
   override name = 'ProviderNotFoundError'

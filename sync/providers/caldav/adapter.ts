@@ -16,7 +16,7 @@ import {
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
-  ProviderVersionConflictError
+  ProviderRejectedError, ProviderVersionConflictError
 } from '../../lib/providers/port.js'
 import { colorOf } from '../../lib/providers/port.js'
 import type {
@@ -500,7 +500,7 @@ export class CalDavAdapter implements ProviderPort {
     if (status === 429 || status >= 500) {
       return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status, retryAfterMs(retryAfter, new Date()))
     }
-    return new Error(`the CalDAV server refused (${what}: ${status})`)
+    return new ProviderRejectedError(`the CalDAV server refused (${what}: ${status})`, status)
   }
 
   async #fetch (context: ProviderContext, url: string, init: { method: string, headers?: Record<string, string>, body?: string }): Promise<Response> {

@@ -18,7 +18,7 @@ import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
-  ProviderVersionConflictError
+  ProviderRejectedError, ProviderVersionConflictError
 } from '../../lib/providers/port.js'
 import { colorOf } from '../../lib/providers/port.js'
 import type {
@@ -80,7 +80,7 @@ function translate (error: unknown, what: string): Error {
     case 'notFound':
     case 'gone': return new ProviderNotFoundError(`Google has no such resource (${detail})`)
     case 'conflict': return new ProviderVersionConflictError(`Google holds a newer version (${detail})`)
-    default: return new Error(`Google refused (${detail})`)
+    default: return new ProviderRejectedError(`Google refused (${detail})`, failure.status)
   }
 }
 

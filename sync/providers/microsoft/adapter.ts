@@ -18,7 +18,7 @@ import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-map
 import { ianaZoneOf } from '../../lib/windows-zones.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
-  ProviderVersionConflictError
+  ProviderRejectedError, ProviderVersionConflictError
 } from '../../lib/providers/port.js'
 import { colorOf } from '../../lib/providers/port.js'
 import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
@@ -188,7 +188,7 @@ function translate (error: MicrosoftCallError): Error {
       `Microsoft is unavailable for now (${detail}${error.retryAfterMs === null ? '' : `, retry after ${error.retryAfterMs / 1000} s`})`, error.failure.status, error.retryAfterMs)
     case 'notFound': return new ProviderNotFoundError(`Microsoft has no such resource (${detail})`)
     case 'conflict': return new ProviderVersionConflictError(`Microsoft holds a newer version (${detail})`)
-    default: return new Error(`Microsoft refused (${detail})`)
+    default: return new ProviderRejectedError(`Microsoft refused (${detail})`, error.failure.status)
   }
 }
 

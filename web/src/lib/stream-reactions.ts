@@ -25,6 +25,8 @@ export interface ConnectionView {
   revoked: boolean
   importProgress?: ImportProgress
   lastImport?: { operation: string, eventsImported: number }
+  /** Events whose change made here this connection's provider does not have (refused, or failing). */
+  unsyncedWrites?: number
 }
 
 export interface SyncView {
@@ -52,6 +54,7 @@ interface SummaryLike {
   state: string
   reason: string | null
   importProgress?: { phase: string, operation: string, counts: { calendarsDone: number, calendarsTotal: number, eventsImported: number } } | null
+  unsyncedWrites?: number
 }
 
 /** The client status of a connection as the Sync service summarises it in the metadata. */
@@ -70,6 +73,7 @@ export function statusFromSummary (summary: SummaryLike): ConnectionView {
     case 'catchingUp': view.status = 'SYNCING'; break
     default: view.status = 'DISCONNECTED'
   }
+  if (summary.unsyncedWrites !== undefined && summary.unsyncedWrites > 0) view.unsyncedWrites = summary.unsyncedWrites
   const progress = summary.importProgress
   if (progress != null && progress.phase === 'progress') {
     view.importProgress = { operation: progress.operation, ...progress.counts }
@@ -101,6 +105,8 @@ function applySyncStatus (sync: SyncView, message: SyncStatusChangedMessage, unk
     delete next.importProgress
   }
   if (message.provider !== undefined) next.provider = message.provider
+  // A message that does not count the unwritten changes leaves the count as it was.
+  if (message.unsyncedWrites !== undefined) next.unsyncedWrites = message.unsyncedWrites
   return { ...sync, connections: { ...sync.connections, [message.connectionId]: next } }
 }
 
@@ -153,6 +159,16 @@ export function withConnected (sync: SyncView, connectionId: string, provider: s
     ? { connectionId, provider, status: 'SYNCING', revoked: false }
     : { ...previous, provider }
   return { ...sync, connections: { ...sync.connections, [connectionId]: next } }
+}
+
+/** Changes made here that a provider does not have, over every connection; null when there are none. */
+export function unsyncedWritesOf (sync: SyncView): { count: number, providers: string[] } | null {
+  const holding = Object.values(sync.connections).filter((connection) => connection.status !== 'DISCONNECTED' && (connection.unsyncedWrites ?? 0) > 0)
+  if (holding.length === 0) return null
+  return {
+    count: holding.reduce((sum, connection) => sum + (connection.unsyncedWrites ?? 0), 0),
+    providers: [...new Set(holding.map((connection) => connection.provider))]
+  }
 }
 
 /** The connection the status indicator, the reconnect banner and focus refresh speak of. */

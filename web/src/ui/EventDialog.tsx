@@ -213,6 +213,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
   return (
     <form onSubmit={save} class='event-form'>
       <h2 id='event-title'>{heading}</h2>
+      {event?.syncIssue !== undefined && <p class='sync-issue' id='event-sync-issue'><strong>Not synced.</strong> {event.syncIssue.message}</p>}
       <div class='field'>
         <label for='event-title-input'>Title</label>
         <input id='event-title-input' name='title' value={form.title} onInput={(e) => set('title', (e.currentTarget as HTMLInputElement).value)} placeholder='Add a title' autofocus />

@@ -1,5 +1,5 @@
 // What keeps a change from being lost or regretted: the mark on an event whose change the server
-// has not taken (with Retry and Discard), and the toast that undoes the last change (also Ctrl/Cmd+Z).
+// has not taken (with Retry and Discard) or its provider calendar does not have, and the toast that undoes the last change (also Ctrl/Cmd+Z).
 import { useEffect, useState } from 'preact/hooks'
 import './safety.css'
 import { useStore } from '../data/store.js'
@@ -18,8 +18,18 @@ export function WriteMark (props: { event: CalendarEvent }) {
   const data = useStore(pendingWrites)
   if (state.status !== 'signedIn') return null
   const mark = markOf(data, state.userId, props.event._id)
-  if (mark === null) return null
   const title = props.event.title === '' ? '(No title)' : props.event.title
+  if (mark === null) {
+    // Saved here, but not at its provider calendar: said on the block, the reason in full in the dialog.
+    const issue = props.event.syncIssue
+    if (issue === undefined) return null
+    return (
+      <div class='write-mark write-mark-unsynced' role='group' aria-label={`Not synced: ${title}`} title={issue.message}>
+        <span class='write-mark-text'>Not synced</span>
+        <span class='sr-only'>. {issue.message}</span>
+      </div>
+    )
+  }
   const label = mark.deletion ? 'Deletion not saved' : 'Not saved'
   return (
     <div class={`write-mark write-mark-${mark.state}`} role='group' aria-label={`${label}: ${title}`} title={mark.reason}>

@@ -1,6 +1,6 @@
 // What the user is told about where their events live and how sync is going: changes not saved or
 // waiting for the connection, events shown as last seen (no answer from the server), local only,
-// up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
+// changes a provider does not have, up to date, syncing (with import progress), or needing attention, with the reconnect banner for a
 // revoked connection: Google's grant is given again at Google, a CalDAV account's password here.
 import { useEffect, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
@@ -10,7 +10,7 @@ import { startReconnect, streamStatus, syncView } from '../data/sync.js'
 import { notify, userZone } from '../data/calendar.js'
 import { online, pendingWrites } from '../data/pending.js'
 import { summaryOf } from '../lib/pending-writes.js'
-import { primaryConnection, type ConnectionView } from '../lib/stream-reactions.js'
+import { primaryConnection, unsyncedWritesOf, type ConnectionView } from '../lib/stream-reactions.js'
 import { providerName } from '../lib/caldav.js'
 
 function progressText (connection: ConnectionView): string {
@@ -50,7 +50,9 @@ export function lastSeenText (readAt: number, now: number): string {
 export function ConnectionStatus (props: { lastKnownAt: number | null }) {
   const state = useStore(session)
   const stream = useStore(streamStatus)
-  const connection = primaryConnection(useStore(syncView))
+  const view = useStore(syncView)
+  const connection = primaryConnection(view)
+  const unsynced = unsyncedWritesOf(view)
   const isOnline = useStore(online)
   const data = useStore(pendingWrites)
   const writes = state.status === 'signedIn' ? summaryOf(data, state.userId) : null
@@ -86,6 +88,11 @@ export function ConnectionStatus (props: { lastKnownAt: number | null }) {
     tone = 'attention'
     const name = providerName(connection.provider)
     text = !connection.revoked ? `${name} needs attention` : connection.provider === 'caldav' ? `${name}: the server refused its password` : `${name} access was revoked`
+  } else if (unsynced !== null) {
+    // Saved here but refused (or failing) at a provider: never "up to date" over it.
+    tone = 'attention'
+    const where = unsynced.providers.length === 1 ? providerName(unsynced.providers[0] as string) : 'their calendars'
+    text = `${unsynced.count === 1 ? '1 change' : `${unsynced.count} changes`} not synced to ${where}`
   } else if (stream === 'open') {
     tone = 'healthy'
     text = connection === null ? 'Up to date' : `${providerName(connection.provider)} up to date`

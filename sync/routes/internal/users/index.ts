@@ -14,19 +14,23 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/:userId/metadata', {
     schema: {
-      description: 'The user\'s connections with state, reason, import progress and writes waiting for the provider, and the service modes',
+      description: 'The user\'s connections with state, reason, import progress, writes waiting for the provider and changes it does not have, and the service modes',
       params: UserParamsSchema,
       response: { 200: SyncMetadataSchema, ...errorResponses }
     }
   }, async (request) => {
     const { cloudMutationMode, execution } = fastify.syncConfig.sync
     const connections = await fastify.syncConnections.listByUser(request.params.userId)
-    const pending = await fastify.syncJobQueue.pendingWrites(connections.map((connection) => connection._id.toHexString()))
+    const ids = connections.map((connection) => connection._id.toHexString())
+    const [pending, unsynced] = await Promise.all([fastify.syncJobQueue.pendingWrites(ids), fastify.syncWriteIssues.countByConnection(ids)])
     return {
       userId: request.params.userId,
       cloudMutationMode,
       execution,
-      connections: connections.map((connection) => connectionSummary(connection, pending.get(connection._id.toHexString())))
+      connections: connections.map((connection) => {
+        const id = connection._id.toHexString()
+        return connectionSummary(connection, pending.get(id), unsynced.get(id))
+      })
     }
   })
 
