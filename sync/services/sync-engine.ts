@@ -796,8 +796,9 @@ export class SyncEngine {
     } catch (error) {
       if (error instanceof ProviderRejectedError) {
         // Asking again gets the same answer: the event is marked, and a new change of it is written anew.
-        log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId, status: error.status }, 'the provider refused the write; the event is marked not synced')
-        await this.#writeIssue(context, provider.provider, eventId, error)
+        log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId, status: error.status, operation }, 'the provider refused the write; it is not asked again')
+        // A deleted event has nothing left here to carry a mark: an earlier one goes with it.
+        await this.#writeIssue(context, provider.provider, eventId, operation === 'delete' ? null : error)
         throw new NothingToDo()
       }
       // The connection's state already tells of an outage, a revoked grant or our own database.

@@ -4,7 +4,7 @@ import { buildApp, signUp, startDependencies, uniqueEmail, type SignedIn } from 
 import type { ProviderEvent } from '../../schemas/sync/index.js'
 import { BACKEND_INTERNAL_PATHS } from '../../schemas/sync/index.js'
 import { planEdit, type EventDraft } from '../../web/src/lib/series-edit.js'
-import { stepsOf } from '../../web/src/lib/pending-writes.js'
+import { sendPlan } from '../web-plans.js'
 import { seriesIdOf, type ApplyTo, type CalendarEvent } from '../../web/src/lib/events.js'
 import type { OutboxRecord } from '../../lib/outbox.js'
 import { mintEventId } from '../../lib/events/ids.js'
@@ -31,18 +31,6 @@ async function send (app: FastifyInstance, token: string, user: SignedIn, events
     payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
   })
   if (answer.statusCode !== 200) throw new Error(`provider page answered ${answer.statusCode}: ${answer.body}`)
-}
-
-/** Sends a plan's requests in order, as the web client's queue does; the statuses it met. */
-async function sendPlan (app: FastifyInstance, user: SignedIn, plan: ReturnType<typeof planEdit>): Promise<number[]> {
-  const statuses: number[] = []
-  for (const step of stepsOf({ kind: 'plan', plan })) {
-    const query = step.query === undefined ? '' : `?${new URLSearchParams(step.query).toString()}`
-    const answer = await app.inject({ method: step.method, url: `/api${step.path}${query}`, headers: user.headers, ...(step.body === undefined ? {} : { payload: step.body }) })
-    statuses.push(answer.statusCode)
-    if (answer.statusCode !== 204) break
-  }
-  return statuses
 }
 
 function draftOf (event: Read, title: string): EventDraft {
@@ -85,7 +73,7 @@ test('edits of a provider\'s series sent as the web client sends them', async (t
       t.equal(occurrence.providerEventId, 'gweekly', 'the occurrence as read carries its series\' provider id')
       const plan = planEdit(occurrence, { ...draftOf(occurrence, 'Moved here'), startDate: '2026-05-11T14:00:00+02:00', endDate: '2026-05-11T15:00:00+02:00' }, 'this', master, mintEventId())
       t.equal(plan.kind, 'replace')
-      t.same(await sendPlan(app, user, plan), [204])
+      t.same(await sendPlan(app, user.headers, plan), [204])
       const edit = await get(user, occurrence._id)
       t.match(edit, { title: 'Moved here', startDate: '2026-05-11T14:00:00+02:00', calendarId: CALENDAR })
       t.equal(edit.providerEventId, undefined, 'no provider id until Sync links the one the provider gives it')
@@ -111,7 +99,7 @@ test('edits of a provider\'s series sent as the web client sends them', async (t
       const tailId = mintEventId()
       const plan = planEdit(occurrence, draftOf(occurrence, 'Renamed from here'), 'thisAndFollowing' satisfies ApplyTo, master, tailId)
       t.equal(plan.kind, 'split')
-      t.same(await sendPlan(app, user, plan), [204, 204], 'the cut and the new series both stored')
+      t.same(await sendPlan(app, user.headers, plan), [204, 204], 'the cut and the new series both stored')
       t.same((await range(user)).map((event) => `${event.startDate} ${event.title}`), [
         '2026-05-04T09:00:00+02:00 Weekly',
         '2026-05-11T09:00:00+02:00 Weekly',
