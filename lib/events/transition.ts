@@ -1,4 +1,5 @@
 import type { EventRecord } from './record.js'
+import { isStill, movedExclusions, seriesMove } from './series-move.js'
 
 export type EventCategory = 'standalone' | 'base' | 'instance'
 export type EventState = 'absent' | `${EventCategory}.${'confirmed' | 'cancelled'}`
@@ -18,7 +19,8 @@ export type ReportOperation = 'create' | 'update' | 'delete'
  * What one cell of the table does to own data:
  * - insert: store the new event;
  * - replace: overwrite the stored event with the new one;
- * - replaceSeries: overwrite a series base, dropping its edited occurrences when its timing changed;
+ * - replaceSeries: overwrite a series base; when its timing changed, its edited and cancelled
+ *   occurrences move with it (lib/events/series-move.ts);
  * - replaceDetach: a series becomes a single event, so its edited occurrences go;
  * - delete: remove the stored event;
  * - deleteSeries: remove a series base and all its occurrences;
@@ -100,6 +102,8 @@ export type OwnWrite =
   | { kind: 'delete', eventId: string }
   /** Removes the stored occurrences of a series, all of them or those from an original start on. */
   | { kind: 'deleteInstances', seriesId: string, fromOriginalStart?: Date }
+  /** The series' timing changed: its stored occurrences move with it (lib/events/series-move.ts). */
+  | { kind: 'moveInstances', before: EventRecord, after: EventRecord }
 
 /** What the Sync service is told after the own data changed. */
 export interface ChangeReport {
@@ -125,6 +129,22 @@ function timingChanged (before: EventRecord, after: EventRecord): boolean {
   return before.startDate !== after.startDate || before.endDate !== after.endDate ||
     before.isAllDay !== after.isAllDay || before.timeZone !== after.timeZone ||
     JSON.stringify(before.recurrence?.rule) !== JSON.stringify(after.recurrence?.rule)
+}
+
+const isExclusion = (line: string) => line.startsWith('EXDATE')
+
+/**
+ * A series whose start moved, sent back with the exclusions it was read with (the client kept the
+ * rule as it was), has them moved too, so a cancelled occurrence stays cancelled at its new time.
+ * Exclusions the client changed are its own and stay as sent.
+ */
+function withMovedExclusions (before: EventRecord, after: EventRecord): EventRecord {
+  const move = seriesMove(before, after)
+  const rule = after.recurrence?.rule
+  if (move === null || isStill(move) || rule === undefined) return after
+  const sentBack = JSON.stringify(rule.filter(isExclusion)) === JSON.stringify((before.recurrence?.rule ?? []).filter(isExclusion))
+  if (!sentBack) return after
+  return { ...after, recurrence: { rule: [...rule.filter((line) => !isExclusion(line)), ...movedExclusions(before, after, move)] } }
 }
 
 const REFUSALS: Partial<Record<EventCategory, string>> = {
@@ -162,10 +182,16 @@ export function planTransition (before: EventRecord | null, after: EventRecord |
     case 'replace':
       writes.push({ kind: 'replace', event: subject })
       break
-    case 'replaceSeries':
-      writes.push({ kind: 'replace', event: subject })
-      if (timingChanged(before as EventRecord, subject)) writes.push({ kind: 'deleteInstances', seriesId: subject._id })
-      break
+    case 'replaceSeries': {
+      const series = before as EventRecord
+      if (!timingChanged(series, subject)) {
+        writes.push({ kind: 'replace', event: subject })
+        break
+      }
+      const moved = withMovedExclusions(series, subject)
+      writes.push({ kind: 'replace', event: moved }, { kind: 'moveInstances', before: series, after: moved })
+      return { ok: true, plan: { writes, report: cell.report === null ? null : reportFor(moved, cell.report) } }
+    }
     case 'replaceDetach':
       writes.push({ kind: 'replace', event: subject }, { kind: 'deleteInstances', seriesId: subject._id })
       break

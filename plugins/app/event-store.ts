@@ -10,6 +10,7 @@ import type { MongoHandle } from '../external/mongo.js'
 import type { Outbox } from './outbox.js'
 import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../../lib/events/range.js'
 import { eventInstant } from '../../lib/events/time.js'
+import { movedExceptions } from '../../lib/events/series-move.js'
 import { EVENT_LIMITS } from '../../schemas/event.js'
 import type { WriteIssue } from '../../schemas/sync/index.js'
 
@@ -310,6 +311,14 @@ export class EventStore {
             ...(write.fromOriginalStart === undefined ? {} : { originalStartsAt: { $gte: write.fromOriginalStart } })
           }, options)
           break
+        case 'moveInstances': {
+          const seriesId = write.after._id
+          const exceptions = await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()
+          const moved = movedExceptions(write.before, write.after, exceptions, now)
+          await this.events.deleteMany({ user: userId, 'recurrence.eventId': seriesId }, options)
+          if (moved.length > 0) await this.events.insertMany(moved.map(stored), options)
+          break
+        }
       }
     }
   }

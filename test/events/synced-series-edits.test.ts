@@ -114,6 +114,26 @@ test('edits of a provider\'s series sent as the web client sends them', async (t
       const created = (await reports(user)).find((entry) => entry?.eventId === tail._id)
       t.match(created, { operation: 'create', calendarId: CALENDAR })
     })
+    await t.test(`${label}: "all events" moved to 14:00 takes its exceptions along: a cancelled day stays cancelled, a renamed one keeps its name`, async (t) => {
+      const { user, series: master } = await series(`${label}-moved`)
+      // Another client cancelled 18 May and renamed 1 June (the provider's exceptions, as a page brings them).
+      await send(app, token, user, [
+        { providerEventId: 'gweekly_20260518T070000Z', recurringEventId: 'gweekly', originalStartDate: '2026-05-18T09:00:00+02:00', updated: '2026-05-02T10:00:00.000Z', status: 'cancelled' },
+        { providerEventId: 'gweekly_20260601T070000Z', recurringEventId: 'gweekly', originalStartDate: '2026-06-01T09:00:00+02:00', updated: '2026-05-02T10:00:00.000Z', status: 'confirmed', content: { title: 'Weekly (renamed there)', startDate: '2026-06-01T09:00:00+02:00', endDate: '2026-06-01T10:00:00+02:00', isAllDay: false, timeZone: ZONE } }
+      ])
+      const occurrence = (await range(user)).find((event) => event.startDate.startsWith('2026-05-11')) as Read
+      const plan = planEdit(occurrence, { ...draftOf(occurrence, 'Weekly'), startDate: '2026-05-11T14:00:00+02:00', endDate: '2026-05-11T15:00:00+02:00' }, 'all', master, mintEventId())
+      t.same(await sendPlan(app, user.headers, plan), [204])
+      t.same((await range(user)).map((event) => `${event.startDate} ${event.title}`), [
+        '2026-05-04T14:00:00+02:00 Weekly',
+        '2026-05-11T14:00:00+02:00 Weekly',
+        '2026-05-25T14:00:00+02:00 Weekly',
+        '2026-06-01T14:00:00+02:00 Weekly (renamed there)',
+        '2026-06-08T14:00:00+02:00 Weekly'
+      ], 'nothing left at 10:00, the cancelled day not back')
+      const seriesReport = (await reports(user)).filter((entry) => entry?.eventId === master._id).at(-1)
+      t.match(seriesReport, { operation: 'update', subject: { providerEventId: 'gweekly', content: { startDate: '2026-05-04T14:00:00+02:00' } } }, 'one report: the series; its exceptions move with it at the provider')
+    })
   }
 
   await t.test('an existing event stays in its calendar: naming another is refused and changes nothing', async (t) => {

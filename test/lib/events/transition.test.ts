@@ -122,7 +122,7 @@ test('every cell of the transition table', async (t) => {
   }
 })
 
-test('a series whose timing changes drops its edited occurrences', async (t) => {
+test('a series whose timing changes moves its edited occurrences with it', async (t) => {
   const before = series()
   for (const change of [
     { startDate: '2026-03-02T10:00:00+01:00', endDate: '2026-03-02T11:00:00+01:00' },
@@ -131,7 +131,7 @@ test('a series whose timing changes drops its edited occurrences', async (t) => 
   ]) {
     const result = planTransition(before, { ...before, ...change }, NOW)
     t.ok(result.ok)
-    if (result.ok) t.same(result.plan.writes.map((write) => write.kind), ['replace', 'deleteInstances'], JSON.stringify(change))
+    if (result.ok) t.same(result.plan.writes.map((write) => write.kind), ['replace', 'moveInstances'], JSON.stringify(change))
   }
   const retitled = planTransition(before, { ...before, title: 'Daily' }, NOW)
   t.ok(retitled.ok)

@@ -1,0 +1,118 @@
+// What becomes of a series' exceptions when the series itself changes its timing ("all events"
+// moved from 10:00 to 14:00, or to another day). One rule, the same here and at every provider:
+// each exception moves with its series by the same wall-clock shift, in the series' zone. A
+// cancelled occurrence stays cancelled at its new time, a changed one keeps its changes there (and
+// its own time, when it had been moved; otherwise it moves too). An exception whose new time is no
+// occurrence of the changed series (its rule changed) is dropped. A series that changes its zone or
+// becomes all-day (or timed) keeps none: its occurrences cannot be matched one to one.
+import { DateTime } from 'luxon'
+import type { EventRecord } from './record.js'
+import { compileSeries, hasOccurrenceAt, RecurrenceRuleError, type CompiledSeries } from './recurrence.js'
+import { eventDateTime, eventInstant, formatEventDate, occurrenceKey } from './time.js'
+import { occurrenceId } from './ids.js'
+
+/** A series' start moved by whole days and a wall-clock time of day, in its zone. */
+export interface SeriesMove {
+  days: number
+  minutes: number
+}
+
+/** How the series' start moved; null when its exceptions cannot move with it (zone or all-day changed). */
+export function seriesMove (before: Pick<EventRecord, 'startDate' | 'isAllDay' | 'timeZone'>, after: Pick<EventRecord, 'startDate' | 'isAllDay' | 'timeZone'>): SeriesMove | null {
+  if (before.isAllDay !== after.isAllDay || before.timeZone !== after.timeZone) return null
+  const from = eventDateTime(before.startDate, before.isAllDay, before.timeZone)
+  const to = eventDateTime(after.startDate, after.isAllDay, after.timeZone)
+  const days = Math.round(to.startOf('day').diff(from.startOf('day'), 'days').days)
+  const minutes = after.isAllDay ? 0 : (to.hour * 60 + to.minute) - (from.hour * 60 + from.minute)
+  return { days, minutes }
+}
+
+export function isStill (move: SeriesMove): boolean {
+  return move.days === 0 && move.minutes === 0
+}
+
+/** A wall-clock time of the series moved as its start moved: by the days, then to the shifted time of day, whatever the offset does between. */
+export function shifted (dateTime: DateTime, move: SeriesMove): DateTime {
+  const minutes = dateTime.hour * 60 + dateTime.minute + move.minutes
+  const carry = Math.floor(minutes / 1440)
+  const timeOfDay = minutes - carry * 1440
+  return dateTime.plus({ days: move.days + carry }).set({ hour: Math.floor(timeOfDay / 60), minute: timeOfDay % 60 })
+}
+
+/** An event date of the series (an original start, an occurrence's start) moved with it. */
+export function movedDate (value: string, series: Pick<EventRecord, 'isAllDay' | 'timeZone'>, move: SeriesMove): string {
+  return formatEventDate(shifted(eventDateTime(value, series.isAllDay, series.timeZone), move), series.isAllDay)
+}
+
+/** The changed series without its EXDATE lines: where an occurrence may stand, cancelled or not. */
+function slotsOf (series: EventRecord): CompiledSeries | null {
+  const rule = series.recurrence?.rule?.filter((line) => !line.startsWith('EXDATE'))
+  if (rule === undefined || rule.length === 0) return null
+  try {
+    return compileSeries({ startDate: series.startDate, endDate: series.endDate, isAllDay: series.isAllDay, timeZone: series.timeZone, rule })
+  } catch (error) {
+    if (error instanceof RecurrenceRuleError) return null
+    throw error
+  }
+}
+
+const EXDATE = /^EXDATE((?:;[A-Z-]+=[^;:]+)*):([0-9TZ,]+)$/
+
+/**
+ * The EXDATE lines of `before` moved with the series, keeping those still on an occurrence of
+ * `after`. Each value keeps its form (a date, UTC, or a TZID's local time).
+ */
+export function movedExclusions (before: EventRecord, after: EventRecord, move: SeriesMove): string[] {
+  const slots = slotsOf(after)
+  if (slots === null) return []
+  const lines: string[] = []
+  for (const line of before.recurrence?.rule ?? []) {
+    const match = EXDATE.exec(line)
+    if (match === null) continue
+    const params = match[1] ?? ''
+    const tzid = /;TZID=([^;:]+)/.exec(params)?.[1]
+    const values = (match[2] ?? '').split(',').flatMap((value) => {
+      let wallClock: DateTime
+      if (value.length === 8) wallClock = DateTime.fromFormat(value, 'yyyyMMdd', { zone: before.timeZone })
+      else if (value.endsWith('Z')) wallClock = DateTime.fromFormat(value, "yyyyMMdd'T'HHmmss'Z'", { zone: 'UTC' }).setZone(before.timeZone)
+      else wallClock = DateTime.fromFormat(value, "yyyyMMdd'T'HHmmss", { zone: tzid ?? before.timeZone }).setZone(before.timeZone)
+      if (!wallClock.isValid) return []
+      const moved = shifted(wallClock, move)
+      if (!hasOccurrenceAt(slots, moved.toJSDate())) return []
+      if (value.length === 8) return [moved.toFormat('yyyyMMdd')]
+      if (value.endsWith('Z')) return [moved.toUTC().toFormat("yyyyMMdd'T'HHmmss'Z'")]
+      return [moved.setZone(tzid ?? before.timeZone).toFormat("yyyyMMdd'T'HHmmss")]
+    })
+    if (values.length > 0) lines.push(`EXDATE${params}:${values.join(',')}`)
+  }
+  return lines
+}
+
+/**
+ * The stored exceptions (changed or cancelled occurrences) of a series as they stand once the
+ * series changed from `before` to `after`: moved to their new original start. Their provider id named the old occurrence, so it goes: Sync links each again
+ * by series and original start. Exceptions the rule leaves without an occurrence are not returned.
+ */
+export function movedExceptions (before: EventRecord, after: EventRecord, exceptions: EventRecord[], now: Date): EventRecord[] {
+  const move = seriesMove(before, after)
+  const slots = move === null ? null : slotsOf(after)
+  if (move === null || slots === null) return []
+  return exceptions.flatMap((exception) => {
+    const original = exception.originalStartDate
+    if (original === undefined) return []
+    const movedOriginal = movedDate(original, after, move)
+    if (!hasOccurrenceAt(slots, eventInstant(movedOriginal, after.isAllDay, after.timeZone))) return []
+    // An occurrence still at its original time moves with the series; one moved on its own keeps its time.
+    const atItsSlot = eventInstant(exception.startDate, exception.isAllDay, exception.timeZone).getTime() === eventInstant(original, after.isAllDay, after.timeZone).getTime()
+    const { providerEventId: _slot, ...kept } = exception as EventRecord & { providerEventId?: string }
+    // An edit keeps its own id; one stored under its occurrence's id (a cancellation) takes the new occurrence's.
+    const slotId = occurrenceId(before._id, occurrenceKey(original, before.isAllDay, before.timeZone))
+    return [{
+      ...kept,
+      _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(movedOriginal, after.isAllDay, after.timeZone)) : exception._id,
+      originalStartDate: movedOriginal,
+      ...(atItsSlot ? { startDate: movedDate(exception.startDate, exception, move), endDate: movedDate(exception.endDate, exception, move) } : {}),
+      lastUpdated: now.toISOString()
+    }]
+  })
+}
