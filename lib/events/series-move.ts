@@ -44,15 +44,55 @@ export function movedDate (value: string, series: Pick<EventRecord, 'isAllDay' |
   return formatEventDate(shifted(eventDateTime(value, series.isAllDay, series.timeZone), move), series.isAllDay)
 }
 
+/** A series as far as its timing goes, in the backend's terms and in a provider's alike. */
+export interface SeriesTiming {
+  startDate: string
+  endDate: string
+  isAllDay: boolean
+  timeZone: string
+  rule: string[]
+}
+
+export function timingOf (series: EventRecord): SeriesTiming {
+  return { startDate: series.startDate, endDate: series.endDate, isAllDay: series.isAllDay, timeZone: series.timeZone, rule: series.recurrence?.rule ?? [] }
+}
+
 /** The changed series without its EXDATE lines: where an occurrence may stand, cancelled or not. */
-function slotsOf (series: EventRecord): CompiledSeries | null {
-  const rule = series.recurrence?.rule?.filter((line) => !line.startsWith('EXDATE'))
-  if (rule === undefined || rule.length === 0) return null
+function slotsOf (series: SeriesTiming): CompiledSeries | null {
+  const rule = series.rule.filter((line) => !line.startsWith('EXDATE'))
+  if (rule.length === 0) return null
   try {
-    return compileSeries({ startDate: series.startDate, endDate: series.endDate, isAllDay: series.isAllDay, timeZone: series.timeZone, rule })
+    return compileSeries({ ...series, rule })
   } catch (error) {
     if (error instanceof RecurrenceRuleError) return null
     throw error
+  }
+}
+
+/** An exception of a series: the occurrence it stands for, and when it is. */
+export interface ExceptionTiming {
+  originalStartDate: string
+  startDate: string
+  endDate: string
+}
+
+/**
+ * Where each exception of a series goes once the series changed from `before` to `after`: its new
+ * original start, and its new start and end when it was still at its own occurrence's time (one
+ * moved on its own keeps its time); null when it goes. Null as a whole when none can stay (the zone
+ * or all-day changed, or the rule cannot be read).
+ */
+export function exceptionMover (before: SeriesTiming, after: SeriesTiming): ((exception: ExceptionTiming) => ExceptionTiming | null) | null {
+  const move = seriesMove(before, after)
+  const slots = move === null ? null : slotsOf(after)
+  if (move === null || slots === null) return null
+  return (exception) => {
+    const originalStartDate = movedDate(exception.originalStartDate, after, move)
+    if (!hasOccurrenceAt(slots, eventInstant(originalStartDate, after.isAllDay, after.timeZone))) return null
+    const atItsSlot = eventInstant(exception.startDate, after.isAllDay, after.timeZone).getTime() === eventInstant(exception.originalStartDate, before.isAllDay, before.timeZone).getTime()
+    return atItsSlot
+      ? { originalStartDate, startDate: movedDate(exception.startDate, after, move), endDate: movedDate(exception.endDate, after, move) }
+      : { originalStartDate, startDate: exception.startDate, endDate: exception.endDate }
   }
 }
 
@@ -63,7 +103,7 @@ const EXDATE = /^EXDATE((?:;[A-Z-]+=[^;:]+)*):([0-9TZ,]+)$/
  * `after`. Each value keeps its form (a date, UTC, or a TZID's local time).
  */
 export function movedExclusions (before: EventRecord, after: EventRecord, move: SeriesMove): string[] {
-  const slots = slotsOf(after)
+  const slots = slotsOf(timingOf(after))
   if (slots === null) return []
   const lines: string[] = []
   for (const line of before.recurrence?.rule ?? []) {
@@ -94,24 +134,19 @@ export function movedExclusions (before: EventRecord, after: EventRecord, move: 
  * by series and original start. Exceptions the rule leaves without an occurrence are not returned.
  */
 export function movedExceptions (before: EventRecord, after: EventRecord, exceptions: EventRecord[], now: Date): EventRecord[] {
-  const move = seriesMove(before, after)
-  const slots = move === null ? null : slotsOf(after)
-  if (move === null || slots === null) return []
+  const mover = exceptionMover(timingOf(before), timingOf(after))
+  if (mover === null) return []
   return exceptions.flatMap((exception) => {
-    const original = exception.originalStartDate
-    if (original === undefined) return []
-    const movedOriginal = movedDate(original, after, move)
-    if (!hasOccurrenceAt(slots, eventInstant(movedOriginal, after.isAllDay, after.timeZone))) return []
-    // An occurrence still at its original time moves with the series; one moved on its own keeps its time.
-    const atItsSlot = eventInstant(exception.startDate, exception.isAllDay, exception.timeZone).getTime() === eventInstant(original, after.isAllDay, after.timeZone).getTime()
+    if (exception.originalStartDate === undefined) return []
+    const moved = mover({ originalStartDate: exception.originalStartDate, startDate: exception.startDate, endDate: exception.endDate })
+    if (moved === null) return []
     const { providerEventId: _slot, ...kept } = exception as EventRecord & { providerEventId?: string }
     // An edit keeps its own id; one stored under its occurrence's id (a cancellation) takes the new occurrence's.
-    const slotId = occurrenceId(before._id, occurrenceKey(original, before.isAllDay, before.timeZone))
+    const slotId = occurrenceId(before._id, occurrenceKey(exception.originalStartDate, before.isAllDay, before.timeZone))
     return [{
       ...kept,
-      _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(movedOriginal, after.isAllDay, after.timeZone)) : exception._id,
-      originalStartDate: movedOriginal,
-      ...(atItsSlot ? { startDate: movedDate(exception.startDate, exception, move), endDate: movedDate(exception.endDate, exception, move) } : {}),
+      ...moved,
+      _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(moved.originalStartDate, after.isAllDay, after.timeZone)) : exception._id,
       lastUpdated: now.toISOString()
     }]
   })

@@ -7,6 +7,7 @@ import ICAL from 'ical.js'
 import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
+import { exceptionMover, type SeriesTiming } from '../../../lib/events/series-move.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -310,6 +311,42 @@ export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Co
   if (value !== null && typeof value === 'object' && 'isDate' in value && value.isDate) return timeProperty(name, originalStartDate, true, 'UTC')
   const tzid = start?.getParameter('tzid')
   return timeProperty(name, originalStartDate, false, typeof tzid === 'string' && isWrittenInZone(tzid) ? tzid : 'UTC')
+}
+
+/**
+ * The series' overrides once the series changed from `before` to `after` (its master already
+ * rewritten): each moves to its new RECURRENCE-ID, and with it its time when it was still at its
+ * occurrence's, or goes, by the backend's own rule (lib/events/series-move.ts), so both sides hold
+ * the same exceptions. A series whose timing is unchanged keeps them as they are.
+ */
+export function moveOverrides (calendar: Component, master: Component, before: EventContent, after: EventContent, calendarTimeZone: string): void {
+  const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+  const unchanged = before.startDate === after.startDate && before.endDate === after.endDate && before.isAllDay === after.isAllDay &&
+    before.timeZone === after.timeZone && JSON.stringify(before.recurrence ?? []) === JSON.stringify(after.recurrence ?? [])
+  if (unchanged) return
+  const mover = exceptionMover(timing(before), timing(after))
+  for (const override of calendar.getAllSubcomponents('vevent')) {
+    const property = override.getFirstProperty('recurrence-id')
+    if (property === null) continue
+    const original = timeOf(property, calendar, calendarTimeZone)
+    const content = contentOf(override, calendar, calendarTimeZone)
+    const moved = mover === null || original === null || content === null
+      ? null
+      : mover({ originalStartDate: original.value, startDate: content.startDate, endDate: content.endDate })
+    if (moved === null) {
+      calendar.removeSubcomponent(override)
+      continue
+    }
+    override.removeAllProperties('recurrence-id')
+    override.addProperty(occurrenceProperty('recurrence-id', master, moved.originalStartDate))
+    if (moved.startDate !== content?.startDate) {
+      override.removeAllProperties('dtstart')
+      override.removeAllProperties('dtend')
+      override.removeAllProperties('duration')
+      override.addProperty(timeProperty('dtstart', moved.startDate, after.isAllDay, content?.timeZone ?? after.timeZone))
+      override.addProperty(timeProperty('dtend', moved.endDate, after.isAllDay, content?.timeZone ?? after.timeZone))
+    }
+  }
 }
 
 /** The version of an event for the newer-wins rule: its LAST-MODIFIED (else DTSTAMP) as an instant. */

@@ -10,7 +10,7 @@ import { bufferedFetch } from '../buffered-fetch.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {
-  addTimeZones, applyContent, eventsOfResource, masterOf, newResource, occurrenceProperty, overrideId, overrideOf, parseResource, removedResource, resourceNameFor,
+  addTimeZones, applyContent, contentOf, eventsOfResource, masterOf, moveOverrides, newResource, occurrenceProperty, overrideId, overrideOf, parseResource, removedResource, resourceNameFor,
   resourceOf, versionOf
 } from '../../lib/providers/caldav-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
@@ -324,7 +324,9 @@ export class CalDavAdapter implements ProviderPort {
             return { outcome: 'written', event: null }
           }
           if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          const previous = contentOf(master, parsed, calendar.timeZone)
           applyContent(master, subject.content, subject.lastUpdated)
+          if (previous !== null) moveOverrides(parsed, master, previous, subject.content, calendar.timeZone)
         } else if (removal) {
           // A cancelled occurrence leaves its series as an EXDATE, and its override goes.
           if (target !== null) parsed.removeSubcomponent(target)
