@@ -69,6 +69,20 @@ function slotsOf (series: SeriesTiming): CompiledSeries | null {
   }
 }
 
+/** Whether an occurrence of the series stands at `originalStartDate` (cancelled or not). */
+export function slotChecker (series: SeriesTiming): (originalStartDate: string) => boolean {
+  const slots = slotsOf(series)
+  return (originalStartDate) => slots !== null && hasOccurrenceAt(slots, eventInstant(originalStartDate, series.isAllDay, series.timeZone))
+}
+
+/** The start and end of the series' occurrence at `originalStartDate`, as never edited. */
+export function occurrenceTimes (series: SeriesTiming, originalStartDate: string): { startDate: string, endDate: string } {
+  const seriesStart = eventDateTime(series.startDate, series.isAllDay, series.timeZone)
+  const length = eventDateTime(series.endDate, series.isAllDay, series.timeZone).diff(seriesStart)
+  const start = eventDateTime(originalStartDate, series.isAllDay, series.timeZone)
+  return { startDate: formatEventDate(start, series.isAllDay), endDate: formatEventDate(start.plus(length), series.isAllDay) }
+}
+
 /** An exception of a series: the occurrence it stands for, and when it is. */
 export interface ExceptionTiming {
   originalStartDate: string

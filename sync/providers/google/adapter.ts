@@ -10,12 +10,13 @@ import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
 import { calendar } from '@googleapis/calendar'
 import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
-import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import {
   classifyFailure, EVENT_ID_PROPERTY, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
 } from '../../lib/providers/google-mapping.js'
 import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
+import { exceptionMover, occurrenceTimes, slotChecker, type SeriesTiming } from '../../../lib/events/series-move.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
@@ -222,6 +223,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
       // A deleted event that the backend changed later comes back.
       const requestBody = current.status === 'cancelled' ? { ...fields, status: 'confirmed' } : fields
       const { data } = await this.#call(context, 'events.patch', async (api) => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
+      const before = occurrence === null && current.recurrence != null ? toProviderEvent(current, calendar.timeZone)?.content : undefined
+      if (before !== undefined && typeof current.iCalUID === 'string') await this.#moveExceptions(context, calendar, target, current.iCalUID, before, content)
       return { outcome: 'written', event: this.#mapped(data, calendar) }
     }
     if (target !== insertIdFor(context.connectionId, write.eventId)) {
@@ -230,6 +233,64 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const requestBody: CalendarV3.Schema$Event = { ...fields, id: target, extendedProperties: { private: { [EVENT_ID_PROPERTY]: write.eventId } } }
     const { data } = await this.#call(context, 'events.insert', async (api) => await api.events.insert({ calendarId, sendUpdates: 'none', requestBody }))
     return { outcome: 'inserted', event: this.#mapped(data, calendar) }
+  }
+
+  /**
+   * Google keeps a series' exceptions where they were when the series moves: one whose original
+   * start is no longer an occurrence shows as an extra event. So they move with the series here, by
+   * the backend's own rule (lib/events/series-move.ts): each exception is written again on its new
+   * occurrence (cancelled, or with its own fields), and the old one goes (deleted, or made the
+   * plain occurrence again where the moved series still has one).
+   */
+  async #moveExceptions (context: ProviderContext, calendar: ProviderCalendar, seriesId: string, iCalUID: string, before: EventContent, after: EventContent): Promise<void> {
+    const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+    if (JSON.stringify(timing(before)) === JSON.stringify(timing(after))) return
+    const calendarId = calendar.calendarId
+    const exceptions: CalendarV3.Schema$Event[] = []
+    let pageToken: string | undefined
+    do {
+      const { data } = await this.#call(context, 'events.list', async (api) => await api.events.list({ calendarId, iCalUID, showDeleted: true, singleEvents: false, maxResults: 2500, ...(pageToken === undefined ? {} : { pageToken }) }))
+      exceptions.push(...(data.items ?? []).filter((item) => item.recurringEventId === seriesId))
+      pageToken = data.nextPageToken ?? undefined
+    } while (pageToken !== undefined)
+
+    const mover = exceptionMover(timing(before), timing(after))
+    const occurs = slotChecker(timing(after))
+    const planned = exceptions.flatMap((item) => {
+      const mapped = toProviderEvent(item, calendar.timeZone)
+      const original = mapped?.originalStartDate
+      if (mapped === null || original === undefined) return []
+      const times = mapped.content ?? { startDate: original, endDate: original }
+      const moved = mover === null ? null : mover({ originalStartDate: original, startDate: times.startDate, endDate: times.endDate })
+      return [{ item, mapped, original, moved }]
+    })
+    const targets = new Set(planned.flatMap(({ moved }) => moved === null ? [] : [instanceId(seriesId, moved.originalStartDate)]))
+    const write = async (eventId: string, requestBody: CalendarV3.Schema$Event | null): Promise<void> => {
+      try {
+        if (requestBody === null) await this.#call(context, 'events.delete', async (api) => await api.events.delete({ calendarId, eventId, sendUpdates: 'none' }))
+        else await this.#call(context, 'events.patch', async (api) => await api.events.patch({ calendarId, eventId, sendUpdates: 'none', requestBody }))
+      } catch (error) {
+        // Already gone there: what was to be removed is.
+        if (!(error instanceof ProviderNotFoundError) || requestBody !== null) throw error
+      }
+    }
+    for (const { item, original } of planned) {
+      if (typeof item.id !== 'string' || targets.has(item.id)) continue
+      if (occurs(original)) {
+        await write(item.id, { ...googleFieldsOf({ ...after, ...occurrenceTimes(timing(after), original), recurrence: undefined }), recurrence: null, status: 'confirmed' })
+      } else if (item.status !== 'cancelled') {
+        await write(item.id, null)
+      }
+    }
+    for (const { item, mapped, moved } of planned) {
+      if (moved === null) continue
+      const eventId = instanceId(seriesId, moved.originalStartDate)
+      if (item.status === 'cancelled' || mapped.content === undefined) {
+        await write(eventId, null)
+        continue
+      }
+      await write(eventId, { ...googleFieldsOf({ ...mapped.content, startDate: moved.startDate, endDate: moved.endDate, recurrence: undefined }), recurrence: null, status: 'confirmed' })
+    }
   }
 
   /** The event as Google holds it now (deleted ones too, as `cancelled`); null when there is none. */
