@@ -12,10 +12,12 @@ import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js
 import type { ProviderCredential } from '../../lib/credentials.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import {
-  classifyFailure, graphFieldsOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
+  classifyFailure, contentOf, graphFieldsOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
+import { exceptionMover, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { eventInstant } from '../../../lib/events/time.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
@@ -394,10 +396,12 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const times = recurrence || current.type !== 'seriesMaster' || !sameTiming(current, content, calendar.timeZone)
       // Graph drops the exceptions of a series whose pattern is written: they are read first and
       // written again afterwards where their occurrence is still one of the series.
-      const kept = recurrence && current.type === 'seriesMaster' ? await this.#instances(context, current.id) : []
+      // (and so does a change of its times: the exceptions move with the series, as they do here).
+      const series = current.type === 'seriesMaster' ? contentOf(current, calendar.timeZone) : null
+      const kept = (recurrence || times) && series !== null ? await this.#instances(context, current.id) : []
       const patched: GraphEvent = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(current.id)}`,
         graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence, times }), ifMatch)
-      if (kept.length > 0) await this.#restoreExceptions(context, current.id, kept, content)
+      if (kept.length > 0 && series !== null) await this.#restoreExceptions(context, current.id, kept, { ...series, recurrence: held ?? [] }, content, calendar.timeZone)
       return { outcome: 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
@@ -691,34 +695,43 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
   }
 
   /**
-   * After a series' pattern was written: its former exceptions whose occurrence the new pattern still
-   * has are written onto that occurrence again, and occurrences the series excludes (EXDATE, deleted
-   * at Microsoft before) are deleted again, so a "this and following" cut loses nothing before it.
+   * After a series' pattern or times were written: its former exceptions are written again on
+   * their occurrence as it moved with the series (the backend's rule, lib/events/series-move.ts:
+   * gone where the changed series has no such occurrence), and occurrences the series excludes
+   * (EXDATE, deleted at Microsoft before, moved with it) are deleted again, so a "this and
+   * following" cut or a move of the series loses nothing.
    */
-  async #restoreExceptions (context: ProviderContext, masterId: string, before: GraphEvent[], content: EventContent): Promise<void> {
+  async #restoreExceptions (context: ProviderContext, masterId: string, before: GraphEvent[], from: EventContent, to: EventContent, calendarTimeZone: string): Promise<void> {
     const originalOf = (instance: GraphEvent): number => {
       const text = instance.originalStart ?? ''
       return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
     }
-    const exceptions = new Map(before.filter((instance) => instance.type === 'exception' && instance.isCancelled !== true).map((instance) => [originalOf(instance), instance]))
+    const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+    const mover = exceptionMover(timing(from), timing(to))
+    const exceptions = new Map<number, { own: EventContent, times: ExceptionTiming }>()
+    for (const instance of before) {
+      if (instance.type !== 'exception' || instance.isCancelled === true || mover === null) continue
+      const own = contentOf(instance, calendarTimeZone)
+      const times = own === null ? null : mover({ originalStartDate: new Date(originalOf(instance)).toISOString(), startDate: own.startDate, endDate: own.endDate })
+      if (own !== null && times !== null) exceptions.set(eventInstant(times.originalStartDate, to.isAllDay, to.timeZone).getTime(), { own, times })
+    }
     let series: ReturnType<typeof compileSeries> | null = null
     try {
-      series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+      series = compileSeries({ startDate: to.startDate, endDate: to.endDate, isAllDay: to.isAllDay, timeZone: to.timeZone, rule: to.recurrence ?? [] })
     } catch (error) {
       if (!(error instanceof RecurrenceRuleError)) throw error
     }
     for (const instance of await this.#instances(context, masterId)) {
       const original = originalOf(instance)
       const url = `${this.#graph}/me/events/${encodeURIComponent(instance.id)}`
-      if (series !== null && !content.isAllDay && !hasOccurrenceAt(series, new Date(original))) {
+      if (series !== null && !to.isAllDay && !hasOccurrenceAt(series, new Date(original))) {
         await this.#graphCall(context, 'event.delete', 'DELETE', url)
         continue
       }
       const exception = exceptions.get(original)
       if (exception === undefined) continue
-      await this.#graphCall(context, 'event.update', 'PATCH', url, {
-        subject: exception.subject, body: exception.body, location: exception.location, start: exception.start, end: exception.end, isAllDay: exception.isAllDay
-      })
+      const { own, times } = exception
+      await this.#graphCall(context, 'event.update', 'PATCH', url, graphFieldsOf({ ...own, startDate: times.startDate, endDate: times.endDate, recurrence: undefined }, { recurrence: false }))
     }
   }
 
