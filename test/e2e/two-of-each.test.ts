@@ -220,7 +220,7 @@ test('two backends and two Sync processes over one database: each job once, each
     const write = async (origin: string, id: string) => await fetch(`${origin}/api/event`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ _id: id, title: `Own ${id}`, startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z' })
+      body: JSON.stringify({ _id: id, title: `Own ${id}`, startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z', calendarId: email })
     })
     t.equal((await write(a, first)).status, 204, 'written on A')
     const mentions = (stream: RawSseReader, id: string) => messages(stream).filter((message) => message.type === 'eventsChanged' && (message.eventIds ?? []).includes(id)).length
