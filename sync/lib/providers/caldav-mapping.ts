@@ -7,7 +7,8 @@ import ICAL from 'ical.js'
 import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
-import { exceptionMover, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
+import { exceptionMover, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -69,24 +70,64 @@ export function timeOf (property: Property, calendar: Component, calendarTimeZon
   }
   const tzid = property.getParameter('tzid')
   const tzidName = typeof tzid === 'string' ? tzid : null
-  let offsetSeconds: number
-  let zone: string
-  if (isIanaZone(tzidName)) {
-    zone = tzidName
-    offsetSeconds = DateTime.fromObject({ year: time.year, month: time.month, day: time.day, hour: time.hour, minute: time.minute, second: time.second }, { zone }).offset * 60
-  } else {
-    const definition = tzidName === null ? undefined : calendar.getAllSubcomponents('vtimezone').find((candidate) => candidate.getFirstPropertyValue('tzid') === tzidName)
-    if (definition !== undefined) {
-      zone = calendarTimeZone
-      offsetSeconds = new ICAL.Timezone(definition).utcOffset(time)
-    } else {
-      zone = isIanaZone(calendarTimeZone) ? calendarTimeZone : 'UTC'
-      offsetSeconds = DateTime.fromObject({ year: time.year, month: time.month, day: time.day, hour: time.hour, minute: time.minute, second: time.second }, { zone }).offset * 60
-    }
-  }
+  const definition = tzidName === null || isIanaZone(tzidName) ? undefined : definitionOf(calendar, tzidName)
+  const zone = tzidName === null ? (isIanaZone(calendarTimeZone) ? calendarTimeZone : 'UTC') : zoneOfTzid(calendar, tzidName, calendarTimeZone)
+  // Another client's own definition says what its wall time was; the zone found for it repeats the series.
+  const offsetSeconds = definition !== undefined
+    ? new ICAL.Timezone(definition).utcOffset(time)
+    : DateTime.fromObject({ year: time.year, month: time.month, day: time.day, hour: time.hour, minute: time.minute, second: time.second }, { zone }).offset * 60
   const sign = offsetSeconds < 0 ? '-' : '+'
   const minutes = Math.round(Math.abs(offsetSeconds) / 60)
   return { value: `${wall}${sign}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`, zone, isDate: false }
+}
+
+function definitionOf (calendar: Component, tzid: string): Component | undefined {
+  return calendar.getAllSubcomponents('vtimezone').find((candidate) => candidate.getFirstPropertyValue('tzid') === tzid)
+}
+
+const zonesOfDefinitions = new Map<string, string | null>()
+
+/**
+ * The IANA zone whose offsets are the definition's across a year (January to December, mid-month).
+ * Of those that fit: the calendar's own, one whose city the TZID names ("Berlin custom"), CLDR's
+ * main zone of a Windows zone, then any.
+ */
+function zoneMatching (definition: Component, tzid: string, calendarTimeZone: string): string | null {
+  const key = `${calendarTimeZone}\n${definition.toString()}`
+  const known = zonesOfDefinitions.get(key)
+  if (known !== undefined) return known
+  const timezone = new ICAL.Timezone(definition)
+  const year = new Date().getUTCFullYear()
+  const samples = Array.from({ length: 12 }, (_, month) => Date.UTC(year, month, 15, 12))
+  const offsets = samples.map((ms) => timezone.utcOffset(ICAL.Time.fromJSDate(new Date(ms), true)) / 60)
+  const fits = (zone: string) => samples.every((ms, index) => DateTime.fromMillis(ms, { zone }).offset === offsets[index])
+  const words = tzid.toLowerCase()
+  const named = (zone: string) => words.includes((zone.split('/').at(-1) ?? '').replaceAll('_', ' ').toLowerCase())
+  const everyZone = Intl.supportedValuesOf('timeZone')
+  const candidates = [calendarTimeZone, ...everyZone.filter(named), ...Object.values(WINDOWS_TO_IANA), ...everyZone]
+  const found = candidates.find((zone) => isIanaZone(zone) && fits(zone)) ?? null
+  if (zonesOfDefinitions.size > 1000) zonesOfDefinitions.clear()
+  zonesOfDefinitions.set(key, found)
+  return found
+}
+
+/**
+ * The IANA zone a TZID stands for, as another client wrote it: an IANA name as it is; a Windows
+ * name (Outlook's "Eastern Standard Time") through CLDR's table; a name that ends in an IANA one
+ * ("/mozilla.org/20050126_1/America/New_York") or a definition naming one (X-LIC-LOCATION) by that;
+ * otherwise the zone whose offsets the resource's own definition has. The calendar's zone when
+ * nothing says more.
+ */
+export function zoneOfTzid (calendar: Component, tzid: string, calendarTimeZone: string): string {
+  if (isIanaZone(tzid)) return tzid
+  const windows = ianaZoneOf(tzid)
+  if (windows !== null) return windows
+  const definition = definitionOf(calendar, tzid)
+  const location = definition?.getFirstPropertyValue('x-lic-location')
+  const named = [typeof location === 'string' ? location : null, /[A-Za-z]+\/[A-Za-z_+-]+(?:\/[A-Za-z_+-]+)?$/.exec(tzid)?.[0] ?? null]
+    .find((name): name is string => name !== null && isIanaZone(name))
+  if (named !== undefined) return named
+  return (definition === undefined ? null : zoneMatching(definition, tzid, calendarTimeZone)) ?? (isIanaZone(calendarTimeZone) ? calendarTimeZone : 'UTC')
 }
 
 function instant (event: Component): string {
@@ -121,7 +162,14 @@ export function contentOf (event: Component, calendar: Component, calendarTimeZo
   }
   const recurrence = RECURRENCE_PROPERTIES
     .flatMap((name) => event.getAllProperties(name))
-    .map((property) => property.toICALString())
+    .map((property) => {
+      const tzid = property.getParameter('tzid')
+      if (typeof tzid !== 'string' || isIanaZone(tzid)) return property.toICALString()
+      // The backend reads TZIDs as IANA names; the wall times stay as written.
+      const named = ICAL.Property.fromString(property.toICALString())
+      named.setParameter('tzid', zoneOfTzid(calendar, tzid, calendarTimeZone))
+      return named.toICALString()
+    })
     .filter((line) => line.length > 0 && line.length <= 1024)
     .slice(0, LIMITS.recurrenceLines)
   const text = (name: string): string | null => {
@@ -317,14 +365,15 @@ export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Co
  * The series' overrides once the series changed from `before` to `after` (its master already
  * rewritten): each moves to its new RECURRENCE-ID, and with it its time when it was still at its
  * occurrence's, or goes, by the backend's own rule (lib/events/series-move.ts), so both sides hold
- * the same exceptions. A series whose timing is unchanged keeps them as they are.
+ * the same exceptions. A series whose timing is unchanged keeps them where they are, each
+ * RECURRENCE-ID in the form of the master's DTSTART.
  */
 export function moveOverrides (calendar: Component, master: Component, before: EventContent, after: EventContent, calendarTimeZone: string): void {
   const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
   const unchanged = before.startDate === after.startDate && before.endDate === after.endDate && before.isAllDay === after.isAllDay &&
     before.timeZone === after.timeZone && JSON.stringify(before.recurrence ?? []) === JSON.stringify(after.recurrence ?? [])
-  if (unchanged) return
-  const mover = exceptionMover(timing(before), timing(after))
+  // Unmoved, each RECURRENCE-ID is still written again in the master's form (its TZID may have become an IANA name).
+  const mover = unchanged ? (exception: ExceptionTiming) => exception : exceptionMover(timing(before), timing(after))
   for (const override of calendar.getAllSubcomponents('vevent')) {
     const property = override.getFirstProperty('recurrence-id')
     if (property === null) continue

@@ -45,7 +45,7 @@ test('right password: stored encrypted, the import reads a series with an overri
   t.match(series, {
     iCalUID: 'series-1',
     status: 'confirmed',
-    content: { title: 'Weekly review', startDate: '2026-11-02T09:00:00+01:00', endDate: '2026-11-02T10:00:00+01:00', recurrence: ['RRULE:FREQ=WEEKLY;COUNT=10', 'EXDATE;TZID=Berlin custom:20261116T090000'] }
+    content: { title: 'Weekly review', startDate: '2026-11-02T09:00:00+01:00', endDate: '2026-11-02T10:00:00+01:00', recurrence: ['RRULE:FREQ=WEEKLY;COUNT=10', 'EXDATE;TZID=Europe/Berlin:20261116T090000'], timeZone: 'Europe/Berlin' }
   })
   t.match(events.get('/alice/work/series.ics#2026-11-09T09:00:00+01:00'), {
     recurringEventId: '/alice/work/series.ics',

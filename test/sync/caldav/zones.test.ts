@@ -91,3 +91,27 @@ test('definitions are kept for reuse, a bounded number of them: the oldest, aske
   const reused = vtimezoneFor('Etc/GMT-3', 1900, 1900)
   t.not(reused, again, 'each caller gets its own component to add to its resource')
 })
+
+test('another client\'s TZID is read as the IANA zone it stands for: a Windows name, a path ending in one, X-LIC-LOCATION, or the zone whose offsets its definition has', async (t) => {
+  const definition = (tzid: string, extra: string[] = [], [standard, daylight] = ['-0500', '-0400'], [stdRule, dstRule] = ['BYDAY=1SU;BYMONTH=11', 'BYDAY=2SU;BYMONTH=3']) => [
+    'BEGIN:VTIMEZONE', `TZID:${tzid}`, ...extra,
+    'BEGIN:STANDARD', 'DTSTART:16010101T020000', `TZOFFSETFROM:${daylight}`, `TZOFFSETTO:${standard}`, `RRULE:FREQ=YEARLY;${stdRule}`, 'END:STANDARD',
+    'BEGIN:DAYLIGHT', 'DTSTART:16010101T020000', `TZOFFSETFROM:${standard}`, `TZOFFSETTO:${daylight}`, `RRULE:FREQ=YEARLY;${dstRule}`, 'END:DAYLIGHT',
+    'END:VTIMEZONE'
+  ]
+  const read = (tzid: string, zoneLines: string[], calendarZone = 'UTC') => {
+    const resource = ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//test//EN', ...zoneLines,
+      'BEGIN:VEVENT', 'UID:z', 'DTSTAMP:20261120T000000Z', `DTSTART;TZID=${tzid}:20270315T090000`, `DTEND;TZID=${tzid}:20270315T093000`,
+      'RRULE:FREQ=DAILY;COUNT=3', `EXDATE;TZID=${tzid}:20270316T090000`, 'SUMMARY:z', 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n')
+    const [event] = eventsOfResource('/cal/z.ics', resource, null, calendarZone)
+    return event?.content
+  }
+  t.match(read('Eastern Standard Time', definition('Eastern Standard Time')), { timeZone: 'America/New_York', startDate: '2027-03-15T09:00:00-04:00', recurrence: ['RRULE:FREQ=DAILY;COUNT=3', 'EXDATE;TZID=America/New_York:20270316T090000'] }, 'Outlook\'s Windows name, through CLDR')
+  t.match(read('Eastern Standard Time', []), { timeZone: 'America/New_York', startDate: '2027-03-15T09:00:00-04:00' }, 'even without its definition')
+  t.match(read('/mozilla.org/20050126_1/America/New_York', definition('/mozilla.org/20050126_1/America/New_York')), { timeZone: 'America/New_York' }, 'a path that ends in an IANA name')
+  t.match(read('Custom Eastern', definition('Custom Eastern', ['X-LIC-LOCATION:America/Toronto'])), { timeZone: 'America/Toronto' }, 'X-LIC-LOCATION')
+  const europe = definition('GMT +0100 (Standard) / GMT +0200 (Daylight)', [], ['+0100', '+0200'], ['BYDAY=-1SU;BYMONTH=10', 'BYDAY=-1SU;BYMONTH=3'])
+  t.match(read('GMT +0100 (Standard) / GMT +0200 (Daylight)', europe, 'Europe/Berlin'), { timeZone: 'Europe/Berlin', startDate: '2027-03-15T09:00:00+01:00' }, 'a name nobody knows: the calendar\'s zone, whose offsets the definition has')
+  const found = read('GMT +0100 (Standard) / GMT +0200 (Daylight)', europe, 'America/New_York')
+  t.ok(found !== undefined && DateTime.fromISO('2027-07-15T12:00:00Z').setZone(found.timeZone).offset === 120 && DateTime.fromISO('2027-01-15T12:00:00Z').setZone(found.timeZone).offset === 60, `another zone with those offsets when the calendar's differs (${found?.timeZone ?? 'none'})`)
+})
