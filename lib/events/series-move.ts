@@ -1,5 +1,7 @@
-// What becomes of a series' exceptions when the series itself changes its timing ("all events"
-// moved from 10:00 to 14:00, or to another day). One rule, the same here and at every provider:
+// What becomes of a series' exceptions when the series itself changes ("all events" moved from
+// 10:00 to 14:00, or to another day, or renamed). One rule, the same here and at every provider.
+// A title, description or location the series changes reaches each exception that had not changed
+// that field itself (followedFields). For its timing:
 // each exception moves with its series by the same wall-clock shift, in the series' zone. A
 // cancelled occurrence stays cancelled at its new time, a changed one keeps its changes there (and
 // its own time, when it had been moved; otherwise it moves too). An exception whose new time is no
@@ -110,6 +112,25 @@ export function exceptionMover (before: SeriesTiming, after: SeriesTiming): ((ex
   }
 }
 
+/** What a series' change of text reaches in its exceptions. */
+export const FOLLOWED_FIELDS = ['title', 'description', 'location'] as const
+export type FollowedFields = Partial<Record<typeof FOLLOWED_FIELDS[number], string>>
+
+/**
+ * The title, description and location an exception takes from its series' change: each field the
+ * series changed, where the exception still had the series' old value (its own change of that
+ * field stays). As Google Calendar applies an "all events" edit to the occurrences changed before.
+ */
+export function followedFields (before: FollowedFields, after: FollowedFields, exception: FollowedFields): FollowedFields {
+  const followed: FollowedFields = {}
+  for (const field of FOLLOWED_FIELDS) {
+    const was = before[field] ?? ''
+    const now = after[field] ?? ''
+    if (was !== now && (exception[field] ?? '') === was) followed[field] = now
+  }
+  return followed
+}
+
 const EXDATE = /^EXDATE((?:;[A-Z-]+=[^;:]+)*):([0-9TZ,]+)$/
 
 /**
@@ -148,7 +169,9 @@ export function movedExclusions (before: EventRecord, after: EventRecord, move: 
  * by series and original start. Exceptions the rule leaves without an occurrence are not returned.
  */
 export function movedExceptions (before: EventRecord, after: EventRecord, exceptions: EventRecord[], now: Date): EventRecord[] {
-  const mover = exceptionMover(timingOf(before), timingOf(after))
+  const mover = JSON.stringify(timingOf(before)) === JSON.stringify(timingOf(after))
+    ? (exception: ExceptionTiming) => exception
+    : exceptionMover(timingOf(before), timingOf(after))
   if (mover === null) return []
   return exceptions.flatMap((exception) => {
     if (exception.originalStartDate === undefined) return []
@@ -157,11 +180,16 @@ export function movedExceptions (before: EventRecord, after: EventRecord, except
     const { providerEventId: _slot, ...kept } = exception as EventRecord & { providerEventId?: string }
     // An edit keeps its own id; one stored under its occurrence's id (a cancellation) takes the new occurrence's.
     const slotId = occurrenceId(before._id, occurrenceKey(exception.originalStartDate, before.isAllDay, before.timeZone))
-    return [{
+    const followed: EventRecord = {
       ...kept,
+      ...followedFields(before, after, exception),
       ...moved,
       _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(moved.originalStartDate, after.isAllDay, after.timeZone)) : exception._id,
       lastUpdated: now.toISOString()
-    }]
+    }
+    // A description or location the series cleared is no field, as a change without it stores it.
+    if (followed.description === '') delete followed.description
+    if (followed.location === '') delete followed.location
+    return [followed]
   })
 }

@@ -1,5 +1,5 @@
 import type { EventRecord } from './record.js'
-import { isStill, movedExclusions, seriesMove } from './series-move.js'
+import { followedFields, isStill, movedExclusions, seriesMove } from './series-move.js'
 
 export type EventCategory = 'standalone' | 'base' | 'instance'
 export type EventState = 'absent' | `${EventCategory}.${'confirmed' | 'cancelled'}`
@@ -19,8 +19,9 @@ export type ReportOperation = 'create' | 'update' | 'delete'
  * What one cell of the table does to own data:
  * - insert: store the new event;
  * - replace: overwrite the stored event with the new one;
- * - replaceSeries: overwrite a series base; when its timing changed, its edited and cancelled
- *   occurrences move with it (lib/events/series-move.ts);
+ * - replaceSeries: overwrite a series base; its edited and cancelled occurrences follow it (move
+ *   with its timing, take the title, description and location they had not changed themselves:
+ *   lib/events/series-move.ts);
  * - replaceDetach: a series becomes a single event, so its edited occurrences go;
  * - delete: remove the stored event;
  * - deleteSeries: remove a series base and all its occurrences;
@@ -102,8 +103,11 @@ export type OwnWrite =
   | { kind: 'delete', eventId: string }
   /** Removes the stored occurrences of a series, all of them or those from an original start on. */
   | { kind: 'deleteInstances', seriesId: string, fromOriginalStart?: Date }
-  /** The series' timing changed: its stored occurrences move with it (lib/events/series-move.ts). */
-  | { kind: 'moveInstances', before: EventRecord, after: EventRecord }
+  /**
+   * The series changed its timing or its title, description or location: its stored occurrences
+   * follow it (lib/events/series-move.ts).
+   */
+  | { kind: 'followSeries', before: EventRecord, after: EventRecord }
 
 /** What the Sync service is told after the own data changed. */
 export interface ChangeReport {
@@ -184,13 +188,13 @@ export function planTransition (before: EventRecord | null, after: EventRecord |
       break
     case 'replaceSeries': {
       const series = before as EventRecord
-      if (!timingChanged(series, subject)) {
-        writes.push({ kind: 'replace', event: subject })
-        break
+      const retimed = timingChanged(series, subject)
+      const changed = retimed ? withMovedExclusions(series, subject) : subject
+      writes.push({ kind: 'replace', event: changed })
+      if (retimed || Object.keys(followedFields(series, changed, series)).length > 0) {
+        writes.push({ kind: 'followSeries', before: series, after: changed })
       }
-      const moved = withMovedExclusions(series, subject)
-      writes.push({ kind: 'replace', event: moved }, { kind: 'moveInstances', before: series, after: moved })
-      return { ok: true, plan: { writes, report: cell.report === null ? null : reportFor(moved, cell.report) } }
+      return { ok: true, plan: { writes, report: cell.report === null ? null : reportFor(changed, cell.report) } }
     }
     case 'replaceDetach':
       writes.push({ kind: 'replace', event: subject }, { kind: 'deleteInstances', seriesId: subject._id })

@@ -311,7 +311,7 @@ export class EventStore {
             ...(write.fromOriginalStart === undefined ? {} : { originalStartsAt: { $gte: write.fromOriginalStart } })
           }, options)
           break
-        case 'moveInstances': {
+        case 'followSeries': {
           const seriesId = write.after._id
           const exceptions = await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()
           const moved = movedExceptions(write.before, write.after, exceptions, now)

@@ -66,4 +66,25 @@ test('CalDAV: a series moved here takes another client\'s cancelled and renamed 
   t.match(stored, /EXDATE;TZID=Europe\/Berlin:20261203T140000/, 'the cancelled day moved with the series')
   t.match(stored, /RECURRENCE-ID;TZID=Europe\/Berlin:20261205T140000/, 'and the renamed one')
   t.notMatch(stored, /T100000/, 'nothing of 10:00 is left in the resource')
+
+  // Another client moves the 4th to 16:00 (its title unchanged); the series is then renamed here.
+  const withMoved = stored.replace(/END:VCALENDAR\s*$/, [
+    'BEGIN:VEVENT', 'UID:daily-standup@another.example', 'DTSTAMP:20261121T080000Z', 'LAST-MODIFIED:20261121T080000Z',
+    'RECURRENCE-ID;TZID=Europe/Berlin:20261204T140000', 'DTSTART;TZID=Europe/Berlin:20261204T160000', 'DTEND;TZID=Europe/Berlin:20261204T163000',
+    'SUMMARY:Stand-up', 'END:VEVENT', 'END:VCALENDAR', ''
+  ].join('\r\n'))
+  t.ok([201, 204].includes((await radicale.put(resourceUrl, USER, PASSWORD, withMoved)).status), 'another client moved the 4th')
+  await waitUntil(async () => {
+    await refresh()
+    return (await ours()).some((line) => line.startsWith('2026-12-04T15:00'))
+  }, 'the moved occurrence here', 20_000)
+  const range2 = (await app.inject({ method: 'GET', url: `/api/event?start=${WINDOW.from}&end=${WINDOW.to}`, headers: user.headers })).json<CalendarEvent[]>()
+  const firstAgain = range2.find((event) => event.startDate.startsWith('2026-12-01')) as CalendarEvent
+  const seriesAgain = (await app.inject({ method: 'GET', url: `/api/event/${seriesId}`, headers: user.headers })).json<CalendarEvent>()
+  t.same(await sendPlan(app, user.headers, planEdit(firstAgain, { ...draft, title: 'Stand-up (team)' }, 'all', seriesAgain, mintEventId())), [204], 'renamed, all events')
+  const renamed = [at(1, 14, 'Stand-up (team)'), at(2, 14, 'Stand-up (team)'), at(4, 16, 'Stand-up (team)'), at(5, 14, 'Stand-up (renamed there)'), at(6, 14, 'Stand-up (team)')]
+  t.same(await ours(), renamed, 'here: the moved occurrence takes the new title, the one renamed there keeps its own')
+  await waitUntil(async () => (await radicale.get(resourceUrl, USER, PASSWORD)).body.includes('SUMMARY:Stand-up (team)'), 'the rename on the server', 20_000)
+  await waitConverged(ours, theirs, 'both sides after the rename', refresh)
+  t.same(await theirs(), renamed, 'and so another client shows it')
 })

@@ -36,12 +36,12 @@ test('Google: a series moved here takes its cancelled and renamed days along, on
   const theirs = () => providerOccurrences(googleItems(google.storedEvents(primary)), WINDOW)
   const refresh = async () => await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
   const at = (day: number, hour: number, title: string) => `2026-12-0${day}T${String(hour - 1).padStart(2, '0')}:00:00.000Z|2026-12-0${day}T${String(hour - 1).padStart(2, '0')}:30:00.000Z|${title}`
-  const move = async (startDate: string, endDate: string) => {
+  const move = async (startDate: string, endDate: string, title = 'Stand-up') => {
     const range = (await app.inject({ method: 'GET', url: `/api/event?start=${WINDOW.from}&end=${WINDOW.to}`, headers: user.headers })).json<CalendarEvent[]>()
-    const first = range.find((event) => event.title === 'Stand-up') as CalendarEvent
+    const first = range.find((event) => event.title === 'Stand-up' && event._id.includes('_')) as CalendarEvent
     const master = (await app.inject({ method: 'GET', url: `/api/event/${first._id.split('_')[0] ?? ''}`, headers: user.headers })).json<CalendarEvent>()
     const atFirst = range.find((event) => event.startDate.slice(0, 10) === master.startDate.slice(0, 10)) as CalendarEvent
-    const draft = { title: 'Stand-up', description: '', location: '', isAllDay: false, startDate, endDate, timeZone: ZONE, frequency: 'DAILY' as const }
+    const draft = { title, description: '', location: '', isAllDay: false, startDate, endDate, timeZone: ZONE, frequency: 'DAILY' as const }
     t.same(await sendPlan(app, user.headers, planEdit(atFirst, draft, 'all', master, mintEventId())), [204])
   }
 
@@ -60,4 +60,13 @@ test('Google: a series moved here takes its cancelled and renamed days along, on
   t.same(await ours(), dayLater, 'here: the cancelled day is now the 4th, the renamed one the 6th')
   await waitConverged(ours, theirs, 'both sides after the move by a day', refresh)
   t.same(theirs(), dayLater, 'and at Google, where the 3rd and the 5th are plain occurrences again')
+
+  // Another device moves the 3rd to 16:00 (its title unchanged); the series is then renamed here.
+  google.patchEvent(primary, `${googleId}_20261203T130000Z`, { start: { dateTime: '2026-12-03T16:00:00+01:00', timeZone: ZONE }, end: { dateTime: '2026-12-03T16:30:00+01:00', timeZone: ZONE } })
+  await waitUntil(async () => (await ours()).some((line) => line.startsWith('2026-12-03T15:00')), 'the moved occurrence here', 20_000)
+  await move('2026-12-02T14:00:00+01:00', '2026-12-02T14:30:00+01:00', 'Stand-up (team)')
+  const renamed = [at(2, 14, 'Stand-up (team)'), at(3, 16, 'Stand-up (team)'), at(5, 14, 'Stand-up (team)'), at(6, 14, 'Stand-up (renamed there)'), at(7, 14, 'Stand-up (team)')]
+  t.same(await ours(), renamed, 'here: the moved occurrence takes the new title, the one renamed there keeps its own')
+  await waitConverged(ours, theirs, 'both sides after the rename', refresh)
+  t.same(theirs(), renamed, 'the same at Google')
 })

@@ -56,4 +56,20 @@ test('Microsoft: a series moved here takes its deleted and renamed days along, o
   await waitUntil(async () => (await theirs()).some((line) => line.startsWith('2026-12-01T13:00')), 'the move at Microsoft', 20_000)
   await converged('both sides after the move')
   t.same(await theirs(), moved, 'Outlook shows the same: 3 December still deleted, 5 December still renamed')
+
+  // Another device moves the 4th to 16:00 (its title unchanged); the series is then renamed here.
+  microsoft.patchEvent(calendarId, await occurrenceOn(device, masterId, '2026-12-04'), {
+    start: { dateTime: '2026-12-04T16:00:00', timeZone: BERLIN },
+    end: { dateTime: '2026-12-04T16:30:00', timeZone: BERLIN }
+  })
+  await waitUntil(async () => (await ours()).some((line) => line.startsWith('2026-12-04T15:00')), 'the moved occurrence here', 20_000)
+  const again = (await app.inject({ method: 'GET', url: `/api/event?start=${WINDOW.from}&end=${WINDOW.to}`, headers: user.headers })).json<CalendarEvent[]>()
+  const firstAgain = again.find((event) => event.startDate.startsWith('2026-12-01')) as CalendarEvent
+  const seriesAgain = (await app.inject({ method: 'GET', url: `/api/event/${series._id}`, headers: user.headers })).json<CalendarEvent>()
+  t.same(await sendPlan(app, user.headers, planEdit(firstAgain, { ...draft, title: 'Stand-up (team)', startDate: seriesAgain.startDate, endDate: seriesAgain.endDate }, 'all', seriesAgain, mintEventId())), [204], 'renamed, all events')
+  const renamed = [at(1, 14, 'Stand-up (team)'), at(2, 14, 'Stand-up (team)'), at(4, 16, 'Stand-up (team)'), at(5, 14, 'Stand-up (renamed there)'), at(6, 14, 'Stand-up (team)')]
+  t.same(await ours(), renamed, 'here: the moved occurrence takes the new title, the one renamed there keeps its own')
+  await waitUntil(async () => (await theirs()).some((line) => line.endsWith('|Stand-up (team)')), 'the rename at Microsoft', 20_000)
+  await converged('both sides after the rename')
+  t.same(await theirs(), renamed, 'the same at Outlook')
 })

@@ -8,7 +8,7 @@ import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
-import { exceptionMover, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { exceptionMover, followedFields, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -366,7 +366,8 @@ export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Co
  * rewritten): each moves to its new RECURRENCE-ID, and with it its time when it was still at its
  * occurrence's, or goes, by the backend's own rule (lib/events/series-move.ts), so both sides hold
  * the same exceptions. A series whose timing is unchanged keeps them where they are, each
- * RECURRENCE-ID in the form of the master's DTSTART.
+ * RECURRENCE-ID in the form of the master's DTSTART. The title, description and location the series
+ * changed reach each override that had the old ones.
  */
 export function moveOverrides (calendar: Component, master: Component, before: EventContent, after: EventContent, calendarTimeZone: string): void {
   const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
@@ -388,6 +389,13 @@ export function moveOverrides (calendar: Component, master: Component, before: E
     }
     override.removeAllProperties('recurrence-id')
     override.addProperty(occurrenceProperty('recurrence-id', master, moved.originalStartDate))
+    const followed = followedFields(before, after, content ?? {})
+    if (followed.title !== undefined) override.updatePropertyWithValue('summary', followed.title)
+    for (const [name, value] of [['description', followed.description], ['location', followed.location]] as const) {
+      if (value === undefined) continue
+      if (value === '') override.removeAllProperties(name)
+      else override.updatePropertyWithValue(name, value)
+    }
     if (moved.startDate !== content?.startDate) {
       override.removeAllProperties('dtstart')
       override.removeAllProperties('dtend')

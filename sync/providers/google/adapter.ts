@@ -16,7 +16,7 @@ import {
 } from '../../lib/providers/google-mapping.js'
 import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
-import { exceptionMover, occurrenceTimes, slotChecker, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { exceptionMover, followedFields, occurrenceTimes, slotChecker, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
@@ -240,11 +240,13 @@ export class GoogleCalendarAdapter implements ProviderPort {
    * start is no longer an occurrence shows as an extra event. So they move with the series here, by
    * the backend's own rule (lib/events/series-move.ts): each exception is written again on its new
    * occurrence (cancelled, or with its own fields), and the old one goes (deleted, or made the
-   * plain occurrence again where the moved series still has one).
+   * plain occurrence again where the moved series still has one). A new title, description or
+   * location of the series reaches each exception that had the old one, moved or not.
    */
   async #moveExceptions (context: ProviderContext, calendar: ProviderCalendar, seriesId: string, iCalUID: string, before: EventContent, after: EventContent): Promise<void> {
     const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
-    if (JSON.stringify(timing(before)) === JSON.stringify(timing(after))) return
+    const retimed = JSON.stringify(timing(before)) !== JSON.stringify(timing(after))
+    if (!retimed && Object.keys(followedFields(before, after, before)).length === 0) return
     const calendarId = calendar.calendarId
     const exceptions: CalendarV3.Schema$Event[] = []
     let pageToken: string | undefined
@@ -254,7 +256,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       pageToken = data.nextPageToken ?? undefined
     } while (pageToken !== undefined)
 
-    const mover = exceptionMover(timing(before), timing(after))
+    const mover = retimed ? exceptionMover(timing(before), timing(after)) : (exception: ExceptionTiming) => exception
     const occurs = slotChecker(timing(after))
     const planned = exceptions.flatMap((item) => {
       const mapped = toProviderEvent(item, calendar.timeZone)
@@ -274,6 +276,22 @@ export class GoogleCalendarAdapter implements ProviderPort {
         if (!(error instanceof ProviderNotFoundError) || requestBody !== null) throw error
       }
     }
+    // Google's "all events" edit reaches only the series: its changed occurrences keep the old text.
+    const textOf = (content: EventContent): Pick<CalendarV3.Schema$Event, 'summary' | 'description' | 'location'> => {
+      const followed = followedFields(before, after, content)
+      return {
+        ...(followed.title === undefined ? {} : { summary: followed.title }),
+        ...(followed.description === undefined ? {} : { description: followed.description === '' ? null : followed.description }),
+        ...(followed.location === undefined ? {} : { location: followed.location === '' ? null : followed.location })
+      }
+    }
+    if (!retimed) {
+      for (const { item, mapped } of planned) {
+        const text = item.status === 'cancelled' || mapped.content === undefined ? {} : textOf(mapped.content)
+        if (typeof item.id === 'string' && Object.keys(text).length > 0) await write(item.id, text)
+      }
+      return
+    }
     for (const { item, original } of planned) {
       if (typeof item.id !== 'string' || targets.has(item.id)) continue
       if (occurs(original)) {
@@ -289,7 +307,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
         await write(eventId, null)
         continue
       }
-      await write(eventId, { ...googleFieldsOf({ ...mapped.content, startDate: moved.startDate, endDate: moved.endDate, recurrence: undefined }), recurrence: null, status: 'confirmed' })
+      await write(eventId, { ...googleFieldsOf({ ...mapped.content, startDate: moved.startDate, endDate: moved.endDate, recurrence: undefined }), ...textOf(mapped.content), recurrence: null, status: 'confirmed' })
     }
   }
 

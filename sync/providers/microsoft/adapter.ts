@@ -16,7 +16,7 @@ import {
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
-import { exceptionMover, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { exceptionMover, followedFields, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
 import { eventInstant } from '../../../lib/events/time.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
@@ -731,7 +731,8 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const exception = exceptions.get(original)
       if (exception === undefined) continue
       const { own, times } = exception
-      await this.#graphCall(context, 'event.update', 'PATCH', url, graphFieldsOf({ ...own, startDate: times.startDate, endDate: times.endDate, recurrence: undefined }, { recurrence: false }))
+      // The series' new text reaches an exception that had its old text, as Graph does for an exception it keeps.
+      await this.#graphCall(context, 'event.update', 'PATCH', url, graphFieldsOf({ ...own, ...followedFields(from, to, own), startDate: times.startDate, endDate: times.endDate, recurrence: undefined }, { recurrence: false }))
     }
   }
 

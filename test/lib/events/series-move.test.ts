@@ -48,10 +48,24 @@ test('exclusions move too, each in the form it was written, and only onto occurr
   t.ok(planned.ok)
   if (!planned.ok) return
   const replaced = planned.plan.writes[0]
-  t.same(planned.plan.writes.map((write) => write.kind), ['replace', 'moveInstances'])
+  t.same(planned.plan.writes.map((write) => write.kind), ['replace', 'followSeries'])
   t.same(replaced?.kind === 'replace' ? replaced.event.recurrence?.rule : null, ['RRULE:FREQ=DAILY;COUNT=14', 'EXDATE;TZID=Europe/Berlin:20270324T140000,20270330T140000', 'EXDATE:20270325T130000Z'], 'the stored and reported series carries them moved')
 
   const ownExclusions = { ...after, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=14', 'EXDATE:20270326T130000Z'] } }
   const kept = planTransition(before, ownExclusions, NOW)
   t.same(kept.ok && kept.plan.writes[0]?.kind === 'replace' ? kept.plan.writes[0].event.recurrence?.rule : null, ownExclusions.recurrence.rule, 'exclusions the client changed are its own')
+})
+
+test('a series renamed: an exception that kept the old title takes the new one, one renamed on its own keeps its own; the same for description and location', async (t) => {
+  const before = daily({ description: 'Daily sync', location: 'Room 1' })
+  const after = { ...before, title: 'Stand-up (team)', location: 'Room 2' }
+  const moved = instance(before, { originalStartDate: '2027-03-23T10:00:00+01:00', startDate: '2027-03-23T11:00:00+01:00', endDate: '2027-03-23T11:30:00+01:00' })
+  const renamed = instance(before, { originalStartDate: '2027-03-24T10:00:00+01:00', startDate: '2027-03-24T10:00:00+01:00', endDate: '2027-03-24T10:30:00+01:00', title: 'Stand-up (renamed there)', location: 'Room 9' })
+  const followed = movedExceptions(before, after, [moved, renamed], NOW)
+  t.same(followed.map((event) => [event._id, event.title, event.location, event.description, event.startDate]), [
+    [moved._id, 'Stand-up (team)', 'Room 2', 'Daily sync', '2027-03-23T11:00:00+01:00'],
+    [renamed._id, 'Stand-up (renamed there)', 'Room 9', 'Daily sync', '2027-03-24T10:00:00+01:00']
+  ], 'the moved one keeps its time and takes the new title and room; the renamed one keeps its own title and room')
+  const cleared = movedExceptions(before, { ...before, location: '' }, [moved], NOW)
+  t.notOk('location' in (cleared[0] as object), 'a location the series cleared is cleared where it was the series\' own')
 })

@@ -122,7 +122,7 @@ test('every cell of the transition table', async (t) => {
   }
 })
 
-test('a series whose timing changes moves its edited occurrences with it', async (t) => {
+test('a series whose timing or text changes has its edited occurrences follow it', async (t) => {
   const before = series()
   for (const change of [
     { startDate: '2026-03-02T10:00:00+01:00', endDate: '2026-03-02T11:00:00+01:00' },
@@ -131,11 +131,14 @@ test('a series whose timing changes moves its edited occurrences with it', async
   ]) {
     const result = planTransition(before, { ...before, ...change }, NOW)
     t.ok(result.ok)
-    if (result.ok) t.same(result.plan.writes.map((write) => write.kind), ['replace', 'moveInstances'], JSON.stringify(change))
+    if (result.ok) t.same(result.plan.writes.map((write) => write.kind), ['replace', 'followSeries'], JSON.stringify(change))
   }
   const retitled = planTransition(before, { ...before, title: 'Daily' }, NOW)
   t.ok(retitled.ok)
-  if (retitled.ok) t.same(retitled.plan.writes.map((write) => write.kind), ['replace'])
+  if (retitled.ok) t.same(retitled.plan.writes.map((write) => write.kind), ['replace', 'followSeries'], 'a new title reaches the occurrences that kept the old one')
+  const reprioritised = planTransition(before, { ...before, priority: 'work' }, NOW)
+  t.ok(reprioritised.ok)
+  if (reprioritised.ok) t.same(reprioritised.plan.writes.map((write) => write.kind), ['replace'], 'nothing an occurrence follows: the occurrences stay as they are')
 })
 
 test('an occurrence cannot move to another series or original start', async (t) => {
