@@ -1,8 +1,23 @@
-import type { EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
+import type { EventContent, EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
+import type { ProviderRecord } from './provider-apply.js'
 import type { NewOutboxEntry, OutboxRecord } from '../outbox.js'
 import { outboxRecords } from '../outbox.js'
 import type { EventRecord } from './record.js'
 import type { PersistencePlan } from './transition.js'
+
+/** An event's content in the terms the Sync contract shares. */
+export function eventContentOf (event: EventRecord): EventContent {
+  return {
+    title: event.title,
+    startDate: event.startDate,
+    endDate: event.endDate,
+    isAllDay: event.isAllDay,
+    timeZone: event.timeZone,
+    ...(event.description === undefined ? {} : { description: event.description }),
+    ...(event.location === undefined ? {} : { location: event.location }),
+    ...(event.recurrence?.rule === undefined ? {} : { recurrence: event.recurrence.rule })
+  }
+}
 
 /**
  * What a provider write needs of the event, so Sync never has to call back (DESIGN.md, "Us ->
@@ -12,16 +27,10 @@ import type { PersistencePlan } from './transition.js'
 export function providerWriteSubject (event: EventRecord, operation: EventOperation, series: EventRecord | undefined, now: Date): ProviderWriteSubject {
   const subject: ProviderWriteSubject = { lastUpdated: operation === 'delete' ? now.toISOString() : event.lastUpdated }
   if (operation !== 'delete') {
-    subject.content = {
-      title: event.title,
-      startDate: event.startDate,
-      endDate: event.endDate,
-      isAllDay: event.isAllDay,
-      timeZone: event.timeZone,
-      ...(event.description === undefined ? {} : { description: event.description }),
-      ...(event.location === undefined ? {} : { location: event.location }),
-      ...(event.recurrence?.rule === undefined ? {} : { recurrence: event.recurrence.rule })
-    }
+    subject.content = eventContentOf(event)
+    // The provider's version the change was made on, so Sync merges it with a change made there meanwhile.
+    const base = (event as ProviderRecord).providerBase
+    if (base !== undefined) subject.base = base
   }
   if (event.providerEventId !== undefined) subject.providerEventId = event.providerEventId
   if (series?.providerEventId !== undefined) subject.seriesProviderEventId = series.providerEventId

@@ -3,6 +3,7 @@ import type { EventRecord } from './record.js'
 import { validateEventChange } from './record.js'
 import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
 import { isoInZone } from '../zone-offsets.js'
+import { eventContentOf } from './outbox.js'
 
 // How a page of a provider calendar's events becomes the user's own data (DESIGN.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -31,6 +32,11 @@ export interface ProviderFields {
    * told; kept through later changes until Sync tells that one reached the provider.
    */
   syncIssue?: WriteIssue
+  /**
+   * The provider's version a change made here was made on, kept until the provider's copy shows
+   * the change (its echo): Sync merges a change made at the provider meanwhile against it.
+   */
+  providerBase?: EventContent
 }
 
 export type ProviderRecord = EventRecord & ProviderFields
@@ -38,8 +44,8 @@ export type ProviderRecord = EventRecord & ProviderFields
 export type ProviderWrite =
   | { kind: 'insert', record: ProviderRecord }
   | { kind: 'replace', record: ProviderRecord }
-  /** Provider bookkeeping only: the event as the user sees it does not change. */
-  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string } }
+  /** Provider bookkeeping only: the event as the user sees it does not change. `agreed`: the provider's copy shows the change made here. */
+  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string }, agreed?: true }
   | { kind: 'delete', eventId: string }
   | { kind: 'deleteInstances', seriesId: string }
 
@@ -237,8 +243,9 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       // A replayed page (or the full pass of an import after its window pass) has nothing to
       // write at all; an echo of our own write brings a new etag to remember.
       const set = bookkeeping(item)
-      if ((Object.keys(set) as Array<keyof ProviderFields>).some((key) => existing[key] !== set[key])) {
-        writes.push({ kind: 'touch', eventId: existing._id, set })
+      const agreed = existing.providerBase !== undefined
+      if (agreed || (Object.keys(set) as Array<keyof ProviderFields>).some((key) => existing[key] !== set[key])) {
+        writes.push({ kind: 'touch', eventId: existing._id, set, ...(agreed ? { agreed } : {}) })
       }
       counts.unchanged++
       return
@@ -387,5 +394,7 @@ export function ownProviderFields (before: EventRecord | null, after: EventRecor
   const previous = before as ProviderRecord
   if (previous.providerEventId !== undefined) kept.providerEventId = previous.providerEventId
   const bookkeeping: ProviderFields = Object.fromEntries(PROVIDER_BOOKKEEPING.flatMap((key) => previous[key] === undefined ? [] : [[key, previous[key]]]))
-  return { ...kept, ...bookkeeping }
+  // The provider's version this change is made on: the last one agreed, else the event as it was.
+  const base = previous.providerEventId === undefined ? {} : { providerBase: previous.providerBase ?? eventContentOf(previous) }
+  return { ...kept, ...bookkeeping, ...base }
 }

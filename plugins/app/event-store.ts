@@ -143,7 +143,7 @@ export class EventStore {
         case 'replace':
           return { replaceOne: { filter: { _id: write.record._id, user: userId }, replacement: stored(write.record) } }
         case 'touch':
-          return { updateOne: { filter: { _id: write.eventId, user: userId }, update: { $set: write.set } } }
+          return { updateOne: { filter: { _id: write.eventId, user: userId }, update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } }
         case 'delete':
           return { deleteOne: { filter: { _id: write.eventId, user: userId } } }
         case 'deleteInstances':
@@ -172,7 +172,7 @@ export class EventStore {
     const scope = { user: userId, connectionId, ...(calendarId === undefined ? {} : { calendarId }) }
     const removed = await withDatabaseDeadline(async () => await this.events.deleteMany({ ...scope, origin: 'providerImport' }), PROVIDER_PAGE_DEADLINE_MS)
     await withDatabaseDeadline(async () => await this.events.updateMany(scope, {
-      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '', syncIssue: '' }
+      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '', syncIssue: '', providerBase: '' }
     }), PROVIDER_PAGE_DEADLINE_MS)
     return removed.deletedCount
   }

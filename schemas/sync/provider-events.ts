@@ -107,7 +107,12 @@ export const ProviderWriteSubjectSchema = Type.Object({
   /** The occurrence is cancelled (removed from its series). */
   cancelled: Type.Optional(Type.Boolean()),
   /** The backend's lastUpdated after the change: the version of this write. */
-  lastUpdated: IsoDateTimeSchema
+  lastUpdated: IsoDateTimeSchema,
+  /**
+   * The provider's version the change was made on (as last read from or written to it): a change
+   * made at the provider since is merged with this one part by part.
+   */
+  base: Type.Optional(EventContentSchema)
 }, { additionalProperties: false })
 
 /** Why a change made here is not at its provider (yet). */

@@ -811,9 +811,9 @@ export class SyncEngine {
       await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated }, clock.now())
     }
     // The backend links a new provider event to its own (the item carries eventId); a newer version
-    // at the provider replaces the change. Anything else comes back through the next pull, where
+    // at the provider replaces the change, and a merge brings it what the provider added. Anything else comes back through the next pull, where
     // the backend finds it unchanged.
-    if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer')) {
+    if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer' || result.outcome === 'merged')) {
       await this.#send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }])
     }
   }

@@ -133,9 +133,11 @@ export interface WriteResult {
   /**
    * `written`: the provider holds the change; `inserted`: it holds it as a new event (its id goes
    * back to the backend); `providerNewer`: the provider's version is newer and was kept (it goes to
-   * the backend instead); `nothingToDo`: the provider already had it (a delete of a deleted event).
+   * the backend instead); `merged`: the provider holds the change merged with one made there since
+   * (sync/lib/merge.ts; the result goes to the backend); `nothingToDo`: the provider already had it
+   * (a delete of a deleted event).
    */
-  outcome: 'written' | 'inserted' | 'providerNewer' | 'nothingToDo'
+  outcome: 'written' | 'inserted' | 'providerNewer' | 'merged' | 'nothingToDo'
   /** The event as the provider holds it afterwards; null when it is gone. */
   event: ProviderEvent | null
 }

@@ -14,6 +14,7 @@ import {
   resourceOf, versionOf
 } from '../../lib/providers/caldav-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
+import { planWrite } from '../../lib/merge.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
@@ -305,15 +306,23 @@ export class CalDavAdapter implements ProviderPort {
         : occurrence === null ? master : overrideOf(parsed, occurrence, calendar.timeZone)
       const mapped = (resource: Resource | null) => resource === null ? [] : eventsOfResource(href, resource.ics, resource.etag, calendar.timeZone)
       const wanted = occurrence === null ? href : `${href}#${occurrence}`
-      if (target !== null && providerVersionWins(versionOf(target), subject.lastUpdated)) {
+      const theirs = target === null || parsed === null ? null : contentOf(target, parsed, calendar.timeZone)
+      // A change made there since the version this one was made on is merged with it, part by part.
+      const plan = removal || target === null ? null : planWrite(subject, { ...(theirs === null ? {} : { content: theirs }), updated: versionOf(target) }, false)
+      if (target !== null && (plan === null ? providerVersionWins(versionOf(target), subject.lastUpdated) : plan.kind === 'theirs')) {
         return { outcome: 'providerNewer', event: mapped(current).find((event) => event.providerEventId === wanted) ?? null }
       }
+      const content = plan?.kind === 'write' ? plan.content : subject.content
+      // A merge is a version after both it was made of, so the backend takes the parts the server gave it.
+      const stamp = plan?.kind === 'write' && plan.merged && target !== null
+        ? new Date(Math.max(Date.parse(subject.lastUpdated), Date.parse(versionOf(target))) + 1000).toISOString()
+        : subject.lastUpdated
       try {
         if (current === null || parsed === null || master === null) {
           if (removal) return { outcome: 'nothingToDo', event: null }
           if (!isNew) throw new ProviderNotFoundError('the CalDAV server has no resource for the linked event')
-          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
-          const created = newResource(href.split('/').at(-1)?.replace(/\.ics$/, '') ?? write.eventId, write.eventId, subject.content, subject.lastUpdated)
+          if (content === undefined) throw new Error('a provider write of a live event needs its content')
+          const created = newResource(href.split('/').at(-1)?.replace(/\.ics$/, '') ?? write.eventId, write.eventId, content, subject.lastUpdated)
           const etag = await this.#put(context, url, created.toString(), null)
           const resource: Resource = { href, etag, ics: created.toString() }
           return { outcome: isNew ? 'inserted' : 'written', event: mapped(resource).find((event) => event.providerEventId === href) ?? null }
@@ -323,16 +332,16 @@ export class CalDavAdapter implements ProviderPort {
             await this.#delete(context, url, current.etag)
             return { outcome: 'written', event: null }
           }
-          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          if (content === undefined) throw new Error('a provider write of a live event needs its content')
           const previous = contentOf(master, parsed, calendar.timeZone)
-          applyContent(master, subject.content, subject.lastUpdated)
-          if (previous !== null) moveOverrides(parsed, master, previous, subject.content, calendar.timeZone)
+          applyContent(master, content, stamp)
+          if (previous !== null) moveOverrides(parsed, master, previous, content, calendar.timeZone)
         } else if (removal) {
           // A cancelled occurrence leaves its series as an EXDATE, and its override goes.
           if (target !== null) parsed.removeSubcomponent(target)
           master.addProperty(occurrenceProperty('exdate', master, occurrence))
         } else {
-          if (subject.content === undefined) throw new Error('a provider write of a live event needs its content')
+          if (content === undefined) throw new Error('a provider write of a live event needs its content')
           let override = target
           if (override === null) {
             override = new ICAL.Component('vevent')
@@ -340,12 +349,12 @@ export class CalDavAdapter implements ProviderPort {
             override.addProperty(occurrenceProperty('recurrence-id', master, occurrence))
             parsed.addSubcomponent(override)
           }
-          applyContent(override, { ...subject.content, recurrence: undefined }, subject.lastUpdated)
+          applyContent(override, { ...content, recurrence: undefined }, stamp)
         }
         addTimeZones(parsed)
         const ics = parsed.toString()
         const etag = await this.#put(context, url, ics, current.etag ?? '*')
-        return { outcome: 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
+        return { outcome: plan?.kind === 'write' && plan.merged ? 'merged' : 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
       } catch (error) {
         if (error instanceof ProviderVersionConflictError && attempt < WRITE_ATTEMPTS) continue
         throw error

@@ -16,6 +16,7 @@ import {
 } from '../../lib/providers/google-mapping.js'
 import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
+import { planWrite } from '../../lib/merge.js'
 import { exceptionMover, followedFields, occurrenceTimes, slotChecker, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
@@ -200,9 +201,14 @@ export class GoogleCalendarAdapter implements ProviderPort {
     // Google's copy as our own last write left it is no change by another device: its `updated` is
     // when that write arrived, which can be after the backend's change that this write carries.
     const ownCopy = current !== null && write.ownVersion !== undefined && current.etag === write.ownVersion
-    if (current !== null && !ownCopy && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
+    if (removal && current !== null && !ownCopy && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
       return { outcome: 'providerNewer', event: this.#mapped(current, calendar) }
     }
+    // A change made there since the version this one was made on is merged with it, part by part.
+    const theirs = current === null || current.status === 'cancelled' ? null : toProviderEvent(current, calendar.timeZone)
+    const plan = removal ? null : planWrite(subject, current === null ? null : { ...(theirs?.content === undefined ? {} : { content: theirs.content }), updated: current.updated ?? '' }, ownCopy)
+    if (plan?.kind === 'theirs' && current !== null) return { outcome: 'providerNewer', event: this.#mapped(current, calendar) }
+    const written = plan?.kind === 'write' && plan.merged ? 'merged' : 'written'
     const ifMatch = current?.etag ? { headers: { 'If-Match': current.etag } } : {}
 
     if (removal) {
@@ -216,7 +222,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       return { outcome: 'written', event: null }
     }
 
-    const content = subject.content
+    const content = plan?.kind === 'write' ? plan.content : subject.content
     if (content === undefined) throw new Error('a provider write of a live event needs its content')
     const fields = googleFieldsOf(content)
     if (current !== null) {
@@ -225,7 +231,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       const { data } = await this.#call(context, 'events.patch', async (api) => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
       const before = occurrence === null && current.recurrence != null ? toProviderEvent(current, calendar.timeZone)?.content : undefined
       if (before !== undefined && typeof current.iCalUID === 'string') await this.#moveExceptions(context, calendar, target, current.iCalUID, before, content)
-      return { outcome: 'written', event: this.#mapped(data, calendar) }
+      return { outcome: written, event: this.#mapped(data, calendar) }
     }
     if (target !== insertIdFor(context.connectionId, write.eventId)) {
       throw new ProviderNotFoundError(`Google has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)

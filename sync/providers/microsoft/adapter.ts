@@ -11,6 +11,7 @@ import { compileSeries, expandSeries, hasOccurrenceAt, RecurrenceRuleError } fro
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
+import { planWrite } from '../../lib/merge.js'
 import {
   classifyFailure, contentOf, graphFieldsOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
@@ -367,7 +368,10 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     // device: its lastModifiedDateTime is when that write arrived, which can be after the backend's
     // change that this write carries (an event created and deleted here while Graph was down).
     const ownCopy = current !== null && write.ownVersion !== undefined && current['@odata.etag'] === write.ownVersion
-    if (current !== null && !ownCopy && providerVersionWins(this.#updated(current), subject.lastUpdated)) {
+    // A change made there since the version this one was made on is merged with it, part by part.
+    const theirs = removal || current === null || current.isCancelled === true ? null : contentOf(current, calendar.timeZone)
+    const plan = removal ? null : planWrite(subject, current === null ? null : { ...(theirs === null ? {} : { content: theirs }), updated: this.#updated(current) }, ownCopy)
+    if (current !== null && (plan === null ? !ownCopy && providerVersionWins(this.#updated(current), subject.lastUpdated) : plan.kind === 'theirs')) {
       return { outcome: 'providerNewer', event: await this.#mapped(context, current, calendar) }
     }
     const ifMatch: Record<string, string> = current?.['@odata.etag'] ? { 'If-Match': current['@odata.etag'] } : {}
@@ -383,7 +387,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       return { outcome: 'written', event: null }
     }
 
-    const content = subject.content
+    const content = plan?.kind === 'write' ? plan.content : subject.content
     if (content === undefined) throw new Error('a provider write of a live event needs its content')
     if (current !== null) {
       // The pattern is written only when it changed: Graph drops a series' exceptions on every write of it.
@@ -402,7 +406,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const patched: GraphEvent = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(current.id)}`,
         graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence, times }), ifMatch)
       if (kept.length > 0 && series !== null) await this.#restoreExceptions(context, current.id, kept, { ...series, recurrence: held ?? [] }, content, calendar.timeZone)
-      return { outcome: 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
+      return { outcome: plan?.kind === 'write' && plan.merged ? 'merged' : 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
       throw new ProviderNotFoundError(`Microsoft has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
