@@ -6,7 +6,7 @@ import { mintEventId } from '../../lib/events/ids.js'
 import { planEdit } from '../../web/src/lib/series-edit.js'
 import type { CalendarEvent } from '../../web/src/lib/events.js'
 import { sendPlan } from '../web-plans.js'
-import { startFullStack } from './stack.js'
+import { connectCalDav, startFullStack } from './stack.js'
 import { caldavOccurrences, ourOccurrences, waitConverged } from './occurrences.js'
 
 // A daily series another client wrote on a CalDAV server (a real Radicale), with a cancelled day
@@ -38,9 +38,7 @@ test('CalDAV: a series moved here takes another client\'s cancelled and renamed 
   const email = uniqueEmail('caldav-move')
   const user = await signUp(stack.backend.app, { email, password: 'pw-for-caldav-move-1' })
   const app = stack.backend.app
-  const connected = await app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: radicale.url, username: USER, password: PASSWORD } })
-  t.equal(connected.statusCode, 200)
-  await waitUntil(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'healthy', 'the connection healthy', 20_000)
+  await connectCalDav(stack, user, { serverUrl: radicale.url, username: USER, password: PASSWORD })
 
   const ours = async () => await ourOccurrences(app, user.headers, WINDOW)
   const theirs = async () => caldavOccurrences((await radicale.get(calendarUrl, USER, PASSWORD)).body, WINDOW)

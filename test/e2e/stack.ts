@@ -18,6 +18,7 @@ import { startWebServer, type WebServer } from '../../web/server.js'
 import { sessionOf } from '../backend/provider-fixtures.js'
 import { STARTUP_PLUGIN_DEADLINE_MS } from '../../lib/deadline.js'
 import { OUTBOX_COLLECTION } from '../../plugins/app/outbox.js'
+import { waitUntil } from '../processes.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 // Shaped like an Entra application (client) id, as config rules may check real-looking values.
@@ -282,4 +283,16 @@ export async function signInWithProvider (stack: FullStack, thirdPartyId: 'googl
   const session = sessionOf(answer.headers)
   if (session === undefined) throw new Error(`no session: ${answer.statusCode} ${answer.body}`)
   return { session, body: answer.json<ProviderSignIn['body']>(), askedScope: consent.searchParams.get('scope') }
+}
+
+/**
+ * What a person does to connect a CalDAV account: the backend's route with the server, user name
+ * and app password; answers once the connection's import is done (healthy).
+ */
+export async function connectCalDav (stack: FullStack, user: SignedIn, account: { serverUrl: string, username: string, password: string }): Promise<string> {
+  const answer = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: account })
+  if (answer.statusCode !== 200) throw new Error(`the CalDAV connect answered ${answer.statusCode}: ${answer.body}`)
+  const connectionId = answer.json<{ connectionId: string }>().connectionId
+  await waitUntil(async () => (await stack.sync.syncConnections.get(connectionId))?.state === 'healthy', 'the CalDAV connection healthy', 20_000)
+  return connectionId
 }
