@@ -1,5 +1,5 @@
 // The convergence suite's machinery, the same for every provider: fast-check generates sequences of
-// operations here (our API) and at the provider ("another device", through a small per-provider
+// operations here (edits sent as the web client sends them: its own plans and requests) and at the provider ("another device", through a small per-provider
 // port), with the provider answering 503 for a while in between; each sequence runs against the
 // whole stack on a freshly connected user, sync settles, and both sides' occurrences over the weeks
 // involved are compared (start, end, title). A failure shrinks to a short sequence, printed with its seed.
@@ -14,6 +14,9 @@ import { ourOccurrences, type Window } from './occurrences.js'
 import { mintEventId } from '../../lib/events/ids.js'
 import type { SignedIn } from '../helper.js'
 import { onItsWay, primaryCalendarId, type FullStack } from './stack.js'
+import { draftOf, planEdit, type EditPlan } from '../../web/src/lib/series-edit.js'
+import { frequencyOf, type ApplyTo, type CalendarEvent } from '../../web/src/lib/events.js'
+import { sendPlan } from '../web-plans.js'
 
 export const WINDOW: Window = { from: '2026-11-30T00:00:00Z', to: '2027-01-05T00:00:00Z' }
 const FIRST_DAY = Date.parse('2026-12-01T00:00:00Z')
@@ -95,20 +98,79 @@ export class CreateHere implements Command {
   toString = () => `CreateHere(${this.series ? 'weekly' : 'single'}, day ${this.day}, ${this.hour}:00)`
 }
 
+/** The event (or occurrence) as the web client read it; null when it is gone. */
+async function readHere (real: Real, id: string): Promise<CalendarEvent | null> {
+  const answer = await real.app.inject({ method: 'GET', url: `/api/event/${id}`, headers: real.user.headers })
+  return answer.statusCode === 200 ? answer.json<CalendarEvent>() : null
+}
+
+/** A rename as the web client's dialog sends it (its own plan and requests); the statuses met. */
+async function renameHere (real: Real, event: CalendarEvent, title: string, scope: ApplyTo, series: CalendarEvent | null, newId: string): Promise<{ statuses: number[], plan: EditPlan }> {
+  const plan = planEdit(event, { ...draftOf(event, frequencyOf((series ?? event).recurrence?.rule)), title }, scope, series, newId)
+  return { statuses: await sendPlan(real.app, real.user.headers, plan), plan }
+}
+
 export class EditTitleHere implements Command {
   constructor (readonly pick: number) {}
   check = (model: Readonly<Model>) => live(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
     const made = live(model)[this.pick % live(model).length] as Made
+    const read = await readHere(real, made.id)
+    // A series cut back to nothing by "this and following" is gone here: a 404 is what the user would see.
+    if (read === null) {
+      made.removed = true
+      return
+    }
     made.body = { ...made.body, title: `E${++model.titles}` }
     made.titles.push(made.body.title)
-    const answer = await real.app.inject({ method: 'PUT', url: `/api/event/${made.id}`, headers: real.user.headers, payload: made.body })
-    // A series cut back to nothing by "this and following" is gone here: a 404 is what the user would see.
-    if (answer.statusCode === 404) made.removed = true
-    else if (answer.statusCode !== 204) throw new Error(`edit answered ${answer.statusCode}: ${answer.body}`)
+    const { statuses } = await renameHere(real, read, made.body.title, 'all', null, mintEventId())
+    if (statuses.at(-1) === 404) made.removed = true
+    else if (statuses.at(-1) !== 204) throw new Error(`edit answered ${statuses.join(', ')}`)
   }
 
   toString = () => `EditTitleHere(#${this.pick})`
+}
+
+/** "This event": one occurrence renamed, as the web client's dialog sends it. */
+export class EditOccurrenceHere implements Command {
+  constructor (readonly pick: number, readonly week: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    const [occurrence, series] = [await readHere(real, `${made.id}_${basic(startOf(made) + this.week * WEEK_MS)}`), await readHere(real, made.id)]
+    // Cut off, cancelled, or the series gone: nothing the person could open.
+    if (occurrence === null || series === null) return
+    const title = `E${++model.titles}`
+    made.titles.push(title)
+    const { statuses } = await renameHere(real, occurrence, title, 'this', series, mintEventId())
+    if (statuses.some((status) => status !== 204 && status !== 404)) throw new Error(`this event answered ${statuses.join(', ')}`)
+  }
+
+  toString = () => `EditOccurrenceHere(#${this.pick}, week ${this.week})`
+}
+
+/** "This and following": the series cut at one occurrence, renamed from there, as the web client sends it. */
+export class EditFollowingHere implements Command {
+  constructor (readonly pick: number, readonly week: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    const [occurrence, series] = [await readHere(real, `${made.id}_${basic(startOf(made) + this.week * WEEK_MS)}`), await readHere(real, made.id)]
+    if (occurrence === null || series === null) return
+    const tail: Made = { id: mintEventId(), body: made.body, removed: false, titles: [`E${++model.titles}`] }
+    const { statuses, plan } = await renameHere(real, occurrence, tail.titles[0] as string, 'thisAndFollowing', series, tail.id)
+    if (statuses.some((status) => status !== 204)) throw new Error(`this and following answered ${statuses.join(', ')}: nothing may be cut without its tail stored`)
+    if (plan.kind === 'split') {
+      const { title, startDate, endDate, timeZone, recurrence } = plan.create
+      tail.body = { title: title ?? '', startDate, endDate, timeZone: timeZone ?? made.body.timeZone, ...(recurrence?.rule === undefined ? {} : { recurrence: { rule: recurrence.rule } }) }
+      model.made.push(tail)
+    }
+    const cut = await readHere(real, made.id)
+    if (cut?.recurrence?.rule !== undefined) made.body = { ...made.body, recurrence: { rule: cut.recurrence.rule } }
+    else made.removed = true
+  }
+
+  toString = () => `EditFollowingHere(#${this.pick}, week ${this.week})`
 }
 
 export class DeleteHere implements Command {
@@ -212,6 +274,8 @@ const week = fc.integer({ min: 1, max: 4 })
 export const commands = fc.commands<Model, Real, false>([
   fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 6 }), fc.integer({ min: 8, max: 16 })).map(([series, day, hour]) => new CreateHere(series, day, hour)),
   pick.map((index) => new EditTitleHere(index)),
+  fc.tuple(pick, week).map(([index, w]) => new EditOccurrenceHere(index, w)),
+  fc.tuple(pick, week).map(([index, w]) => new EditFollowingHere(index, w)),
   pick.map((index) => new DeleteHere(index)),
   fc.tuple(pick, week).map(([index, w]) => new ThisAndFollowingHere(index, w)),
   pick.map((index) => new EditTitleThere(index)),
@@ -295,7 +359,8 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
 /** Every operation kind but deletions, the provider down in the middle, so even a short run has them all. */
 export const EVERY_KIND: Command[] = [
   new CreateHere(true, 1, 9), new CreateHere(false, 2, 10), new EditTitleThere(0), new MoveOccurrenceThere(0, 1, 2),
-  new ProviderDown(), new EditTitleHere(0), new ThisAndFollowingHere(0, 3), new EditTitleHere(1), new ProviderBack(), new CancelOccurrenceThere(0, 2)
+  new ProviderDown(), new EditTitleHere(0), new ThisAndFollowingHere(0, 3), new EditTitleHere(1), new ProviderBack(), new CancelOccurrenceThere(0, 2),
+  new EditOccurrenceHere(0, 1), new EditFollowingHere(0, 2)
 ]
 
 /** Deletions here beside a change at the provider (at Google a series deleted here came back here, gone at Google). */
