@@ -34,6 +34,7 @@ export function providerWriteSubject (event: EventRecord, operation: EventOperat
   }
   if (event.providerEventId !== undefined) subject.providerEventId = event.providerEventId
   if (series?.providerEventId !== undefined) subject.seriesProviderEventId = series.providerEventId
+  if (event.recurrence?.eventId !== undefined) subject.seriesEventId = event.recurrence.eventId
   if (event.originalStartDate !== undefined) subject.originalStartDate = event.originalStartDate
   if (event.status === 'cancelled') subject.cancelled = true
   return subject

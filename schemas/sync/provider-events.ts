@@ -103,6 +103,8 @@ export const ProviderWriteSubjectSchema = Type.Object({
   providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   /** On an occurrence: the series' provider id and the occurrence's original start. */
   seriesProviderEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  /** On an occurrence: the series' own id here, by which Sync finds the series it wrote before the backend learnt its provider id. */
+  seriesEventId: Type.Optional(EventIdSchema),
   originalStartDate: Type.Optional(ProviderDateSchema),
   /** The occurrence is cancelled (removed from its series). */
   cancelled: Type.Optional(Type.Boolean()),

@@ -76,6 +76,9 @@ export interface SyncEngineParts {
 /** The connection cannot be acted on: it is gone, or its credential is. The job has nothing to do. */
 class NothingToDo extends Error {}
 
+/** How long an occurrence's write waits for its series' write before it looks again. */
+const SERIES_WAIT_MS = 3_000
+
 export const jobKeys = {
   import: (connectionId: string) => `import:${connectionId}`,
   pull: (connectionId: string) => `pull:${connectionId}`,
@@ -783,6 +786,19 @@ export class SyncEngine {
       throw new NothingToDo()
     }
     const calendar: ProviderCalendar = calendarOf(record)
+    const series = await this.#seriesOf(context, subject)
+    if (series === undefined) {
+      // An occurrence changed before its series reached the provider waits for the series' own
+      // write, rather than going there as an event of its own; with no such write on its way
+      // there is nothing to change it in.
+      const seriesWrite = await this.#parts.queue.list({ coalescingKey: jobKeys.providerWrite(context.connectionId, subject.seriesEventId ?? '') })
+      if (seriesWrite.length === 0) {
+        log.warn({ jobId: job._id.toHexString(), connectionId: context.connectionId }, 'occurrence write skipped: its series is not at the provider')
+        throw new NothingToDo()
+      }
+      throw new WaitForProviderError(`the series of occurrence ${eventId} is not at the provider yet`, new Date(clock.now().getTime() + SERIES_WAIT_MS))
+    }
+    if (series !== null) subject.seriesProviderEventId = series
     const own = await written.get(context.connectionId, eventId)
     let result: WriteResult
     try {
@@ -816,6 +832,17 @@ export class SyncEngine {
     if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer' || result.outcome === 'merged')) {
       await this.#send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }])
     }
+  }
+
+  /**
+   * The provider id of an occurrence's series when the report did not carry it (the series was
+   * changed here before the backend learnt it): the one our own write of the series got there.
+   * Null when there is nothing to find (not an occurrence, or the report named it); undefined when
+   * the series has not been written there yet.
+   */
+  async #seriesOf (context: ProviderContext, subject: ProviderWriteSubject): Promise<string | null | undefined> {
+    if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined || subject.originalStartDate === undefined || subject.seriesEventId === undefined) return null
+    return (await this.#parts.written.get(context.connectionId, subject.seriesEventId))?.providerEventId
   }
 
   /**

@@ -386,3 +386,12 @@ export const DELETION_RACES: Command[][] = [
   // A series renamed there, then deleted here, came back here under that title, gone at Google.
   [new CreateHere(true, 0, 14), new EditTitleThere(0), new DeleteHere(0)]
 ]
+
+/**
+ * Found and shrunk (CalDAV, seed 932739219): one occurrence renamed here before its series reached
+ * the provider; the rename went there as an event of its own, beside the series' occurrence.
+ */
+export const EDIT_RACES: Command[][] = [
+  [new CreateHere(true, 0, 8), new EditOccurrenceHere(0, 1)],
+  [new CreateHere(true, 0, 8), new EditFollowingHere(0, 1), new EditOccurrenceHere(1, 1)]
+]

@@ -3,7 +3,7 @@ import { waitFor } from '../processes.js'
 import { graphClient, type GraphClient } from './graph-client.js'
 import { connectMicrosoft, defaultMicrosoftCalendar, startFullStack, userWithMicrosoftAccount, withMicrosoft, type FullStackWithMicrosoft } from './stack.js'
 import { microsoftOccurrences } from './occurrences.js'
-import { DELETIONS, DELETION_RACES, EVERY_KIND, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
+import { DELETIONS, DELETION_RACES, EDIT_RACES, EVERY_KIND, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
 
 // Two-way sync with Microsoft converges (the machinery and the operations are in ./convergence.ts):
 // "another device" is the Microsoft stand-in's control surface, with a Graph client of its own for
@@ -83,5 +83,5 @@ const FOUND: Command[][] = []
 
 test('Microsoft: generated sequences of changes on both sides converge', async (t) => {
   const stack = withMicrosoft(await startFullStack(t, { microsoft: true }))
-  await convergenceSuite(t, { provider: 'microsoft', stack, connect: async (label) => await connect(stack, label), found: [...FOUND, EVERY_KIND, DELETIONS, ...DELETION_RACES], defaultRuns: RUNS })
+  await convergenceSuite(t, { provider: 'microsoft', stack, connect: async (label) => await connect(stack, label), found: [...FOUND, EVERY_KIND, DELETIONS, ...DELETION_RACES, ...EDIT_RACES], defaultRuns: RUNS })
 })
