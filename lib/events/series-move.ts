@@ -177,7 +177,10 @@ export function movedExceptions (before: EventRecord, after: EventRecord, except
     if (exception.originalStartDate === undefined) return []
     const moved = mover({ originalStartDate: exception.originalStartDate, startDate: exception.startDate, endDate: exception.endDate })
     if (moved === null) return []
-    const { providerEventId: _slot, ...kept } = exception as EventRecord & { providerEventId?: string }
+    // A provider id names the occurrence's slot there: it stays with an exception that did not move.
+    const moves = moved.originalStartDate !== exception.originalStartDate
+    const { providerEventId: slot, ...rest } = exception as EventRecord & { providerEventId?: string }
+    const kept = moves || slot === undefined ? rest : { ...rest, providerEventId: slot }
     // An edit keeps its own id; one stored under its occurrence's id (a cancellation) takes the new occurrence's.
     const slotId = occurrenceId(before._id, occurrenceKey(exception.originalStartDate, before.isAllDay, before.timeZone))
     const followed: EventRecord = {

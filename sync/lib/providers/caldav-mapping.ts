@@ -365,15 +365,14 @@ export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Co
  * The series' overrides once the series changed from `before` to `after` (its master already
  * rewritten): each moves to its new RECURRENCE-ID, and with it its time when it was still at its
  * occurrence's, or goes, by the backend's own rule (lib/events/series-move.ts), so both sides hold
- * the same exceptions. A series whose timing is unchanged keeps them where they are, each
- * RECURRENCE-ID in the form of the master's DTSTART. The title, description and location the series
+ * the same exceptions. A series whose timing is unchanged keeps them where they are, as they are
+ * written (another client's TZID and its VTIMEZONE included). The title, description and location the series
  * changed reach each override that had the old ones.
  */
 export function moveOverrides (calendar: Component, master: Component, before: EventContent, after: EventContent, calendarTimeZone: string): void {
   const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
   const unchanged = before.startDate === after.startDate && before.endDate === after.endDate && before.isAllDay === after.isAllDay &&
     before.timeZone === after.timeZone && JSON.stringify(before.recurrence ?? []) === JSON.stringify(after.recurrence ?? [])
-  // Unmoved, each RECURRENCE-ID is still written again in the master's form (its TZID may have become an IANA name).
   const mover = unchanged ? (exception: ExceptionTiming) => exception : exceptionMover(timing(before), timing(after))
   for (const override of calendar.getAllSubcomponents('vevent')) {
     const property = override.getFirstProperty('recurrence-id')
@@ -387,8 +386,11 @@ export function moveOverrides (calendar: Component, master: Component, before: E
       calendar.removeSubcomponent(override)
       continue
     }
-    override.removeAllProperties('recurrence-id')
-    override.addProperty(occurrenceProperty('recurrence-id', master, moved.originalStartDate))
+    // An override's RECURRENCE-ID is its id at the server: written again only when it moved.
+    if (!unchanged) {
+      override.removeAllProperties('recurrence-id')
+      override.addProperty(occurrenceProperty('recurrence-id', master, moved.originalStartDate))
+    }
     const followed = followedFields(before, after, content ?? {})
     if (followed.title !== undefined) override.updatePropertyWithValue('summary', followed.title)
     for (const [name, value] of [['description', followed.description], ['location', followed.location]] as const) {

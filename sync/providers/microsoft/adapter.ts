@@ -367,7 +367,9 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     // Microsoft's copy as our own last write left it (the same change key) is no change by another
     // device: its lastModifiedDateTime is when that write arrived, which can be after the backend's
     // change that this write carries (an event created and deleted here while Graph was down).
-    const ownCopy = current !== null && write.ownVersion !== undefined && current['@odata.etag'] === write.ownVersion
+    // An occurrence Graph never changed carries its series' version (a series written after this
+    // change was made, when the change waited for it): a change of it here is the newer one.
+    const ownCopy = current !== null && ((write.ownVersion !== undefined && current['@odata.etag'] === write.ownVersion) || current.type === 'occurrence')
     // A change made there since the version this one was made on is merged with it, part by part.
     const theirs = removal || current === null || current.isCancelled === true ? null : contentOf(current, calendar.timeZone)
     const plan = removal ? null : planWrite(subject, current === null ? null : { ...(theirs === null ? {} : { content: theirs }), updated: this.#updated(current) }, ownCopy)
