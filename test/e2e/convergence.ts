@@ -131,15 +131,21 @@ export class EditTitleHere implements Command {
   toString = () => `EditTitleHere(#${this.pick})`
 }
 
+/** One occurrence of a series made here and its series, as the person opens it; null when there is none to open (cut off, cancelled, or the series gone). */
+async function openOccurrence (model: Model, real: Real, pick: number, week: number): Promise<{ made: Made, occurrence: CalendarEvent, series: CalendarEvent } | null> {
+  const made = liveSeries(model)[pick % liveSeries(model).length] as Made
+  const [occurrence, series] = [await readHere(real, `${made.id}_${basic(startOf(made) + week * WEEK_MS)}`), await readHere(real, made.id)]
+  return occurrence === null || series === null ? null : { made, occurrence, series }
+}
+
 /** "This event": one occurrence renamed, as the web client's dialog sends it. */
 export class EditOccurrenceHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
-    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
-    const [occurrence, series] = [await readHere(real, `${made.id}_${basic(startOf(made) + this.week * WEEK_MS)}`), await readHere(real, made.id)]
-    // Cut off, cancelled, or the series gone: nothing the person could open.
-    if (occurrence === null || series === null) return
+    const opened = await openOccurrence(model, real, this.pick, this.week)
+    if (opened === null) return
+    const { made, occurrence, series } = opened
     const title = `E${++model.titles}`
     made.titles.push(title)
     const { statuses } = await renameHere(real, occurrence, title, 'this', series, mintEventId())
@@ -154,9 +160,9 @@ export class EditFollowingHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
-    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
-    const [occurrence, series] = [await readHere(real, `${made.id}_${basic(startOf(made) + this.week * WEEK_MS)}`), await readHere(real, made.id)]
-    if (occurrence === null || series === null) return
+    const opened = await openOccurrence(model, real, this.pick, this.week)
+    if (opened === null) return
+    const { made, occurrence, series } = opened
     const tail: Made = { id: mintEventId(), body: made.body, removed: false, titles: [`E${++model.titles}`] }
     const { statuses, plan } = await renameHere(real, occurrence, tail.titles[0] as string, 'thisAndFollowing', series, tail.id)
     if (statuses.some((status) => status !== 204)) throw new Error(`this and following answered ${statuses.join(', ')}: nothing may be cut without its tail stored`)
