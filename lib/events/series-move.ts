@@ -9,6 +9,7 @@
 // becomes all-day (or timed) keeps none: its occurrences cannot be matched one to one.
 import { DateTime } from 'luxon'
 import type { EventRecord } from './record.js'
+import type { EventContent } from '../../schemas/sync/index.js'
 import { compileSeries, hasOccurrenceAt, RecurrenceRuleError, type CompiledSeries } from './recurrence.js'
 import { eventDateTime, eventInstant, formatEventDate, occurrenceKey } from './time.js'
 import { occurrenceId } from './ids.js'
@@ -59,6 +60,15 @@ export function timingOf (series: EventRecord): SeriesTiming {
   return { startDate: series.startDate, endDate: series.endDate, isAllDay: series.isAllDay, timeZone: series.timeZone, rule: series.recurrence?.rule ?? [] }
 }
 
+export function sameTiming (a: SeriesTiming, b: SeriesTiming): boolean {
+  return JSON.stringify(a) === JSON.stringify(b)
+}
+
+/** The same of a series as the Sync contract carries it (a provider's version, or the backend's change). */
+export function contentTiming (content: EventContent): SeriesTiming {
+  return { startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] }
+}
+
 /** The changed series without its EXDATE lines: where an occurrence may stand, cancelled or not. */
 function slotsOf (series: SeriesTiming): CompiledSeries | null {
   const rule = series.rule.filter((line) => !line.startsWith('EXDATE'))
@@ -96,9 +106,10 @@ export interface ExceptionTiming {
  * Where each exception of a series goes once the series changed from `before` to `after`: its new
  * original start, and its new start and end when it was still at its own occurrence's time (one
  * moved on its own keeps its time); null when it goes. Null as a whole when none can stay (the zone
- * or all-day changed, or the rule cannot be read).
+ * or all-day changed, or the rule cannot be read). A series whose timing is the same keeps each as it is.
  */
 export function exceptionMover (before: SeriesTiming, after: SeriesTiming): ((exception: ExceptionTiming) => ExceptionTiming | null) | null {
+  if (sameTiming(before, after)) return (exception) => exception
   const move = seriesMove(before, after)
   const slots = move === null ? null : slotsOf(after)
   if (move === null || slots === null) return null
@@ -169,9 +180,7 @@ export function movedExclusions (before: EventRecord, after: EventRecord, move: 
  * by series and original start. Exceptions the rule leaves without an occurrence are not returned.
  */
 export function movedExceptions (before: EventRecord, after: EventRecord, exceptions: EventRecord[], now: Date): EventRecord[] {
-  const mover = JSON.stringify(timingOf(before)) === JSON.stringify(timingOf(after))
-    ? (exception: ExceptionTiming) => exception
-    : exceptionMover(timingOf(before), timingOf(after))
+  const mover = exceptionMover(timingOf(before), timingOf(after))
   if (mover === null) return []
   return exceptions.flatMap((exception) => {
     if (exception.originalStartDate === undefined) return []

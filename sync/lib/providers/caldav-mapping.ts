@@ -8,7 +8,7 @@ import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
-import { exceptionMover, followedFields, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { contentTiming, exceptionMover, followedFields } from '../../../lib/events/series-move.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -370,10 +370,7 @@ export function occurrenceProperty (name: 'recurrence-id' | 'exdate', master: Co
  * changed reach each override that had the old ones.
  */
 export function moveOverrides (calendar: Component, master: Component, before: EventContent, after: EventContent, calendarTimeZone: string): void {
-  const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
-  const unchanged = before.startDate === after.startDate && before.endDate === after.endDate && before.isAllDay === after.isAllDay &&
-    before.timeZone === after.timeZone && JSON.stringify(before.recurrence ?? []) === JSON.stringify(after.recurrence ?? [])
-  const mover = unchanged ? (exception: ExceptionTiming) => exception : exceptionMover(timing(before), timing(after))
+  const mover = exceptionMover(contentTiming(before), contentTiming(after))
   for (const override of calendar.getAllSubcomponents('vevent')) {
     const property = override.getFirstProperty('recurrence-id')
     if (property === null) continue
@@ -387,7 +384,8 @@ export function moveOverrides (calendar: Component, master: Component, before: E
       continue
     }
     // An override's RECURRENCE-ID is its id at the server: written again only when it moved.
-    if (!unchanged) {
+    const same = (a: string, b: string) => a === b || Date.parse(a) === Date.parse(b)
+    if (original !== null && !same(moved.originalStartDate, original.value)) {
       override.removeAllProperties('recurrence-id')
       override.addProperty(occurrenceProperty('recurrence-id', master, moved.originalStartDate))
     }

@@ -17,7 +17,7 @@ import {
 import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import { planWrite } from '../../lib/merge.js'
-import { exceptionMover, followedFields, occurrenceTimes, slotChecker, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { contentTiming, exceptionMover, followedFields, occurrenceTimes, sameTiming, slotChecker } from '../../../lib/events/series-move.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
@@ -250,8 +250,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
    * location of the series reaches each exception that had the old one, moved or not.
    */
   async #moveExceptions (context: ProviderContext, calendar: ProviderCalendar, seriesId: string, iCalUID: string, before: EventContent, after: EventContent): Promise<void> {
-    const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
-    const retimed = JSON.stringify(timing(before)) !== JSON.stringify(timing(after))
+    const retimed = !sameTiming(contentTiming(before), contentTiming(after))
     if (!retimed && Object.keys(followedFields(before, after, before)).length === 0) return
     const calendarId = calendar.calendarId
     const exceptions: CalendarV3.Schema$Event[] = []
@@ -262,8 +261,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
       pageToken = data.nextPageToken ?? undefined
     } while (pageToken !== undefined)
 
-    const mover = retimed ? exceptionMover(timing(before), timing(after)) : (exception: ExceptionTiming) => exception
-    const occurs = slotChecker(timing(after))
+    const mover = exceptionMover(contentTiming(before), contentTiming(after))
+    const occurs = slotChecker(contentTiming(after))
     const planned = exceptions.flatMap((item) => {
       const mapped = toProviderEvent(item, calendar.timeZone)
       const original = mapped?.originalStartDate
@@ -301,7 +300,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
     for (const { item, original } of planned) {
       if (typeof item.id !== 'string' || targets.has(item.id)) continue
       if (occurs(original)) {
-        await write(item.id, { ...googleFieldsOf({ ...after, ...occurrenceTimes(timing(after), original), recurrence: undefined }), recurrence: null, status: 'confirmed' })
+        await write(item.id, { ...googleFieldsOf({ ...after, ...occurrenceTimes(contentTiming(after), original), recurrence: undefined }), recurrence: null, status: 'confirmed' })
       } else if (item.status !== 'cancelled') {
         await write(item.id, null)
       }

@@ -17,7 +17,7 @@ import {
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
-import { exceptionMover, followedFields, type ExceptionTiming, type SeriesTiming } from '../../../lib/events/series-move.js'
+import { contentTiming, exceptionMover, followedFields, type ExceptionTiming } from '../../../lib/events/series-move.js'
 import { eventInstant } from '../../../lib/events/time.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
@@ -712,8 +712,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const text = instance.originalStart ?? ''
       return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
     }
-    const timing = (content: EventContent): SeriesTiming => ({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
-    const mover = exceptionMover(timing(from), timing(to))
+    const mover = exceptionMover(contentTiming(from), contentTiming(to))
     const exceptions = new Map<number, { own: EventContent, times: ExceptionTiming }>()
     for (const instance of before) {
       if (instance.type !== 'exception' || instance.isCancelled === true || mover === null) continue
