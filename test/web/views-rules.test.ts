@@ -3,7 +3,7 @@
 // and which key press is which shortcut.
 import { test } from 'tap'
 import { DateTime } from 'luxon'
-import { eventsByDay, layoutDay, limitColumns, readDateParam, step, viewDays, viewRange } from '../../web/src/lib/grid.js'
+import { eventsByDay, layoutDay, limitColumns, newEventStart, readDateParam, step, viewDays, viewRange } from '../../web/src/lib/grid.js'
 import { defaultRepeat, repeatFormOf, repeatProblem, ruleOf, withRule } from '../../web/src/lib/recurrence-form.js'
 import { shortcutFor, type KeyPress } from '../../web/src/lib/shortcuts.js'
 import type { CalendarEvent } from '../../web/src/lib/events.js'
@@ -24,6 +24,13 @@ test('month: whole weeks from Monday; the next month; the range read', async (t)
   const range = viewRange(DateTime.fromISO('2026-03-18', { zone }), 'month')
   t.equal(range.from.toISOString(), '2026-02-22T23:00:00.000Z')
   t.equal(range.to.toISOString(), '2026-04-05T22:00:00.000Z', 'the day after the last, summer time by then')
+})
+
+test('New event: the next hour today, the hour under way late in the evening, 09:00 on another day', async (t) => {
+  const today = DateTime.fromISO('2026-11-28', { zone })
+  t.equal(newEventStart(today, DateTime.fromISO('2026-11-28T14:20', { zone })).toISO(), '2026-11-28T15:00:00.000+01:00')
+  t.equal(newEventStart(today, DateTime.fromISO('2026-11-28T23:40', { zone })).toISO(), '2026-11-28T23:00:00.000+01:00', 'not midnight, on a day the view does not show')
+  t.equal(newEventStart(today.plus({ days: 3 }), DateTime.fromISO('2026-11-28T23:40', { zone })).toISO(), '2026-12-01T09:00:00.000+01:00')
 })
 
 test('?date=: a real day; a day past its month brought back into it; anything else not a date', async (t) => {

@@ -35,6 +35,17 @@ export function step (anchor: DateTime, view: View, direction: 1 | -1): DateTime
   return anchor.plus(view === 'day' ? { days: direction } : view === 'week' ? { weeks: direction } : { months: direction })
 }
 
+/**
+ * The hour a new event takes when the view shows `anchor`: on today the next whole hour, unless that
+ * is tomorrow already (late in the evening the event would land on a day the person does not see, so
+ * it takes the hour under way); on any other day 09:00.
+ */
+export function newEventStart (anchor: DateTime, now: DateTime): DateTime {
+  if (anchor.toISODate() !== now.toISODate()) return anchor.startOf('day').set({ hour: 9 })
+  const nextHour = now.plus({ hours: 1 }).startOf('hour')
+  return nextHour.toISODate() === now.toISODate() ? nextHour : now.startOf('hour')
+}
+
 export type DateParam =
   | { kind: 'absent' }
   | { kind: 'valid', date: DateTime }

@@ -21,7 +21,7 @@ import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
 import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
-import { eventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
+import { eventStart, newEventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
 
@@ -152,8 +152,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   })
 
   function newEvent () {
-    const now = DateTime.now().setZone(userZone)
-    const base = anchor.toISODate() === now.toISODate() ? now.plus({ hours: 1 }).startOf('hour') : anchor.set({ hour: 9 })
+    const base = newEventStart(anchor, DateTime.now().setZone(userZone))
     createEvent(base, base.plus({ hours: 1 }), false)
   }
 
