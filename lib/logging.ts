@@ -13,6 +13,7 @@ export const redactedPaths = [
   'req.headers["anti-csrf"]',
   'req.headers["x-sync-signature"]',
   'req.headers["stripe-signature"]',
+  'req.headers["x-calendar-connect-binder"]',
   'res.headers["set-cookie"]',
   'res.headers["sx-access-token"]',
   'res.headers["sx-refresh-token"]',

@@ -8,11 +8,11 @@ import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { TSchema, Static } from '@sinclair/typebox'
 import { signInternalRequest } from './internal-auth.js'
 import {
-  BeginConnectionResponseSchema, CalDavConnectResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
+  SyncBeginConnectionResponseSchema, CalDavConnectResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
   RestartSyncResponseSchema, StopWatchesResponseSchema, SyncCalendarListSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS
 } from '../schemas/sync/index.js'
 import type {
-  BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
+  BeginConnectionRequest, SyncBeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
   EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncCalendarList, SyncErrorCode, SyncHealth, SyncMetadata
 } from '../schemas/sync/index.js'
 
@@ -71,7 +71,7 @@ const checkers = {
   accepted: TypeCompiler.Compile(EventChangeAcceptedSchema),
   metadata: TypeCompiler.Compile(SyncMetadataSchema),
   calendars: TypeCompiler.Compile(SyncCalendarListSchema),
-  begin: TypeCompiler.Compile(BeginConnectionResponseSchema),
+  begin: TypeCompiler.Compile(SyncBeginConnectionResponseSchema),
   caldav: TypeCompiler.Compile(CalDavConnectResponseSchema),
   stopped: TypeCompiler.Compile(StopWatchesResponseSchema),
   restarted: TypeCompiler.Compile(RestartSyncResponseSchema),
@@ -146,7 +146,7 @@ export class SyncClient {
     return await this.#call('GET', SYNC_PATHS.calendars(userId), userId, undefined, checkers.calendars, { timeoutMs: this.#readTimeoutMs })
   }
 
-  async beginConnection (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
+  async beginConnection (userId: string, request: BeginConnectionRequest): Promise<SyncBeginConnectionResponse> {
     return await this.#call('POST', SYNC_PATHS.beginConnection(userId), userId, request, checkers.begin)
   }
 

@@ -5,7 +5,7 @@ import { googleLibraryEndpointsAt } from '../../lib/google-endpoints.js'
 import type Session from 'supertokens-node/recipe/session'
 import { OAuth2Client, type Credentials as GoogleTokens } from 'google-auth-library'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
-import type { ConnectionSummary, GrantRevokedResult, Provider } from '../../schemas/sync/index.js'
+import type { ConnectionSummary, GrantRevokedResult, Provider, ProviderAccountClaim, ProviderAccountClaimResult } from '../../schemas/sync/index.js'
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
@@ -56,6 +56,11 @@ export interface ProviderAuth {
   googleSignedIn: (signIn: GoogleSignIn) => Promise<ProviderSignInSummary>
   /** Connects a Google account to the signed-in user (POST /api/auth/extprovider/connect). */
   connectGoogle: (userId: string, request: ProviderConnectRequest) => Promise<ProviderConnectResponse>
+  /**
+   * A provider account a connect through Sync brought: the direct connect's rules (an account
+   * another user holds is a conflict; its email must be the user's), then it is the user's.
+   */
+  claimConnectedAccount: (claim: ProviderAccountClaim) => Promise<ProviderAccountClaimResult>
   /** The provider refused the user's stored refresh token for good: every session of the user ends. */
   grantRevoked: (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }) => Promise<GrantRevokedResult>
 }
@@ -71,6 +76,11 @@ export const RESTART_FLAGS = { sync: { importGCal: 'RESTART', incrementalGCalSyn
 
 // A sign-in asks Sync how the user's sync is doing; it does not wait longer than this for the answer.
 const SYNC_VIEW_DEADLINE_MS = 3000
+
+/** The spec's email rule of a connect: the provider's email is the user's (letter case aside). */
+function sameEmail (providerEmail: string | undefined, userEmail: string): boolean {
+  return providerEmail !== undefined && normalizeEmail(providerEmail) === normalizeEmail(userEmail)
+}
 
 /** Whether google-auth-library failed because Google answered (a refusal) rather than because it could not be reached. */
 function googleAnswered (error: unknown): boolean {
@@ -269,7 +279,7 @@ export default fp(async function providerAuth (fastify) {
     }
     const user = await users.findById(userId)
     if (user === null) throw new TypedHttpError(404, 'USER_NOT_FOUND', 'No user record for this session')
-    if (email === undefined || email !== user.email) {
+    if (!sameEmail(email, user.email)) {
       throw new ConnectConflictError('EXTERNAL_CONNECT_EMAIL_MISMATCH', 'The Google account\'s email differs from this user\'s; sign in with the matching account')
     }
     const missing = missingGoogleScopes(GOOGLE_SCOPES, tokens.scope ?? undefined)
@@ -303,11 +313,29 @@ export default fp(async function providerAuth (fastify) {
     }
     await UserMetadata.updateUserMetadata(userId, RESTART_FLAGS)
     outbox.kick(userId)
-    logDecision('connect', mode, facts, { userId, accountId, email }, issued !== undefined)
+    logDecision('connect', mode, facts, { userId, accountId, email: user.email }, issued !== undefined)
     // Open tabs learn the flags at once; a new stream replays them anyway.
     const { metadata } = await UserMetadata.getUserMetadata(userId)
     sse.publishUserMetadataChanged(userId, { session: { userId, metadata }, sync: null })
     return { result: 'User connected', mode, calendar: MODE_EFFECT[mode] }
+  }
+
+  async function claimConnectedAccount (claim: ProviderAccountClaim): Promise<ProviderAccountClaimResult> {
+    const owner = await users.findByProviderAccount(claim.provider, claim.accountId)
+    if (owner !== null && owner._id.toHexString() !== claim.userId) return { outcome: 'conflict' }
+    const user = await users.findById(claim.userId)
+    if (user === null) throw new TypedHttpError(404, 'USER_NOT_FOUND', 'No user record for this user id')
+    if (!sameEmail(claim.email, user.email)) return { outcome: 'mismatch' }
+    if (owner !== null) return { outcome: 'claimed' }
+    try {
+      await users.linkProviderAccount(claim.userId, { provider: claim.provider, accountId: claim.accountId })
+    } catch (error) {
+      // Another user took the account between the check and the write.
+      if (isDuplicateKeyError(error)) return { outcome: 'conflict' }
+      throw error
+    }
+    log.info({ userId: claim.userId, provider: claim.provider, accountId: claim.accountId }, 'provider account connected through Sync is the user\'s')
+    return { outcome: 'claimed' }
   }
 
   async function grantRevoked (notice: { userId: string, provider: Provider, connectionId?: string | undefined, source: 'changeFeed' | 'sync' }): Promise<GrantRevokedResult> {
@@ -334,7 +362,7 @@ export default fp(async function providerAuth (fastify) {
       .catch((error: unknown) => { log.error({ err: error, connectionId }, 'revoking the sessions of a revoked grant failed') })
   })
 
-  fastify.decorate('providerAuth', { grantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, grantRevoked })
+  fastify.decorate('providerAuth', { grantRefusal: refusalOf, signedIn, googleSignedIn, connectGoogle, claimConnectedAccount, grantRevoked })
 }, {
   name: 'provider-auth',
   dependencies: ['config', 'mongo', 'users', 'identity', 'credentials', 'outbox', 'sync-client', 'sse-broker', 'session-revocations', 'change-feed', 'analytics']

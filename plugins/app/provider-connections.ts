@@ -1,13 +1,13 @@
 import fp from 'fastify-plugin'
-import type { BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse } from '../../schemas/sync/index.js'
+import type { BeginConnectionRequest, CalDavConnectRequest, CalDavConnectResponse, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
 import type { CalendarListView } from '../../schemas/calendar.js'
 import { calendarList } from '../../lib/calendars.js'
 import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 
 export interface ProviderConnections {
-  /** Starts a provider authorization in the Sync service; the answer names where the browser goes. */
-  begin: (userId: string, request: BeginConnectionRequest) => Promise<BeginConnectionResponse>
+  /** Starts a provider authorization in the Sync service; the answer names where the browser goes and the binder it is to hold. */
+  begin: (userId: string, request: BeginConnectionRequest) => Promise<SyncBeginConnectionResponse>
   /** Connects a CalDAV account with a server URL, user name and app password (no OAuth). */
   connectCalDav: (userId: string, request: CalDavConnectRequest) => Promise<CalDavConnectResponse>
   /** Asks Sync to pull the user's connected calendars now (the refresh button, focus refresh). */

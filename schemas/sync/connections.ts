@@ -77,6 +77,21 @@ export const BeginConnectionResponseSchema = Type.Object({
   connectionId: Type.Union([ConnectionIdSchema, Type.Null()], { description: 'The connection the signed state names, if any' })
 }, { additionalProperties: false })
 
+/**
+ * The header the backend's `/sync` proxy passes the browser's connect binder in (read from the
+ * cookie the begin set); Sync's callback finishes only an attempt whose binder it is.
+ */
+export const BROWSER_BINDER_HEADER = 'x-calendar-connect-binder'
+
+/** Sync's answer to the backend's begin: the public answer and the binder the browser is to hold. */
+export const SyncBeginConnectionResponseSchema = Type.Object({
+  ...BeginConnectionResponseSchema.properties,
+  browserBinder: Type.String({
+    pattern: '^[A-Za-z0-9_-]{43}$',
+    description: 'A random secret for the browser that began the connect (a cookie the backend sets); Sync keeps only its hash, and the callback must present it'
+  })
+}, { additionalProperties: false })
+
 /** A CalDAV account (for example iCloud with an app password): connected without OAuth. */
 export const CalDavConnectRequestSchema = Type.Object({
   serverUrl: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://', description: 'The CalDAV server (its origin is enough where it serves /.well-known/caldav)' }),
@@ -104,6 +119,7 @@ export type ConnectionSummary = Static<typeof ConnectionSummarySchema>
 export type SyncMetadata = Static<typeof SyncMetadataSchema>
 export type BeginConnectionRequest = Static<typeof BeginConnectionRequestSchema>
 export type BeginConnectionResponse = Static<typeof BeginConnectionResponseSchema>
+export type SyncBeginConnectionResponse = Static<typeof SyncBeginConnectionResponseSchema>
 export type CalDavConnectRequest = Static<typeof CalDavConnectRequestSchema>
 export type CalDavConnectResponse = Static<typeof CalDavConnectResponseSchema>
 export type StopWatchesResponse = Static<typeof StopWatchesResponseSchema>

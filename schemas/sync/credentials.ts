@@ -44,6 +44,22 @@ export const GrantRevokedResultSchema = Type.Object({
   streamsClosed: Type.Integer({ minimum: 0, description: 'Event streams of the user this backend process closed' })
 }, { additionalProperties: false })
 
+/** After a provider connect through Sync: may this user hold this provider account? (The direct connect's rules.) */
+export const ProviderAccountClaimSchema = Type.Object({
+  userId: UserIdSchema,
+  provider: Type.Union([Type.Literal('google'), Type.Literal('microsoft')]),
+  accountId: Type.String({ minLength: 1, maxLength: 256, description: 'The account\'s stable id at the provider (the ID token\'s sub)' }),
+  email: Type.Optional(Type.String({ maxLength: 320, description: 'The account\'s email, as the provider\'s ID token gave it' }))
+}, { additionalProperties: false })
+
+export const ProviderAccountClaimResultSchema = Type.Object({
+  outcome: Type.Union([Type.Literal('claimed'), Type.Literal('conflict'), Type.Literal('mismatch')], {
+    description: 'claimed: the account is the user\'s now (or was); conflict: another user holds it; mismatch: its email is not the user\'s'
+  })
+}, { additionalProperties: false })
+
+export type ProviderAccountClaim = Static<typeof ProviderAccountClaimSchema>
+export type ProviderAccountClaimResult = Static<typeof ProviderAccountClaimResultSchema>
 export type GoogleAuthModeWire = Static<typeof GoogleAuthModeSchema>
 export type CredentialHandOver = Static<typeof CredentialHandOverSchema>
 export type CredentialHandOverResult = Static<typeof CredentialHandOverResultSchema>

@@ -154,7 +154,8 @@ export const BACKEND_INTERNAL_PATHS = {
   providerEvents: '/api/internal/provider-events',
   providerCalendarRemoval: '/api/internal/provider-events/remove',
   providerWriteState: '/api/internal/provider-events/write-state',
-  grantRevoked: '/api/internal/grant-revoked'
+  grantRevoked: '/api/internal/grant-revoked',
+  providerAccountClaim: '/api/internal/provider-accounts/claim'
 } as const
 
 export type EventContent = Static<typeof EventContentSchema>

@@ -8,11 +8,11 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { Static, TSchema } from '@sinclair/typebox'
 import {
-  BACKEND_INTERNAL_PATHS, GrantRevokedResultSchema, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema, ProviderWriteStateResultSchema
+  BACKEND_INTERNAL_PATHS, GrantRevokedResultSchema, ProviderAccountClaimResultSchema, ProviderCalendarRemovalResultSchema, ProviderEventBatchResultSchema, ProviderWriteStateResultSchema
 } from '../../schemas/sync/index.js'
 import type {
   GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult,
-  ProviderWriteState, ProviderWriteStateResult
+  ProviderAccountClaim, ProviderAccountClaimResult, ProviderWriteState, ProviderWriteStateResult
 } from '../../schemas/sync/index.js'
 
 /** What the Sync service asks of the backend; tests may give a recording one. */
@@ -25,6 +25,8 @@ export interface BackendPort {
   grantRevoked: (notice: GrantRevokedNotice) => Promise<GrantRevokedResult>
   /** Marks an event whose change the provider does not have, or (issue null) clears the mark. */
   setWriteState: (state: ProviderWriteState) => Promise<ProviderWriteStateResult>
+  /** After a connect's code exchange: whether the user may hold the provider account (and it is theirs if so). */
+  claimAccount: (claim: ProviderAccountClaim) => Promise<ProviderAccountClaimResult>
   close: () => Promise<void>
 }
 
@@ -52,7 +54,8 @@ const checkers = {
   batch: TypeCompiler.Compile(ProviderEventBatchResultSchema),
   removal: TypeCompiler.Compile(ProviderCalendarRemovalResultSchema),
   revoked: TypeCompiler.Compile(GrantRevokedResultSchema),
-  writeState: TypeCompiler.Compile(ProviderWriteStateResultSchema)
+  writeState: TypeCompiler.Compile(ProviderWriteStateResultSchema),
+  claim: TypeCompiler.Compile(ProviderAccountClaimResultSchema)
 }
 
 export class BackendClient implements BackendPort {
@@ -82,6 +85,10 @@ export class BackendClient implements BackendPort {
 
   async setWriteState (state: ProviderWriteState): Promise<ProviderWriteStateResult> {
     return await this.#post(BACKEND_INTERNAL_PATHS.providerWriteState, state, checkers.writeState)
+  }
+
+  async claimAccount (claim: ProviderAccountClaim): Promise<ProviderAccountClaimResult> {
+    return await this.#post(BACKEND_INTERNAL_PATHS.providerAccountClaim, claim, checkers.claim)
   }
 
   async close (): Promise<void> {

@@ -72,6 +72,28 @@ export function newNonce (): string {
   return randomBytes(16).toString('base64url')
 }
 
+/**
+ * The secret of the browser that begins a connect (RFC 9700, section 4.7; RFC 6749, section
+ * 10.12): the browser holds it in a cookie, the attempt only its hash, so a callback reached in
+ * another browser (a link sent to someone else) cannot finish the attempt.
+ */
+export function newBrowserBinder (): { binder: string, hash: string } {
+  const binder = randomBytes(32).toString('base64url')
+  return { binder, hash: binderHash(binder) }
+}
+
+export function binderHash (binder: string): string {
+  return createHash('sha256').update(binder).digest('base64url')
+}
+
+/** Whether `presented` is the binder whose hash the attempt keeps; constant time. */
+export function binderMatches (presented: string | undefined, storedHash: string | undefined): boolean {
+  if (presented === undefined || presented === '' || storedHash === undefined) return false
+  const given = Buffer.from(binderHash(presented))
+  const expected = Buffer.from(storedHash)
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
 /** A PKCE (RFC 7636) verifier and its S256 challenge. */
 export function pkcePair (): { verifier: string, challenge: string } {
   const verifier = randomBytes(48).toString('base64url')

@@ -13,6 +13,7 @@ export default fp(async function syncConnect (fastify) {
   await attempts.ensureIndexes()
   fastify.decorate('syncConnect', new ConnectFlow({
     engine: fastify.syncEngine,
+    backend: fastify.syncBackend,
     providers: fastify.syncProviders,
     attempts,
     credentials: fastify.syncCredentials,
@@ -24,5 +25,5 @@ export default fp(async function syncConnect (fastify) {
   }))
 }, {
   name: 'sync-connect',
-  dependencies: ['sync-config', 'sync-database', 'sync-providers', 'sync-credentials', 'sync-connections', 'sync-analytics', 'sync-engine']
+  dependencies: ['sync-config', 'sync-database', 'sync-providers', 'sync-credentials', 'sync-connections', 'sync-analytics', 'sync-engine', 'sync-backend']
 })

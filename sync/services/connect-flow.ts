@@ -3,12 +3,13 @@
 // exchange, encrypted credential, import, and the browser's redirect with the outcome).
 import type { FastifyBaseLogger } from 'fastify'
 import type { SyncConfig } from '../../schemas/config.js'
-import type { BeginConnectionRequest, BeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, Provider } from '../../schemas/sync/index.js'
+import { BROWSER_BINDER_HEADER } from '../../schemas/sync/index.js'
+import type { BeginConnectionRequest, CalDavConnectRequest, CalDavConnectResponse, Provider, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
 import { INTERNAL_AUTH_HEADERS, verifyInternalRequest } from '../../lib/internal-auth.js'
 import type { Clock } from '../lib/clock.js'
 import { SyncServiceError } from '../lib/errors.js'
 import {
-  newCorrelationId, newNonce, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, pkcePair, readOAuthState, signOAuthState
+  binderMatches, newBrowserBinder, newCorrelationId, newNonce, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, pkcePair, readOAuthState, signOAuthState
 } from '../lib/oauth-state.js'
 import type { ProviderRegistry } from '../lib/providers/port.js'
 import { CalDavAdapter, CalDavCredentialsRefusedError, CalDavDiscoveryError } from '../providers/caldav/adapter.js'
@@ -18,11 +19,17 @@ import type { ProviderCredential } from '../lib/credentials.js'
 import type { OAuthAttemptStore } from '../stores/oauth-attempts.js'
 import type { Analytics } from '../../lib/analytics.js'
 import type { SyncEngine } from './sync-engine.js'
+import type { BackendPort } from '../clients/backend.js'
 
 /** The signed-in user of the browser, added (and signed) by the backend's `/sync/*` proxy. */
 export const SESSION_USER_HEADER = 'x-calendar-session-user'
 
-export type CallbackStatus = 'connected' | 'denied' | 'expired' | 'mismatch' | 'error'
+/**
+ * `wrong_browser`: the callback came to a browser other than the one that began (no binder, or
+ * another's); `conflict`: the provider account is another user's; `mismatch`: a browser signed in
+ * as another user, or the account's email is not the user's.
+ */
+export type CallbackStatus = 'connected' | 'denied' | 'expired' | 'mismatch' | 'conflict' | 'wrong_browser' | 'error'
 
 export interface CallbackRequest {
   provider: Provider
@@ -44,6 +51,8 @@ export interface CallbackResult {
 
 export interface ConnectFlowParts {
   engine: SyncEngine
+  /** Asked who may hold a provider account; a connect does not finish without it. */
+  backend: BackendPort | null
   providers: ProviderRegistry
   attempts: OAuthAttemptStore
   credentials: CredentialStore
@@ -138,10 +147,11 @@ export class ConnectFlow {
   }
 
   /**
-   * Starts a provider authorization and returns the URL to send the browser to. A reconnect names
-   * its connection, or repairs the user's newest connection of the provider.
+   * Starts a provider authorization and returns the URL to send the browser to, with the binder
+   * that browser is to hold. A reconnect names its connection, or repairs the user's newest
+   * connection of the provider.
    */
-  async begin (userId: string, request: BeginConnectionRequest): Promise<BeginConnectionResponse> {
+  async begin (userId: string, request: BeginConnectionRequest): Promise<SyncBeginConnectionResponse> {
     const { settings, providers, credentials, connections, attempts, clock } = this.#parts
     const { provider, intent } = request
     if (settings.cloudMutationMode === 'maintenance') {
@@ -174,7 +184,8 @@ export class ConnectFlow {
     const expiresAt = new Date(clock.now().getTime() + OAUTH_STATE_LIFETIME_MS)
     const nonce = newNonce()
     const pkce = pkcePair()
-    await attempts.save({ _id: nonce, userId, provider, codeVerifier: pkce.verifier, expiresAt })
+    const binder = newBrowserBinder()
+    await attempts.save({ _id: nonce, userId, provider, codeVerifier: pkce.verifier, browserBinderHash: binder.hash, expiresAt })
     const state = signOAuthState({ userId, provider, connectionId, correlationId, expiresAtMs: expiresAt.getTime(), nonce }, settings.internalAuthToken)
     // The callback recovers the intent from whether the signed state names a connection.
     const resolvedIntent = connectionId === null ? 'connect' : 'reconnect'
@@ -187,7 +198,8 @@ export class ConnectFlow {
       }),
       correlationId,
       intent: resolvedIntent,
-      connectionId
+      connectionId,
+      browserBinder: binder.binder
     }
   }
 
@@ -245,6 +257,9 @@ export class ConnectFlow {
     if (reading.kind === 'expired' || attempt === null || attempt.userId !== state.userId) {
       throw new CallbackRefusal('expired', null, 'the state expired or was used already')
     }
+    if (!binderMatches(single(request.headers[BROWSER_BINDER_HEADER]), attempt.browserBinderHash)) {
+      throw new CallbackRefusal('wrong_browser', null, 'the callback came to a browser other than the one that began the connect')
+    }
     if (request.query.error !== undefined) {
       if (request.query.error === 'access_denied') throw new CallbackRefusal('denied', null, 'the person denied access')
       throw new CallbackRefusal('error', 'ProviderAuthorizationError', 'the provider refused the authorization')
@@ -267,7 +282,24 @@ export class ConnectFlow {
       if (!refreshToken) throw new CallbackRefusal('error', 'MissingRefreshTokenError', 'the provider issued no refresh token and none is stored')
       credential = { ...credential, refreshToken }
     }
+    await this.#claimAccount(state.userId, request.provider, credential)
     await engine.authorize(state.userId, request.provider, credential, state.connectionId)
+  }
+
+  /**
+   * The direct connect's identity rules, asked of the backend before anything is stored: an
+   * account another user holds is a conflict, and its email must be the user's (a mismatch).
+   */
+  async #claimAccount (userId: string, provider: Provider, credential: ProviderCredential): Promise<void> {
+    const backend = this.#parts.backend
+    if (backend === null) throw new CallbackRefusal('error', 'BackendMissingError', 'no backend to ask who holds the provider account')
+    if (provider === 'caldav') throw new CallbackRefusal('error', 'InvalidStateError', 'CalDAV does not connect through an authorization')
+    const accountId = credential['subject']
+    if (accountId === undefined || accountId === '') throw new CallbackRefusal('error', 'MissingAccountIdError', 'the provider named no account (no sub in its ID token)')
+    const email = credential['email']
+    const { outcome } = await backend.claimAccount({ userId, provider, accountId, ...(email === undefined ? {} : { email }) })
+    if (outcome === 'conflict') throw new CallbackRefusal('conflict', null, 'the provider account is another user\'s')
+    if (outcome === 'mismatch') throw new CallbackRefusal('mismatch', null, 'the provider account\'s email is not the user\'s')
   }
 
   /**

@@ -1,6 +1,6 @@
 // Authorization attempts in flight: the PKCE verifier of each, kept server-side under the nonce its
 // signed state names, short-lived (TTL index) and consumed by the first callback that presents it,
-// so a state works once.
+// so a state works once; and the hash of the binder the browser that began it holds.
 import type { Collection, Db } from 'mongodb'
 import type { Provider } from '../../schemas/sync/index.js'
 import { databaseCall } from './database-calls.js'
@@ -10,6 +10,8 @@ export interface OAuthAttempt {
   userId: string
   provider: Provider
   codeVerifier: string
+  /** The hash of the binder the browser that began holds; absent on attempts from before it was kept. */
+  browserBinderHash?: string
   expiresAt: Date
 }
 

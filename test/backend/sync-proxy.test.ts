@@ -60,6 +60,24 @@ test('the /sync proxy', async (t) => {
     t.notOk(received[0]?.headers[INTERNAL_AUTH_HEADERS.signature])
   })
 
+  await t.test('the connect binder: the cookie\'s goes to Sync, a header of the caller\'s does not, and the browser forgets it', async (t) => {
+    received.length = 0
+    const answer = await fetch(`${base}/sync/oauth/microsoft/callback?code=c0de&state=s7ate`, {
+      redirect: 'manual',
+      headers: { cookie: 'calendar_connect_microsoft=from-the-cookie; calendar_connect_google=not-this-one', 'x-calendar-connect-binder': 'chosen-by-the-caller', 'x-calendar-session-user': 'f'.repeat(24) }
+    })
+    t.equal(answer.status, 302)
+    t.equal(received[0]?.headers['x-calendar-connect-binder'], 'from-the-cookie', 'the binder of the callback\'s own provider')
+    t.notOk(received[0]?.headers['x-calendar-session-user'], 'a user named by the caller does not reach Sync')
+    // The cookie's path is sync.callbackBaseUrl's (here without one of its own), then /oauth/.
+    t.equal(new URL(app.config.sync.callbackBaseUrl).pathname, '/')
+    t.equal(answer.headers.get('set-cookie'), 'calendar_connect_microsoft=; Max-Age=0; Path=/oauth/; HttpOnly; SameSite=Lax')
+
+    received.length = 0
+    await fetch(`${base}/sync/oauth/google/callback?code=c0de&state=s7ate`, { redirect: 'manual', headers: { 'x-calendar-connect-binder': 'chosen-by-the-caller' } })
+    t.notOk(received[0]?.headers['x-calendar-connect-binder'], 'no cookie: no binder at all')
+  })
+
   await t.test('provider notifications pass through with their headers', async (t) => {
     received.length = 0
     const answer = await fetch(`${base}/sync/webhooks/google`, {

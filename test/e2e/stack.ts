@@ -208,17 +208,28 @@ export async function connectGoogle (stack: FullStack, user: SignedIn & { email:
 // `approve=1`), so one browser walk serves either provider; the body names which. `returning` is
 // called as the browser comes back from the consent, where the service's part begins.
 async function connectThroughBackend (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown>, returning?: () => void): Promise<URL> {
+  const { callback, cookie } = await beginAndConsent(stack, user, body)
+  returning?.()
+  const landed = await fetch(callback, { redirect: 'manual', headers: { cookie } })
+  return new URL(landed.headers.get('location') ?? 'about:blank')
+}
+
+/**
+ * Begin through the backend and consent at the stand-in: the callback address the provider sends
+ * the browser to, and the `Cookie` header of the browser that began (its connect binder).
+ */
+export async function beginAndConsent (stack: FullStack, user: SignedIn & { email: string }, body: Record<string, unknown>): Promise<{ callback: string, cookie: string, setCookie: string }> {
   const begun = await stack.backend.app.inject({ method: 'POST', url: '/api/auth/connections/begin', headers: user.headers, payload: body })
   if (begun.statusCode !== 200) throw new Error(`begin answered ${begun.statusCode}: ${begun.body}`)
+  const binder = begun.cookies.find((entry) => entry.name.startsWith('calendar_connect_'))
+  if (binder === undefined) throw new Error('the begin set no connect binder')
   const authorization = new URL(begun.json<{ authorizationUrl: string }>().authorizationUrl)
   authorization.searchParams.set('login_hint', user.email)
   authorization.searchParams.set('approve', '1')
   const consent = await fetch(authorization, { redirect: 'manual' })
   const callback = consent.headers.get('location')
   if (callback === null) throw new Error(`consent answered ${consent.status}`)
-  returning?.()
-  const landed = await fetch(callback, { redirect: 'manual' })
-  return new URL(landed.headers.get('location') ?? 'about:blank')
+  return { callback, cookie: `${binder.name}=${binder.value}`, setCookie: String(begun.headers['set-cookie']) }
 }
 
 /** A signed-up user of the backend whose Microsoft account (the stand-in's) has the same email. */

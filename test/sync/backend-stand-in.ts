@@ -4,13 +4,14 @@
 import Fastify from 'fastify'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Test } from 'tap'
-import { BACKEND_INTERNAL_PATHS, ProviderCalendarRemovalSchema, ProviderEventBatchSchema } from '../../schemas/sync/index.js'
-import type { ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch } from '../../schemas/sync/index.js'
+import { BACKEND_INTERNAL_PATHS, ProviderAccountClaimSchema, ProviderCalendarRemovalSchema, ProviderEventBatchSchema } from '../../schemas/sync/index.js'
+import type { ProviderAccountClaim, ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch } from '../../schemas/sync/index.js'
 
 export const SERVICE_TOKEN = 'backend-service-token-0123456789'
 
 const batchCheck = TypeCompiler.Compile(ProviderEventBatchSchema)
 const removalCheck = TypeCompiler.Compile(ProviderCalendarRemovalSchema)
+const claimCheck = TypeCompiler.Compile(ProviderAccountClaimSchema)
 
 /**
  * The backend's provider-events endpoint as a test fixture: checks the service token and the
@@ -29,6 +30,10 @@ export interface BackendStandIn {
   events: (calendarId: string) => Map<string, ProviderEvent>
   /** Called with each batch before it is applied, for a test to act between two pages. */
   beforeBatch: (listener: (batch: ProviderEventBatch) => unknown) => void
+  /** Provider accounts Sync asked about after a connect's code exchange. */
+  claims: ProviderAccountClaim[]
+  /** Provider accounts (by `${provider}:${accountId}`) another user holds: their claims answer conflict. */
+  heldByOthers: Set<string>
 }
 
 export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
@@ -79,6 +84,13 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
     revocations.push(request.body as BackendStandIn['revocations'][number])
     return { sessionsRevoked: 1, streamsClosed: 0 }
   })
+  const claims: ProviderAccountClaim[] = []
+  const heldByOthers = new Set<string>()
+  server.post(BACKEND_INTERNAL_PATHS.providerAccountClaim, async (request, reply) => {
+    if (!claimCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
+    claims.push(request.body)
+    return { outcome: heldByOthers.has(`${request.body.provider}:${request.body.accountId}`) ? 'conflict' : 'claimed' }
+  })
   server.post(BACKEND_INTERNAL_PATHS.providerCalendarRemoval, async (request, reply) => {
     if (!removalCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
     removals.push(request.body)
@@ -95,6 +107,8 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
     batches,
     removals,
     revocations,
+    claims,
+    heldByOthers,
     failNext: (count) => { failures = count },
     beforeBatch: (listener) => { beforeBatch = listener },
     events: (calendarId) => new Map([...(stored.get(calendarId) ?? new Map<string, { event: ProviderEvent }>())].map(([id, entry]) => [id, entry.event]))

@@ -10,7 +10,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import { signInternalRequest } from '../../lib/internal-auth.js'
-import type { BeginConnectionResponse, EventChangeReport, ProviderWriteSubject } from '../../schemas/sync/index.js'
+import { BROWSER_BINDER_HEADER } from '../../schemas/sync/index.js'
+import type { EventChangeReport, ProviderWriteSubject, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import app from '../../sync/app.js'
 import type { SyncAppOptions } from '../../sync/app.js'
@@ -103,11 +104,19 @@ export async function internalPostAs (stack: Pick<SyncUnderTest, 'sync' | 'clock
   return await stack.sync.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload })
 }
 
-/** Asks Sync to begin a connect as the backend would (a signed internal call). */
-export async function beginConnection (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, userId: string, body: Record<string, unknown>): Promise<BeginConnectionResponse> {
+/**
+ * The binders of the browser that began each connect, by the attempt's state: what the backend's
+ * cookie and proxy pass to Sync's callback (there is no backend in front of Sync here).
+ */
+const beganBrowser = new Map<string, string>()
+
+/** Asks Sync to begin a connect as the backend would (a signed internal call); the browser keeps its binder. */
+export async function beginConnection (stack: Pick<SyncUnderTest, 'sync' | 'clock'>, userId: string, body: Record<string, unknown>): Promise<SyncBeginConnectionResponse> {
   const answer = await internalPostAs(stack, userId, `/internal/users/${userId}/connections/begin`, body)
   if (answer.statusCode !== 200) throw new Error(`begin answered ${answer.statusCode}: ${answer.body}`)
-  return answer.json<BeginConnectionResponse>()
+  const begun = answer.json<SyncBeginConnectionResponse>()
+  beganBrowser.set(new URL(begun.authorizationUrl).searchParams.get('state') ?? '', begun.browserBinder)
+  return begun
 }
 
 /** The stand-in's consent without a page: where it sends the browser back to (Sync's callback). */
@@ -121,9 +130,15 @@ export async function consent (authorizationUrl: string, email: string, approve 
   return location
 }
 
-/** The browser following the provider's redirect to Sync's callback: where Sync sends it next. */
-export async function followCallback (callbackUrl: string, headers: Record<string, string> = {}): Promise<{ status: number, location: URL }> {
-  const response = await fetch(callbackUrl, { redirect: 'manual', headers })
+/**
+ * The browser following the provider's redirect to Sync's callback: where Sync sends it next. The
+ * browser that began passes its binder as the backend's proxy would; `browser: 'another'` is one
+ * that never began (a link sent to someone else).
+ */
+export async function followCallback (callbackUrl: string, headers: Record<string, string> = {}, browser: 'began' | 'another' = 'began'): Promise<{ status: number, location: URL }> {
+  const binder = beganBrowser.get(new URL(callbackUrl).searchParams.get('state') ?? '')
+  const sent = browser === 'began' && binder !== undefined ? { [BROWSER_BINDER_HEADER]: binder, ...headers } : headers
+  const response = await fetch(callbackUrl, { redirect: 'manual', headers: sent })
   return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank') }
 }
 

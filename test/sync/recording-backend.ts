@@ -1,7 +1,7 @@
 // The backend's provider-events endpoints in memory, for tests that do not look at what reaches
 // the backend: every batch is kept, and counted as the backend would count a first delivery.
 import type {
-  GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState, ProviderWriteStateResult
+  GrantRevokedNotice, GrantRevokedResult, ProviderAccountClaim, ProviderAccountClaimResult, ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState, ProviderWriteStateResult
 } from '../../schemas/sync/index.js'
 import type { BackendPort } from '../../sync/clients/backend.js'
 
@@ -32,6 +32,15 @@ export class RecordingBackend implements BackendPort {
   async setWriteState (state: ProviderWriteState): Promise<ProviderWriteStateResult> {
     this.writeStates.push(state)
     return { updated: true }
+  }
+
+  readonly claims: ProviderAccountClaim[] = []
+  /** Provider accounts another user holds (by `${provider}:${accountId}`), as the backend would answer for them. */
+  readonly heldByOthers = new Set<string>()
+
+  async claimAccount (claim: ProviderAccountClaim): Promise<ProviderAccountClaimResult> {
+    this.claims.push(claim)
+    return { outcome: this.heldByOthers.has(`${claim.provider}:${claim.accountId}`) ? 'conflict' : 'claimed' }
   }
 
   async close (): Promise<void> {}

@@ -3,7 +3,7 @@
 import { test } from 'tap'
 import {
   FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
-  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
+  connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
   signInUpBody, signInUpRefusal, takeIntent, takePendingConnect, withoutConnectRedirect, GOOGLE_CALENDAR_SCOPES
 } from '../../web/src/lib/oauth.js'
 import { memoryStore } from '../../web/src/lib/storage.js'
@@ -56,6 +56,18 @@ test('the callback: a code with its state, a provider error, or nothing usable',
   t.same(parseCallback('?error=access_denied&state=s1'), { kind: 'providerError', error: 'access_denied', state: 's1' })
   t.same(parseCallback('?state=s1'), { kind: 'invalid' })
   t.same(parseCallback(''), { kind: 'invalid' })
+})
+
+test('each outcome of a connect says in words what happened and what to do, naming the provider', async (t) => {
+  const of = (status: string, provider = 'google') => ({ status, correlationId: 'Ab12cd', provider })
+  t.equal(connectRedirectMessage(of('connected', 'microsoft'), 'connect'), 'Outlook calendar is connected.')
+  t.equal(connectRedirectMessage(of('connected'), 'reconnect'), 'Google Calendar is reconnected.')
+  t.match(connectRedirectMessage(of('wrong_browser'), 'connect'), /started in another browser\. Start it again here/)
+  t.match(connectRedirectMessage(of('conflict', 'microsoft'), 'connect'), /^Outlook calendar was not connected: that account is already connected to another user/)
+  t.match(connectRedirectMessage(of('mismatch'), 'connect'), /email differs from yours/)
+  t.match(connectRedirectMessage(of('denied'), 'connect'), /access was not granted/)
+  t.match(connectRedirectMessage(of('expired'), 'connect'), /took too long/)
+  t.equal(connectRedirectMessage(of('something_new'), 'connect'), 'Google Calendar could not be connected. Try again in a moment.', 'a status it does not know is not shown raw')
 })
 
 test('the Sync redirect after a connect: status and cid, one oauth_return for each, connected included', async (t) => {

@@ -9,7 +9,8 @@ const oauth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:provider/callback', {
     schema: {
       description: 'Finishes a provider connect and redirects (302) to sync.postConnectRedirectUrl with `status` ' +
-        '(connected, denied, expired, mismatch or error), `provider`, `intent` and `cid`',
+        '(connected, denied, expired, mismatch, conflict, wrong_browser or error), `provider`, `intent` and `cid`. ' +
+        'Finishes only in the browser that began: the backend\'s proxy passes its connect binder in x-calendar-connect-binder',
       params: Type.Object({ provider: ProviderSchema }),
       querystring: OAuthCallbackQuerySchema,
       // No body: only the Location header matters.

@@ -79,6 +79,47 @@ test('denied, expired, forged and mismatched callbacks store nothing and say why
   t.equal((await followCallback(same, sameSigned)).location.searchParams.get('status'), 'connected', 'the same signed-in user connects')
 })
 
+test('a callback in a browser other than the one that began (no binder, or another attempt\'s) finishes nothing, and the attempt is spent', async (t) => {
+  const stack = await startStack(t)
+  const userId = newUserId()
+  const started = await begin(stack, userId, { provider: 'google', intent: 'connect', correlationId: 'cid-bound' })
+  t.match(started.browserBinder, /^[A-Za-z0-9_-]{43}$/, 'the begin answers the binder the browser is to hold')
+  const stored = await stack.sync.syncDb.db.collection('oauthAttempts').findOne({ userId })
+  t.notMatch(JSON.stringify(stored), started.browserBinder, 'Sync keeps only its hash')
+
+  // The link is sent to someone else, who approves the genuine consent.
+  const victims = await consent(started.authorizationUrl, ALICE)
+  const elsewhere = await followCallback(victims, {}, 'another')
+  t.same(Object.fromEntries(elsewhere.location.searchParams), { status: 'wrong_browser', provider: 'google', intent: 'connect', cid: 'cid-bound' })
+  t.match(stack.logs.filter((line) => line['msg'] === 'oauth_callback').at(-1), { outcome: 'wrong_browser' })
+  t.equal((await followCallback(victims)).location.searchParams.get('status'), 'expired', 'the attempt is spent: not even its own browser finishes it after that')
+
+  const second = await begin(stack, userId)
+  const third = await begin(stack, userId)
+  const crossed = await followCallback(await consent(second.authorizationUrl, ALICE), { 'x-calendar-connect-binder': third.browserBinder }, 'another')
+  t.equal(crossed.location.searchParams.get('status'), 'wrong_browser', 'another attempt\'s binder is not this one\'s')
+
+  t.same(await stack.sync.syncConnections.listByUser(userId), [], 'no connection was made')
+  t.equal(await stack.sync.syncDb.db.collection('credentials').countDocuments({}), 0, 'no credential was stored')
+  t.equal(stack.google.control.listAccounts()[0]?.grants.filter((grant) => grant.refreshTokens > 0).length ?? 0, 0, 'no code was exchanged')
+})
+
+test('a Google account another user holds is a conflict, stored nowhere; the backend is asked with the account\'s id and email', async (t) => {
+  const stack = await startStack(t)
+  const userId = newUserId()
+  const first = await followCallback(await consent((await begin(stack, userId)).authorizationUrl, ALICE))
+  t.equal(first.location.searchParams.get('status'), 'connected')
+  const [claim] = stack.backend.claims
+  t.match(claim, { userId, provider: 'google', accountId: /.+/, email: ALICE }, 'Sync asked the backend who may hold the account')
+
+  stack.backend.heldByOthers.add(`google:${claim?.accountId ?? ''}`)
+  const other = newUserId()
+  const taken = await followCallback(await consent((await begin(stack, other)).authorizationUrl, ALICE))
+  t.equal(taken.location.searchParams.get('status'), 'conflict')
+  t.match(stack.logs.filter((line) => line['msg'] === 'oauth_callback').at(-1), { outcome: 'conflict' })
+  t.same(await stack.sync.syncConnections.listByUser(other), [], 'the other user got no connection')
+})
+
 test('revocation at Google: actionRequired, credential discarded, CONNECTION_REVOKED and its alias on the stream; a reconnect repairs it', async (t) => {
   const stack = await startStack(t)
   const { userId, connectionId } = await connectAndSync(stack)

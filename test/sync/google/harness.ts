@@ -3,7 +3,7 @@
 import type { Test } from 'tap'
 import { startGoogle } from '../../../dev/google/index.js'
 import type { AccountSetup, GoogleStandIn } from '../../../dev/google/index.js'
-import type { BeginConnectionResponse } from '../../../schemas/sync/index.js'
+import type { SyncBeginConnectionResponse } from '../../../schemas/sync/index.js'
 import type { SyncAppOptions } from '../../../sync/app.js'
 import type { SyncConfig } from '../../../schemas/config.js'
 import { beginConnection, connectProviderAndSync, startSyncAgainst } from '../provider-harness.js'
@@ -52,7 +52,7 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
 }
 
 /** Asks Sync to begin a connect as the backend would (a signed internal call). */
-export async function begin (stack: Stack, userId: string, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }): Promise<BeginConnectionResponse> {
+export async function begin (stack: Stack, userId: string, body: Record<string, unknown> = { provider: 'google', intent: 'connect' }): Promise<SyncBeginConnectionResponse> {
   return await beginConnection(stack, userId, body)
 }
 

@@ -4,7 +4,7 @@
 import type { Test } from 'tap'
 import { startMicrosoft } from '../../../dev/microsoft/index.js'
 import type { AccountSetup, MicrosoftStandIn } from '../../../dev/microsoft/index.js'
-import type { BeginConnectionResponse } from '../../../schemas/sync/index.js'
+import type { SyncBeginConnectionResponse } from '../../../schemas/sync/index.js'
 import { MicrosoftCalendarAdapter } from '../../../sync/providers/microsoft/adapter.js'
 import { beginConnection, connectProviderAndSync, startSyncAgainst } from '../provider-harness.js'
 import type { SyncUnderTest } from '../provider-harness.js'
@@ -45,7 +45,7 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
 }
 
 /** Asks Sync to begin a connect as the backend would (a signed internal call). */
-export async function begin (stack: Stack, userId: string, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }): Promise<BeginConnectionResponse> {
+export async function begin (stack: Stack, userId: string, body: Record<string, unknown> = { provider: 'microsoft', intent: 'connect' }): Promise<SyncBeginConnectionResponse> {
   return await beginConnection(stack, userId, body)
 }
 

@@ -8,7 +8,7 @@ import { carryLocalEvents } from './calendar.js'
 import { track } from './analytics.js'
 import {
   GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, calendarConnectedEvent, newCorrelationId, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
-  oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
+  connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
   takePendingConnect, withoutConnectRedirect, type IntentKind, type SignInProvider
 } from '../lib/oauth.js'
 import { CALLBACK_PATH } from '../lib/auth-params.js'
@@ -138,7 +138,5 @@ export function handleConnectRedirect (): string | null {
   track(oauthReturnEvent(redirect, intent))
   if (redirect.status === 'connected') track(calendarConnectedEvent(redirect, intent))
   history.replaceState(history.state, '', withoutConnectRedirect(location.href))
-  return redirect.status === 'connected'
-    ? (intent === 'reconnect' ? 'Google Calendar is reconnected.' : 'Google Calendar is connected.')
-    : `Google Calendar was not connected (${redirect.status.replaceAll('_', ' ')}).`
+  return connectRedirectMessage(redirect, intent)
 }

@@ -4,6 +4,7 @@
 // return path, the parsing of what comes back to the callback route, and the oauth_return event.
 import { readJson, type KeyValueStore } from './storage.js'
 import { CALLBACK_PATH } from './auth-params.js'
+import { providerName } from './caldav.js'
 
 export type IntentKind = 'signin' | 'connect'
 export type ConnectIntent = 'connect' | 'reconnect'
@@ -130,6 +131,20 @@ export function withoutConnectRedirect (href: string): string {
   const url = new URL(href)
   for (const name of ['status', 'cid', 'provider']) url.searchParams.delete(name)
   return `${url.pathname}${url.search}${url.hash}`
+}
+
+/** What the person reads after a connect came back: the outcome, and what to do about it. */
+export function connectRedirectMessage (redirect: ConnectRedirect, intent: ConnectIntent): string {
+  const name = providerName(redirect.provider)
+  switch (redirect.status) {
+    case 'connected': return intent === 'reconnect' ? `${name} is reconnected.` : `${name} is connected.`
+    case 'denied': return `${name} was not connected: access was not granted.`
+    case 'expired': return `${name} was not connected: the sign-in took too long or was used already. Try again.`
+    case 'mismatch': return `${name} was not connected: this browser is signed in to another account than the one that started it, or the calendar account's email differs from yours.`
+    case 'conflict': return `${name} was not connected: that account is already connected to another user. Sign in as that user to use it.`
+    case 'wrong_browser': return `${name} was not connected: it was started in another browser. Start it again here.`
+    default: return `${name} could not be connected. Try again in a moment.`
+  }
 }
 
 export interface AnalyticsEvent {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
-  BeginConnectionRequestSchema, BeginConnectionResponseSchema, CalDavConnectRequestSchema, CalDavConnectResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
+  BeginConnectionRequestSchema, SyncBeginConnectionResponseSchema, CalDavConnectRequestSchema, CalDavConnectResponseSchema, CredentialHandOverResultSchema, CredentialHandOverSchema,
   RestartSyncResponseSchema, StopWatchesResponseSchema, SyncCalendarListSchema, SyncErrorBodySchema, SyncMetadataSchema, UserParamsSchema
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
@@ -55,7 +55,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         'Refused with EXECUTION_PASSIVE when sync.execution is passive and MAINTENANCE (503) in maintenance mode.',
       params: UserParamsSchema,
       body: BeginConnectionRequestSchema,
-      response: { 200: BeginConnectionResponseSchema, ...errorResponses }
+      response: { 200: SyncBeginConnectionResponseSchema, ...errorResponses }
     }
   }, async (request) => await fastify.syncConnect.begin(request.params.userId, request.body))
 
