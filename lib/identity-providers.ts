@@ -21,6 +21,8 @@ export interface SignInProvider {
     userInfoEndpoint?: string
     jwksURI?: string
     userInfoMap?: { fromIdTokenPayload?: { emailVerified?: string } }
+    /** PKCE S256 on every authorization, though the client is confidential (RFC 9700, section 2.1.1). */
+    forcePKCE?: boolean
   }
 }
 
@@ -90,6 +92,7 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
         thirdPartyId: 'google',
         clients: [{ clientId: google.clientId, clientSecret: google.clientSecret, scope: GOOGLE_SCOPES }],
         authorizationEndpointQueryParams: { access_type: 'offline', prompt: 'consent', include_granted_scopes: 'true' },
+        forcePKCE: true,
         ...(google.endpointBase === undefined ? {} : googleEndpointsAt(originOf(google.endpointBase)))
       }
     })
@@ -100,6 +103,7 @@ export function signInProviders (config: Pick<Config, 'extprovider' | 'extprovid
       config: {
         thirdPartyId: 'microsoft',
         thirdPartyImplementation: 'active-directory',
+        forcePKCE: true,
         clients: [{ clientId: microsoft.clientId, clientSecret: microsoft.clientSecret, scope: MICROSOFT_SCOPES }],
         // Microsoft vouches for an address through the optional claim `xms_edov` (email domain
         // owner verified); it never sends OpenID's `email_verified`.

@@ -9,6 +9,7 @@ import type { ConnectionSummary, GrantRevokedResult, Provider, ProviderAccountCl
 import type { CalendarEffect, ProviderConnectRequest, ProviderConnectResponse, ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import type { Resolution } from '../../lib/identity.js'
 import { normalizeEmail } from '../../lib/identity.js'
+import { oidcNonceFor } from '../../lib/pkce.js'
 import { GOOGLE_SCOPES, grantIsRefreshToken, grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../lib/identity-providers.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import {
@@ -231,6 +232,10 @@ export default fp(async function providerAuth (fastify) {
       throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s answer could not be verified; start connecting again')
     }
     if (payload === undefined) throw new TypedHttpError(400, 'AUTHORIZATION_CODE_REJECTED', 'Google\'s ID token names nobody')
+    // A connect begun with PKCE carries the verifier's nonce (lib/pkce.ts): an ID token of another authorization is refused.
+    if (request.codeVerifier !== undefined && payload.nonce !== await oidcNonceFor(request.codeVerifier)) {
+      throw new TypedHttpError(400, 'NONCE_MISMATCH', 'Google\'s ID token was not issued for this connect; start connecting again')
+    }
     // An address Google does not vouch for cannot match the signed-in user's.
     const email = payload.email !== undefined && payload.email_verified === true ? normalizeEmail(payload.email) : undefined
     return { tokens, accountId: payload.sub, email }

@@ -11,7 +11,10 @@ import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { SMTPService as EmailVerificationSMTPService } from 'supertokens-node/recipe/emailverification/emaildelivery'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import ThirdParty from 'supertokens-node/recipe/thirdparty'
-import { signInProviders } from '../../lib/identity-providers.js'
+import type { TypeProvider } from 'supertokens-node/recipe/thirdparty'
+import { decodeJwt } from 'jose'
+import { signInProviders, type SignInProvider } from '../../lib/identity-providers.js'
+import { oidcNonceFor } from '../../lib/pkce.js'
 import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
 import type { LibraryRequest } from '../app/identity.js'
@@ -252,7 +255,7 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       // Provider sign-in is offered only when a provider is configured.
       ...(providers.length > 0
         ? [ThirdParty.init({
-            signInAndUpFeature: { providers },
+            signInAndUpFeature: { providers: providers.map(withPkceAndNonce) },
             override: {
               functions: (original) => ({
                 ...original,
@@ -390,6 +393,45 @@ async function verifiedOrUnavailable<T> (verification: Promise<T>, accessToken: 
       if (expiry !== undefined && expiry > Date.now() && !await coreAnswers()) throw sessionCoreUnavailable()
     }
     throw error
+  }
+}
+
+/**
+ * A sign-in of Google or Microsoft (forcePKCE) carries PKCE S256 and an OIDC nonce derived from
+ * the verifier (lib/pkce.ts): the library's authorization URL gets the nonce, and the exchange
+ * refuses, before anything is created, a sign-in without the verifier or whose ID token carries
+ * another nonce (an ID token or code from an authorization this browser did not begin).
+ */
+function withPkceAndNonce (provider: SignInProvider): SignInProvider & { override?: (original: TypeProvider) => TypeProvider } {
+  if (provider.config.forcePKCE !== true) return provider
+  return {
+    ...provider,
+    override: (original) => {
+      if (original.type !== 'oauth2') return original
+      return {
+        ...original,
+        getAuthorisationRedirectURL: async (input) => {
+          const answer = await original.getAuthorisationRedirectURL(input)
+          if (answer.pkceCodeVerifier === undefined) return answer
+          const url = new URL(answer.urlWithQueryParams)
+          url.searchParams.set('nonce', await oidcNonceFor(answer.pkceCodeVerifier))
+          return { ...answer, urlWithQueryParams: url.toString() }
+        },
+        exchangeAuthCodeForOAuthTokens: async (input) => {
+          const verifier = input.redirectURIInfo.pkceCodeVerifier
+          if (verifier === undefined || verifier === '') {
+            throw new TypedHttpError(400, 'PKCE_VERIFIER_REQUIRED', 'A provider sign-in takes the PKCE code verifier of its authorization (redirectURIInfo.pkceCodeVerifier)')
+          }
+          const tokens = await original.exchangeAuthCodeForOAuthTokens(input) as { id_token?: unknown }
+          // The signature is checked by the library right after (getUserInfo, against the provider's keys).
+          const nonce = typeof tokens.id_token === 'string' ? decodeJwt(tokens.id_token)['nonce'] : undefined
+          if (nonce !== await oidcNonceFor(verifier)) {
+            throw new TypedHttpError(400, 'NONCE_MISMATCH', 'The provider\'s ID token was not issued for this sign-in; sign in again')
+          }
+          return tokens
+        }
+      }
+    }
   }
 }
 

@@ -8,6 +8,7 @@ import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
 import { createCredentialCipher, outboxCredentialBinding, userRefreshTokenBinding } from '../../lib/credential-cipher.js'
 import type { UserDocument } from '../../plugins/app/users.js'
+import { newPkceVerifier, oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
 import type { OutboxRecord } from '../../lib/outbox.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { startAnalyticsStandIn } from '../../dev/analytics/index.js'
@@ -147,6 +148,23 @@ test('connect refusals in order, each leaving nothing stored and no flag set', a
     t.equal(answer.json().code, 'SCOPES_INCOMPLETE')
     await nothingStored(t, user)
   })
+})
+
+test('a connect with PKCE: the verifier goes to Google, and an ID token whose nonce is not the verifier\'s is refused', async (t) => {
+  const email = googleAccount('pkce-connector')
+  const user = await passwordUser('pkce-connector', email)
+  const verifier = newPkceVerifier()
+  const foreign = await connect(user, body(await authorize(googleConnectUrl(google, { codeChallenge: await pkceChallenge(verifier), nonce: 'someone-elses' }), email), { codeVerifier: verifier }))
+  t.equal(foreign.statusCode, 400)
+  t.equal(foreign.json().code, 'NONCE_MISMATCH')
+  t.notOk((await record(user.userId))?.google?.googleId, 'nothing is linked')
+
+  const wrongVerifier = await connect(user, body(await authorize(googleConnectUrl(google, { codeChallenge: await pkceChallenge(verifier), nonce: await oidcNonceFor(verifier) }), email), { codeVerifier: newPkceVerifier() }))
+  t.equal(wrongVerifier.json().code, 'AUTHORIZATION_CODE_REJECTED', 'Google refuses a verifier that is not the challenge\'s')
+
+  const answer = await connect(user, body(await authorize(googleConnectUrl(google, { codeChallenge: await pkceChallenge(verifier), nonce: await oidcNonceFor(verifier) }), email), { codeVerifier: verifier }))
+  t.equal(answer.statusCode, 200, answer.body)
+  t.equal((await record(user.userId))?.google?.googleId, googleSub(email))
 })
 
 test('a successful connect stores the credential on the current user, sets RESTART, restarts sync and keeps the session', async (t) => {

@@ -157,7 +157,7 @@ export async function authorize (authorizationUrl: string, email: string): Promi
 }
 
 /** A Google authorization URL as the web client builds one for connect (offline, consent, the calendar). */
-export function googleConnectUrl (google: GoogleStandIn, options: { scope?: string, prompt?: string | null } = {}): string {
+export function googleConnectUrl (google: GoogleStandIn, options: { scope?: string, prompt?: string | null, codeChallenge?: string, nonce?: string } = {}): string {
   const url = new URL(`${google.url}/o/oauth2/v2/auth`)
   url.searchParams.set('client_id', GOOGLE_CLIENT.clientId)
   url.searchParams.set('redirect_uri', CALLBACK)
@@ -166,6 +166,11 @@ export function googleConnectUrl (google: GoogleStandIn, options: { scope?: stri
   url.searchParams.set('access_type', 'offline')
   if (options.prompt !== null) url.searchParams.set('prompt', options.prompt ?? 'consent')
   url.searchParams.set('state', randomBytes(8).toString('hex'))
+  if (options.codeChallenge !== undefined) {
+    url.searchParams.set('code_challenge', options.codeChallenge)
+    url.searchParams.set('code_challenge_method', 'S256')
+  }
+  if (options.nonce !== undefined) url.searchParams.set('nonce', options.nonce)
   return url.toString()
 }
 

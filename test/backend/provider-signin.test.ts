@@ -9,6 +9,7 @@ import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { buildApp, signIn, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
 import { createCredentialCipher, userRefreshTokenBinding } from '../../lib/credential-cipher.js'
 import type { UserDocument } from '../../plugins/app/users.js'
+import { oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
 import { authorize, CALLBACK, googleConnection, signInThrough, startProviderSync, startProviders, type ProviderSync, type SignInAnswer } from './provider-fixtures.js'
 
 const deps = await startDependencies(tap)
@@ -99,6 +100,34 @@ test('the authorization URL asks Google for offline calendar access at the stand
   t.equal(url.searchParams.get('redirect_uri'), CALLBACK)
   t.match(url.searchParams.get('scope'), /https:\/\/www\.googleapis\.com\/auth\/calendar/)
   t.type(pkceCodeVerifier, 'string', 'PKCE: the stand-in advertises S256 like Google')
+})
+
+test('Google and Microsoft sign-ins carry PKCE S256 and a nonce of the verifier; without the verifier, or with an ID token of another nonce, nobody is signed in', async (t) => {
+  for (const provider of ['google', 'microsoft'] as const) {
+    const { url, pkceCodeVerifier } = await authorisationUrl(provider)
+    if (pkceCodeVerifier === undefined) throw new Error('no verifier')
+    t.equal(url.searchParams.get('code_challenge_method'), 'S256', `${provider}: S256`)
+    t.equal(url.searchParams.get('code_challenge'), await pkceChallenge(pkceCodeVerifier))
+    t.equal(url.searchParams.get('nonce'), await oidcNonceFor(pkceCodeVerifier), `${provider}: the nonce is the verifier's`)
+
+    const email = provider === 'google' ? googleAccount(`pkce-${provider}`) : oidcAccount('microsoft', `pkce-${provider}`)
+    const count = await users.countDocuments({})
+    const withoutVerifier = await postSignInUp(provider, await authorize(url.toString(), email), undefined)
+    t.equal(withoutVerifier.statusCode, 400)
+    t.match(withoutVerifier.body, { code: 'PKCE_VERIFIER_REQUIRED' })
+    t.equal(withoutVerifier.session, undefined, 'no session')
+
+    // An authorization whose nonce is not this verifier's (the ID token of someone else's sign-in).
+    const other = await authorisationUrl(provider)
+    other.url.searchParams.set('nonce', 'a-nonce-of-another-authorization')
+    const foreign = await postSignInUp(provider, await authorize(other.url.toString(), email), other.pkceCodeVerifier)
+    t.equal(foreign.statusCode, 400)
+    t.match(foreign.body, { code: 'NONCE_MISMATCH' })
+    t.equal(foreign.session, undefined, 'no session')
+    t.equal(await users.countDocuments({}), count, 'no user was created')
+
+    t.equal((await providerSignIn(provider, email)).body['status'], 'OK', `${provider}: the whole round trip signs in`)
+  }
 })
 
 test('a grant without the calendar, or without offline access, signs nobody in and stores nothing', async (t) => {

@@ -1,6 +1,8 @@
 // The pure parts of provider sign-in and connect: the intent under `state`, the same-origin
 // return path, the callback and connect-redirect parsing, and the oauth_return event.
+import { createHash } from 'node:crypto'
 import { test } from 'tap'
+import { newPkceVerifier, oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
 import {
   FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
   connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
@@ -90,7 +92,15 @@ test('the Sync redirect after a connect: status and cid, one oauth_return for ea
 })
 
 test('the authorization request asks for offline access with the calendar scope; granted scopes are checked', async (t) => {
-  const url = new URL(googleAuthorizationUrl({ endpoint: 'https://accounts.google.com/o/oauth2/v2/auth', clientId: 'client-1', redirectUri: `${origin}/auth/extprovider/callback`, state: 'st', scopes: GOOGLE_CALENDAR_SCOPES }))
+  const verifier = newPkceVerifier()
+  t.match(verifier, /^[A-Za-z0-9_-]{64}$/, 'a verifier of RFC 7636\'s alphabet and length')
+  const proof = { codeChallenge: await pkceChallenge(verifier), nonce: await oidcNonceFor(verifier) }
+  t.not(proof.nonce, proof.codeChallenge, 'the nonce is not the challenge')
+  const url = new URL(googleAuthorizationUrl({ endpoint: 'https://accounts.google.com/o/oauth2/v2/auth', clientId: 'client-1', redirectUri: `${origin}/auth/extprovider/callback`, state: 'st', scopes: GOOGLE_CALENDAR_SCOPES, proof }))
+  t.equal(url.searchParams.get('code_challenge'), createHash('sha256').update(verifier).digest('base64url'), 'S256 of the verifier, as RFC 7636 computes it')
+  t.equal(url.searchParams.get('code_challenge_method'), 'S256')
+  t.equal(url.searchParams.get('nonce'), proof.nonce)
+  t.same(signInUpBody('google', { kind: 'code', code: 'c1', state: 'st', scope: null, user: null }, `${origin}/auth/extprovider/callback`, verifier).redirectURIInfo.pkceCodeVerifier, verifier, 'the sign-in sends the verifier')
   t.equal(url.searchParams.get('access_type'), 'offline')
   t.equal(url.searchParams.get('response_type'), 'code')
   t.equal(url.searchParams.get('redirect_uri'), `${origin}/auth/extprovider/callback`)
@@ -111,11 +121,19 @@ const backendProviders = signInProviders({
 const backendScopes = (thirdPartyId: string) => backendProviders.find((provider) => provider.config.thirdPartyId === thirdPartyId)?.config.clients[0]?.scope ?? []
 
 test('Microsoft: the authorization-code request asks for what the backend asks for, the calendar included', async (t) => {
-  const url = new URL(microsoftAuthorizationUrl({ endpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize', clientId: 'ms-client', redirectUri: callback, state: 'st' }))
+  const url = new URL(microsoftAuthorizationUrl({ endpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize', clientId: 'ms-client', redirectUri: callback, state: 'st', proof: { codeChallenge: 'challenge-1', nonce: 'nonce-1' } }))
   t.equal(`${url.origin}${url.pathname}`, 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize')
   t.same(Object.fromEntries(url.searchParams), {
-    client_id: 'ms-client', redirect_uri: callback, response_type: 'code', response_mode: 'query', scope: backendScopes('microsoft').join(' '), state: 'st'
-  }, 'no PKCE: the backend redeems the code with the application\'s secret')
+    client_id: 'ms-client',
+    redirect_uri: callback,
+    response_type: 'code',
+    response_mode: 'query',
+    scope: backendScopes('microsoft').join(' '),
+    state: 'st',
+    code_challenge: 'challenge-1',
+    code_challenge_method: 'S256',
+    nonce: 'nonce-1'
+  }, 'PKCE and a nonce, though the backend redeems the code with the application\'s secret')
   t.match(url.searchParams.get('scope'), /offline_access.*Calendars\.ReadWrite/)
 })
 

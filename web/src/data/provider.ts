@@ -9,10 +9,11 @@ import { track } from './analytics.js'
 import {
   GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, calendarConnectedEvent, newCorrelationId, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
   connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
-  takePendingConnect, withoutConnectRedirect, type IntentKind, type SignInProvider
+  takePendingConnect, withoutConnectRedirect, type IntentKind, type ProofOfPossession, type SignInProvider
 } from '../lib/oauth.js'
 import { CALLBACK_PATH } from '../lib/auth-params.js'
 import { connectOutcome } from '../../../lib/connect-outcome.js'
+import { newPkceVerifier, oidcNonceFor, pkceChallenge } from '../../../lib/pkce.js'
 
 /** Google's calendar connect is offered with a Google client id. */
 export const providerEnabled = buildConfig.googleClientId !== null
@@ -25,23 +26,29 @@ function redirectUri (): string {
 
 const currentPath = () => `${location.pathname}${location.search}`
 
-/** Leaves with a fresh state; the intent and the return path wait in session storage under it. */
-function leaveFor (kind: IntentKind, provider: SignInProvider, returnPath: string, authorizationUrl: (state: string) => string): void {
+/**
+ * Leaves with a fresh state; the intent, the return path and the PKCE verifier wait in session
+ * storage under it (the verifier only where the provider takes PKCE: Google and Microsoft).
+ */
+async function leaveFor (kind: IntentKind, provider: SignInProvider, returnPath: string, authorizationUrl: (state: string, proof: ProofOfPossession) => string): Promise<void> {
   const state = newState()
-  saveIntent(sessionStorage, state, { kind, provider, returnPath: safeReturnPath(returnPath, location.origin), createdAt: Date.now() })
-  location.assign(authorizationUrl(state))
+  const codeVerifier = newPkceVerifier()
+  const proof = { codeChallenge: await pkceChallenge(codeVerifier), nonce: await oidcNonceFor(codeVerifier) }
+  saveIntent(sessionStorage, state, { kind, provider, returnPath: safeReturnPath(returnPath, location.origin), createdAt: Date.now(), ...(provider === 'apple' ? {} : { codeVerifier }) })
+  location.assign(authorizationUrl(state, proof))
 }
 
 /** Leaves for Google: sign-in, or the calendar connect from a session. */
-export function startGoogle (kind: IntentKind, returnPath: string = currentPath()): void {
+export async function startGoogle (kind: IntentKind, returnPath: string = currentPath()): Promise<void> {
   const clientId = buildConfig.googleClientId
   if (clientId === null) return
-  leaveFor(kind, 'google', returnPath, (state) => googleAuthorizationUrl({
+  await leaveFor(kind, 'google', returnPath, (state, proof) => googleAuthorizationUrl({
     endpoint: buildConfig.googleAuthorizationEndpoint,
     clientId,
     redirectUri: redirectUri(),
     state,
-    scopes: GOOGLE_CALENDAR_SCOPES
+    scopes: GOOGLE_CALENDAR_SCOPES,
+    proof
   }))
 }
 
@@ -52,18 +59,18 @@ export function startGoogle (kind: IntentKind, returnPath: string = currentPath(
  */
 export async function startConnect (returnPath: string = currentPath()): Promise<void> {
   if (!await carryLocalEvents()) return
-  startGoogle('connect', returnPath)
+  await startGoogle('connect', returnPath)
 }
 
 /** Leaves for a provider's sign-in (logged out). */
-export function startSignIn (provider: SignInProvider, returnPath: string = currentPath()): void {
-  if (provider === 'google') return startGoogle('signin', returnPath)
+export async function startSignIn (provider: SignInProvider, returnPath: string = currentPath()): Promise<void> {
+  if (provider === 'google') return await startGoogle('signin', returnPath)
   const clientId = provider === 'microsoft' ? buildConfig.microsoftClientId : buildConfig.appleServicesId
   if (clientId === null) return
-  leaveFor('signin', provider, returnPath, (state) => {
+  await leaveFor('signin', provider, returnPath, (state, proof) => {
     const request = { clientId, redirectUri: redirectUri(), state }
     return provider === 'microsoft'
-      ? microsoftAuthorizationUrl({ ...request, endpoint: buildConfig.microsoftAuthorizationEndpoint })
+      ? microsoftAuthorizationUrl({ ...request, endpoint: buildConfig.microsoftAuthorizationEndpoint, proof })
       : appleAuthorizationUrl({ ...request, endpoint: buildConfig.appleAuthorizationEndpoint })
   })
 }
@@ -89,7 +96,7 @@ export async function finishCallback (): Promise<CallbackOutcome> {
   }
   try {
     if (intent.kind === 'signin') {
-      const answer = await api<{ status?: unknown, reason?: unknown }>('/auth/signinup', { method: 'POST', body: signInUpBody(intent.provider, params, redirectUri()) })
+      const answer = await api<{ status?: unknown, reason?: unknown }>('/auth/signinup', { method: 'POST', body: signInUpBody(intent.provider, params, redirectUri(), intent.codeVerifier) })
       const refusal = signInUpRefusal(answer)
       if (refusal !== null) return { ok: false, returnPath, message: refusal }
       await adoptSession()
@@ -97,7 +104,7 @@ export async function finishCallback (): Promise<CallbackOutcome> {
       return { ok: true, returnPath }
     }
     // Connect: the local events went to the account before the page left (startConnect).
-    return await connectWithCode(params, returnPath)
+    return await connectWithCode(params, returnPath, intent.codeVerifier)
   } catch (error) {
     if (error instanceof ApiError && error.status === 409) {
       const message = error.code === 'EXTERNAL_CONNECT_EMAIL_MISMATCH'
@@ -113,11 +120,11 @@ export async function finishCallback (): Promise<CallbackOutcome> {
  * The web's own connect path: the backend exchanges the code. The round trip's two analytics events
  * (the backend's oauth_callback, this oauth_return) share a correlation id made here.
  */
-async function connectWithCode (params: { code: string, state: string | null, scope: string | null }, returnPath: string): Promise<CallbackOutcome> {
+async function connectWithCode (params: { code: string, state: string | null, scope: string | null }, returnPath: string, codeVerifier: string | undefined): Promise<CallbackOutcome> {
   const correlationId = newCorrelationId()
   const redirect = (status: string) => ({ status, correlationId, provider: 'google' })
   try {
-    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), correlationId, ...(params.scope === null ? {} : { scope: params.scope }) } })
+    await api('/auth/extprovider/connect', { method: 'POST', body: { code: params.code, state: params.state, redirectUri: redirectUri(), correlationId, ...(params.scope === null ? {} : { scope: params.scope }), ...(codeVerifier === undefined ? {} : { codeVerifier }) } })
   } catch (error) {
     track(oauthReturnEvent(redirect(connectOutcome(error instanceof ApiError ? error.code : undefined)), 'connect'))
     throw error

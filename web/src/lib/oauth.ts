@@ -20,6 +20,8 @@ export interface OAuthIntent {
   /** Same-origin path to return to once the intent is finished. */
   returnPath: string
   createdAt: number
+  /** The PKCE verifier of the authorization (Google and Microsoft); the backend derives its nonce from it. */
+  codeVerifier?: string
   /** For a connect round trip started through the Sync service: connect or reconnect. */
   connectIntent?: ConnectIntent
   connectionId?: string
@@ -196,6 +198,9 @@ export const GOOGLE_CALENDAR_SCOPES = ['openid', 'email', 'profile', 'https://ww
 
 interface AuthorizationRequest { endpoint: string, clientId: string, redirectUri: string, state: string }
 
+/** PKCE S256 and the OIDC nonce of one authorization (lib/pkce.ts): the backend checks both at the exchange. */
+export interface ProofOfPossession { codeChallenge: string, nonce: string }
+
 /** OAuth's authorization-code request; each provider adds its own parameters. */
 function authorizationCodeUrl (request: AuthorizationRequest, scopes: string[], responseMode?: 'query' | 'form_post'): URL {
   const url = new URL(request.endpoint)
@@ -208,9 +213,16 @@ function authorizationCodeUrl (request: AuthorizationRequest, scopes: string[], 
   return url
 }
 
+function withProof (url: URL, proof: ProofOfPossession): URL {
+  url.searchParams.set('code_challenge', proof.codeChallenge)
+  url.searchParams.set('code_challenge_method', 'S256')
+  url.searchParams.set('nonce', proof.nonce)
+  return url
+}
+
 /** The authorization-code request with offline access (a refresh token on first consent). */
-export function googleAuthorizationUrl (options: AuthorizationRequest & { scopes: string[], loginHint?: string }): string {
-  const url = authorizationCodeUrl(options, options.scopes)
+export function googleAuthorizationUrl (options: AuthorizationRequest & { scopes: string[], loginHint?: string, proof: ProofOfPossession }): string {
+  const url = withProof(authorizationCodeUrl(options, options.scopes), options.proof)
   url.searchParams.set('access_type', 'offline')
   url.searchParams.set('include_granted_scopes', 'true')
   url.searchParams.set('prompt', 'consent')
@@ -236,11 +248,11 @@ export const MICROSOFT_SIGN_IN_SCOPES = ['openid', 'email', 'profile', 'offline_
 export const APPLE_SIGN_IN_SCOPES = ['name', 'email']
 
 /**
- * Microsoft's authorization-code request (identity platform v2.0, common tenant). No PKCE: the
- * backend redeems the code as a confidential client, with the application's secret.
+ * Microsoft's authorization-code request (identity platform v2.0, common tenant), with PKCE and a
+ * nonce though the backend redeems the code as a confidential client (RFC 9700, section 2.1.1).
  */
-export function microsoftAuthorizationUrl (request: AuthorizationRequest): string {
-  return authorizationCodeUrl(request, MICROSOFT_SIGN_IN_SCOPES, 'query').toString()
+export function microsoftAuthorizationUrl (request: AuthorizationRequest & { proof: ProofOfPossession }): string {
+  return withProof(authorizationCodeUrl(request, MICROSOFT_SIGN_IN_SCOPES, 'query'), request.proof).toString()
 }
 
 /** Apple's: asking for name or email obliges form_post, so the answer comes as a posted form. */
@@ -263,13 +275,13 @@ export function signInOptions (ids: { googleClientId: string | null, microsoftCl
 }
 
 /** The body of the session library's `POST /auth/signinup` (rid: thirdparty) for a code that came back. */
-export function signInUpBody (provider: SignInProvider, callback: Extract<CallbackParams, { kind: 'code' }>, redirectUri: string) {
+export function signInUpBody (provider: SignInProvider, callback: Extract<CallbackParams, { kind: 'code' }>, redirectUri: string, codeVerifier?: string) {
   const redirectURIQueryParams: Record<string, string> = { code: callback.code }
   if (callback.state !== null) redirectURIQueryParams['state'] = callback.state
   if (callback.scope !== null) redirectURIQueryParams['scope'] = callback.scope
   // Apple sends the name once, on the first authorization; the backend keeps it from there.
   if (provider === 'apple' && callback.user !== null) redirectURIQueryParams['user'] = callback.user
-  return { thirdPartyId: provider, redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams } }
+  return { thirdPartyId: provider, redirectURIInfo: { redirectURIOnProviderDashboard: redirectUri, redirectURIQueryParams, ...(codeVerifier === undefined ? {} : { pkceCodeVerifier: codeVerifier }) } }
 }
 
 /** What a person reads when the session library did not sign them in with a provider. */
