@@ -176,6 +176,8 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { sm
       postConnectRedirectUrl: WEB_URL,
       serviceUrl: `http://127.0.0.1:${PORTS.sync}`,
       backendUrl: `http://127.0.0.1:${PORTS.backend}`,
+      // The stack's own Radicale listens on loopback, which Sync otherwise refuses for a user's server.
+      privateAddressAllowlist: ['127.0.0.1'],
       execution: 'active',
       enforceLeastPrivilege: true,
       apiDatabase: 'calendar',

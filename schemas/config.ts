@@ -117,6 +117,11 @@ export const SyncSchema = section({
   cloudMutationMode: Type.Union([Type.Literal('enabled'), Type.Literal('maintenance')], { default: 'enabled' }),
   execution: Type.Union([Type.Literal('passive'), Type.Literal('active')], { default: 'passive' }),
   maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+  privateAddressAllowlist: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+    maxItems: 100,
+    description: 'Hosts (as written in a server URL), addresses and networks (CIDR) Sync may reach for a user though they are loopback, ' +
+      'private or link-local: the operator\'s own CalDAV servers. Every other such address is refused (default: none)'
+  })),
   enforceLeastPrivilege: Type.Optional(Type.Boolean()),
   apiDatabase: Type.Optional(Type.String({ minLength: 1 })),
   credentialEncryptionKey: Type.Optional(Type.String({

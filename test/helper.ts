@@ -108,6 +108,8 @@ export function testConfig (deps: Dependencies, overrides: ConfigOverrides = {})
       postConnectRedirectUrl: WEB_URL,
       // Nothing listens there unless a test starts the Sync service and says so.
       serviceUrl: overrides.syncUrl ?? 'http://127.0.0.1:9',
+      // The tests' Radicale listens on loopback, which Sync otherwise refuses for a user's server.
+      privateAddressAllowlist: ['127.0.0.1'],
       credentialEncryptionKey: randomBytes(32).toString('base64')
     },
     ...overrides.extra

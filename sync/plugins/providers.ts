@@ -50,6 +50,6 @@ export default fp<SyncProvidersOptions>(async function syncProviders (fastify, o
     throw new SyncStartupError('extprovider is configured but the backend block is missing: the Sync service needs backend.apiUrl (or sync.backendUrl) and backend.serviceToken to hand imported events to the backend')
   }
   // CalDAV needs no configuration of its own (each account names its server); its imports need the backend.
-  const caldav: ProviderRegistry = config.backend === undefined ? {} : { caldav: new CalDavAdapter({ now: () => fastify.syncClock.now(), ...options.caldav }) }
+  const caldav: ProviderRegistry = config.backend === undefined ? {} : { caldav: new CalDavAdapter({ now: () => fastify.syncClock.now(), privateAddressAllowlist: config.sync.privateAddressAllowlist ?? [], ...options.caldav }) }
   fastify.decorate('syncProviders', { ...fromConfig, ...caldav, ...options.providers })
 }, { name: 'sync-providers', dependencies: ['sync-config'] })

@@ -7,9 +7,14 @@
 // answer, and a calendar query answers megabytes; nothing promises other servers never do. A body
 // consumed in flowing mode from its first byte never makes the parser wait. Redirects are not
 // followed (a provider's redirect is an answer to look at, not to chase with the credentials).
-import { Agent, request } from 'undici'
+import { Agent, request, type Dispatcher } from 'undici'
+import { checkUrl, guardedDispatcher, type AddressPolicy } from './address-guard.js'
 
-const dispatcher = new Agent({ keepAliveTimeout: 4_000 })
+/** A provider answered more than its limit: the request failed, and what came was dropped. */
+export class ProviderAnswerTooLargeError extends Error {
+  override name = 'ProviderAnswerTooLargeError'
+}
+
 /** Statuses whose answer has no body (Fetch standard, "null body status"). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'PROPFIND' | 'REPORT' | 'OPTIONS' | 'HEAD'
@@ -24,24 +29,66 @@ function bodyOf (body: RequestInit['body']): string | Uint8Array | undefined {
   throw new TypeError('bufferedFetch sends text, form or byte bodies only')
 }
 
-export async function bufferedFetch (input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
-  const url = input instanceof Request ? input.url : String(input)
-  const headers = Object.fromEntries(new Headers(init.headers).entries())
-  const body = bodyOf(init.body)
-  // What fetch itself would add for a form body.
-  if (init.body instanceof URLSearchParams && headers['content-type'] === undefined) headers['content-type'] = 'application/x-www-form-urlencoded;charset=UTF-8'
-  const answer = await request(url, {
-    dispatcher,
-    method: (init.method ?? 'GET').toUpperCase() as Method,
-    headers,
-    ...(body === undefined ? {} : { body }),
-    ...(init.signal == null ? {} : { signal: init.signal })
-  })
-  const bytes = await answer.body.arrayBuffer()
-  const responseHeaders = new Headers()
-  for (const [name, value] of Object.entries(answer.headers)) {
-    if (value === undefined) continue
-    for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one)
+/** An answer read whole, but never past `maxBytes`: a larger one fails before it fills the memory. */
+async function readLimited (body: Dispatcher.ResponseData['body'], maxBytes: number, url: string): Promise<Uint8Array> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > maxBytes) {
+      body.destroy()
+      throw new ProviderAnswerTooLargeError(`the answer of ${new URL(url).host} is larger than ${maxBytes} bytes`)
+    }
+    chunks.push(chunk)
   }
-  return new Response(NULL_BODY_STATUSES.has(answer.statusCode) ? null : bytes, { status: answer.statusCode, headers: responseHeaders })
+  return Buffer.concat(chunks, size)
 }
+
+export type ProviderFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
+
+export interface ProviderFetchOptions {
+  /** The largest answer read (documented per provider); past it the request fails with ProviderAnswerTooLargeError. */
+  maxBytes: number
+  /** For addresses a user supplied: only what the policy permits is reached (address-guard.ts). */
+  policy?: AddressPolicy
+}
+
+/** A fetch for provider answers: read at once, within `maxBytes`, over its own pool (and address policy). */
+export function providerFetch (options: ProviderFetchOptions): ProviderFetch {
+  const dispatcher = options.policy === undefined ? new Agent({ keepAliveTimeout: 4_000 }) : guardedDispatcher(options.policy)
+  return async (input, init = {}) => {
+    const url = input instanceof Request ? input.url : String(input)
+    if (options.policy !== undefined) checkUrl(options.policy, new URL(url))
+    const headers = Object.fromEntries(new Headers(init.headers).entries())
+    const body = bodyOf(init.body)
+    // What fetch itself would add for a form body.
+    if (init.body instanceof URLSearchParams && headers['content-type'] === undefined) headers['content-type'] = 'application/x-www-form-urlencoded;charset=UTF-8'
+    const answer = await request(url, {
+      dispatcher,
+      method: (init.method ?? 'GET').toUpperCase() as Method,
+      headers,
+      ...(body === undefined ? {} : { body }),
+      ...(init.signal == null ? {} : { signal: init.signal })
+    })
+    const declared = Number(answer.headers['content-length'])
+    if (Number.isFinite(declared) && declared > options.maxBytes) {
+      answer.body.destroy()
+      throw new ProviderAnswerTooLargeError(`the answer of ${new URL(url).host} says it is ${declared} bytes, more than ${options.maxBytes}`)
+    }
+    const bytes = await readLimited(answer.body, options.maxBytes, url)
+    const responseHeaders = new Headers()
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value === undefined) continue
+      for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one)
+    }
+    return new Response(NULL_BODY_STATUSES.has(answer.statusCode) ? null : bytes, { status: answer.statusCode, headers: responseHeaders })
+  }
+}
+
+/**
+ * Google's and Microsoft's answers (a page of up to 2,500 events, a batch of 20 requests) stay
+ * far below this; it bounds what a misbehaving endpoint can make Sync hold.
+ */
+export const CLOUD_PROVIDER_ANSWER_LIMIT_BYTES = 32 * 1024 * 1024
+
+export const bufferedFetch: ProviderFetch = providerFetch({ maxBytes: CLOUD_PROVIDER_ANSWER_LIMIT_BYTES })

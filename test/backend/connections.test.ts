@@ -49,6 +49,25 @@ test('connections through the backend', async (t) => {
     t.equal((await app.inject({ method: 'POST', url: '/api/connections/refresh' })).statusCode, 401)
   })
 
+  await t.test('a CalDAV connect: a server URL holding a password is refused (400); more than 10 a minute is 429', async (t) => {
+    const caldav = async (serverUrl: string, headers = user.headers) =>
+      await app.inject({ method: 'POST', url: '/api/connections/caldav', headers, payload: { serverUrl, username: 'me', password: 'app-password' } })
+    const userinfo = await caldav('https://me:secret@caldav.example.com/')
+    t.equal(userinfo.statusCode, 400)
+    t.match(userinfo.json(), { code: 'VALIDATION', message: /user name or password/ })
+
+    const other = await signUp(app, { email: uniqueEmail('prober'), password: 'pw-for-prober-1' })
+    const statuses: number[] = []
+    for (let attempt = 0; attempt < 11; attempt++) statuses.push((await caldav(`http://10.0.0.${attempt + 1}/`, other.headers)).statusCode)
+    // This Sync has no CalDAV adapter (400 PROVIDER_NOT_CONFIGURED); what counts is that each went to it.
+    t.same(statuses.slice(0, 10), Array(10).fill(400), 'ten went through to Sync')
+    const limited = await caldav('http://10.0.0.99/', other.headers)
+    t.equal(statuses[10], 429, 'the eleventh within a minute is limited')
+    t.equal(limited.json().code, 'RATE_LIMITED')
+    t.ok(Number(limited.headers['retry-after']) > 0, 'with Retry-After')
+    t.not((await caldav('http://10.0.0.1/')).statusCode, 429, 'another user is not limited by it')
+  })
+
   await t.test('Sync away: 503 SYNC_UNAVAILABLE with Retry-After', async (t) => {
     await sync.stop()
     for (const answer of [await begin(), await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })]) {

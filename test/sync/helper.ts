@@ -58,6 +58,8 @@ export function testConfig (databaseUriValue: string, sync: Partial<SyncConfig['
       cloudMutationMode: 'enabled',
       execution: 'active',
       credentialEncryptionKey: ENCRYPTION_KEY,
+      // The tests' Radicale listens on loopback, which Sync otherwise refuses for a user's server.
+      privateAddressAllowlist: ['127.0.0.1'],
       ...sync
     }
   }

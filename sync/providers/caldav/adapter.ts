@@ -6,7 +6,8 @@ import { retryAfterMs } from '../../../lib/backoff.js'
 import ICAL from 'ical.js'
 import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
-import { bufferedFetch } from '../buffered-fetch.js'
+import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
+import { AddressRefusedError, addressPolicy } from '../address-guard.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {
@@ -34,9 +35,23 @@ export interface CalDavAdapterOptions {
   pollIntervalMs?: number
   /** The instant a removal is dated with (the service's clock). */
   now?: () => Date
-  /** How requests reach the server (bufferedFetch); tests put another client's change between two of them. */
-  fetch?: typeof bufferedFetch
+  /**
+   * How requests reach the server; by default a fetch that reaches only public addresses (and
+   * those of `privateAddressAllowlist`) and reads at most `maxAnswerBytes` of an answer. Tests put
+   * another client's change between two requests.
+   */
+  fetch?: ProviderFetch
+  /** sync.privateAddressAllowlist: the hosts and networks of the operator's own CalDAV servers. */
+  privateAddressAllowlist?: readonly string[]
+  /** The largest answer read (default CALDAV_ANSWER_LIMIT_BYTES). */
+  maxAnswerBytes?: number
 }
+
+/**
+ * A DAV answer larger than this fails the request: a listing of hrefs and etags holds tens of
+ * thousands of events within it, and resources are read in pages (calendar-multiget).
+ */
+export const CALDAV_ANSWER_LIMIT_BYTES = 10 * 1024 * 1024
 
 /** What connecting needs from the person: where the server is and how to sign in. */
 export interface CalDavAccount {
@@ -154,11 +169,11 @@ export class CalDavAdapter implements ProviderPort {
   readonly provider = 'caldav' as const
   readonly pollIntervalMs: number
   readonly #options: CalDavAdapterOptions
-  readonly #transport: typeof bufferedFetch
+  readonly #transport: ProviderFetch
 
   constructor (options: CalDavAdapterOptions = {}) {
     this.#options = options
-    this.#transport = options.fetch ?? bufferedFetch
+    this.#transport = options.fetch ?? providerFetch({ maxBytes: options.maxAnswerBytes ?? CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(options.privateAddressAllowlist) })
     this.pollIntervalMs = options.pollIntervalMs ?? CALDAV_POLL_INTERVAL_MS
   }
 
@@ -209,6 +224,8 @@ export class CalDavAdapter implements ProviderPort {
       const components = JSON.stringify(props['supportedCalendarComponentSet'] ?? '')
       if (components.length > 2 && !components.includes('VEVENT')) continue
       const url = new URL(response.href, home).toString()
+      // A calendar on another host is not this server's: it is never listed, so never pulled or written.
+      if (new URL(url).origin !== new URL(this.#server(context)).origin) continue
       found.push({ calendarId: url, name: text(props['displayname']) ?? url, primary: false, timeZone: zoneOf(text(props['calendarTimezone'])), ...colorOf(text(props['calendarColor'])) })
     }
     found.sort((a, b) => a.calendarId.localeCompare(b.calendarId))
@@ -217,24 +234,39 @@ export class CalDavAdapter implements ProviderPort {
     return found
   }
 
+  /**
+   * Lists the calendar's resources (hrefs and etags only), then reads them in pages of `pageSize`
+   * (calendar-multiget), so no answer holds the whole calendar: each stays within the answer limit.
+   */
   async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
     // Read before the listing, so a change made while the listing runs is pulled afterwards.
     const state = request.window ? null : await this.#collectionState(context, calendar.calendarId)
     const range = request.window
       ? `<c:time-range start="${ICAL.Time.fromJSDate(request.window.from, true).toICALString()}" end="${ICAL.Time.fromJSDate(request.window.to, true).toICALString()}"/>`
       : ''
-    const resources = await this.#query(context, calendar.calendarId,
-      `<c:calendar-query ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`)
-    const events = resources.map((resource) => eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
-    await this.#pages(events, Number(request.pageToken ?? 0) || 0, sink)
-    if (state === null) return { cursor: null }
+    const listed = await this.#listing(context, calendar.calendarId,
+      `<c:calendar-query ${DAV_NAMESPACES}><d:prop><d:getetag/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`)
+    const size = this.#options.pageSize ?? 250
+    const offset = Number(request.pageToken ?? 0) || 0
     const overrides: KnownOverrides = {}
-    resources.forEach((resource, index) => {
-      const starts = overrideStarts(events[index] ?? [])
-      if (Object.keys(starts).length > 0) overrides[resource.href] = starts
-    })
+    const etags: Record<string, string> = Object.fromEntries(listed.map((entry) => [entry.href, entry.etag ?? '']))
+    if (listed.length <= offset) await sink({ events: [], nextPageToken: null })
+    for (let start = offset; start < listed.length; start += size) {
+      const resources = await this.#multiget(context, calendar.calendarId, listed.slice(start, start + size).map((entry) => entry.href))
+      const events: ProviderEvent[] = []
+      for (const resource of resources) {
+        const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+        const starts = overrideStarts(found)
+        if (Object.keys(starts).length > 0) overrides[resource.href] = starts
+        // The version read is the one delivered: a change since the listing is that version's.
+        etags[resource.href] = resource.etag ?? ''
+        events.push(...found)
+      }
+      await sink({ events, nextPageToken: start + size < listed.length ? String(start + size) : null })
+    }
+    if (state === null) return { cursor: null }
     if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken, overrides }) }
-    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags: Object.fromEntries(resources.map((resource) => [resource.href, resource.etag ?? ''])), overrides }) }
+    return { cursor: encodeCursor({ kind: 'etags', ctag: state.ctag, etags, overrides }) }
   }
 
   async pullChanges (context: ProviderContext, calendar: ProviderCalendar, cursor: string, sink: ProviderEventSink): Promise<PullResult> {
@@ -295,6 +327,10 @@ export class CalDavAdapter implements ProviderPort {
     const isNew = resourceId === null
     const href = resourceId ?? new URL(resourceNameFor(context.connectionId, write.eventId), calendar.calendarId.endsWith('/') ? calendar.calendarId : `${calendar.calendarId}/`).pathname
     const url = new URL(href, calendar.calendarId).toString()
+    // An id that is a URL of its own, or leaves the calendar's collection, names no resource of this calendar.
+    if (!url.startsWith(calendar.calendarId.endsWith('/') ? calendar.calendarId : `${calendar.calendarId}/`)) {
+      throw new ProviderRejectedError('the event\'s provider id names no resource of its calendar', 400)
+    }
     const removal = write.operation === 'delete' || subject.cancelled === true
 
     for (let attempt = 1; ; attempt++) {
@@ -368,18 +404,6 @@ export class CalDavAdapter implements ProviderPort {
 
   async unwatch (): Promise<void> {}
 
-  async #pages (events: ProviderEvent[][], offset: number, sink: ProviderEventSink): Promise<void> {
-    const size = this.#options.pageSize ?? 250
-    if (events.length <= offset) {
-      await sink({ events: [], nextPageToken: null })
-      return
-    }
-    for (let start = offset; start < events.length; start += size) {
-      const next = start + size < events.length ? String(start + size) : null
-      await sink({ events: events.slice(start, start + size).flat(), nextPageToken: next })
-    }
-  }
-
   /**
    * Hands the backend the changed resources and the removed ones, and answers the overrides known
    * afterwards. An override the resource had when last read and no longer has (another client
@@ -396,10 +420,7 @@ export class CalDavAdapter implements ProviderPort {
       return overrides
     }
     for (let start = 0; start < changed.length; start += size) {
-      const chunk = changed.slice(start, start + size)
-      const hrefs = chunk.map((href) => `<d:href>${xmlEscape(href)}</d:href>`).join('')
-      const resources = await this.#query(context, calendar.calendarId,
-        `<c:calendar-multiget ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop>${hrefs}</c:calendar-multiget>`)
+      const resources = await this.#multiget(context, calendar.calendarId, changed.slice(start, start + size))
       const events: ProviderEvent[] = []
       for (const resource of resources) {
         const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
@@ -422,6 +443,21 @@ export class CalDavAdapter implements ProviderPort {
     const [response] = await this.#dav(context, calendarUrl, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><d:sync-token/><cs:getctag/></d:prop></d:propfind>`)
     const props = response === undefined ? {} : propsOf(response)
     return { syncToken: text(props['syncToken']), ctag: text(props['getctag']) }
+  }
+
+  /** The resources named, with their data (calendar-multiget, RFC 4791 section 7.9). */
+  async #multiget (context: ProviderContext, calendarUrl: string, hrefs: string[]): Promise<Resource[]> {
+    const named = hrefs.map((href) => `<d:href>${xmlEscape(href)}</d:href>`).join('')
+    return await this.#query(context, calendarUrl, `<c:calendar-multiget ${DAV_NAMESPACES}><d:prop><d:getetag/><c:calendar-data/></d:prop>${named}</c:calendar-multiget>`)
+  }
+
+  /** The collection's resources a report names, hrefs and etags only. */
+  async #listing (context: ProviderContext, calendarUrl: string, body: string): Promise<Array<{ href: string, etag: string | null }>> {
+    const collection = new URL(calendarUrl).pathname
+    return (await this.#dav(context, calendarUrl, 'REPORT', '1', body))
+      .filter((response) => response.href !== undefined && response.status !== 404)
+      .map((response) => ({ href: new URL(response.href as string, calendarUrl).pathname, etag: text(propsOf(response)['getetag']) }))
+      .filter((entry) => entry.href !== collection)
   }
 
   async #query (context: ProviderContext, calendarUrl: string, body: string): Promise<Resource[]> {
@@ -474,7 +510,8 @@ export class CalDavAdapter implements ProviderPort {
     let responses: DAVResponse[]
     // tsdav's answers carry no headers; the Retry-After of a refusal is read on the way.
     let retryAfter: string | null = null
-    const transport: typeof bufferedFetch = async (input, init) => {
+    const transport: ProviderFetch = async (input, init) => {
+      this.#onServer(context, String(input instanceof Request ? input.url : input))
       const response = await this.#transport(input, init)
       retryAfter = response.headers.get('retry-after')
       return response
@@ -514,7 +551,18 @@ export class CalDavAdapter implements ProviderPort {
     return new ProviderRejectedError(`the CalDAV server refused (${what}: ${status})`, status)
   }
 
+  /**
+   * Every request of a connection stays on the origin of the server the person gave: an href an
+   * answer names on another host (or a stored id that does) is never sent the password.
+   */
+  #onServer (context: ProviderContext, url: string): void {
+    if (new URL(url).origin !== new URL(this.#server(context)).origin) {
+      throw new AddressRefusedError(`the CalDAV server named a URL on another origin (${new URL(url).origin})`)
+    }
+  }
+
   async #fetch (context: ProviderContext, url: string, init: { method: string, headers?: Record<string, string>, body?: string }): Promise<Response> {
+    this.#onServer(context, url)
     try {
       return await this.#transport(url, { ...init, headers: { ...this.#headers(context), ...init.headers }, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch (error) {

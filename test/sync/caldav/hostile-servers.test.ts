@@ -1,0 +1,105 @@
+// A CalDAV server URL is the user's to give, and every href its answers hold is the server's: Sync
+// reaches only public addresses (and those the operator allows), stays on the origin of the server
+// given, and reads every answer within a limit. Against a DAV server of the tests' own that
+// misbehaves (hostile-dav.ts), through Sync's internal connect route and with the production
+// transport (no test fetch in between).
+import { test } from 'tap'
+import { buildSyncApp, newUserId, startDatabase } from '../helper.js'
+import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import { startHostileDav, type HostileDav } from './hostile-dav.js'
+
+/** Sync whose CalDAV adapter is the production one, allowed to reach `localhost` by name only. */
+async function startSync (t: Parameters<typeof buildSyncApp>[0], options: { maxAnswerBytes?: number } = {}) {
+  const database = await startDatabase(t)
+  const caldav = new CalDavAdapter({ privateAddressAllowlist: ['localhost'], timeoutMs: 3_000, ...options })
+  const built = await buildSyncApp(t, database, { providers: { caldav } })
+  const connect = async (serverUrl: string) => {
+    const userId = newUserId()
+    const answer = await built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/caldav`, body: { serverUrl, username: 'mallory', password: 'the-users-app-password' }, userId })
+    return { userId, statusCode: answer.statusCode, body: answer.json<Record<string, unknown>>() }
+  }
+  return { ...built, connect }
+}
+
+function authorizedRequests (dav: HostileDav): number {
+  return dav.requests.filter((request) => request.authorized).length
+}
+
+test('addresses Sync must not reach for a user: every spelling of loopback, private and link-local is refused before a byte is sent', async (t) => {
+  const sync = await startSync(t)
+  const dav = await startHostileDav(t)
+  const spellings = [
+    `http://127.0.0.1:${dav.port}/`,
+    `http://127.1:${dav.port}/`,
+    `http://2130706433:${dav.port}/`,
+    `http://0x7f.0.0.1:${dav.port}/`,
+    `http://[::1]:${dav.port}/`,
+    `http://[::ffff:127.0.0.1]:${dav.port}/`,
+    `http://127.0.0.2:${dav.port}/`,
+    'http://169.254.169.254/latest/meta-data/',
+    'http://10.0.0.1/',
+    'http://192.168.1.1/',
+    'http://100.64.0.1/',
+    'http://[fd00::1]/',
+    'http://[fe80::1]/',
+    'http://0.0.0.0/'
+  ]
+  for (const serverUrl of spellings) {
+    const answer = await sync.connect(serverUrl)
+    t.equal(answer.statusCode, 422, serverUrl)
+    t.equal(answer.body['code'], 'CALDAV_DISCOVERY_FAILED', `${serverUrl}: the same answer as a server without CalDAV`)
+    t.same(await sync.app.syncConnections.listByUser(answer.userId), [], `${serverUrl}: nothing stored`)
+  }
+  t.equal(dav.requests.length, 0, 'the listener on loopback received nothing')
+
+  const allowed = await sync.connect(`${dav.url}/`)
+  t.equal(allowed.statusCode, 200, 'the host the operator allows by name is reached')
+  t.ok(authorizedRequests(dav) > 0)
+})
+
+test('a name that resolves to loopback is refused unless the operator allows it; the address is checked, not the name', async (t) => {
+  const database = await startDatabase(t)
+  const built = await buildSyncApp(t, database, { providers: { caldav: new CalDavAdapter({ timeoutMs: 3_000 }) } })
+  const dav = await startHostileDav(t)
+  const userId = newUserId()
+  const answer = await built.signed({ method: 'POST', url: `/internal/users/${userId}/connections/caldav`, body: { serverUrl: `${dav.url}/`, username: 'mallory', password: 'pw' }, userId })
+  t.equal(answer.statusCode, 422)
+  t.equal(answer.json().code, 'CALDAV_DISCOVERY_FAILED')
+  t.equal(dav.requests.length, 0, 'nothing was sent to localhost')
+})
+
+test('hrefs on another origin: the password never goes there, and a calendar there is not listed', async (t) => {
+  const sync = await startSync(t)
+  const elsewhere = await startHostileDav(t)
+  const dav = await startHostileDav(t, { principal: `${elsewhere.url}/principal/` })
+  const refused = await sync.connect(`${dav.url}/`)
+  t.equal(refused.statusCode, 422, 'a principal on another origin is no principal')
+  t.equal(elsewhere.requests.length, 0, 'the other server received nothing, the password least of all')
+
+  dav.mode = { calendars: ['/calendars/work/', `${elsewhere.url}/calendars/stolen/`] }
+  const connected = await sync.connect(`${dav.url}/`)
+  t.equal(connected.statusCode, 200)
+  t.equal(connected.body['calendars'], 1, 'only the calendar on the server\'s own origin counts')
+  const stored = await sync.app.syncCalendars.listByConnection(String(connected.body['connectionId']))
+  t.notOk(stored.some((calendar) => calendar.calendarId.includes(String(elsewhere.port))), 'the other origin\'s calendar is not stored')
+  t.equal(elsewhere.requests.length, 0, 'and never asked')
+})
+
+test('an answer past the limit fails the connect at once, and so does a flood of elements', async (t) => {
+  const sync = await startSync(t, { maxAnswerBytes: 1024 * 1024 })
+  const huge = await startHostileDav(t, { hugeHome: 50 * 1024 * 1024 })
+  const answer = await sync.connect(`${huge.url}/`)
+  t.equal(answer.statusCode, 422)
+  t.same(await sync.app.syncConnections.listByUser(answer.userId), [])
+  const flood = await startHostileDav(t, { floodHome: 2_000_000 })
+  t.equal((await sync.connect(`${flood.url}/`)).statusCode, 422, 'many tiny elements are bytes too')
+})
+
+test('a server that never answers costs its connect the deadline, then 422', async (t) => {
+  const sync = await startSync(t)
+  const silent = await startHostileDav(t, { silent: true })
+  const began = Date.now()
+  const answer = await sync.connect(`${silent.url}/`)
+  t.equal(answer.statusCode, 422)
+  t.ok(Date.now() - began < 20_000, 'bounded by the request deadline')
+})
