@@ -185,12 +185,38 @@ export const crossKeyRules: CrossKeyRule[] = [
       : [{ key: 'scheduler.signingKey', rule: 'must be the private half of sync.maintenanceKey, or the Sync service refuses every maintenance call', severity: 'error' }]
   },
   {
+    // Session cookies are Secure only over https, and provider codes and tokens cross these URLs:
+    // a production install is reached over TLS (ended at a proxy in front or not). A trial on the
+    // same machine (localhost) is the exception browsers make themselves.
+    services: ['backend', 'sync'],
+    check: (config) => {
+      if (config.runtime.nodeEnv !== 'production') return []
+      const urls: Array<[string, string | undefined]> = [
+        ['web.url', config.web?.url], ['backend.apiUrl', config.backend?.apiUrl], ['sync.callbackBaseUrl', config.sync.callbackBaseUrl], ['sync.postConnectRedirectUrl', config.sync.postConnectRedirectUrl]
+      ]
+      return urls.filter(([, url]) => url !== undefined && !isSecureOrLocal(url)).map(([key]) => ({
+        key,
+        rule: 'must be an https URL when runtime.nodeEnv is production (http only for localhost): session cookies and provider codes travel there',
+        severity: 'error' as const
+      }))
+    }
+  },
+  {
     services: ['backend'],
     check: ({ email, runtime }) => email?.scheduleProfile === 'fast' && runtime.nodeEnv === 'production'
       ? [{ key: 'email.scheduleProfile', rule: 'fast is refused when runtime.nodeEnv is production', severity: 'error' }]
       : []
   }
 ]
+
+function isSecureOrLocal (value: string): boolean {
+  try {
+    const url = new URL(value)
+    return url.protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)
+  } catch {
+    return false
+  }
+}
 
 export function checkCrossKeyRules (config: AnyConfig, service: ServiceName): RuleFinding[] {
   return crossKeyRules

@@ -51,6 +51,9 @@ const refusals: Array<[string, Record<string, unknown>, RegExp]> = [
   ['the email vendor\'s base address in production', { email: { provider: 'log', apiBase: 'http://127.0.0.1:8025' } }, /^config: email\.apiBase points at a stand-in and is refused when runtime\.nodeEnv is production$/],
   ['a Stripe stand-in address in production', { billing: { secretKey: 'sk_live_1', webhookSecret: 'whsec_1', priceId: 'price_1', publishableKey: 'pk_live_1', endpointBase: 'http://127.0.0.1:12111' } }, /^config: billing\.endpointBase points at a stand-in and is refused when runtime\.nodeEnv is production$/],
   ['an unknown email provider', { email: { provider: 'carrier-pigeon' } }, /^config: email\.provider must be one of mailer, log$/],
+  ['a plain-http web.url in production', { 'web.url': 'http://calendar.example.com', 'backend.originsAllowed': ['http://calendar.example.com'] }, /^config: web\.url must be an https URL when runtime\.nodeEnv is production \(http only for localhost\)/],
+  ['a plain-http API URL in production', { 'backend.apiUrl': 'http://calendar.example.com/api' }, /^config: backend\.apiUrl must be an https URL when runtime\.nodeEnv is production/],
+  ['plain-http callbacks in production', { 'sync.callbackBaseUrl': 'http://calendar.example.com/sync' }, /^config: sync\.callbackBaseUrl must be an https URL/],
   ['a port out of range', { 'backend.port': 70000 }, /^config: backend\.port must be integer to be less or equal to 65535$/]
 ]
 
@@ -65,6 +68,13 @@ for (const [name, patch, expected] of refusals) {
     }
   })
 }
+
+test('http is accepted for localhost in production (a trial on the same machine) and anywhere outside production', async (t) => {
+  const local = { 'web.url': 'http://localhost:9080', 'backend.originsAllowed': ['http://localhost:9080'], 'backend.apiUrl': 'http://localhost:3000/api', 'sync.callbackBaseUrl': 'http://localhost:3000/sync', 'sync.postConnectRedirectUrl': 'http://localhost:9080' }
+  t.equal(parseConfig(exampleWith(local), 'backend').config.web.url, 'http://localhost:9080')
+  const plain = { 'web.url': 'http://calendar.example.com', 'backend.originsAllowed': ['http://calendar.example.com'], 'runtime.nodeEnv': 'development' }
+  t.equal(parseConfig(exampleWith(plain), 'backend').config.web.url, 'http://calendar.example.com')
+})
 
 test('fast schedule is accepted outside production', async (t) => {
   const { config } = parseConfig(exampleWith({ 'runtime.nodeEnv': 'development', email: { provider: 'log', scheduleProfile: 'fast' } }), 'backend')
