@@ -1,5 +1,5 @@
 // The token stores and the front token, as a client reads them: no server needed.
-import { mkdtemp, readFile, stat, writeFile, chmod } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'tap'
@@ -51,4 +51,20 @@ test('the file store: 0600 in a 0700 folder, for one API only, and forgiving of 
   await t.rejects(readFile(path), { code: 'ENOENT' })
   await store.clear()
   await t.rejects(new FileTokenStore(dir, 'x').load(), { code: 'EISDIR' }, 'an unreadable path is an error, not a sign-out')
+  t.same((await readdir(dir)).filter((name) => name.endsWith('.tmp')), [], 'no temporary file is left behind')
+})
+
+test('the file store saves nothing into a folder others may write to, or through a link', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'calendar-tokens-'))
+  const shared = join(root, 'shared')
+  await mkdir(shared, { mode: 0o777 })
+  await chmod(shared, 0o777)
+  await t.rejects(new FileTokenStore(join(shared, 'tokens.json'), 'x').save(tokens(1)), /others may write to the token folder/)
+  t.same(await readdir(shared), [], 'nothing written')
+
+  const real = join(root, 'real')
+  await mkdir(real, { mode: 0o700 })
+  await symlink(real, join(root, 'link'))
+  await t.rejects(new FileTokenStore(join(root, 'link', 'tokens.json'), 'x').save(tokens(1)), /is not a folder \(a link\?\)/)
+  t.same(await readdir(real), [], 'nothing written through the link')
 })
