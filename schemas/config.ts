@@ -148,7 +148,7 @@ export const BillingSchema = section({
   webhookSecret: Type.Optional(Type.String({ secret: true })),
   priceId: Type.Optional(Type.String()),
   publishableKey: Type.Optional(Type.String()),
-  bypassEmails: Type.Array(Type.String({ minLength: 3 }), { default: [], description: 'Accounts (staff, test accounts) that the billing gate never refuses; matched case-insensitively' }),
+  bypassEmails: Type.Array(Type.String({ minLength: 3 }), { default: [], description: 'Accounts (staff, test accounts) that the billing gate never refuses once their address is verified; matched case-insensitively' }),
   endpointBase: Type.Optional(Url('Development only: the origin of a Stripe stand-in that serves Stripe\'s own paths; refused when runtime.nodeEnv is production'))
 }, 'Billing: all four keys or the block is omitted')
 

@@ -96,7 +96,8 @@ export function createBillingService (deps: {
   async function bypassed (userId: string): Promise<boolean> {
     if (config.bypassEmails.length === 0) return false
     const user = await users.findById(userId)
-    return isBypassed(config.bypassEmails, user?.email)
+    // Only an address the user has proven: anyone can sign up with a staff address they do not hold.
+    return user?.emailVerified === true && isBypassed(config.bypassEmails, user.email)
   }
 
   async function customerOf (userId: string, record: BillingRecord): Promise<string> {

@@ -4,9 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import tap, { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
-import supertokens from 'supertokens-node'
-import EmailVerification from 'supertokens-node/recipe/emailverification'
-import { buildApp, signIn, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
+import { buildApp, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, type SignedIn } from '../helper.js'
 import { createCredentialCipher, userRefreshTokenBinding } from '../../lib/credential-cipher.js'
 import type { UserDocument } from '../../plugins/app/users.js'
 import { oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
@@ -57,13 +55,6 @@ async function verifiedPasswordUser (label: string): Promise<{ email: string, pa
   await verifyEmail(created.userId, email)
   // The next sign-in records that the address is proven.
   return { email, password, session: await signIn(app, { email, password }) }
-}
-
-async function verifyEmail (userId: string, email: string): Promise<void> {
-  const token = await EmailVerification.createEmailVerificationToken('public', supertokens.convertToRecipeUserId(userId), email)
-  if (token.status !== 'OK') throw new Error(`no verification token: ${token.status}`)
-  const verified = await EmailVerification.verifyEmailUsingToken('public', token.token)
-  if (verified.status !== 'OK') throw new Error(`not verified: ${verified.status}`)
 }
 
 test('the one redirect URI is enforced before any exchange; tokens instead of a code are refused', async (t) => {

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import Stripe from 'stripe'
 import { ObjectId } from 'mongodb'
-import { buildApp, listen, signUp, startDependencies, uniqueEmail, WEB_URL, type SignedIn } from '../helper.js'
+import { buildApp, listen, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, WEB_URL, type SignedIn } from '../helper.js'
 import { DEFAULT_PRICE, startStripeStandIn, type StripeStandIn } from '../../dev/stripe/index.js'
 import type { FastifyInstance } from 'fastify'
 import { SUBSCRIPTION_STATUSES } from '../../schemas/billing.js'
@@ -306,11 +306,16 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     await records.insertOne({ _id: new ObjectId(user.userId), customerId: 'cus_half' } as never)
     t.equal((await write(app, user)).statusCode, 403, 'no trial end: read-only, not let through')
 
-    const staff = await signUp(app, { email: bypassEmail, password: 'pw-for-staff-1' })
-    await status(app, staff)
-    await records.updateOne({ _id: new ObjectId(staff.userId) }, { $set: { trialEndsAt: new Date(Date.now() - DAY_MS) } })
+    const unproven = await signUp(app, { email: bypassEmail, password: 'pw-for-staff-1' })
+    await status(app, unproven)
+    await records.updateOne({ _id: new ObjectId(unproven.userId) }, { $set: { trialEndsAt: new Date(Date.now() - DAY_MS) } })
+    t.match(await status(app, unproven), { subscriptionStatus: 'trial_expired', isReadOnly: true, bypass: false }, 'a staff address nobody has proven yet is not bypassed')
+    t.equal((await write(app, unproven)).statusCode, 403)
+
+    await verifyEmail(unproven.userId, bypassEmail)
+    const staff = await signIn(app, { email: bypassEmail, password: 'pw-for-staff-1' })
     t.match(await status(app, staff), { subscriptionStatus: 'trial_expired', isReadOnly: false, bypass: true })
-    t.equal((await write(app, staff)).statusCode, 204, 'matched case-insensitively')
+    t.equal((await write(app, staff)).statusCode, 204, 'once verified, matched case-insensitively')
   })
 })
 
