@@ -40,9 +40,20 @@ function escapeHtml (value: string): string {
   return value.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`)
 }
 
+/**
+ * A name as the greeting may say it: letters of any script, spaces, hyphens, apostrophes and dots,
+ * at most 40 characters. Anything else (a URL, a sentence with punctuation, markup) is not a name,
+ * and a mail client would turn a URL in the text part into a link: the greeting is then plain.
+ */
+export function greetableName (name: string | undefined): string | null {
+  const trimmed = name?.trim().replace(/\s+/g, ' ') ?? ''
+  return /^[\p{L}\p{M}][\p{L}\p{M} .'’-]{0,39}$/u.test(trimmed) && !/\.\S/.test(trimmed) ? trimmed : null
+}
+
 export function renderEmail (step: EmailStepKey, input: { name: string | undefined, webUrl: string, unsubscribeLink: string }): RenderedEmail {
   const copy = COPY[step]
-  const greeting = input.name === undefined || input.name.trim() === '' ? 'Hello,' : `Hello ${input.name.trim()},`
+  const name = greetableName(input.name)
+  const greeting = name === null ? 'Hello,' : `Hello ${name},`
   const action = copy.action === undefined ? undefined : { label: copy.action.label, url: new URL(copy.action.path, input.webUrl).toString() }
   const text = [
     greeting,

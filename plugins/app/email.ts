@@ -184,7 +184,9 @@ export function createEmailBlock (parts: BlockParts): EmailBlock {
     if (user === null) return undefined
     const suppression = await recipients.findOne({ _id: userId })
     return {
-      name: user.name,
+      // A name is whatever the person typed at sign-up: mailed to an address nobody has proven,
+      // it would be a stranger's words in our mail to someone else, so it waits for verification.
+      name: user.emailVerified === true ? user.name : undefined,
       recipient: {
         email: user.email,
         suppressed: suppression !== null,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
-import { buildApp, freePort, listen, signUp, startDependencies, uniqueEmail, type BuiltApp, type Dependencies } from '../helper.js'
+import { buildApp, freePort, listen, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, type BuiltApp, type Dependencies } from '../helper.js'
 import { waitFor } from '../processes.js'
 import { startMailCatcher, type CaughtMail, type MailCatcher } from '../../dev/mail/index.js'
 import { signResendWebhook } from '../../lib/email-vendor.js'
@@ -106,8 +106,13 @@ test('email block', async (t) => {
     await app.email!.enroll({ _id: new ObjectId(user.userId), signedUpAt: new Date(signedUpAt) })
     t.equal((await emailApp1.sends()).length, 4)
 
+    // Ada proves her address; the name she chose is mailed only then.
+    await verifyEmail(user.userId, address)
+    await signIn(app, { email: address, password: 'pw-for-welcome-1' })
+
     // Two more sign-ups, so the first tick has three welcome mails to pace.
-    await signUp(app, { email: uniqueEmail('pacing'), password: 'pw-for-pacing-1' })
+    const unproven = uniqueEmail('pacing')
+    await signUp(app, { email: unproven, password: 'pw-for-pacing-1', name: 'Your account is suspended, see http://evil.example' })
     await signUp(app, { email: uniqueEmail('pacing'), password: 'pw-for-pacing-2' })
     time.catchUp()
     const report = await app.email!.tick()
@@ -118,7 +123,10 @@ test('email block', async (t) => {
     const mail = mails[0]!
     t.equal(mail.subject, 'Welcome to Calendar')
     t.match(mail.html, /<a href="http:\/\/localhost:3000\/api\/email\/unsubscribe\?token=/)
-    t.match(mail.text, /Hello Ada,/)
+    t.match(mail.text, /^Hello Ada,/, 'a verified address: greeted by name')
+    const strangers = apiMails(catcher, unproven)[0]
+    t.match(strangers?.text, /^Hello,\n/, 'an address nobody has proven: the name someone typed is not in the mail')
+    t.notMatch(`${strangers?.text ?? ''}${strangers?.html ?? ''}`, /evil|suspended/)
     const link = mail.headers?.['List-Unsubscribe']?.replace(/^<|>$/g, '') ?? ''
     t.match(link, /^http:\/\/localhost:3000\/api\/email\/unsubscribe\?token=[0-9a-f]{24}\.[A-Za-z0-9_-]+$/, 'one /api, never /api/api')
     t.equal(mail.headers?.['List-Unsubscribe-Post'], 'List-Unsubscribe=One-Click')

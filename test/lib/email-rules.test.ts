@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { afterFailure, decideSend, dayLength, enrollmentRows, staleAfterMs, type Recipient } from '../../lib/email-sequence.js'
 import { apiLink, listUnsubscribeHeaders, unsubscribeKey, unsubscribeLink, unsubscribeToken, userOfUnsubscribeToken } from '../../lib/email-links.js'
-import { renderEmail } from '../../lib/email-templates.js'
+import { greetableName, renderEmail } from '../../lib/email-templates.js'
 
 // The email block's rules, cell by cell, without a server.
 
@@ -62,8 +62,19 @@ test('every mail has both parts, the link in each, and escapes the name', async 
     const mail = renderEmail(step, { name: '<b>Eve</b>', webUrl: 'https://calendar.example.org', unsubscribeLink: 'https://calendar.example.org/api/email/unsubscribe?token=a.b' })
     t.match(mail.text, /Unsubscribe: https:\/\/calendar\.example\.org\/api\/email\/unsubscribe\?token=a\.b/, step)
     t.match(mail.html, /<a href="https:\/\/calendar\.example\.org\/api\/email\/unsubscribe\?token=a\.b">Unsubscribe<\/a>/, step)
-    t.notMatch(mail.html, /<b>Eve<\/b>/, `${step}: the name is escaped`)
-    t.match(mail.text, /Hello <b>Eve<\/b>,/)
+    t.notMatch(mail.html, /<b>Eve<\/b>/, `${step}: markup is no name`)
+    t.match(mail.text, /^Hello,\n/, `${step}: the greeting is plain instead`)
   }
   t.match(renderEmail('welcome', { name: undefined, webUrl: 'https://c.example', unsubscribeLink: 'https://c.example/u' }).text, /^Hello,/)
+  t.match(renderEmail('welcome', { name: ' Zoë  O\'Brien-Núñez ', webUrl: 'https://c.example', unsubscribeLink: 'https://c.example/u' }).text, /^Hello Zoë O'Brien-Núñez,/, 'a name of any script, spaces folded')
+  t.match(renderEmail('welcome', { name: 'Dr. Ada', webUrl: 'https://c.example', unsubscribeLink: 'https://c.example/u' }).text, /^Hello Dr\. Ada,/)
+})
+
+test('a name that is not a name is never in the greeting: a link, a sentence, an address', async (t) => {
+  for (const name of ['Your account was suspended. Restore it at http://evil.example/x', 'evil.example', 'http://evil.example', 'Eve <eve@evil.example>', 'Click here: evil', 'A'.repeat(41), '\u202Eevil']) {
+    t.equal(greetableName(name), null, JSON.stringify(name))
+    const mail = renderEmail('welcome', { name, webUrl: 'https://c.example', unsubscribeLink: 'https://c.example/u' })
+    t.match(mail.text, /^Hello,\n/)
+    t.notMatch(mail.text, /evil/)
+  }
 })
