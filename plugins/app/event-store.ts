@@ -304,13 +304,25 @@ export class EventStore {
           }
           break
         }
-        case 'deleteInstances':
-          await this.events.deleteMany({
+        case 'deleteInstances': {
+          const gone = await this.events.find({
             user: userId,
             'recurrence.eventId': write.seriesId,
             ...(write.fromOriginalStart === undefined ? {} : { originalStartsAt: { $gte: write.fromOriginalStart } })
-          }, options)
+          }, { ...options, projection: { _id: 1, calendarId: 1, providerEventId: 1 } }).toArray()
+          if (gone.length === 0) break
+          await this.events.deleteMany({ user: userId, _id: { $in: gone.map((event) => event._id) } }, options)
+          // As for one deleted event: the provider's copy of an edited occurrence, read before
+          // the cut reached it (its exception still names our id), must not bring it back.
+          await this.tombstones.insertMany(gone.map((event) => ({
+            user: userId,
+            eventId: event._id,
+            ...(event.calendarId === undefined ? {} : { calendarId: event.calendarId }),
+            ...(event.providerEventId === undefined ? {} : { providerEventId: event.providerEventId }),
+            deletedAt: now
+          })), options)
           break
+        }
         case 'followSeries': {
           const seriesId = write.after._id
           const exceptions = await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()

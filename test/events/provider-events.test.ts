@@ -305,6 +305,42 @@ test('an all-day event keeps its own zone when the provider\'s copy comes back i
   t.match(await get(own), { isAllDay: false, timeZone: 'Europe/Berlin' }, 'a timed event takes the provider\'s zone')
 })
 
+test('an occurrence edited here, then cut off by "this and following": the provider\'s copy of the edit, read before the cut reached it, stays out', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('cut-edit'), password: 'pw-for-cut-edit-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json()
+  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
+    .map((event) => `${event.startDate} ${event.title}`)
+  const series = 'e'.repeat(24)
+  const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
+  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
+  t.same((await send([item('gcut', { eventId: series, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
+  // The third occurrence renamed here ("this event"), then the series cut from it ("this and following").
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260518T070000Z`, headers: user.headers, payload: { title: 'Renamed', ...shape, startDate: '2026-05-18T09:00:00+02:00', endDate: '2026-05-18T10:00:00+02:00' } })).statusCode, 204)
+  const edit = (await app.inject({ method: 'GET', url: `/api/event/${series}_20260518T070000Z`, headers: user.headers })).json<{ _id: string }>()
+  const readBefore = new Date().toISOString()
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${series}_20260518T070000Z?applyTo=thisAndFollowing`, headers: user.headers })).statusCode, 204)
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Weekly'])
+
+  // Google's copy of the renamed occurrence (our write of the edit names it by our id), read before the cut arrived.
+  const stale = await send([item('gcut_20260518T070000Z', {
+    eventId: edit._id,
+    updated: readBefore,
+    recurringEventId: 'gcut',
+    originalStartDate: '2026-05-18T09:00:00+02:00',
+    content: { title: 'Renamed', startDate: '2026-05-18T09:00:00+02:00', endDate: '2026-05-18T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+  })])
+  t.match(stale, { created: 0, superseded: 1 })
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Weekly'], 'the cut-off occurrence does not come back')
+})
+
 test('pages that cross a change made here: an echo of our own write, a page read before our deletion, a deletion without a time', async (t) => {
   const deps = await startDependencies(t, { replicaSet: true })
   const { app, config } = await buildApp(t, deps)
