@@ -1,7 +1,6 @@
 import { test } from 'tap'
-import { ObjectId } from 'bson'
 import {
-  idForNewPasswordLogin, isCanonicalUserId, mayJoinByEmail, mintUserId, normalizeEmail, resolvePasswordUser, resolveProviderUser, userUpsertFor,
+  idForNewPasswordLogin, isCanonicalUserId, mayJoinByEmail, normalizeEmail, resolvePasswordUser, resolveProviderUser, userUpsertFor,
   type KnownUser, type ProviderLogin
 } from '../../lib/identity.js'
 import { rewritePasswordResetLink } from '../../lib/reset-link.js'
@@ -91,14 +90,4 @@ test('reset links point at the web app\'s /day with the token; others are left a
   const noToken = 'http://localhost:3000/auth/reset-password?tenantId=public'
   t.equal(rewritePasswordResetLink(noToken, 'https://calendar.example.com'), noToken)
   t.equal(rewritePasswordResetLink('not a url', 'https://calendar.example.com'), 'not a url')
-})
-
-test('minted ids: 24 hex of the ObjectId layout, and two in a row share nothing past their second (no counter to guess a neighbour by)', async (t) => {
-  const [first, second] = [mintUserId(), mintUserId()]
-  t.match(first, /^[0-9a-f]{24}$/)
-  t.ok(ObjectId.isValid(first), 'a valid ObjectId for the driver')
-  t.ok(Math.abs(ObjectId.createFromHexString(first).getTimestamp().getTime() - Date.now()) < 5_000, 'its time is now')
-  const tails = new Set(Array.from({ length: 1000 }, () => mintUserId().slice(8)))
-  t.equal(tails.size, 1000, 'no repeats')
-  t.not(BigInt(`0x${second.slice(8)}`) - BigInt(`0x${first.slice(8)}`), 1n, 'not the next of a counter')
 })
