@@ -4,7 +4,7 @@ import type { EventApplyTo, EventChangeBodyInput, EventChangeInput } from '../..
 import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
 import { mintEventId, normalizeEventId, parseEventAddress } from '../../lib/events/ids.js'
 import { toEventRecord, validateEventChange, type EventRecord } from '../../lib/events/record.js'
-import { categoryOf, planTransition, type PersistencePlan, type TransitionResult } from '../../lib/events/transition.js'
+import { categoryOf, planTransition, reportFor, type PersistencePlan, type TransitionResult } from '../../lib/events/transition.js'
 import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
 import { expandableSeries, occurrenceAt } from '../../lib/events/range.js'
 import { eventChangeEntries } from '../../lib/events/outbox.js'
@@ -148,7 +148,23 @@ export class EventService {
       result = planOccurrenceDelete(resolved.series, { stored: resolved.edit, expanded }, applyTo, owner.now)
       touched = [resolved.series, resolved.edit]
     }
-    await this.#commit(owner, [{ plan: planned(result), touched }], log)
+    const plan = planned(result)
+    const cutOff = await this.#editsCutOff(owner.userId, plan)
+    await this.#commit(owner, [{ plan, touched }, ...cutOff.map((edit) => ({ plan: { writes: [], report: reportFor(edit, 'delete') }, touched: [edit] }))], log)
+  }
+
+  /**
+   * The edited occurrences a "this and following" cut removes with the tail of its series: each is
+   * reported deleted too, so a write of its edit still on its way to the provider is not carried
+   * out after the cut (the provider would hold an occurrence past the series' end, and its copy
+   * would come back here).
+   */
+  async #editsCutOff (userId: string, plan: PersistencePlan): Promise<EventRecord[]> {
+    const cuts = plan.writes.flatMap((write) => write.kind === 'deleteInstances' && write.fromOriginalStart !== undefined ? [write] : [])
+    if (cuts.length === 0) return []
+    const edits = await this.#app.eventStore.findEditsOf(userId, cuts.map((cut) => cut.seriesId))
+    return edits.filter((edit) => edit.status !== 'cancelled' && edit.originalStartDate !== undefined && cuts.some((cut) =>
+      cut.seriesId === edit.recurrence?.eventId && eventInstant(edit.originalStartDate as string, edit.isAllDay, edit.timeZone) >= (cut.fromOriginalStart as Date)))
   }
 
   /** The stored series an occurrence belongs to, or null when the user has no such series. */

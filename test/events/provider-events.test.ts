@@ -328,6 +328,11 @@ test('an occurrence edited here, then cut off by "this and following": the provi
   const readBefore = new Date().toISOString()
   t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${series}_20260518T070000Z?applyTo=thisAndFollowing`, headers: user.headers })).statusCode, 204)
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Weekly'])
+  // Sync hears the edit is gone too, so a write of it still on its way does not reach the provider after the cut.
+  const reports = (await app.mongo.db.collection('syncOutbox').find({ user: user.userId }).sort({ createdAt: 1, seq: 1 }).toArray())
+    .map((record) => (record['entry'] as { report?: { eventId: string, operation: string } }).report)
+  t.match(reports.at(-1), { eventId: edit._id, operation: 'delete' }, 'the cut-off edit is reported deleted after the series\' update')
+  t.match(reports.at(-2), { eventId: series, operation: 'update' })
 
   // Google's copy of the renamed occurrence (our write of the edit names it by our id), read before the cut arrived.
   const stale = await send([item('gcut_20260518T070000Z', {
