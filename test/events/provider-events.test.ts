@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { buildApp, signUp, startDependencies, uniqueEmail } from '../helper.js'
-import type { ProviderEvent, ProviderEventBatch } from '../../schemas/sync/index.js'
+import type { ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
 import { BACKEND_INTERNAL_PATHS } from '../../schemas/sync/index.js'
 
 // The internal endpoint through which the Sync service hands the backend a provider calendar's
@@ -18,6 +18,22 @@ function item (providerEventId: string, fields: Partial<ProviderEvent> = {}): Pr
     content: { title: providerEventId, startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' },
     ...fields
   }
+}
+
+/** A backend and a new user of it: Sync's page sent as Sync sends it, and the user's May as "<start> <title>". */
+async function newUserWithPages (t: Test, label: string) {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail(label), password: `pw-for-${label}-1` })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json<ProviderEventBatchResult>()
+  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
+    .map((event) => `${event.startDate} ${event.title}`)
+  return { app, user, send, titles }
 }
 
 test('provider pages reach the user\'s calendar', async (t) => {
@@ -306,17 +322,7 @@ test('an all-day event keeps its own zone when the provider\'s copy comes back i
 })
 
 test('an occurrence edited here, then cut off by "this and following": the provider\'s copy of the edit, read before the cut reached it, stays out', async (t) => {
-  const deps = await startDependencies(t, { replicaSet: true })
-  const { app, config } = await buildApp(t, deps)
-  const user = await signUp(app, { email: uniqueEmail('cut-edit'), password: 'pw-for-cut-edit-1' })
-  const send = async (events: ProviderEvent[]) => (await app.inject({
-    method: 'POST',
-    url: BACKEND_INTERNAL_PATHS.providerEvents,
-    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
-    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
-  })).json()
-  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
-    .map((event) => `${event.startDate} ${event.title}`)
+  const { app, user, send, titles } = await newUserWithPages(t, 'cut-edit')
   const series = 'e'.repeat(24)
   const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
   const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
@@ -347,17 +353,7 @@ test('an occurrence edited here, then cut off by "this and following": the provi
 })
 
 test('pages that cross a change made here: an echo of our own write, a page read before our deletion, a deletion without a time', async (t) => {
-  const deps = await startDependencies(t, { replicaSet: true })
-  const { app, config } = await buildApp(t, deps)
-  const user = await signUp(app, { email: uniqueEmail('crossing'), password: 'pw-for-crossing-1' })
-  const send = async (events: ProviderEvent[]) => (await app.inject({
-    method: 'POST',
-    url: BACKEND_INTERNAL_PATHS.providerEvents,
-    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
-    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
-  })).json()
-  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
-    .map((event) => `${event.startDate} ${event.title}`)
+  const { app, user, send, titles } = await newUserWithPages(t, 'crossing')
   const series = 'f'.repeat(24)
   const rule = ['RRULE:FREQ=WEEKLY;COUNT=2']
   const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
