@@ -168,13 +168,16 @@ test('two backends and two Sync processes over one database: each job once, each
       body: JSON.stringify({ provider: 'google', intent: 'connect' })
     })
     t.equal(begun.status, 200)
+    // The browser keeps the connect binder the begin set; cookies go by host, so B's proxy gets it too.
+    const binder = begun.headers.getSetCookie().find((cookie) => cookie.startsWith('calendar_connect_google='))?.split(';')[0] ?? ''
+    t.match(binder, /^calendar_connect_google=[A-Za-z0-9_-]{43}$/)
     const authorization = new URL((await begun.json() as { authorizationUrl: string }).authorizationUrl)
     authorization.searchParams.set('login_hint', email)
     authorization.searchParams.set('approve', '1')
     const consent = await fetch(authorization, { redirect: 'manual' })
     const callback = consent.headers.get('location') ?? ''
     t.ok(callback.startsWith(`${front}/sync/oauth/google/callback`), 'the provider sends the browser back through the front proxy')
-    const landed = new URL((await fetch(callback, { redirect: 'manual' })).headers.get('location') ?? 'about:blank')
+    const landed = new URL((await fetch(callback, { redirect: 'manual', headers: { cookie: binder } })).headers.get('location') ?? 'about:blank')
     t.equal(landed.searchParams.get('status'), 'connected', 'B finished the connect A began')
 
     await waitUntil(async () => (await events(b)).length >= IMPORTED, 'the imported events on B', 60_000)
