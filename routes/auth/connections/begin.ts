@@ -29,7 +29,7 @@ const begin: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { browserBinder, ...begun } = await fastify.providerConnections.begin(request.userId, request.body)
-    reply.setCookie(binderCookieName(request.body.provider), browserBinder, cookieOptions)
+    reply.header('set-cookie', fastify.serializeCookie(binderCookieName(request.body.provider), browserBinder, cookieOptions))
     return begun
   })
 }
