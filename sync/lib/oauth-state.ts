@@ -82,7 +82,7 @@ export function newBrowserBinder (): { binder: string, hash: string } {
   return { binder, hash: binderHash(binder) }
 }
 
-export function binderHash (binder: string): string {
+function binderHash (binder: string): string {
   return createHash('sha256').update(binder).digest('base64url')
 }
 

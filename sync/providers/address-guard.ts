@@ -53,7 +53,7 @@ export function addressPolicy (allowlist: readonly string[] = []): AddressPolicy
 }
 
 /** A URL's host as net.connect takes it (an IPv6 literal without its brackets). */
-export function bareHost (url: URL): string {
+function bareHost (url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, '$1')
 }
 
