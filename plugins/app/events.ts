@@ -23,7 +23,12 @@ export type ResolvedEvent =
   | { kind: 'stored', event: EventRecord }
   | { kind: 'occurrence', series: EventRecord, expanded: EventRecord, edit: EventRecord | null }
 
-interface WriteStep { plan: PersistencePlan, touched: Array<EventRecord | null> }
+interface WriteStep {
+  plan: PersistencePlan
+  touched: Array<EventRecord | null>
+  /** The calendar a new event names (the client's choice), with the body path it came by. */
+  named?: { calendarId: string, path: string }
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -83,7 +88,7 @@ export class EventService {
       const step = await this.#planUpsert(owner, change, prefix(index))
       if (seen.has(step.after._id)) throw invalidEvent(`${prefix(index)}/_id`, 'appears twice in one request')
       seen.add(step.after._id)
-      steps.push({ plan: step.plan, touched: [step.before, step.after] })
+      steps.push({ plan: step.plan, touched: [step.before, step.after], ...(step.named === undefined ? {} : { named: step.named }) })
     }
     await this.#commit(owner, steps, log)
   }
@@ -188,7 +193,7 @@ export class EventService {
    * Plans a create-or-update of one change (POST). An occurrence must belong to one of the user's
    * series, at a start the series has; an occurrence that already has a stored edit is that edit.
    */
-  async #planUpsert (owner: Owner, change: EventChangeInput, path: string): Promise<{ plan: PersistencePlan, after: EventRecord, before: EventRecord | null }> {
+  async #planUpsert (owner: Owner, change: EventChangeInput, path: string): Promise<{ plan: PersistencePlan, after: EventRecord, before: EventRecord | null, named?: WriteStep['named'] }> {
     this.#validate(change, path)
     let after = toEventRecord(change, owner)
     let before = await this.#app.eventStore.findById(owner.userId, after._id)
@@ -211,7 +216,8 @@ export class EventService {
       }
     }
     after = this.#withProviderFields(before, after, series, path)
-    return { plan: planned(planTransition(before, after, owner.now)), after, before }
+    const named = before === null && series === null && after.calendarId !== undefined ? { named: { calendarId: after.calendarId, path } } : {}
+    return { plan: planned(planTransition(before, after, owner.now)), after, before, ...named }
   }
 
   /** The change with the provider fields the server keeps (lib/events/provider-apply.ts ownProviderFields). */
@@ -224,16 +230,17 @@ export class EventService {
   /** Lets the provider side refuse, writes own data with the reports, then hands them to the outbox. */
   async #commit (owner: Owner, steps: WriteStep[], log: FastifyBaseLogger): Promise<void> {
     const touched = steps.flatMap((step) => step.touched).filter((event): event is EventRecord => event !== null)
-    await this.#checkProviderSide(owner.userId, touched, log)
+    await this.#checkProviderSide(owner.userId, touched, steps.flatMap((step) => step.named === undefined ? [] : [step.named]), log)
     const plans = steps.map((step) => step.plan)
     await this.#app.eventStore.apply(owner.userId, plans, eventChangeEntries(plans, touched, owner.now), owner.now)
     // The write is complete once its reports are stored; delivery runs on without the client.
     this.#app.outbox.kick(owner.userId)
   }
 
-  async #checkProviderSide (userId: string, touched: EventRecord[], log: FastifyBaseLogger): Promise<void> {
+  async #checkProviderSide (userId: string, touched: EventRecord[], namedCalendars: NonNullable<WriteStep['named']>[], log: FastifyBaseLogger): Promise<void> {
     const user = await this.#app.users.findById(userId)
     const facts = {
+      namedCalendars,
       hasProviderRefreshToken: isProviderConnected(user) || touched.some((event) => event.providerEventId !== undefined),
       calendarIds: [...new Set(touched.flatMap((event) => event.calendarId === undefined ? [] : [event.calendarId]))]
     }

@@ -148,6 +148,26 @@ test('mutations of provider calendar events are refused before anything is writt
     t.equal((await asJo.delete(atGoogle)).statusCode, 204)
   })
 
+  await t.test('a new event in a calendar the user does not hold is 400, and nothing is written or reported', async (t) => {
+    const kim = await userWithProvider('kim')
+    const lee = await userWithProvider('lee')
+    await connection(kim.userId, 'healthy', null, 'caldav', ['https://dav.example.com/kim/home/'])
+    await connection(lee.userId, 'healthy', null, 'google', ['lee@example.com'])
+    const asKim = call(kim.headers)
+    for (const calendarId of ['lee@example.com', 'http://127.0.0.1:27017/', 'https://dav.example.com/kim/home/../../lee/home/']) {
+      const eventId = id()
+      const refused = await asKim.post({ ...CLOUD_EVENT, calendarId, _id: eventId })
+      t.equal(refused.statusCode, 400, calendarId)
+      t.match(refused.json(), { code: 'EVENT_INVALID', message: 'body/calendarId must be one of your calendars (GET /api/calendars)' })
+      t.equal(await events.findOne({ _id: eventId }), null, 'nothing written')
+    }
+    const batch = await asKim.post([{ ...CLOUD_EVENT, calendarId: 'https://dav.example.com/kim/home/', _id: id() }, { ...CLOUD_EVENT, calendarId: 'lee@example.com', _id: id() }])
+    t.equal(batch.statusCode, 400, 'one unknown calendar refuses the whole batch')
+    t.match(batch.json(), { message: 'body/1/calendarId must be one of your calendars (GET /api/calendars)' })
+    t.equal(await outbox.countDocuments({ user: kim.userId }), 0, 'nothing reported')
+    t.equal((await asKim.post({ ...CLOUD_EVENT, calendarId: 'https://dav.example.com/kim/home/', _id: id() })).statusCode, 204, 'the user\'s own calendar')
+  })
+
   await t.test('503 MAINTENANCE for cloud edits while Sync is in maintenance', async (t) => {
     await sync.stop()
     await sync.start({ cloudMutationMode: 'maintenance' })
