@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { BillingStatus, SubscriptionStatus } from '../schemas/billing.js'
 
 // The billing rules in one place, over plain data (no Fastify, no database, no vendor client).
@@ -29,6 +30,21 @@ export interface BillingRecord {
   cancelAtPeriodEnd?: boolean
   /** Set by invoice.payment_failed (re-fetched open invoice); cleared by a paid invoice. */
   paymentFailed?: boolean
+}
+
+/**
+ * The keys a trial is claimed by: the verified email and each provider account a user proved.
+ * One trial per key, whichever user ids it passes through (an account deleted and made again, a
+ * second account signed in with the same Google account). Kept as SHA-256, so a deleted user's
+ * address is not kept in clear for it. An unverified address claims nothing: anyone could type
+ * someone else's and spend their trial.
+ */
+export function trialClaimIds (proven: { verifiedEmail?: string, providerAccounts: ReadonlyArray<{ provider: string, accountId: string }> }): string[] {
+  const keys = [
+    ...(proven.verifiedEmail === undefined ? [] : [`email:${proven.verifiedEmail.trim().toLowerCase()}`]),
+    ...proven.providerAccounts.map((account) => `${account.provider}:${account.accountId}`)
+  ]
+  return keys.map((key) => createHash('sha256').update(key).digest('hex'))
 }
 
 export function newTrialRecord (now: Date): Pick<BillingRecord, 'trialEndsAt'> {

@@ -5,7 +5,7 @@ import type { BillingStatus } from '../../schemas/billing.js'
 import type { Config } from '../../schemas/config.js'
 import {
   checkoutTrialEnd, effectiveStatus, hasLiveSubscription, isBypassed, isReadOnlyStatus, isWholeRecord, newTrialRecord,
-  shouldApplySubscription, statusView, type BillingRecord
+  shouldApplySubscription, statusView, trialClaimIds, type BillingRecord
 } from '../../lib/billing.js'
 import {
   createStripeVendor, VendorRefusal, type BillingVendor, type VendorEvent, type VendorPrice, type VendorSubscription
@@ -13,7 +13,7 @@ import {
 import { TypedHttpError } from '../../lib/error-bodies.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import { withDeadline } from '../../lib/deadline.js'
-import type { UserStore } from './users.js'
+import type { ProvenIdentities, UserStore } from './users.js'
 
 export interface BillingDocument extends BillingRecord {
   _id: ObjectId
@@ -21,6 +21,14 @@ export interface BillingDocument extends BillingRecord {
   updatedAt: Date
   /** `created` (seconds) of the newest event applied: an older one arriving late changes nothing. */
   lastEventAt?: number
+}
+
+/** One trial claimed by a proven identity (lib/billing.ts trialClaimIds): whose it was, when it ends. */
+interface TrialClaim {
+  _id: string
+  userId: string
+  trialEndsAt: Date
+  claimedAt: Date
 }
 
 interface ProcessedEvent {
@@ -42,6 +50,11 @@ export interface BillingService {
   receiveWebhook: (rawBody: Buffer, signature: string | undefined, log: FastifyBaseLogger) => Promise<{ duplicate: boolean }>
   /** The configured price as Stripe holds it; undefined while Stripe cannot tell. */
   price: () => Promise<VendorPrice | undefined>
+  /**
+   * Claims the user's trial for each identity proven: one already claimed by another user ends
+   * this user's card-less trial when that one ended (one trial per verified email and provider account).
+   */
+  claimTrial: (proven: ProvenIdentities) => Promise<void>
 }
 
 declare module 'fastify' {
@@ -70,10 +83,11 @@ export function createBillingService (deps: {
   vendor: BillingVendor
   records: Collection<BillingDocument>
   events: Collection<ProcessedEvent>
+  claims: Collection<TrialClaim>
   users: UserStore
   log: FastifyBaseLogger
 }): BillingService {
-  const { config, vendor, records, events, users, log } = deps
+  const { config, vendor, records, events, claims, users, log } = deps
   const returnUrl = (outcome: string) => new URL(`/day?billing=${outcome}`, deps.webUrl).toString()
 
   // The trial record is one insert of a whole document: it exists complete or not at all.
@@ -277,6 +291,29 @@ export function createBillingService (deps: {
         cachedPrice = { value: undefined, until: now + PRICE_FAILURE_CACHE_MS }
       }
       return cachedPrice.value
+    },
+    async claimTrial (proven) {
+      const ids = trialClaimIds(proven)
+      if (ids.length === 0 || !ObjectId.isValid(proven.userId)) return
+      const record = await recordOf(proven.userId)
+      const now = new Date()
+      let endsAt = record.trialEndsAt
+      for (const _id of ids) {
+        const claim = await claims.findOneAndUpdate(
+          { _id },
+          { $setOnInsert: { userId: proven.userId, trialEndsAt: record.trialEndsAt, claimedAt: now } },
+          { upsert: true, returnDocument: 'after' }
+        ).catch(async (error: unknown) => {
+          // Two proofs of the same identity at once: the other one claimed it.
+          if (isDuplicateKeyError(error)) return await claims.findOne({ _id })
+          throw error
+        })
+        if (claim !== null && claim.userId !== proven.userId && claim.trialEndsAt < endsAt) endsAt = claim.trialEndsAt
+      }
+      if (endsAt < record.trialEndsAt) {
+        await records.updateOne({ _id: new ObjectId(proven.userId) }, { $min: { trialEndsAt: endsAt }, $set: { updatedAt: now } })
+        log.info({ userId: proven.userId, trialEndsAt: endsAt }, 'trial already used by an identity this user proved; it ends with that one')
+      }
     }
   }
 }
@@ -295,6 +332,7 @@ export default fp(async function billing (fastify) {
   const config = { ...block, secretKey: block.secretKey, webhookSecret: block.webhookSecret, priceId: block.priceId }
   const records = fastify.mongo.db.collection<BillingDocument>('billing')
   const events = fastify.mongo.db.collection<ProcessedEvent>('billingEvents')
+  const claims = fastify.mongo.db.collection<TrialClaim>('trialClaims')
   await records.createIndexes([{ key: { customerId: 1 }, name: 'billing_customer', sparse: true }])
   await events.createIndexes([{ key: { receivedAt: 1 }, name: 'billing_event_expiry', expireAfterSeconds: PROCESSED_EVENT_TTL_SECONDS }])
   const service = createBillingService({
@@ -303,10 +341,12 @@ export default fp(async function billing (fastify) {
     vendor: createStripeVendor({ secretKey: config.secretKey, webhookSecret: config.webhookSecret, endpointBase: config.endpointBase }),
     records,
     events,
+    claims,
     users: fastify.users,
     log: fastify.log.child({ component: 'billing' })
   })
   fastify.decorate('billing', service)
+  fastify.users.afterProven(async (proven) => { await service.claimTrial(proven) })
 
   // The gate: a write of a signed-in user whose trial or subscription ended is refused before its
   // body is read. Runs after every onRequest hook, so after the session was verified.

@@ -316,6 +316,7 @@ export default fp(async function providerAuth (fastify) {
       if (isDuplicateKeyError(error)) throw new ConnectConflictError('EXTERNAL_ACCOUNT_ALREADY_CONNECTED', 'This Google account is connected to another user; sign in with that user to use it')
       throw error
     }
+    await users.proven({ userId, providerAccounts: [{ provider: 'google', accountId }] })
     await UserMetadata.updateUserMetadata(userId, RESTART_FLAGS)
     outbox.kick(userId)
     logDecision('connect', mode, facts, { userId, accountId, email: user.email }, issued !== undefined)

@@ -33,6 +33,16 @@ export interface UserDocument {
 /** Called after a write that created a user record (awaited; a listener handles its own errors). */
 export type SignUpListener = (user: UserDocument) => Promise<void>
 
+/** What a user has proven to hold: an email address (verified) and provider accounts (signed in to). */
+export interface ProvenIdentities {
+  userId: string
+  verifiedEmail?: string
+  providerAccounts: Array<{ provider: IdentityProvider, accountId: string }>
+}
+
+/** Called after a user proved an identity (awaited: its failure fails the step that proved it). */
+export type ProvenListener = (proven: ProvenIdentities) => Promise<void>
+
 export interface UserStoreOptions {
   /** Mark new records for the email block's enrollment (only while the block is on). */
   markForEmailEnrollment?: boolean
@@ -62,11 +72,32 @@ export interface UserStore {
   clearEmailEnrollmentMark: (userId: string) => Promise<void>
   /** Runs `listener` after every sign-up of this process, email/password and provider alike. */
   afterSignUp: (listener: SignUpListener) => void
+  /**
+   * Runs `listener` whenever a user proves an identity: each sign-in (its verified email and
+   * accounts), a provider account linked, an email verified by its link.
+   */
+  afterProven: (listener: ProvenListener) => void
+  /** Tells the listeners of `afterProven` (for steps outside this store, e.g. after a transaction). */
+  proven: (proven: ProvenIdentities) => Promise<void>
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     users: UserStore
+  }
+}
+
+/** The identities a user record says its user proved. */
+export function provenIdentitiesOf (user: UserDocument): ProvenIdentities {
+  const accounts: Record<IdentityProvider, string | undefined> = {
+    google: user.google?.googleId,
+    microsoft: user.microsoft?.microsoftId,
+    apple: user.apple?.appleId
+  }
+  return {
+    userId: user._id.toHexString(),
+    ...(user.emailVerified === true ? { verifiedEmail: user.email } : {}),
+    providerAccounts: IDENTITY_PROVIDERS.flatMap((provider) => accounts[provider] === undefined ? [] : [{ provider, accountId: accounts[provider] }])
   }
 }
 
@@ -92,6 +123,10 @@ export function knownUser (user: UserDocument): KnownUser {
  */
 export function createUserStore (collection: Collection<UserDocument>, options: UserStoreOptions = {}): UserStore {
   const signUpListeners: SignUpListener[] = []
+  const provenListeners: ProvenListener[] = []
+  async function proven (identities: ProvenIdentities): Promise<void> {
+    for (const listener of provenListeners) await listener(identities)
+  }
   return {
     async findById (userId) {
       if (!ObjectId.isValid(userId)) return null
@@ -117,6 +152,7 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
       if (user.emailEnrollmentPending === true) {
         for (const listener of signUpListeners) await listener(user)
       }
+      await proven(provenIdentitiesOf(user))
       return user
     },
     async linkProviderAccount (userId, payload, options = {}) {
@@ -124,6 +160,8 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
       if (payload.provider === 'google' && payload.sealedRefreshToken !== undefined) $set['google.gRefreshToken'] = payload.sealedRefreshToken
       const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set }, options.session === undefined ? {} : { session: options.session }))
       if (result.matchedCount !== 1) throw new Error('no user record to link the provider account to')
+      // Inside a transaction the caller tells the listeners once it committed.
+      if (options.session === undefined) await proven({ userId, providerAccounts: [{ provider: payload.provider, accountId: payload.accountId }] })
     },
     async recordProviderConnection (userId, connectionId) {
       // Filtered on the id's absence, so every later page of the connection matches nothing and writes nothing.
@@ -145,7 +183,11 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
     },
     afterSignUp (listener) {
       signUpListeners.push(listener)
-    }
+    },
+    afterProven (listener) {
+      provenListeners.push(listener)
+    },
+    proven
   }
 }
 

@@ -236,6 +236,21 @@ function initSessionLibrary (config: Config, log: FastifyInstance['log']) {
       }),
       EmailVerification.init({
         mode: 'OPTIONAL',
+        override: {
+          functions: (original) => ({
+            ...original,
+            // A link followed proves the address at once (billing's one trial per verified email
+            // among others), not only from the next sign-in on.
+            verifyEmailUsingToken: async (input) => {
+              const result = await original.verifyEmailUsingToken(input)
+              const request = supertokens.getRequestFromUserContext(input.userContext)
+              if (result.status === 'OK' && request !== undefined) {
+                await appOf(request).users.proven({ userId: result.user.recipeUserId.getAsString(), verifiedEmail: normalizeEmail(result.user.email), providerAccounts: [] })
+              }
+              return result
+            }
+          })
+        },
         emailDelivery: {
           ...(smtp === undefined ? {} : { service: new EmailVerificationSMTPService({ smtpSettings: smtp }) }),
           override: (original) => ({

@@ -1,6 +1,8 @@
 import { test } from 'tap'
 import Stripe from 'stripe'
 import { ObjectId } from 'mongodb'
+import supertokens from 'supertokens-node'
+import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { buildApp, listen, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, WEB_URL, type SignedIn } from '../helper.js'
 import { DEFAULT_PRICE, startStripeStandIn, type StripeStandIn } from '../../dev/stripe/index.js'
 import type { FastifyInstance } from 'fastify'
@@ -317,7 +319,61 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     t.match(await status(app, staff), { subscriptionStatus: 'trial_expired', isReadOnly: false, bypass: true })
     t.equal((await write(app, staff)).statusCode, 204, 'once verified, matched case-insensitively')
   })
+
+  await t.test('one trial per verified email and per provider account, whatever user id it comes back under', async (t) => {
+    const claims = app.mongo.db.collection('trialClaims')
+    const users = app.mongo.db.collection('users')
+    const email = uniqueEmail('again')
+    const expired = new Date(Date.now() - DAY_MS)
+    const first = await signUp(app, { email, password: 'pw-for-again-1' })
+    await status(app, first)
+    // Its trial was spent (signed up eight days ago), then it proved the address by its link.
+    await records.updateOne({ _id: new ObjectId(first.userId) }, { $set: { trialEndsAt: expired } })
+    t.equal((await verifyThroughLink(app, first.userId, email)).statusCode, 200)
+    // The account is removed (by its operator): its records go, the claim of its trial stays.
+    await supertokens.deleteUser(first.userId)
+    await users.deleteOne({ _id: new ObjectId(first.userId) })
+    await records.deleteOne({ _id: new ObjectId(first.userId) })
+
+    const second = await signUp(app, { email, password: 'pw-for-again-2' })
+    t.match(await status(app, second), { subscriptionStatus: 'trialing', isReadOnly: false }, 'an address not proven yet claims nothing')
+    t.equal((await verifyThroughLink(app, second.userId, email)).statusCode, 200)
+    t.match(await status(app, second), { subscriptionStatus: 'trial_expired', isReadOnly: true, trialEndsAt: expired.toISOString() }, 'proven, it is the spent trial')
+    t.equal((await write(app, second)).statusCode, 403, 'and writes need a subscription')
+    t.notOk(JSON.stringify(await claims.find().toArray()).includes(email.split('@')[0] as string), 'no address kept in clear')
+
+    // A provider account, claimed through Sync's connect: the same rule.
+    const outlookAccount = `ms-${new ObjectId().toHexString()}`
+    const claim = async (user: SignedIn, userEmail: string) => await app.inject({
+      method: 'POST',
+      url: '/api/internal/provider-accounts/claim',
+      headers: { authorization: `Bearer ${app.config.backend.serviceToken}` },
+      payload: { userId: user.userId, provider: 'microsoft', accountId: outlookAccount, email: userEmail }
+    })
+    const thirdEmail = uniqueEmail('outlook')
+    const third = await signUp(app, { email: thirdEmail, password: 'pw-for-again-3' })
+    await status(app, third)
+    await records.updateOne({ _id: new ObjectId(third.userId) }, { $set: { trialEndsAt: expired } })
+    t.match((await claim(third, thirdEmail)).json(), { outcome: 'claimed' })
+    // The account is let go (the user record forgets it), so another user may hold it.
+    await users.updateOne({ _id: new ObjectId(third.userId) }, { $unset: { microsoft: '' } })
+    const fourthEmail = uniqueEmail('outlook-two')
+    const fourth = await signUp(app, { email: fourthEmail, password: 'pw-for-again-4' })
+    t.match(await status(app, fourth), { subscriptionStatus: 'trialing' })
+    t.match((await claim(fourth, fourthEmail)).json(), { outcome: 'claimed' })
+    t.match(await status(app, fourth), { subscriptionStatus: 'trial_expired', isReadOnly: true }, 'but not a second trial with it')
+
+    const fresh = await signUp(app, { email: uniqueEmail('fresh'), password: 'pw-for-fresh-1' })
+    t.match(await status(app, fresh), { subscriptionStatus: 'trialing', isReadOnly: false }, 'a new person keeps a whole trial')
+  })
 })
+
+/** What a person's click on the verification link sends (the session library's own endpoint). */
+async function verifyThroughLink (app: FastifyInstance, userId: string, email: string) {
+  const token = await EmailVerification.createEmailVerificationToken('public', supertokens.convertToRecipeUserId(userId), email)
+  if (token.status !== 'OK') throw new Error(`no verification token: ${token.status}`)
+  return await app.inject({ method: 'POST', url: '/api/auth/user/email/verify', payload: { method: 'token', token: token.token } })
+}
 
 test('Stripe unreachable: 503 with Retry-After, nothing stored, the gate still answers', async (t) => {
   const deps = await startDependencies(t)
