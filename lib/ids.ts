@@ -9,8 +9,34 @@ export function isObjectIdString (value: string): boolean {
   return OBJECT_ID.test(value)
 }
 
+const MAX_SEQUENCE = 0x3fff
+let lastMillisecond = 0
+let sequence = 0
+
+/**
+ * A new id in the ObjectId layout, in the order this process minted them (the second; then the
+ * millisecond and a sequence within it, 24 bits), ending in 5 random bytes. Not the driver's
+ * ObjectId, whose last bytes are a per-process value and a counter: ids minted one after another
+ * differ by one, so anyone holding one of their own could name another user's neighbours and
+ * learn from a 409 that they exist. Ordered, because reads break ties of events at the same time
+ * by id, in the order they were made.
+ */
 export function mintObjectId (): string {
-  return new ObjectId().toHexString()
+  const now = Date.now()
+  if (now > lastMillisecond) {
+    lastMillisecond = now
+    sequence = 0
+  } else if (sequence < MAX_SEQUENCE) {
+    sequence += 1
+  } else {
+    // 16,384 ids in one millisecond: the next ones are dated a millisecond on, so the order holds.
+    lastMillisecond += 1
+    sequence = 0
+  }
+  const seconds = Math.floor(lastMillisecond / 1000)
+  const within = ((lastMillisecond % 1000) << 14) | sequence
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(5)), (byte) => byte.toString(16).padStart(2, '0')).join('')
+  return seconds.toString(16).padStart(8, '0').slice(-8) + within.toString(16).padStart(6, '0') + random
 }
 
 /** The ObjectId a 24-hex string names, or null for anything else (never throws on client input). */

@@ -1,6 +1,7 @@
 import { test } from 'tap'
+import { ObjectId } from 'bson'
 import {
-  idForNewPasswordLogin, isCanonicalUserId, mayJoinByEmail, normalizeEmail, resolvePasswordUser, resolveProviderUser, userUpsertFor,
+  idForNewPasswordLogin, isCanonicalUserId, mayJoinByEmail, mintUserId, normalizeEmail, resolvePasswordUser, resolveProviderUser, userUpsertFor,
   type KnownUser, type ProviderLogin
 } from '../../lib/identity.js'
 import { rewritePasswordResetLink } from '../../lib/reset-link.js'
@@ -90,4 +91,16 @@ test('reset links point at the web app\'s /day with the token; others are left a
   const noToken = 'http://localhost:3000/auth/reset-password?tenantId=public'
   t.equal(rewritePasswordResetLink(noToken, 'https://calendar.example.com'), noToken)
   t.equal(rewritePasswordResetLink('not a url', 'https://calendar.example.com'), 'not a url')
+})
+
+test('minted ids: 24 hex of the ObjectId layout, in the order they were made, and none names its neighbour', async (t) => {
+  const minted = Array.from({ length: 20_000 }, () => mintUserId())
+  const [first, second] = minted as [string, string]
+  t.match(first, /^[0-9a-f]{24}$/)
+  t.ok(ObjectId.isValid(first), 'a valid ObjectId for the driver')
+  t.ok(Math.abs(ObjectId.createFromHexString(first).getTimestamp().getTime() - Date.now()) < 5_000, 'its time is now')
+  t.same([...minted].sort(), minted, 'sorted as made, also past 16,384 in one millisecond')
+  t.equal(new Set(minted).size, minted.length, 'no repeats')
+  t.not(BigInt(`0x${second.slice(8)}`) - BigInt(`0x${first.slice(8)}`), 1n, 'not the next of a counter')
+  t.equal(new Set(minted.slice(0, 1000).map((id) => id.slice(14))).size, 1000, 'each ends in random bytes of its own')
 })
