@@ -54,6 +54,12 @@ export interface SyncClientOptions {
   internalAuthToken: string
   /** Keep-alive sockets to the Sync service. */
   connections?: number
+  /**
+   * Sockets of the calls that make Sync reach a server a user named (a CalDAV connect), which may
+   * wait on a silent server for seconds: a pool of their own, so they never hold the sockets of
+   * the reads and reports everyone else waits on.
+   */
+  outwardConnections?: number
   /** Limit for headers and for the body of one answer. */
   timeoutMs?: number
   /**
@@ -97,6 +103,7 @@ export const READ_DEADLINE_MS = 5_000
 
 export class SyncClient {
   readonly #pool: Pool
+  readonly #outwardPool: Pool
   readonly #prefix: string
   readonly #secret: string
   readonly #timeoutMs: number
@@ -112,6 +119,11 @@ export class SyncClient {
     this.#now = options.now ?? Date.now
     this.#pool = new Pool(base.origin, {
       connections: options.connections ?? 16,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs
+    })
+    this.#outwardPool = new Pool(base.origin, {
+      connections: options.outwardConnections ?? 8,
       headersTimeout: this.#timeoutMs,
       bodyTimeout: this.#timeoutMs
     })
@@ -152,7 +164,7 @@ export class SyncClient {
 
   /** Connects (or repairs) a CalDAV account; Sync checks the password at the server before storing it. */
   async connectCalDav (userId: string, request: CalDavConnectRequest): Promise<CalDavConnectResponse> {
-    return await this.#call('POST', SYNC_PATHS.connectCalDav(userId), userId, request, checkers.caldav)
+    return await this.#call('POST', SYNC_PATHS.connectCalDav(userId), userId, request, checkers.caldav, { pool: this.#outwardPool })
   }
 
   async stopWatches (userId: string): Promise<StopWatchesResponse> {
@@ -174,7 +186,7 @@ export class SyncClient {
   }
 
   async close (): Promise<void> {
-    await this.#pool.close()
+    await Promise.all([this.#pool.close(), this.#outwardPool.close()])
   }
 
   async #call<T extends TSchema> (
@@ -183,7 +195,7 @@ export class SyncClient {
     userId: string | null,
     body: unknown,
     checker: TypeCheck<T>,
-    { sign = true, timeoutMs = this.#timeoutMs }: { sign?: boolean, timeoutMs?: number } = {}
+    { sign = true, timeoutMs = this.#timeoutMs, pool = this.#pool }: { sign?: boolean, timeoutMs?: number, pool?: Pool } = {}
   ): Promise<Static<T>> {
     const path = this.#prefix + pathAndQuery
     const payload = body === undefined ? undefined : JSON.stringify(body)
@@ -194,7 +206,7 @@ export class SyncClient {
     let response: Dispatcher.ResponseData
     let text: string
     try {
-      response = await this.#pool.request({ method, path, headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+      response = await pool.request({ method, path, headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
       text = await response.body.text()
     } catch (error) {
       throw new SyncUnavailableError(`Sync service request ${method} ${pathAndQuery.split('?')[0]} failed`, { cause: error })

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { CountsByKey } from '../../lib/counts-by-key.js'
 import type { BeginConnectionRequest, CalDavConnectRequest, CalDavConnectResponse, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
 import type { CalendarListView } from '../../schemas/calendar.js'
 import { calendarList } from '../../lib/calendars.js'
@@ -29,18 +30,34 @@ async function asked<T> (call: () => Promise<T>): Promise<T> {
     return await call()
   } catch (error) {
     if (error instanceof SyncRequestError) {
-      throw new TypedHttpError(error.statusCode, error.code, error.message, error.connectionId === null ? {} : { connectionId: error.connectionId })
+      const details = error.connectionId === null ? {} : { connectionId: error.connectionId }
+      throw new TypedHttpError(error.statusCode, error.code, error.message, details, error.statusCode === 429 ? CONNECT_RETRY_AFTER_SECONDS : undefined)
     }
     if (error instanceof SyncUnavailableError) throw new TypedHttpError(503, 'SYNC_UNAVAILABLE', 'Calendar sync is briefly unavailable; try again shortly', {}, 5)
     throw error
   }
 }
 
+/** A CalDAV connect may wait on a silent server for about this long: a refused one tries again then. */
+const CONNECT_RETRY_AFTER_SECONDS = 10
+/** CalDAV connects one user may have under way in this process (each holds a socket to Sync and Sync's requests to the server). */
+export const CALDAV_CONNECTS_UNDER_WAY_PER_USER = 2
+
 export default fp(async function providerConnections (fastify) {
   const sync = fastify.syncClient
+  const connectsUnderWay = new CountsByKey()
   fastify.decorate('providerConnections', {
     begin: async (userId: string, request: BeginConnectionRequest) => await asked(async () => await sync.beginConnection(userId, request)),
-    connectCalDav: async (userId: string, request: CalDavConnectRequest) => await asked(async () => await sync.connectCalDav(userId, request)),
+    connectCalDav: async (userId: string, request: CalDavConnectRequest) => {
+      if (!connectsUnderWay.tryTake(userId, CALDAV_CONNECTS_UNDER_WAY_PER_USER)) {
+        throw new TypedHttpError(429, 'RATE_LIMITED', 'Two connects of yours are under way; try again once one has finished', {}, CONNECT_RETRY_AFTER_SECONDS)
+      }
+      try {
+        return await asked(async () => await sync.connectCalDav(userId, request))
+      } finally {
+        connectsUnderWay.release(userId)
+      }
+    },
     refresh: async (userId: string) => await asked(async () => await sync.restartSync(userId)),
     calendars: async (userId: string) => calendarList(await asked(async () => await sync.calendars(userId)))
   })

@@ -45,7 +45,7 @@ const caldav: FastifyPluginAsyncTypebox = async (fastify) => {
         409: errorResponse('EXECUTION_PASSIVE: the Sync service does not run connects (sync.execution: passive)'),
         422: errorResponse('CALDAV_CREDENTIALS_REFUSED or CALDAV_DISCOVERY_FAILED: the server refused the account or has no calendar ' +
           '(also for an address Sync does not reach for a user: loopback, private, link-local; sync.privateAddressAllowlist)'),
-        429: errorResponse('RATE_LIMITED: more than 10 connects a minute by this user, or 30 to this server; Retry-After says when')
+        429: errorResponse('RATE_LIMITED: more than 10 connects a minute by this user, or 30 to this server, or two of the user\'s still under way; Retry-After says when')
       }
     }
   }, async (request) => await fastify.providerConnections.connectCalDav(request.userId, request.body))

@@ -15,6 +15,7 @@ export const SyncErrorCodeSchema = Type.Union([
   Type.Literal('CREDENTIAL_ENCRYPTION_KEY_MISSING'),
   Type.Literal('CALDAV_CREDENTIALS_REFUSED'),
   Type.Literal('CALDAV_DISCOVERY_FAILED'),
+  Type.Literal('RATE_LIMITED'),
   Type.Literal('MAINTENANCE'),
   Type.Literal('DATABASE_UNAVAILABLE'),
   Type.Literal('INTERNAL')
@@ -42,6 +43,8 @@ export const SYNC_ERROR_STATUS = {
   CREDENTIAL_ENCRYPTION_KEY_MISSING: 400,
   CALDAV_CREDENTIALS_REFUSED: 422,
   CALDAV_DISCOVERY_FAILED: 422,
+  /** The user's connects under way hold their share already: try again once one has finished. */
+  RATE_LIMITED: 429,
   MAINTENANCE: 503,
   /** The Sync database did not answer (in time): retry after Retry-After; nothing of the request was applied. */
   DATABASE_UNAVAILABLE: 503,

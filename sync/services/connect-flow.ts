@@ -2,6 +2,7 @@
 // short-lived state and a PKCE S256 challenge whose verifier stays here) and the callback (code
 // exchange, encrypted credential, import, and the browser's redirect with the outcome).
 import type { FastifyBaseLogger } from 'fastify'
+import { CountsByKey } from '../../lib/counts-by-key.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { BROWSER_BINDER_HEADER } from '../../schemas/sync/index.js'
 import type { BeginConnectionRequest, CalDavConnectRequest, CalDavConnectResponse, Provider, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
@@ -84,8 +85,16 @@ function calDavAccount (credential: ProviderCredential): string {
   return `${credential['username'] ?? ''}@${credential['serverUrl'] ?? ''}`
 }
 
+/**
+ * A user's CalDAV connects checked at once (per process): each may wait on a silent server for the
+ * adapter's deadline, so one user cannot hold more of Sync's outbound requests than this.
+ */
+export const CALDAV_CONNECTS_PER_USER = 2
+
 export class ConnectFlow {
   readonly #parts: ConnectFlowParts
+  /** CalDAV connects under way per user: each holds outbound requests to a server the user named. */
+  readonly #connectsUnderWay = new CountsByKey()
 
   constructor (parts: ConnectFlowParts) {
     this.#parts = parts
@@ -120,6 +129,9 @@ export class ConnectFlow {
       }
       repair = request.connectionId
     }
+    if (!this.#connectsUnderWay.tryTake(userId, CALDAV_CONNECTS_PER_USER)) {
+      throw new SyncServiceError('RATE_LIMITED', 'Two connects of yours are under way; try again once one has finished')
+    }
     let credential
     try {
       credential = await adapter.verifyAccount({ serverUrl: request.serverUrl, username: request.username, password: request.password })
@@ -132,6 +144,8 @@ export class ConnectFlow {
         throw new SyncServiceError('CALDAV_DISCOVERY_FAILED', 'No CalDAV calendars were found at this server URL', repair ?? undefined)
       }
       throw error
+    } finally {
+      this.#connectsUnderWay.release(userId)
     }
     const account = calDavAccount(credential)
     if (repair === null) {

@@ -1,6 +1,7 @@
 // Runs due jobs in at most `maxConcurrency` slots, and the self-heal sweep. Claims nothing while
 // execution is passive.
 import { randomUUID } from 'node:crypto'
+import { CountsByKey } from '../../lib/counts-by-key.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
 import { WaitForProviderError } from '../lib/jobs/rules.js'
@@ -13,6 +14,11 @@ export interface JobWorkerOptions {
   handlers: Record<JobType, JobHandler>
   log: FastifyBaseLogger
   maxConcurrency: number
+  /**
+   * The slots one user's jobs may hold at once (default: half of maxConcurrency, at least one), so
+   * a user whose servers answer slowly waits on their own jobs and never takes every slot.
+   */
+  maxPerUser?: number
   /** Read on every claim, so a configuration of `passive` claims nothing. */
   isActive: () => boolean
   /** One pass of the self-heal sweep; the background loop runs it every sweep interval. */
@@ -23,6 +29,8 @@ export class JobWorker {
   readonly id = `worker-${randomUUID()}`
   readonly #options: JobWorkerOptions
   readonly #running = new Set<Promise<void>>()
+  /** Jobs running here per user. */
+  readonly #runningByUser = new CountsByKey()
   #claiming = false
   /** Settles when the claim under way ends; stop() waits for it, so the database never closes under a claim. */
   #claimEnded: Promise<void> = Promise.resolve()
@@ -103,10 +111,14 @@ export class JobWorker {
     const started: Array<Promise<void>> = []
     try {
       while (!this.#stopped && this.#running.size < this.#options.maxConcurrency && this.#options.isActive()) {
-        const job = await this.#options.queue.claim(this.id)
+        const job = await this.#options.queue.claim(this.id, this.#usersAtShare())
         if (!job) break
+        const user = job.userId
+        // The claim left out the users at their share.
+        if (user !== null) this.#runningByUser.take(user)
         const run = this.#run(job).finally(() => {
           this.#running.delete(run)
+          if (user !== null) this.#runningByUser.release(user)
           // A finished job frees a slot: keep draining while the loop runs.
           if (this.#timers.length > 0) this.#fill().catch(() => {})
         })
@@ -119,6 +131,11 @@ export class JobWorker {
       if (this.#claimAgain && this.#timers.length > 0) this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
     }
     return started
+  }
+
+  /** The users whose jobs hold their share of the slots already. */
+  #usersAtShare (): string[] {
+    return this.#runningByUser.atLeast(this.#options.maxPerUser ?? Math.max(1, Math.floor(this.#options.maxConcurrency / 2)))
   }
 
   /** Never rejects: a job's outcome, and any failure to record it, ends up in the queue or the log. */

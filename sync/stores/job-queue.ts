@@ -183,15 +183,20 @@ export class JobQueue {
     await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, status: 'queued' }, { $set: { runAt: start, updatedAt: this.#clock.now() } }))
   }
 
-  /** The next due job, leased to `owner`; a running job whose lease ran out counts as due. Ties go in the order jobs were first queued. */
-  async claim (owner: string): Promise<JobRecord | null> {
+  /**
+   * The next due job, leased to `owner`; a running job whose lease ran out counts as due. Ties go in
+   * the order jobs were first queued. Jobs of `skipUsers` are left for later (their user has their
+   * share of the worker's slots).
+   */
+  async claim (owner: string, skipUsers: readonly string[] = []): Promise<JobRecord | null> {
     for (;;) {
       const now = this.#clock.now()
       const due: Filter<JobRecord> = {
         $or: [
           { status: 'queued', runAt: { $lte: now } },
           { status: 'running', leaseUntil: { $lte: now } }
-        ]
+        ],
+        ...(skipUsers.length === 0 ? {} : { userId: { $nin: [...skipUsers] } })
       }
       const job = await databaseCall(async () => await this.#rows.findOneAndUpdate(due, {
         $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },

@@ -176,6 +176,33 @@ test('at most maxConcurrency jobs run at once', async (t) => {
   t.equal(peak, 2)
 })
 
+test('one user\'s jobs hold at most half the slots: a user whose servers answer slowly leaves room for the others', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const slow = newUserId()
+  const other = newUserId()
+  // The slow user's jobs were queued first, so by order alone they would take every slot.
+  for (const key of ['s1', 's2', 's3', 's4', 's5']) await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: key, userId: slow })
+  await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: 'o1', userId: other })
+  await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: 'no-user' })
+  const started: string[] = []
+  let release: () => void = () => {}
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  const worker = workerFor(built, async (job) => {
+    started.push(job.coalescingKey)
+    if (job.userId === slow) await gate
+  }, { maxConcurrency: 4 })
+  const first = worker.tick()
+  while (started.length < 4) await new Promise((resolve) => setImmediate(resolve))
+  t.same(started.filter((key) => key.startsWith('s')), ['s1', 's2'], 'the slow user holds two of the four slots')
+  t.ok(started.includes('o1'), 'another user\'s job runs meanwhile')
+  t.ok(started.includes('no-user'), 'and a job of no user')
+  release()
+  await first
+  let ran = await worker.tick()
+  while (ran > 0) ran = await worker.tick()
+  t.same(started.filter((key) => key.startsWith('s')).sort(), ['s1', 's2', 's3', 's4', 's5'], 'the slow user\'s jobs all run in the end')
+})
+
 test('failed attempts climb the retry ladder, then the job is failed', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   const queue = built.app.syncJobQueue

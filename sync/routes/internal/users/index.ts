@@ -62,10 +62,11 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:userId/connections/caldav', {
     schema: {
       description: 'Connects (or repairs) a CalDAV account with a server URL, user name and app password: checked at the server ' +
-        'before anything is stored (CALDAV_CREDENTIALS_REFUSED, CALDAV_DISCOVERY_FAILED), stored encrypted, the import queued',
+        'before anything is stored (CALDAV_CREDENTIALS_REFUSED, CALDAV_DISCOVERY_FAILED), stored encrypted, the import queued; ' +
+        'RATE_LIMITED (429) while two connects of the user are under way',
       params: UserParamsSchema,
       body: CalDavConnectRequestSchema,
-      response: { 200: CalDavConnectResponseSchema, 422: SyncErrorBodySchema, ...errorResponses }
+      response: { 200: CalDavConnectResponseSchema, 422: SyncErrorBodySchema, 429: SyncErrorBodySchema, ...errorResponses }
     }
   }, async (request) => await fastify.syncConnect.connectCalDav(request.params.userId, request.body))
 
