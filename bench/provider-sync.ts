@@ -413,7 +413,8 @@ async function benchCalDav (): Promise<void> {
 
   async function signedUpUser (label: string): Promise<User> {
     const email = uniqueEmail(label)
-    return { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+    const password = `pw-for-${label}-1`
+    return { ...await signUp(stack.backend.app, { email, password }), email, password }
   }
 
   async function connectCalDav (user: User, account: { username: string, password: string }): Promise<void> {

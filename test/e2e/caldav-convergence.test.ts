@@ -55,7 +55,7 @@ async function connect (stack: FullStack, radicale: Radicale, label: string): Pr
   await radicale.createCalendar(label, password, 'home', 'Home')
   const calendarUrl = `${radicale.url}/${label}/home/`
   const email = uniqueEmail(label)
-  const user = { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+  const user = { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email, password: `pw-for-${label}-1` }
   const connected = await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: radicale.url, username: label, password } })
   if (connected.statusCode !== 200) throw new Error(`connect answered ${connected.statusCode}: ${connected.body}`)
   if (!await waitFor(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'healthy', 20_000)) throw new Error('the connection never became healthy')

@@ -1,5 +1,6 @@
 // The convergence suite's machinery, the same for every provider: fast-check generates sequences of
-// operations here (edits sent as the web client sends them: its own plans and requests) and at the provider ("another device", through a small per-provider
+// operations here (renames sent as the web client sends them: its own plans and requests; creates
+// and deletions through the client module, as a native app sends them) and at the provider ("another device", through a small per-provider
 // port), with the provider answering 503 for a while in between; each sequence runs against the
 // whole stack on a freshly connected user, sync settles, and both sides' occurrences over the weeks
 // involved are compared (start, end, title). A failure shrinks to a short sequence, printed with its seed.
@@ -17,6 +18,7 @@ import { onItsWay, primaryCalendarId, type FullStack } from './stack.js'
 import { draftOf, planEdit, type EditPlan } from '../../web/src/lib/series-edit.js'
 import { frequencyOf, type ApplyTo, type CalendarEvent } from '../../web/src/lib/events.js'
 import { sendPlan } from '../web-plans.js'
+import { ApiError, CalendarClient } from '../../client/index.js'
 
 export const WINDOW: Window = { from: '2026-11-30T00:00:00Z', to: '2027-01-05T00:00:00Z' }
 const FIRST_DAY = Date.parse('2026-12-01T00:00:00Z')
@@ -47,10 +49,22 @@ export interface Device {
   nudge: () => Promise<void>
 }
 
-export interface Connected { user: SignedIn & { email: string }, device: Device }
+export interface Connected { user: SignedIn & { email: string, password: string }, device: Device }
 
-/** The backend, the user, the provider's side, and the calendar the user's new events go to (the connection's primary). */
-export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device, calendarId: string }
+/**
+ * The backend, the user, the provider's side, and the calendar the user's new events go to (the
+ * connection's primary); `client`: the client module signed in as the user, over HTTP.
+ */
+export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device, calendarId: string, client: CalendarClient }
+
+/** A deletion the client module sends; one the backend no longer has (404) is done already. */
+async function deleteThroughClient (real: Real, id: string, applyTo?: 'thisAndFollowing'): Promise<void> {
+  try {
+    await real.client.deleteEvent(id, applyTo)
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 404) throw error
+  }
+}
 
 export type Command = fc.AsyncCommand<Model, Real>
 
@@ -89,9 +103,7 @@ export class CreateHere implements Command {
       timeZone: 'America/New_York',
       ...(this.series ? { recurrence: { rule: ['RRULE:FREQ=WEEKLY'] } } : {})
     }
-    const id = mintEventId()
-    const answer = await real.app.inject({ method: 'POST', url: '/api/event', headers: real.user.headers, payload: { _id: id, calendarId: real.calendarId, ...body } })
-    if (answer.statusCode !== 204) throw new Error(`create answered ${answer.statusCode}: ${answer.body}`)
+    const id = await real.client.saveEvent({ calendarId: real.calendarId, ...body })
     model.made.push({ id, body, removed: false, titles: [body.title] })
   }
 
@@ -189,8 +201,7 @@ export class DeleteHere implements Command {
     const made = live(model)[this.pick % live(model).length] as Made
     made.removed = true
     made.deleted = true
-    const answer = await real.app.inject({ method: 'DELETE', url: `/api/event/${made.id}`, headers: real.user.headers })
-    if (answer.statusCode !== 204 && answer.statusCode !== 404) throw new Error(`delete answered ${answer.statusCode}: ${answer.body}`)
+    await deleteThroughClient(real, made.id)
   }
 
   toString = () => `DeleteHere(#${this.pick})`
@@ -202,8 +213,7 @@ export class ThisAndFollowingHere implements Command {
   async run (model: Model, real: Real): Promise<void> {
     const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
     const key = basic(startOf(made) + this.week * WEEK_MS)
-    const answer = await real.app.inject({ method: 'DELETE', url: `/api/event/${made.id}_${key}?applyTo=thisAndFollowing`, headers: real.user.headers })
-    if (answer.statusCode !== 204 && answer.statusCode !== 404) throw new Error(`this and following answered ${answer.statusCode}: ${answer.body}`)
+    await deleteThroughClient(real, `${made.id}_${key}`, 'thisAndFollowing')
     // The series' rule is the server's now; a later title edit sends it back as read.
     const stored = await real.app.inject({ method: 'GET', url: `/api/event/${made.id}`, headers: real.user.headers })
     if (stored.statusCode === 200) made.body = { ...made.body, recurrence: { rule: stored.json<{ recurrence: { rule: string[] } }>().recurrence.rule } }
@@ -334,7 +344,10 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
   const converges = async (sequence: Iterable<Command>): Promise<void> => {
     sequences++
     const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
-    const real: Real = { app, user, device, calendarId: await primaryCalendarId(app, user.headers) }
+    const client = new CalendarClient({ apiUrl: `${options.stack.backendOrigin}/api` })
+    const signedIn = await client.signIn({ email: user.email, password: user.password })
+    if (signedIn.status !== 'OK') throw new Error(`the client module could not sign in: ${signedIn.status}`)
+    const real: Real = { app, user, device, calendarId: await primaryCalendarId(app, user.headers), client }
     const model: Model = { made: [], titles: 0, down: false }
     const ran: string[] = []
     for (const command of sequence) {

@@ -189,10 +189,11 @@ export function withMicrosoft (stack: FullStack): FullStackWithMicrosoft {
 }
 
 /** A signed-up user of the backend whose Google account (the stand-in's) has the same email. */
-export async function userWithGoogleAccount (stack: FullStack, label: string): Promise<SignedIn & { email: string }> {
+export async function userWithGoogleAccount (stack: FullStack, label: string): Promise<SignedIn & { email: string, password: string }> {
   const email = uniqueEmail(label)
+  const password = `pw-for-${label}-1`
   stack.google.control.createAccount({ email, name: label, timeZone: 'Europe/Berlin' })
-  return { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+  return { ...await signUp(stack.backend.app, { email, password }), email, password }
 }
 
 /**
@@ -233,10 +234,11 @@ export async function beginAndConsent (stack: FullStack, user: SignedIn & { emai
 }
 
 /** A signed-up user of the backend whose Microsoft account (the stand-in's) has the same email. */
-export async function userWithMicrosoftAccount (stack: FullStack, label: string, timeZone = 'W. Europe Standard Time'): Promise<SignedIn & { email: string }> {
+export async function userWithMicrosoftAccount (stack: FullStack, label: string, timeZone = 'W. Europe Standard Time'): Promise<SignedIn & { email: string, password: string }> {
   const email = uniqueEmail(label)
+  const password = `pw-for-${label}-1`
   withMicrosoft(stack).microsoft.control.createAccount({ email, name: label, timeZone })
-  return { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email }
+  return { ...await signUp(stack.backend.app, { email, password }), email, password }
 }
 
 /** The id of a Microsoft account's default calendar ("Calendar") at the stand-in. */
