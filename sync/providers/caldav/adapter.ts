@@ -1,12 +1,13 @@
 // The CalDAV adapter of the provider port (RFC 4791, RFC 6578): a server URL, a user name and an
-// app password instead of OAuth. WebDAV requests and their multistatus answers go through tsdav's
-// davRequest, iCalendar through ical.js (sync/lib/providers/caldav-mapping.ts). CalDAV has no push,
-// so the service pulls each calendar on a timer (pollIntervalMs).
+// app password instead of OAuth. WebDAV requests are sent from here; their multistatus answers are
+// parsed by tsdav's davRequest, off the event loop (dav-answers.ts); iCalendar goes through ical.js
+// (sync/lib/providers/caldav-mapping.ts). CalDAV has no push, so the service pulls each calendar
+// on a timer (pollIntervalMs).
 import { retryAfterMs } from '../../../lib/backoff.js'
 import ICAL from 'ical.js'
-import { davRequest } from 'tsdav'
 import type { DAVResponse } from 'tsdav'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
+import { davResponsesOf } from './dav-answers.js'
 import { AddressRefusedError, addressPolicy } from '../address-guard.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
@@ -506,27 +507,24 @@ export class CalDavAdapter implements ProviderPort {
     return { Authorization: `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}` }
   }
 
-  async #dav (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
-    let responses: DAVResponse[]
-    // tsdav's answers carry no headers; the Retry-After of a refusal is read on the way.
-    let retryAfter: string | null = null
-    const transport: ProviderFetch = async (input, init) => {
-      this.#onServer(context, String(input instanceof Request ? input.url : input))
-      const response = await this.#transport(input, init)
-      retryAfter = response.headers.get('retry-after')
-      return response
-    }
+  /** One WebDAV request, sent from this thread: with the password, within the server's origin and the deadline, read within the answer limit by the transport. */
+  async #send (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string): Promise<Response> {
     try {
-      responses = await davRequest({
-        url,
-        init: { method, headers: { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }, body },
-        convertIncoming: false,
-        // The same fetch as the adapter's other requests (tsdav would otherwise keep its own).
-        fetch: transport,
-        fetchOptions: { signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) }
-      })
+      const headers = { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }
+      this.#onServer(context, url)
+      return await this.#transport(url, { method, headers, body, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch (error) {
       if (error instanceof ProviderAuthorizationRevokedError) throw error
+      throw new ProviderUnavailableError(`the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`, null)
+    }
+  }
+
+  /** The responses of a multistatus answer, parsed off the event loop when large (dav-answers.ts); a failure's status as its error. */
+  async #answer (response: Response, method: 'PROPFIND' | 'REPORT', options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
+    let responses: DAVResponse[]
+    try {
+      responses = await davResponsesOf(response)
+    } catch (error) {
       throw new ProviderUnavailableError(`the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`, null)
     }
     const first = responses[0]
@@ -535,9 +533,13 @@ export class CalDavAdapter implements ProviderPort {
       if (options.syncCollection === true && (first.status === 403 || first.status === 409 || first.status === 410)) {
         throw new ProviderCursorExpiredError(`the CalDAV server no longer accepts the sync token (${first.status})`)
       }
-      throw this.#failure(first.status, method, retryAfter)
+      throw this.#failure(first.status, method, response.headers.get('retry-after'))
     }
     return responses
+  }
+
+  async #dav (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
+    return await this.#answer(await this.#send(context, url, method, depth, body), method, options)
   }
 
   /** `retryAfter`: the answer's Retry-After header, which a 429 or 503 may carry (RFC 9110, 10.2.3). */

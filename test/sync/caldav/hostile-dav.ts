@@ -15,6 +15,11 @@ export interface HostileMode {
   hugeHome?: number
   /** Answers every PROPFIND of the home with this many tiny empty <d:response> elements. */
   floodHome?: number
+  /**
+   * Lists the home's calendars, then about this many bytes of small <d:response> elements (an
+   * href each, nothing else): an answer under the limit that takes long to parse.
+   */
+  paddedHome?: number
   /** Accepts every request and never answers it. */
   silent?: boolean
 }
@@ -38,9 +43,9 @@ function multistatus (reply: ServerResponse, body: string): void {
   reply.end(`${MULTISTATUS_HEAD}${body}</d:multistatus>`)
 }
 
-function streamed (reply: ServerResponse, bytes: number, piece: string): void {
+function streamed (reply: ServerResponse, bytes: number, piece: string, first = ''): void {
   reply.writeHead(207, { 'content-type': 'application/xml; charset=utf-8' })
-  reply.write(MULTISTATUS_HEAD)
+  reply.write(`${MULTISTATUS_HEAD}${first}`)
   let sent = 0
   const chunk = piece.repeat(Math.max(1, Math.floor(65536 / piece.length)))
   const more = (): void => {
@@ -80,10 +85,12 @@ export async function startHostileDav (t: Test, mode: HostileMode = {}): Promise
       if (dav.mode.hugeHome !== undefined) return streamed(reply, dav.mode.hugeHome, propResponse('/calendars/x/', '<d:displayname>padding padding padding</d:displayname>'))
       if (dav.mode.floodHome !== undefined) return streamed(reply, dav.mode.floodHome * 14, '<d:response/>')
       const calendars = dav.mode.calendars ?? ['/calendars/work/']
-      multistatus(reply, [
+      const listing = [
         propResponse('/calendars/', '<d:resourcetype><d:collection/></d:resourcetype>'),
         ...calendars.map((href, index) => propResponse(href, `<d:resourcetype><d:collection/><c:calendar/></d:resourcetype><d:displayname>Calendar ${index + 1}</d:displayname>`))
-      ].join(''))
+      ].join('')
+      if (dav.mode.paddedHome !== undefined) return streamed(reply, dav.mode.paddedHome, '<d:response><d:href>/calendars/padding/</d:href></d:response>', listing)
+      multistatus(reply, listing)
     } else {
       multistatus(reply, '')
     }
