@@ -182,6 +182,24 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     t.same(visitorErrors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')
   })
 
+  await t.test('a page without WebCrypto (plain http from another machine): Continue with Google says why it cannot start, and stays', async (t) => {
+    const context = await newContext(browser)
+    // What a browser gives a page that is not a secure context: no crypto.subtle. (Text, not a
+    // function: the test's compiled functions call helpers the page does not have.)
+    await context.addInitScript({
+      content: "Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined }); Object.defineProperty(window, 'isSecureContext', { get: () => false })"
+    })
+    const visitor = await context.newPage()
+    const visitorErrors = collectErrors(visitor)
+    await visitor.goto(`${stack.webUrl}/day?date=${DAY}&auth=login`)
+    const dialog = visitor.getByRole('dialog', { name: 'Sign in' })
+    await dialog.getByRole('button', { name: 'Continue with Google' }).click()
+    await dialog.getByRole('alert').filter({ hasText: 'Signing in with Google needs this page to be opened over https' }).waitFor()
+    t.ok(visitor.url().startsWith(stack.webUrl), 'still on the calendar, not half-way to Google')
+    t.same(visitorErrors.filter((error) => !/status of 401/.test(error)), [], 'and no unhandled error in the page')
+    await context.close()
+  })
+
   await t.test('a sign-up the form cannot finish sends signup_failed, naming no address', async (t) => {
     const visitor = await (await newContext(browser)).newPage()
     await visitor.goto(`${stack.webUrl}/day?auth=signup`)

@@ -5,7 +5,7 @@ import { test } from 'tap'
 import { newPkceVerifier, oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
 import {
   FALLBACK_RETURN_PATH, INTENT_PREFIX, INTENT_TTL_MS, appleAuthorizationUrl, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
-  connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
+  connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, providerStartFailure, safeReturnPath, saveIntent, savePendingConnect, scopesComplete, signInOptions,
   signInUpBody, signInUpRefusal, takeIntent, takePendingConnect, withoutConnectRedirect, GOOGLE_CALENDAR_SCOPES
 } from '../../web/src/lib/oauth.js'
 import { memoryStore } from '../../web/src/lib/storage.js'
@@ -205,4 +205,9 @@ test('a sign-in the session library refused is said in words, never taken for a 
   t.match(signInUpRefusal({ status: 'SIGN_IN_UP_NOT_ALLOWED' }), /not accepted/)
   t.match(signInUpRefusal({ status: 'NO_EMAIL_GIVEN_BY_PROVIDER' }), /email address/)
   t.match(signInUpRefusal({}), /not accepted/)
+})
+
+test('a provider that cannot be left for is said in words: over plain http, what to do instead', async (t) => {
+  t.equal(providerStartFailure('google', false), 'Signing in with Google needs this page to be opened over https. Open the calendar at its https address, or use your email and password.')
+  t.equal(providerStartFailure('microsoft', true), 'Could not start with Microsoft. Reload the page and try again.')
 })

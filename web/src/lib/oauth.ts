@@ -265,6 +265,20 @@ export interface SignInOption {
   label: string
 }
 
+const PROVIDER_NAMES: Record<SignInProvider, string> = { google: 'Google', microsoft: 'Microsoft', apple: 'Apple' }
+
+/**
+ * Why a sign-in or connect could not leave for the provider, for the person: the proof it sends
+ * (PKCE) needs the browser's WebCrypto, which a page served over plain http from another machine
+ * does not get (a "secure context" is https, or this machine itself).
+ */
+export function providerStartFailure (provider: SignInProvider, secureContext: boolean): string {
+  const name = PROVIDER_NAMES[provider]
+  return secureContext
+    ? `Could not start with ${name}. Reload the page and try again.`
+    : `Signing in with ${name} needs this page to be opened over https. Open the calendar at its https address, or use your email and password.`
+}
+
 /** The sign-in buttons the bundle can offer: a provider's only when its client id was fixed into it. */
 export function signInOptions (ids: { googleClientId: string | null, microsoftClientId: string | null, appleServicesId: string | null }): SignInOption[] {
   const options: SignInOption[] = []

@@ -20,6 +20,7 @@ import { session, signOut } from '../data/session.js'
 import { notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
+import { providerStartFailure } from '../lib/oauth.js'
 import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
 import { eventStart, newEventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
 import type { AuthDialogKind } from '../lib/auth-params.js'
@@ -195,7 +196,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
             ? (
               <div class='account'>
                 <span class='account-email'>{state.email ?? 'Signed in'}</span>
-                {providerEnabled && !googleConnected && <button type='button' onClick={() => { startConnect().catch(() => {}) }}>Connect Google Calendar</button>}
+                {providerEnabled && !googleConnected && <button type='button' onClick={() => { startConnect().catch(() => notify(providerStartFailure('google', globalThis.isSecureContext), 'error')) }}>Connect Google Calendar</button>}
                 <button type='button' onClick={() => setCalDav({ connectionId: null })}>Connect CalDAV calendar</button>
                 <button type='button' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
               </div>

@@ -5,6 +5,7 @@ import type { AuthDialogKind } from '../lib/auth-params.js'
 import { Dialog } from './Dialog.js'
 import { sendPasswordReset, signIn, signUp, submitNewPassword, type FormResult } from '../data/session.js'
 import { signInButtons, startSignIn } from '../data/provider.js'
+import { providerStartFailure } from '../lib/oauth.js'
 
 const TITLES: Record<AuthDialogKind, string> = {
   login: 'Sign in',
@@ -54,6 +55,7 @@ function AuthForm (props: { kind: AuthDialogKind, resetToken: string | null, onS
   const [busy, setBusy] = useState(false)
   const [result, setResult] = useState<FormResult | null>(null)
   const [done, setDone] = useState<string | null>(null)
+  const [providerFailure, setProviderFailure] = useState<string | null>(null)
   const fields = result !== null && !result.ok ? result.fields ?? {} : {}
 
   async function submit (event: Event) {
@@ -107,8 +109,16 @@ function AuthForm (props: { kind: AuthDialogKind, resetToken: string | null, onS
               </button>
             </div>
             {(kind === 'login' || kind === 'signup') && signInButtons.map((option) => (
-              <button key={option.provider} type='button' class='provider' onClick={() => startSignIn(option.provider)}>{option.label}</button>
+              <button
+                key={option.provider} type='button' class='provider'
+                onClick={() => {
+                  setProviderFailure(null)
+                  startSignIn(option.provider).catch(() => setProviderFailure(providerStartFailure(option.provider, globalThis.isSecureContext)))
+                }}
+              >{option.label}
+              </button>
             ))}
+            {providerFailure !== null && <p role='alert' class='form-error'>{providerFailure}</p>}
             <p class='auth-links'>
               {kind === 'login' && <><button type='button' class='link' onClick={() => props.onSwitch('forgot')}>Forgot your password?</button> · <button type='button' class='link' onClick={() => props.onSwitch('signup')}>Create an account</button></>}
               {kind === 'signup' && <>Have an account? <button type='button' class='link' onClick={() => props.onSwitch('login')}>Sign in</button></>}
