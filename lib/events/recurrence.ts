@@ -67,6 +67,22 @@ function parseExdateValues (line: string, shape: SeriesShape): number[] {
   })
 }
 
+/**
+ * The rule lines of a series' part from `cut` on ("this and following"): its EXDATE values before
+ * the cut are dropped (they name occurrences of the part before it), those from it on are kept so
+ * what was deleted there stays deleted; an EXDATE line left without a value goes. RRULE as it is.
+ */
+export function exclusionsFrom (shape: SeriesShape, cut: Date): string[] {
+  const from = toFloating(DateTime.fromJSDate(cut, { zone: shape.timeZone })).getTime()
+  return shape.rule.flatMap((line) => {
+    if (!line.startsWith('EXDATE')) return [line]
+    const split = line.indexOf(':')
+    const head = line.slice(0, split)
+    const kept = line.slice(split + 1).split(',').filter((value) => (parseExdateValues(`${head}:${value}`, shape)[0] as number) >= from)
+    return kept.length === 0 ? [] : [`${head}:${kept.join(',')}`]
+  })
+}
+
 function ruleOptions (line: string, shape: SeriesShape, dtstart: Date): Partial<RRuleOptions> {
   if (!RRULE_LINE.test(line)) throw new RecurrenceRuleError(`"${line}" is not an RRULE line`)
   const parts = new Map(line.slice('RRULE:'.length).split(';').map((part) => part.split('=') as [string, string]))

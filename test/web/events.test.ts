@@ -99,6 +99,12 @@ test('edit plans: this is a PUT on the occurrence, all a PUT on the series (shif
   t.match(split, { kind: 'split', deleteId: occurrence._id, create: { _id: 'n1', startDate: draft.startDate, recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=4'] } } },
     'the new series has the occurrences that were left')
   t.same(followingRule({ ...series, recurrence: { rule: ['RRULE:FREQ=WEEKLY;UNTIL=20260501T000000Z'] } }, new Date('2026-03-16T13:00:00Z')), ['RRULE:FREQ=WEEKLY;UNTIL=20260501T000000Z'])
+  // Another client deleted 9 March (before the cut) and 30 March (after it). COUNT counts before
+  // exclusions (RFC 5545, 3.8.5.3): two occurrences came before 16 March, so four are left; the
+  // deletion after the cut stays, the one before is not the new series' business.
+  const withDeletions = { ...series, recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=6', 'EXDATE;TZID=Europe/Berlin:20260309T140000,20260330T140000', 'EXDATE:20260309T130000Z'] } }
+  t.same(followingRule(withDeletions, new Date('2026-03-16T13:00:00Z')), ['RRULE:FREQ=WEEKLY;COUNT=4', 'EXDATE;TZID=Europe/Berlin:20260330T140000'])
+  t.same(followingRule({ ...series, recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=6', 'EXDATE:20260309T130000Z'] } }, new Date('2026-03-16T13:00:00Z')), ['RRULE:FREQ=WEEKLY;COUNT=4'])
 
   const single = timed('Call', '2026-03-02T09:00:00+01:00', '2026-03-02T09:30:00+01:00', { priority: 'work' })
   t.match(planEdit(single, { ...draft, frequency: null }, 'this', null, 'n2'), { kind: 'replace', id: single._id, change: { priority: 'work', title: 'Review (new room)' } })

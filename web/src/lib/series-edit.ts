@@ -3,7 +3,7 @@
 // with applyTo=thisAndFollowing that ends the series; "this and following" for an edit is that
 // DELETE followed by a new series from the edited occurrence on.
 import { DateTime } from 'luxon'
-import { compileSeries, expandSeries } from '../../../lib/events/recurrence.js'
+import { compileSeries, exclusionsFrom, expandSeries } from '../../../lib/events/recurrence.js'
 import { eventInstant } from '../../../lib/events/time.js'
 import { frequencyOf, isOccurrence, seriesIdOf, type ApplyTo, type CalendarEvent, type EventChange, type Frequency } from './events.js'
 
@@ -78,13 +78,17 @@ function shiftedSeriesStart (series: CalendarEvent, originalStart: string, draft
     : { startDate: start.toISO({ suppressMilliseconds: true }) as string, endDate: end.toISO({ suppressMilliseconds: true }) as string }
 }
 
-/** The rule of the part of a series from `cut` on: UNTIL kept, COUNT reduced by what came before. */
+/**
+ * The rule of the part of a series from `cut` on: UNTIL kept, COUNT reduced by what came before
+ * (counted before exclusions, as RFC 5545 counts it), and only the exclusions from the cut on.
+ */
 export function followingRule (series: CalendarEvent, cut: Date): string[] {
-  const rule = series.recurrence?.rule ?? []
+  const rule = exclusionsFrom({ ...series, rule: series.recurrence?.rule ?? [] }, cut)
   const count = rule.map((line) => /(?:^RRULE:|;)COUNT=(\d+)/.exec(line)?.[1]).find((value) => value !== undefined)
   if (count === undefined) return rule
   const seriesStart = eventInstant(series.startDate, series.isAllDay, series.timeZone)
-  const before = expandSeries(compileSeries({ ...series, rule }), seriesStart, cut, Number(count)).length
+  const rruleOnly = rule.filter((line) => line.startsWith('RRULE:'))
+  const before = expandSeries(compileSeries({ ...series, rule: rruleOnly }), seriesStart, cut, Number(count)).length
   const left = Math.max(1, Number(count) - before)
   return rule.map((line) => line.startsWith('RRULE:') ? line.replace(/COUNT=\d+/, `COUNT=${left}`) : line)
 }
