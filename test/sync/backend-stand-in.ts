@@ -4,14 +4,15 @@
 import Fastify from 'fastify'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Test } from 'tap'
-import { BACKEND_INTERNAL_PATHS, ProviderAccountClaimSchema, ProviderCalendarRemovalSchema, ProviderEventBatchSchema } from '../../schemas/sync/index.js'
-import type { ProviderAccountClaim, ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch } from '../../schemas/sync/index.js'
+import { BACKEND_INTERNAL_PATHS, ProviderAccountClaimSchema, ProviderCalendarRemovalSchema, ProviderEventBatchSchema, ProviderWriteStateSchema } from '../../schemas/sync/index.js'
+import type { ProviderAccountClaim, ProviderCalendarRemoval, ProviderEvent, ProviderEventBatch, ProviderWriteState } from '../../schemas/sync/index.js'
 
 export const SERVICE_TOKEN = 'backend-service-token-0123456789'
 
 const batchCheck = TypeCompiler.Compile(ProviderEventBatchSchema)
 const removalCheck = TypeCompiler.Compile(ProviderCalendarRemovalSchema)
 const claimCheck = TypeCompiler.Compile(ProviderAccountClaimSchema)
+const writeStateCheck = TypeCompiler.Compile(ProviderWriteStateSchema)
 
 /**
  * The backend's provider-events endpoint as a test fixture: checks the service token and the
@@ -32,6 +33,8 @@ export interface BackendStandIn {
   beforeBatch: (listener: (batch: ProviderEventBatch) => unknown) => void
   /** Provider accounts Sync asked about after a connect's code exchange. */
   claims: ProviderAccountClaim[]
+  /** The marks Sync set on events whose change their provider does not have (and their clearing). */
+  writeStates: ProviderWriteState[]
   /** Provider accounts (by `${provider}:${accountId}`) another user holds: their claims answer conflict. */
   heldByOthers: Set<string>
 }
@@ -84,6 +87,12 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
     revocations.push(request.body as BackendStandIn['revocations'][number])
     return { sessionsRevoked: 1, streamsClosed: 0 }
   })
+  const writeStates: ProviderWriteState[] = []
+  server.post(BACKEND_INTERNAL_PATHS.providerWriteState, async (request, reply) => {
+    if (!writeStateCheck.Check(request.body)) return await reply.code(400).send({ code: 'VALIDATION' })
+    writeStates.push(request.body)
+    return { updated: true }
+  })
   const claims: ProviderAccountClaim[] = []
   const heldByOthers = new Set<string>()
   server.post(BACKEND_INTERNAL_PATHS.providerAccountClaim, async (request, reply) => {
@@ -108,6 +117,7 @@ export async function startBackendStandIn (t: Test): Promise<BackendStandIn> {
     removals,
     revocations,
     claims,
+    writeStates,
     heldByOthers,
     failNext: (count) => { failures = count },
     beforeBatch: (listener) => { beforeBatch = listener },

@@ -13,7 +13,7 @@ import type { ProviderCredential } from '../../lib/credentials.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import { planWrite } from '../../lib/merge.js'
 import {
-  classifyFailure, contentOf, graphFieldsOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
+  classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
@@ -100,6 +100,12 @@ export interface MicrosoftAdapterOptions {
 }
 
 /** The grant does not include the calendar permission (the person unticked it on the consent page). */
+/** An instance's original start (Graph writes it in UTC, without the Z). */
+function originalStartOf (instance: GraphEvent): number {
+  const text = instance.originalStart ?? ''
+  return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
+}
+
 export class MicrosoftScopeMissingError extends Error {
   override name = 'MicrosoftScopeMissingError'
 }
@@ -413,8 +419,15 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
       throw new ProviderNotFoundError(`Microsoft has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
     }
-    const body = { ...graphFieldsOf(content, { recurrence: true }), transactionId: transactionIdFor(context.connectionId, write.eventId) }
+    // A pattern holds no exclusions: a new series' EXDATE occurrences are deleted once it exists.
+    const pattern = content.recurrence?.filter((line) => line.startsWith('RRULE'))
+    if (pattern !== undefined && pattern.length > 0 && graphRecurrenceOf(pattern, content.startDate, content.timeZone) === null) {
+      // Sent without it, the series would come back as one event and its other occurrences be lost here.
+      throw new ProviderRejectedError(`Microsoft has no recurrence pattern for ${pattern.join(' ')}`, null)
+    }
+    const body = { ...graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence: true }), transactionId: transactionIdFor(context.connectionId, write.eventId) }
     let created: GraphEvent = await this.#graphCall(context, 'event.create', 'POST', `${this.#graph}/me/calendars/${encodeURIComponent(calendar.calendarId)}/events`, body)
+    if (pattern !== undefined && pattern.length !== content.recurrence?.length) await this.#deleteExcluded(context, created.id, content)
     // A repeated transactionId answers the first insert, which may predate this change of the event.
     if (write.operation !== 'create') {
       created = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(created.id)}`, graphFieldsOf(content, { recurrence: false }))
@@ -700,6 +713,24 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     return found
   }
 
+  /** The occurrences of a series Graph holds that its rule excludes (EXDATE) are deleted there. */
+  async #deleteExcluded (context: ProviderContext, masterId: string, content: EventContent): Promise<void> {
+    let series: ReturnType<typeof compileSeries>
+    try {
+      series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+    } catch (error) {
+      if (error instanceof RecurrenceRuleError) return
+      throw error
+    }
+    for (const instance of await this.#instances(context, masterId)) {
+      const original = content.isAllDay
+        ? eventInstant((instance.start?.dateTime ?? '').slice(0, 10), true, content.timeZone)
+        : new Date(originalStartOf(instance))
+      if (Number.isNaN(original.getTime()) || hasOccurrenceAt(series, original)) continue
+      await this.#graphCall(context, 'event.delete', 'DELETE', `${this.#graph}/me/events/${encodeURIComponent(instance.id)}`)
+    }
+  }
+
   /**
    * After a series' pattern or times were written: its former exceptions are written again on
    * their occurrence as it moved with the series (the backend's rule, lib/events/series-move.ts:
@@ -708,10 +739,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * following" cut or a move of the series loses nothing.
    */
   async #restoreExceptions (context: ProviderContext, masterId: string, before: GraphEvent[], from: EventContent, to: EventContent, calendarTimeZone: string): Promise<void> {
-    const originalOf = (instance: GraphEvent): number => {
-      const text = instance.originalStart ?? ''
-      return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
-    }
+    const originalOf = originalStartOf
     const mover = exceptionMover(contentTiming(from), contentTiming(to))
     const exceptions = new Map<number, { own: EventContent, times: ExceptionTiming }>()
     for (const instance of before) {

@@ -3,7 +3,7 @@
 // (no attempt of the job ladder spent), and a revoked grant making the connection need the user.
 import { test } from 'tap'
 import { lunchWriteSubject, reportEventChange, revokeAtProviderAndPull } from '../provider-harness.js'
-import { ALICE, connectAndSync, defaultCalendar, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
+import { ALICE, connectAndSync, defaultCalendar, graphGet, occurrenceOn, SAMPLE_EVENTS, startStack } from './harness.js'
 
 test('provider writes: an own event of the default calendar is created there and linked, then patched and deleted with If-Match', async (t) => {
   const stack = await startStack(t)
@@ -226,4 +226,38 @@ test('a deletion the backend reported before it learnt the id of our insert reac
   t.equal(await reportEventChange(stack, { userId, eventId, calendarId, operation: 'delete', idempotencyKey: 'delete-0015', subject: lunchWriteSubject(stack) }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === inserted?.['id']), { deleted: true }, 'the event is deleted at Microsoft')
+})
+
+test('a new series with exclusions (a "this and following" tail, another client\'s EXDATE): Graph gets the pattern, then loses the excluded occurrences', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId, connectionId } = await connectAndSync(stack)
+  const content = {
+    title: 'Weekly review (new format)',
+    startDate: '2026-11-24T12:00:00+01:00',
+    endDate: '2026-11-24T13:00:00+01:00',
+    isAllDay: false,
+    timeZone: 'Europe/Berlin',
+    recurrence: ['RRULE:FREQ=WEEKLY;COUNT=4', 'EXDATE;TZID=Europe/Berlin:20261201T120000']
+  }
+  t.equal(await reportEventChange(stack, { userId, eventId: '6b0400000000000000000031', calendarId, operation: 'create', idempotencyKey: 'series-exdate-1', subject: lunchWriteSubject(stack, { content }) }), 202)
+  await stack.drain()
+  const master = stack.microsoft.control.storedEvents(calendarId).find((event) => event['subject'] === content.title)
+  t.match(master, { type: 'seriesMaster', recurrence: { pattern: { type: 'weekly' }, range: { type: 'numbered', numberOfOccurrences: 4 } } }, 'a series, not one event')
+  const seriesId = String(master?.['id'])
+  const instances = await graphGet<{ value: Array<{ start: { dateTime: string } }> }>(stack, connectionId, `/me/events/${seriesId}/instances?startDateTime=2026-11-20T00:00:00Z&endDateTime=2026-12-31T00:00:00Z`)
+  t.same(instances.value.map((instance) => instance.start.dateTime.slice(0, 10)), ['2026-11-24', '2026-12-08', '2026-12-15'], 'three occurrences: 1 December is gone')
+  t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'the write is done')
+})
+
+test('a new series whose rule Graph has no pattern for is refused, never written as one event', async (t) => {
+  const stack = await startStack(t)
+  const calendarId = defaultCalendar(stack)
+  const { userId } = await connectAndSync(stack)
+  const content = { title: 'Every hour at nine', startDate: '2026-11-24T09:00:00+01:00', endDate: '2026-11-24T09:30:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=DAILY;BYHOUR=9,10'] }
+  t.equal(await reportEventChange(stack, { userId, eventId: '6b0400000000000000000032', calendarId, operation: 'create', idempotencyKey: 'series-hourly-1', subject: lunchWriteSubject(stack, { content }) }), 202)
+  await stack.drain()
+  t.equal(stack.microsoft.control.storedEvents(calendarId).filter((event) => event['subject'] === content.title).length, 0, 'nothing at Microsoft')
+  t.same(await stack.sync.syncJobQueue.list({ type: 'providerWrite' }), [], 'and not tried again: the refusal is final')
+  t.match(stack.backend.writeStates.at(-1), { eventId: '6b0400000000000000000032', issue: { provider: 'microsoft', reason: 'refused', retrying: false, message: 'Outlook refused this change: it is kept here only.' } }, 'the event shows it is not at Outlook')
 })
