@@ -74,6 +74,13 @@ export class CalDavDiscoveryError extends Error {
 export const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
 /** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
 const WRITE_ATTEMPTS = 3
+/**
+ * The redirects RFC 6764 (section 5) names for a well-known URI, and 302 and 308, which servers
+ * answer too; the target is asked the same PROPFIND, whichever it is, as CalDAV clients do.
+ */
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/** Redirects of `/.well-known/caldav` followed, at most. */
+const WELL_KNOWN_REDIRECTS = 3
 
 const DAV_NAMESPACES = 'xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav" xmlns:cs="http://calendarserver.org/ns/" xmlns:ic="http://apple.com/ns/ical/"'
 
@@ -189,7 +196,8 @@ export class CalDavAdapter implements ProviderPort {
   /**
    * Checks an account before anything is stored: discovery (RFC 6764 `/.well-known/caldav`, then
    * the URL itself; current-user-principal; calendar-home-set) and at least one calendar. Answers
-   * the credential to store, with the home found, so later calls skip discovery.
+   * the credential to store, with the home found, so later calls skip discovery, and the server
+   * the connection is pinned to: the one given, or where its well-known redirect led (#wellKnown).
    */
   async verifyAccount (account: CalDavAccount): Promise<ProviderCredential> {
     let server: URL
@@ -202,8 +210,8 @@ export class CalDavAdapter implements ProviderPort {
     const credential: ProviderCredential = { serverUrl: server.toString(), username: account.username, password: account.password }
     const context: ProviderContext = { connectionId: 'verify', userId: 'verify', credential }
     try {
-      const home = await this.#discoverHome(context, server)
-      const verified = { ...credential, homeUrl: home }
+      const { home, serverUrl } = await this.#discoverHome(context, server)
+      const verified = { ...credential, serverUrl, homeUrl: home }
       await this.listCalendars({ ...context, credential: verified })
       return verified
     } catch (error) {
@@ -214,7 +222,9 @@ export class CalDavAdapter implements ProviderPort {
   }
 
   async listCalendars (context: ProviderContext): Promise<ProviderCalendar[]> {
-    const home = context.credential['homeUrl'] ?? await this.#discoverHome(context, new URL(this.#server(context)))
+    // A credential without its home finds it again; should discovery end on another server now,
+    // that server is not the one stored, and #onServer refuses to go there.
+    const home = context.credential['homeUrl'] ?? (await this.#discoverHome(context, new URL(this.#server(context)))).home
     const responses = await this.#dav(context, home, 'PROPFIND', '1',
       `<d:propfind ${DAV_NAMESPACES}><d:prop><d:resourcetype/><d:displayname/><c:calendar-timezone/><c:supported-calendar-component-set/><ic:calendar-color/></d:prop></d:propfind>`)
     const found: ProviderCalendar[] = []
@@ -473,15 +483,23 @@ export class CalDavAdapter implements ProviderPort {
     return found
   }
 
-  async #discoverHome (context: ProviderContext, server: URL): Promise<string> {
+  /** The calendar home, and the server the connection is pinned to: the one given, or where its well-known URI led (#wellKnown). */
+  async #discoverHome (context: ProviderContext, server: URL): Promise<{ home: string, serverUrl: string }> {
     const principalBody = `<d:propfind ${DAV_NAMESPACES}><d:prop><d:current-user-principal/></d:prop></d:propfind>`
     let principal: string | null = null
-    for (const start of [new URL('/.well-known/caldav', server).toString(), server.toString()]) {
+    let pinned = context
+    const starts = [
+      async () => await this.#wellKnown(context, server, principalBody),
+      async () => ({ context, url: server.toString(), responses: await this.#dav(context, server.toString(), 'PROPFIND', '0', principalBody) })
+    ]
+    for (const start of starts) {
       try {
-        const [response] = await this.#dav(context, start, 'PROPFIND', '0', principalBody)
+        const found = await start()
+        const [response] = found.responses
         const href = response === undefined ? null : hrefOf(propsOf(response)['currentUserPrincipal'])
         if (href !== null) {
-          principal = new URL(href, start).toString()
+          principal = new URL(href, found.url).toString()
+          pinned = found.context
           break
         }
       } catch (error) {
@@ -489,10 +507,49 @@ export class CalDavAdapter implements ProviderPort {
       }
     }
     if (principal === null) throw new CalDavDiscoveryError('the server names no current-user-principal')
-    const [response] = await this.#dav(context, principal, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><c:calendar-home-set/></d:prop></d:propfind>`)
+    const [response] = await this.#dav(pinned, principal, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><c:calendar-home-set/></d:prop></d:propfind>`)
     const home = response === undefined ? null : hrefOf(propsOf(response)['calendarHomeSet'])
     if (home === null) throw new CalDavDiscoveryError('the principal names no calendar-home-set')
-    return new URL(home, principal).toString()
+    return { home: new URL(home, principal).toString(), serverUrl: this.#server(pinned) }
+  }
+
+  /**
+   * Asks `/.well-known/caldav` of the server given, whose answer is often a redirect to the context
+   * path, possibly on another host (RFC 6764, section 5). At most WELL_KNOWN_REDIRECTS redirects
+   * are followed, each only to https or within the origin of the URL that redirected, and each URL
+   * is reached as every address a user gives is (checkUrl and the guarded dispatcher of the
+   * transport). When the chain ends on another origin, that origin becomes the connection's server:
+   * the context answered names it (the credential's serverUrl), so #onServer pins every later
+   * request there. A refused redirect fails this step only: discovery goes on at the URL given.
+   *
+   * The password goes only to the origin given and to the origin the chain ends on. A hop on
+   * another origin is asked without it, so a host in the middle of the chain never gets it, and
+   * the last one gets it only when asked again, as the connection's server. The first request, to
+   * the origin given, carries it as before: that origin is the one the person trusted with it and
+   * gets it next anyway (the URL given is asked when the well-known URI names no principal), and
+   * asking without it first would cost every connect a round trip, most servers answering 401.
+   */
+  async #wellKnown (context: ProviderContext, server: URL, body: string): Promise<{ context: ProviderContext, url: string, responses: DAVResponse[] }> {
+    let url = new URL('/.well-known/caldav', server)
+    for (let redirects = 0; ; redirects++) {
+      const given = url.origin === server.origin
+      const response = await this.#send(context, url.toString(), 'PROPFIND', '0', body, { credentials: given, pinned: false })
+      if (!REDIRECT_STATUSES.has(response.status)) {
+        if (given) return { context, url: url.toString(), responses: await this.#answer(response, 'PROPFIND') }
+        await response.arrayBuffer()
+        const moved = { ...context, credential: { ...context.credential, serverUrl: url.toString() } }
+        return { context: moved, url: url.toString(), responses: await this.#dav(moved, url.toString(), 'PROPFIND', '0', body) }
+      }
+      await response.arrayBuffer()
+      const location = response.headers.get('location')
+      if (location === null) throw new CalDavDiscoveryError(`the well-known URI answered ${response.status} without a Location`)
+      if (redirects === WELL_KNOWN_REDIRECTS) throw new AddressRefusedError(`the well-known URI redirected more than ${WELL_KNOWN_REDIRECTS} times`)
+      const next = new URL(location, url)
+      if (next.protocol !== 'https:' && next.origin !== url.origin) {
+        throw new AddressRefusedError(`the well-known URI redirected to ${next.origin}, neither https nor the origin of the URL that redirected`)
+      }
+      url = next
+    }
   }
 
   #server (context: ProviderContext): string {
@@ -507,11 +564,16 @@ export class CalDavAdapter implements ProviderPort {
     return { Authorization: `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}` }
   }
 
-  /** One WebDAV request, sent from this thread: with the password, within the server's origin and the deadline, read within the answer limit by the transport. */
-  async #send (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string): Promise<Response> {
+  /**
+   * One WebDAV request, sent from this thread: with the password unless `credentials` is false,
+   * within the origin the connection is pinned to unless `pinned` is false (#wellKnown checks its
+   * hops itself), within the deadline, and read within the answer limit by the transport.
+   */
+  async #send (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string,
+    access: { credentials: boolean, pinned: boolean } = { credentials: true, pinned: true }): Promise<Response> {
     try {
-      const headers = { ...this.#headers(context), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }
-      this.#onServer(context, url)
+      const headers = { ...(access.credentials ? this.#headers(context) : {}), Depth: depth, 'Content-Type': 'application/xml; charset=utf-8' }
+      if (access.pinned) this.#onServer(context, url)
       return await this.#transport(url, { method, headers, body, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch (error) {
       if (error instanceof ProviderAuthorizationRevokedError) throw error
@@ -554,8 +616,9 @@ export class CalDavAdapter implements ProviderPort {
   }
 
   /**
-   * Every request of a connection stays on the origin of the server the person gave: an href an
-   * answer names on another host (or a stored id that does) is never sent the password.
+   * Every request of a connection stays on the origin of its server (the one the person gave, or
+   * where its well-known URI led: #wellKnown): an href an answer names on another host (or a
+   * stored id that does) is never sent the password.
    */
   #onServer (context: ProviderContext, url: string): void {
     if (new URL(url).origin !== new URL(this.#server(context)).origin) {

@@ -1,7 +1,7 @@
 // A CalDAV server of the tests' own that misbehaves on purpose: it names hrefs on another origin,
-// answers more than any answer should be, floods small elements, or never answers. Every request
-// it receives is recorded (method, path, whether it carried the password), so a test can tell
-// what Sync sent where.
+// answers more than any answer should be, floods small elements, redirects, or never answers.
+// Every request it receives is recorded (method, path, whether it carried the password), so a test
+// can tell what Sync sent where.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
@@ -20,6 +20,10 @@ export interface HostileMode {
    * href each, nothing else): an answer under the limit that takes long to parse.
    */
   paddedHome?: number
+  /** Paths answered with a redirect (its status and Location) instead of what they hold. */
+  redirects?: Record<string, { status: number, location: string }>
+  /** Paths that name the current-user-principal (default: the well-known URI and /). */
+  principalAt?: string[]
   /** Accepts every request and never answers it. */
   silent?: boolean
 }
@@ -77,7 +81,10 @@ export async function startHostileDav (t: Test, mode: HostileMode = {}): Promise
       reply.writeHead(405).end()
       return
     }
-    if (path === '/.well-known/caldav' || path === '/') {
+    const redirect = dav.mode.redirects?.[path]
+    if (redirect !== undefined) {
+      reply.writeHead(redirect.status, { location: redirect.location }).end()
+    } else if ((dav.mode.principalAt ?? ['/.well-known/caldav', '/']).includes(path)) {
       multistatus(reply, propResponse(path, `<d:current-user-principal><d:href>${dav.mode.principal ?? '/principal/'}</d:href></d:current-user-principal>`))
     } else if (path === '/principal/') {
       multistatus(reply, propResponse(path, '<c:calendar-home-set><d:href>/calendars/</d:href></c:calendar-home-set>'))

@@ -1,16 +1,19 @@
 // A CalDAV server URL is the user's to give, and every href its answers hold is the server's: Sync
 // reaches only public addresses (and those the operator allows), stays on the origin of the server
-// given, reads every answer within a limit, and parses it off the event loop. Against a DAV server
-// of the tests' own that misbehaves (hostile-dav.ts), through Sync's internal connect route and
-// with the production transport (no test fetch in between).
+// given (or of its well-known redirect to https), reads every answer within a limit, and parses it
+// off the event loop. Against a DAV server of the tests' own that misbehaves (hostile-dav.ts),
+// through Sync's internal connect route and with the production transport (no test fetch in
+// between, except where https is stood in for: tlsStandIn).
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { test } from 'tap'
 import { buildSyncApp, newUserId, startDatabase } from '../helper.js'
-import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import { addressPolicy } from '../../../sync/providers/address-guard.js'
+import { providerFetch, type ProviderFetch } from '../../../sync/providers/buffered-fetch.js'
+import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
 import { startHostileDav, type HostileDav } from './hostile-dav.js'
 
 /** Sync whose CalDAV adapter is the production one, allowed to reach `localhost` by name only. */
-async function startSync (t: Parameters<typeof buildSyncApp>[0], options: { maxAnswerBytes?: number } = {}) {
+async function startSync (t: Parameters<typeof buildSyncApp>[0], options: { maxAnswerBytes?: number, fetch?: ProviderFetch } = {}) {
   const database = await startDatabase(t)
   const caldav = new CalDavAdapter({ privateAddressAllowlist: ['localhost'], timeoutMs: 3_000, ...options })
   const built = await buildSyncApp(t, database, { providers: { caldav } })
@@ -24,6 +27,30 @@ async function startSync (t: Parameters<typeof buildSyncApp>[0], options: { maxA
 
 function authorizedRequests (dav: HostileDav): number {
   return dav.requests.filter((request) => request.authorized).length
+}
+
+/**
+ * The production transport (address policy allowing `localhost` by name, byte limit), with TLS
+ * stood in for: the tests' servers speak plain http, so an https URL goes to its host and port
+ * over http. The adapter still sees, and judges, the https URL a redirect names.
+ */
+function tlsStandIn (): ProviderFetch {
+  const transport = providerFetch({ maxBytes: CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(['localhost']) })
+  return async (input, init) => {
+    const url = new URL(String(input))
+    if (url.protocol === 'https:') url.protocol = 'http:'
+    return await transport(url.toString(), init)
+  }
+}
+
+/** A server whose well-known URI redirects to `location`, and which names no principal itself (so a refused redirect fails the connect). */
+async function redirecting (t: Parameters<typeof buildSyncApp>[0], location: string, status = 301): Promise<HostileDav> {
+  return await startHostileDav(t, { redirects: { '/.well-known/caldav': { status, location } }, principalAt: [] })
+}
+
+/** The https URL the stand-in sends to `dav`: another origin than its http one. */
+function httpsOf (dav: HostileDav, path: string): string {
+  return `https://localhost:${dav.port}${path}`
 }
 
 test('addresses Sync must not reach for a user: every spelling of loopback, private and link-local is refused before a byte is sent', async (t) => {
@@ -103,6 +130,70 @@ test('a server that never answers costs its connect the deadline, then 422', asy
   const answer = await sync.connect(`${silent.url}/`)
   t.equal(answer.statusCode, 422)
   t.ok(Date.now() - began < 20_000, 'bounded by the request deadline')
+})
+
+test('a well-known redirect within the origin is followed, with the password, and the server stays the one given', async (t) => {
+  const sync = await startSync(t)
+  const dav = await startHostileDav(t, { redirects: { '/.well-known/caldav': { status: 301, location: '/dav/' } }, principalAt: ['/dav/'] })
+  const answer = await sync.connect(`${dav.url}/`)
+  t.equal(answer.statusCode, 200)
+  t.equal(answer.body['calendars'], 1)
+  t.same(dav.requests.slice(0, 2).map((request) => [request.path, request.authorized]), [['/.well-known/caldav', true], ['/dav/', true]])
+  t.match(await sync.app.syncCredentials.load(String(answer.body['connectionId'])), { serverUrl: `${dav.url}/`, homeUrl: `${dav.url}/calendars/` })
+})
+
+test('a well-known redirect to https on another host: followed up to 3 times; the password goes only where it ends, which becomes the server', async (t) => {
+  const sync = await startSync(t, { fetch: tlsStandIn() })
+  const final = await startHostileDav(t, { principalAt: ['/dav/'] })
+  const second = await startHostileDav(t, { redirects: { '/hop': { status: 308, location: httpsOf(final, '/dav/') } } })
+  const first = await startHostileDav(t, { redirects: { '/hop': { status: 307, location: httpsOf(second, '/hop') } } })
+  for (const status of [301, 302, 307, 308]) {
+    for (const dav of [first, second, final]) dav.requests.length = 0
+    const given = await redirecting(t, httpsOf(first, '/hop'), status)
+    const answer = await sync.connect(`${given.url}/`)
+    t.equal(answer.statusCode, 200, `${status}: three redirects are followed`)
+    t.equal(answer.body['calendars'], 1)
+    t.same(given.requests.map((request) => [request.path, request.authorized]), [['/.well-known/caldav', true]], `${status}: the server given is asked with the password, once`)
+    t.same([...first.requests, ...second.requests].map((request) => [request.path, request.authorized]), [['/hop', false], ['/hop', false]], `${status}: the hosts in between never get it`)
+    t.same(final.requests.slice(0, 2).map((request) => [request.path, request.authorized]), [['/dav/', false], ['/dav/', true]], `${status}: the last host is asked without it, then with it as the server`)
+    t.ok(final.requests.slice(2).every((request) => request.authorized), 'principal, home and calendars on the last host')
+    const credential = await sync.app.syncCredentials.load(String(answer.body['connectionId']))
+    t.match(credential, { serverUrl: httpsOf(final, '/dav/'), homeUrl: httpsOf(final, '/calendars/') }, `${status}: the connection is pinned to where the redirects led`)
+  }
+
+  for (const dav of [first, second, final]) dav.requests.length = 0
+  const third = await startHostileDav(t, { redirects: { '/hop': { status: 302, location: httpsOf(first, '/hop') } } })
+  const tooLong = await redirecting(t, httpsOf(third, '/hop'))
+  const refused = await sync.connect(`${tooLong.url}/`)
+  t.equal(refused.statusCode, 422, 'a fourth redirect is not followed')
+  t.equal(refused.body['code'], 'CALDAV_DISCOVERY_FAILED')
+  t.same(final.requests, [], 'where the fourth would lead received nothing')
+  t.equal(authorizedRequests(third) + authorizedRequests(first) + authorizedRequests(second), 0)
+})
+
+test('a well-known redirect to plain http on another origin, or to an address Sync must not reach, is refused before a byte is sent there', async (t) => {
+  const sync = await startSync(t, { fetch: tlsStandIn() })
+  const target = await startHostileDav(t, { principalAt: ['/dav/'] })
+  for (const location of [
+    `${target.url}/dav/`,
+    `https://127.0.0.1:${target.port}/dav/`,
+    `https://[::1]:${target.port}/dav/`,
+    'https://169.254.169.254/latest/meta-data/',
+    `https://me:secret@localhost:${target.port}/dav/`,
+    `ftp://localhost:${target.port}/dav/`
+  ]) {
+    const given = await redirecting(t, location)
+    const answer = await sync.connect(`${given.url}/`)
+    t.equal(answer.statusCode, 422, location)
+    t.equal(answer.body['code'], 'CALDAV_DISCOVERY_FAILED', location)
+    t.same(await sync.app.syncConnections.listByUser(answer.userId), [], `${location}: nothing stored`)
+  }
+  t.same(target.requests, [], 'the target of every refused redirect received nothing')
+
+  // Redirects of other URLs than the well-known one are not followed at all.
+  const principalMoved = await startHostileDav(t, { redirects: { '/principal/': { status: 301, location: httpsOf(target, '/principal/') } } })
+  t.equal((await sync.connect(`${principalMoved.url}/`)).statusCode, 422, 'a redirect of the principal fails the connect')
+  t.same(target.requests, [], 'and is not followed')
 })
 
 test('an answer under the limit that takes long to parse does not hold the event loop; a flood of elements fails before it is parsed', async (t) => {
