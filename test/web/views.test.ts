@@ -1,6 +1,6 @@
 // In Chromium against the whole system, one signed-in user: the month view and "+N more" (month,
 // and a week of overlapping events), a date that does not exist corrected in the address, drag on
-// empty time to create, each keyboard shortcut, a keyboard move across days keeping focus and
+// empty time to create, a quick click that opens an event and moves nothing, each keyboard shortcut, a keyboard move across days keeping focus and
 // announced, the repeat form written as RRULE and read back, dark mode, a 390 px wide phone and
 // the Save button in an 800 px high window.
 import { mkdtemp } from 'node:fs/promises'
@@ -116,6 +116,34 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     t.equal(await dialog.getByLabel('Start time').inputValue(), '15:00')
     t.equal(await dialog.getByLabel('End time').inputValue(), '16:00')
     await dialog.getByRole('button', { name: 'Cancel' }).click()
+  })
+
+  await t.test('a quick click on an event (press and release in one moment) opens it; the next click elsewhere moves nothing', async (t) => {
+    await page.goto(`${stack.webUrl}/day?date=${DAY}`)
+    const standup = eventBlock(page, 'Standup')
+    await standup.waitFor()
+    // Press, release and click before the page draws again, as a fast tap or a quick mouse does.
+    await standup.evaluate((block) => {
+      const { x, y } = block.getBoundingClientRect()
+      const at = { bubbles: true, button: 0, clientX: x + 5, clientY: y + 5, pointerId: 1, isPrimary: true }
+      block.dispatchEvent(new PointerEvent('pointerdown', at))
+      block.dispatchEvent(new PointerEvent('pointerup', at))
+      ;(block as HTMLElement).click()
+    })
+    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    await dialog.waitFor()
+    // A person moves the mouse to Cancel, far from the block, and clicks: a drag left armed would
+    // take the move as its own and the release as its end.
+    const cancel = dialog.getByRole('button', { name: 'Cancel' })
+    const target = await cancel.boundingBox()
+    if (target === null) throw new Error('no Cancel button')
+    await page.mouse.move(target.x + 5, target.y + 5, { steps: 8 })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await cancel.click()
+    await dialog.waitFor({ state: 'hidden' })
+    await page.mouse.click(5, 5)
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    t.equal(await events.countDocuments({ title: 'Standup', startDate: `${DAY}T06:00:00+01:00`, endDate: `${DAY}T06:30:00+01:00` }), 1, 'still at 06:00')
   })
 
   await t.test('each shortcut, and none while typing', async (t) => {

@@ -231,32 +231,39 @@ export function TimeGrid (props: DaysViewProps & {
     if (document.activeElement !== slotButton.current) slotButton.current.focus()
   })
 
-  useEffect(() => {
-    if (drag === null) return
+  // Listened to from the press itself, as the sweep is: a quick click's release can come before
+  // any effect runs, and a drag armed after it would move the event at the next click anywhere.
+  function dragFrom (start: Drag) {
+    let current = start
+    setDrag(current)
+    const view = props.view
     const move = (pointer: PointerEvent) => {
-      const dy = pointer.clientY - drag.startY
-      const dx = pointer.clientX - drag.startX
+      const dy = pointer.clientY - current.startY
+      const dx = pointer.clientX - current.startX
       const minutes = snap(dy / PX_PER_MINUTE)
-      const days = drag.mode === 'move' && drag.columnWidth > 0 && props.view === 'week' ? Math.round(dx / drag.columnWidth) : 0
-      const moved = drag.moved || Math.abs(dy) > 4 || Math.abs(dx) > 4
-      if (minutes !== drag.minutes || days !== drag.days || moved !== drag.moved) setDrag({ ...drag, minutes, days, moved })
+      const days = current.mode === 'move' && current.columnWidth > 0 && view === 'week' ? Math.round(dx / current.columnWidth) : 0
+      const moved = current.moved || Math.abs(dy) > 4 || Math.abs(dx) > 4
+      if (minutes === current.minutes && days === current.days && moved === current.moved) return
+      current = { ...current, minutes, days, moved }
+      setDrag(current)
     }
-    const up = () => {
-      const done = drag
+    const end = (pointer: PointerEvent) => {
+      window.removeEventListener('pointermove', move)
+      window.removeEventListener('pointerup', end)
+      window.removeEventListener('pointercancel', end)
+      const done = current
       // The click that ends a drag must not open the dialog: clear the drag after it.
       setTimeout(() => setDrag(null), 0)
-      if (!done.moved || (done.minutes === 0 && done.days === 0)) return
+      // A cancelled pointer (the browser took it for a scroll) moves nothing.
+      if (pointer.type === 'pointercancel' || !done.moved || (done.minutes === 0 && done.days === 0)) return
       const shift = done.minutes + done.days * 1440
       const change = done.mode === 'move' ? moveEvent(done.event, shift, shift) : moveEvent(done.event, 0, done.minutes)
       change.catch(() => {})
     }
     window.addEventListener('pointermove', move)
-    window.addEventListener('pointerup', up, { once: true })
-    return () => {
-      window.removeEventListener('pointermove', move)
-      window.removeEventListener('pointerup', up)
-    }
-  }, [drag, props.view])
+    window.addEventListener('pointerup', end)
+    window.addEventListener('pointercancel', end)
+  }
 
   // Listened to from the press itself: a quick click's release can come before any effect runs.
   function sweepFrom (day: DateTime, pointer: PointerEvent) {
@@ -385,7 +392,7 @@ export function TimeGrid (props: DaysViewProps & {
               <section key={day.toISODate()} class='day-column' aria-label={label} onPointerDown={(pointer) => sweepFrom(day, pointer as PointerEvent)}>
                 {isToday && <div class='now-line' style={{ top: `${now.diff(now.startOf('day'), 'minutes').minutes * PX_PER_MINUTE}px` }} aria-hidden='true' />}
                 {shown.map((item) => (
-                  <EventBlock key={item.event._id} placed={item} days={props.days.length} colors={colors} drag={drag} onOpen={props.onOpen} onDragStart={setDrag} onMoved={props.onMoved} />
+                  <EventBlock key={item.event._id} placed={item} days={props.days.length} colors={colors} drag={drag} onOpen={props.onOpen} onDragStart={dragFrom} onMoved={props.onMoved} />
                 ))}
                 {more.map((band) => (
                   <MoreButton
