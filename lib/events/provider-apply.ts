@@ -369,6 +369,39 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
 
 const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries', 'syncIssue'] as const
 
+/**
+ * Two stored records of one occurrence, made at the same moment from both sides: the user's own
+ * edit (its report to the provider on its way, no provider id yet) and the provider's exception of
+ * that occurrence, imported by a page planned before the edit was stored (or stored while the edit
+ * was being planned). Folded into the own edit, which keeps its id and takes the provider's
+ * identity, with the provider's version as the base its write is merged against; its content is the
+ * provider's when that version is the newer one, as a page read after the edit would have decided.
+ * Null when the records are not such a pair (nothing to fold).
+ */
+export function foldOccurrence (records: ProviderRecord[]): { keep: ProviderRecord, drop: string[] } | null {
+  const own = records.filter((record) => record.providerEventId === undefined)
+  const imported = records.filter((record) => record.providerEventId !== undefined)
+    .sort((a, b) => (b.providerUpdated ?? b.lastUpdated).localeCompare(a.providerUpdated ?? a.lastUpdated))
+  const [mine] = own
+  const [theirs] = imported
+  if (own.length !== 1 || mine === undefined || theirs === undefined) return null
+  const theirsNewer = (theirs.providerUpdated ?? theirs.lastUpdated) > mine.lastUpdated
+  const content = theirsNewer ? Object.fromEntries(CONTENT_KEYS.flatMap((key) => theirs[key] === undefined ? [] : [[key, theirs[key]]])) : {}
+  const bookkeeping: ProviderFields = Object.fromEntries(PROVIDER_BOOKKEEPING.flatMap((key) => theirs[key] === undefined ? [] : [[key, theirs[key]]]))
+  const keep: ProviderRecord = {
+    ...mine,
+    ...content,
+    ...(theirsNewer ? { lastUpdated: theirs.lastUpdated } : {}),
+    ...bookkeeping,
+    calendarId: theirs.calendarId as string,
+    providerEventId: theirs.providerEventId as string,
+    providerBase: eventContentOf(theirs)
+  }
+  // Content the provider's copy left out is the provider's too.
+  if (theirsNewer) for (const key of ['description', 'location'] as const) if (theirs[key] === undefined) delete keep[key]
+  return { keep, drop: imported.map((record) => record._id) }
+}
+
 /** Why a change is refused for naming a calendar the event is not in. */
 export const CALENDAR_STAYS = 'must be the calendar the event is in: an event stays in its calendar (create it in the other calendar and delete this one)'
 

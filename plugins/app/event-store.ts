@@ -5,7 +5,7 @@ import type { EventRecord } from '../../lib/events/record.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 import type { OwnWrite, PersistencePlan } from '../../lib/events/transition.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
-import type { ProviderRecord, ProviderWrite } from '../../lib/events/provider-apply.js'
+import { foldOccurrence, type ProviderRecord, type ProviderWrite } from '../../lib/events/provider-apply.js'
 import type { MongoHandle } from '../external/mongo.js'
 import type { Outbox } from './outbox.js'
 import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../../lib/events/range.js'
@@ -162,6 +162,40 @@ export class EventStore {
       generation: { $ne: supersede.generation }
     }), PROVIDER_PAGE_DEADLINE_MS)
     return gone.deletedCount
+  }
+
+  /**
+   * One stored record per occurrence of a series: a page of provider changes and the user's own
+   * edit of the same occurrence, each planned without seeing the other, can both insert one. Run
+   * after either inserted occurrence records; folds such a pair into the own edit
+   * (lib/events/provider-apply.ts foldOccurrence). Answers how many records went.
+   */
+  async foldOccurrences (userId: string, inserted: readonly EventRecord[]): Promise<number> {
+    const occurrences = inserted.flatMap((event) => event.recurrence?.eventId === undefined || event.originalStartDate === undefined
+      ? []
+      : [{ seriesId: event.recurrence.eventId, at: eventInstant(event.originalStartDate, event.isAllDay, event.timeZone) }])
+    if (occurrences.length === 0) return 0
+    const found = await withDatabaseDeadline(async (signal) => await this.events.find({
+      user: userId,
+      'recurrence.eventId': { $in: [...new Set(occurrences.map((occurrence) => occurrence.seriesId))] },
+      originalStartsAt: { $in: occurrences.map((occurrence) => occurrence.at) }
+    }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    const byOccurrence = new Map<string, ProviderRecord[]>()
+    for (const record of found) {
+      const { originalStartsAt, ...event } = record
+      const key = `${event.recurrence?.eventId ?? ''}|${originalStartsAt?.getTime() ?? ''}`
+      byOccurrence.set(key, [...byOccurrence.get(key) ?? [], event])
+    }
+    let dropped = 0
+    for (const records of byOccurrence.values()) {
+      const fold = records.length < 2 ? null : foldOccurrence(records)
+      if (fold === null) continue
+      // The provider's record goes first: its provider id is unique per calendar.
+      await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, _id: { $in: fold.drop } }), PROVIDER_PAGE_DEADLINE_MS)
+      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: fold.keep._id, user: userId }, stored(fold.keep)), PROVIDER_PAGE_DEADLINE_MS)
+      dropped += fold.drop.length
+    }
+    return dropped
   }
 
   /**

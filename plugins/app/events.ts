@@ -233,6 +233,8 @@ export class EventService {
     await this.#checkProviderSide(owner.userId, touched, steps.flatMap((step) => step.named === undefined ? [] : [step.named]), log)
     const plans = steps.map((step) => step.plan)
     await this.#app.eventStore.apply(owner.userId, plans, eventChangeEntries(plans, touched, owner.now), owner.now)
+    // A provider page may have imported the same occurrence meanwhile, unseen by this plan.
+    await this.#app.eventStore.foldOccurrences(owner.userId, plans.flatMap((plan) => plan.writes.flatMap((write) => write.kind === 'insert' ? [write.event] : [])))
     // The write is complete once its reports are stored; delivery runs on without the client.
     this.#app.outbox.kick(owner.userId)
   }

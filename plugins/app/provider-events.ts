@@ -43,6 +43,8 @@ export default fp(async function providerEvents (fastify) {
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined
     const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
+    // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
+    await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []))
     // Every page names its connection: this is how the backend learns of a connection made in Sync.
     await fastify.users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {

@@ -352,6 +352,47 @@ test('an occurrence edited here, then cut off by "this and following": the provi
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Weekly'], 'the cut-off occurrence does not come back')
 })
 
+test('an occurrence edited here while the provider\'s exception of it is imported, neither seeing the other: one event, with the provider\'s identity', async (t) => {
+  const { app, user, send, titles } = await newUserWithPages(t, 'fold')
+  const series = 'd'.repeat(24)
+  const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
+  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
+  t.same((await send([item('gfold', { eventId: series, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
+  const moved = (week: string, updated: string) => item(`gfold_202605${week}T070000Z`, {
+    updated, recurringEventId: 'gfold', originalStartDate: `2026-05-${week}T09:00:00+02:00`, content: { title: 'Weekly', startDate: `2026-05-${week}T11:00:00+02:00`, endDate: `2026-05-${week}T12:00:00+02:00`, isAllDay: false, timeZone: 'Europe/Berlin' }
+  })
+  const rename = async (week: string, title: string) => await app.inject({ method: 'PUT', url: `/api/event/${series}_202605${week}T070000Z`, headers: user.headers, payload: { title, ...shape, startDate: `2026-05-${week}T09:00:00+02:00`, endDate: `2026-05-${week}T10:00:00+02:00` } })
+  const store = app.eventStore
+  const stored = async (week: string) => await app.mongo.db.collection('events').find({ user: user.userId, 'recurrence.eventId': series, originalStartDate: `2026-05-${week}T09:00:00+02:00` }).toArray()
+
+  // The page reads the stored edits, then the person's rename is stored, then the page writes.
+  const findEditsOf = store.findEditsOf.bind(store)
+  store.findEditsOf = async (...args) => {
+    const seen = await findEditsOf(...args)
+    t.equal((await rename('11', 'Renamed here')).statusCode, 204)
+    return seen
+  }
+  await send([moved('11', '2026-05-01T10:00:00.000Z')])
+  store.findEditsOf = findEditsOf
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Renamed here', '2026-05-18T09:00:00+02:00 Weekly'], 'one occurrence on 11 May: the rename, newer than the move it did not see')
+  t.match(await stored('11'), [{ title: 'Renamed here', providerEventId: 'gfold_20260511T070000Z', providerBase: { startDate: '2026-05-11T11:00:00+02:00' } }], 'one record, linked, its write merged against the provider\'s move')
+
+  // The rename looks for an edit of the occurrence, then the page is stored, then the rename.
+  const findOccurrenceEdit = store.findOccurrenceEdit.bind(store)
+  store.findOccurrenceEdit = async (...args) => {
+    const seen = await findOccurrenceEdit(...args)
+    store.findOccurrenceEdit = findOccurrenceEdit
+    await send([moved('18', new Date(Date.now() + 60_000).toISOString())])
+    return seen
+  }
+  t.equal((await rename('18', 'Renamed too')).statusCode, 204)
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Renamed here', '2026-05-18T11:00:00+02:00 Weekly'], 'one occurrence on 18 May: the provider\'s move, the newer one')
+  const [kept] = await stored('18')
+  t.equal((await stored('18')).length, 1)
+  t.match(kept, { providerEventId: 'gfold_20260518T070000Z', origin: 'compass' }, 'the edit made here, which its report to the provider names, holds it')
+})
+
 test('pages that cross a change made here: an echo of our own write, a page read before our deletion, a deletion without a time', async (t) => {
   const { app, user, send, titles } = await newUserWithPages(t, 'crossing')
   const series = 'f'.repeat(24)

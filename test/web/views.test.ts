@@ -126,9 +126,11 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await standup.evaluate((block) => {
       const { x, y } = block.getBoundingClientRect()
       const at = { bubbles: true, button: 0, clientX: x + 5, clientY: y + 5, pointerId: 1, isPrimary: true }
-      block.dispatchEvent(new PointerEvent('pointerdown', at))
-      block.dispatchEvent(new PointerEvent('pointerup', at))
-      ;(block as HTMLElement).click()
+      // The page's own constructors (the tests' TypeScript has no DOM library).
+      const page = block.ownerDocument.defaultView as unknown as { PointerEvent: new (type: string, init: object) => Event }
+      block.dispatchEvent(new page.PointerEvent('pointerdown', at))
+      block.dispatchEvent(new page.PointerEvent('pointerup', at))
+      ;(block as unknown as { click: () => void }).click()
     })
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
     await dialog.waitFor()
