@@ -43,7 +43,7 @@ export const DAV_PIECE_NODES = 5_000
 
 const MAX_RAW = 4096
 
-/** Opening tags in `body` (`<` not followed by `/`, `!` or `?`), counted up to just past `limit`. */
+/** Opening tags in `body` (`<` not followed by `/`, `!` or `?`; one in a CDATA section counts too), counted up to just past `limit`. */
 function elementsOf (body: Uint8Array, limit: number): number {
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength)
   let count = 0
