@@ -87,13 +87,14 @@ declare module 'fastify' {
   }
 }
 
+/** The provider accounts a user record holds, by provider. */
+function accountsOf (user: UserDocument): Record<IdentityProvider, string | undefined> {
+  return { google: user.google?.googleId, microsoft: user.microsoft?.microsoftId, apple: user.apple?.appleId }
+}
+
 /** The identities a user record says its user proved. */
 export function provenIdentitiesOf (user: UserDocument): ProvenIdentities {
-  const accounts: Record<IdentityProvider, string | undefined> = {
-    google: user.google?.googleId,
-    microsoft: user.microsoft?.microsoftId,
-    apple: user.apple?.appleId
-  }
+  const accounts = accountsOf(user)
   return {
     userId: user._id.toHexString(),
     ...(user.emailVerified === true ? { verifiedEmail: user.email } : {}),
@@ -103,11 +104,7 @@ export function provenIdentitiesOf (user: UserDocument): ProvenIdentities {
 
 /** A user record as the identity rules (lib/identity.ts) see it. */
 export function knownUser (user: UserDocument): KnownUser {
-  const accounts: Record<IdentityProvider, string | undefined> = {
-    google: user.google?.googleId,
-    microsoft: user.microsoft?.microsoftId,
-    apple: user.apple?.appleId
-  }
+  const accounts = accountsOf(user)
   return {
     userId: user._id.toHexString(),
     email: user.email,
