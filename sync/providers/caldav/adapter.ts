@@ -261,6 +261,16 @@ export class CalDavAdapter implements ProviderPort {
     const offset = Number(request.pageToken ?? 0) || 0
     const overrides: KnownOverrides = {}
     const etags: Record<string, string> = Object.fromEntries(listed.map((entry) => [entry.href, entry.etag ?? '']))
+    // A resumed import delivered the pages before its offset already, but the cursor it ends with
+    // must know their overrides too (a pull tells an override removed only against what it knew):
+    // they are read again, not delivered.
+    for (let start = 0; start < Math.min(offset, listed.length); start += size) {
+      const resources = await this.#multiget(context, calendar.calendarId, listed.slice(start, Math.min(start + size, offset)).map((entry) => entry.href))
+      for (const resource of resources) {
+        const starts = overrideStarts(eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
+        if (Object.keys(starts).length > 0) overrides[resource.href] = starts
+      }
+    }
     if (listed.length <= offset) await sink({ events: [], nextPageToken: null })
     for (let start = offset; start < listed.length; start += size) {
       const resources = await this.#multiget(context, calendar.calendarId, listed.slice(start, start + size).map((entry) => entry.href))
