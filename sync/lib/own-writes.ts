@@ -5,6 +5,9 @@
 // came from.
 //  - An unchanged copy is marked `ownWrite`, so that it cannot bring back an event deleted here
 //    after that write was made (its `updated` is only when the write arrived there).
+//  - A copy at the version an earlier write of ours left (a page read before our last write
+//    arrived) is ours too, and only as new as the backend version that earlier write carried: it
+//    cannot replace what the backend changed since (a series cut while that write waited).
 //  - A copy changed there since our write was changed after the backend version that write
 //    carried. A provider that stamps in whole seconds (CalDAV's LAST-MODIFIED) can still say an
 //    earlier time than that version's milliseconds; it is told as just after it, so the newer
@@ -27,6 +30,9 @@ export function markOwnWrites (events: ProviderEvent[], own: OwnWriteIndex): Pro
     // provider event the write made is that write's copy.
     if (written.providerEventId !== undefined && written.providerEventId !== item.providerEventId) return item
     const named = item.eventId === undefined ? { ...item, eventId: written.eventId } : item
-    return item.etag === written.version ? { ...named, ownWrite: true as const } : changedSince(named, written)
+    if (item.etag === written.version) return { ...named, ownWrite: true as const }
+    const earlier = written.earlier?.find((version) => version.version === item.etag)
+    if (earlier !== undefined) return { ...named, ownWrite: true as const, ...(earlier.lastUpdated === undefined ? {} : { updated: earlier.lastUpdated }) }
+    return changedSince(named, written)
   })
 }

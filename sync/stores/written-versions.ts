@@ -15,12 +15,20 @@ export interface WrittenVersion {
   providerEventId?: string
   /** The backend's version (its lastUpdated) that the write carried; absent on older rows. */
   lastUpdated?: string
+  /**
+   * The versions our earlier writes of the event left, newest first (at most EARLIER_KEPT): a page
+   * read before our last write arrived can still hold one of them.
+   */
+  earlier?: Array<{ version: string, lastUpdated?: string }>
   writtenAt: Date
 }
 
 export interface OwnWrite { version: string, providerEventId?: string, lastUpdated?: string }
 
-export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated'>
+export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated' | 'earlier'>
+
+/** Earlier versions kept per event: the writes of one event that can be in flight behind a page read. */
+const EARLIER_KEPT = 4
 
 export interface OwnWriteIndex {
   byEventId: ReadonlyMap<string, OwnWriteRow>
@@ -59,15 +67,22 @@ export class WrittenVersionStore {
     const providerEventIds = [...new Set(events.map((item) => item.providerEventId))]
     const rows = events.length === 0
       ? []
-      : await databaseCall(async (signal) => await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1 }, signal }).toArray())
+      : await databaseCall(async (signal) => await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1, earlier: 1 }, signal }).toArray())
     return {
       byEventId: new Map(rows.map((row) => [row.eventId, row])),
       byProviderEventId: new Map(rows.flatMap((row) => row.providerEventId === undefined ? [] : [[row.providerEventId, row] as const]))
     }
   }
 
-  /** Writes of one event run one at a time (one job per event), so a plain upsert is enough. */
+  /**
+   * Writes of one event run one at a time (one job per event), so reading the row and writing it
+   * back is enough; the version it held joins the earlier ones.
+   */
   async record (connectionId: string, eventId: string, written: OwnWrite, writtenAt: Date): Promise<void> {
-    await databaseCall(async () => await this.#rows.updateOne({ connectionId, eventId }, { $set: { ...written, writtenAt } }, { upsert: true }))
+    const before = await databaseCall(async (signal) => await this.#rows.findOne({ connectionId, eventId }, { projection: { version: 1, lastUpdated: 1, earlier: 1 }, signal }))
+    const earlier = before === null || before.version === written.version
+      ? before?.earlier ?? []
+      : [{ version: before.version, ...(before.lastUpdated === undefined ? {} : { lastUpdated: before.lastUpdated }) }, ...before.earlier ?? []].slice(0, EARLIER_KEPT)
+    await databaseCall(async () => await this.#rows.updateOne({ connectionId, eventId }, { $set: { ...written, earlier, writtenAt } }, { upsert: true }))
   }
 }

@@ -1,7 +1,9 @@
 import { test } from 'tap'
 import { markOwnWrites } from '../../sync/lib/own-writes.js'
 import type { ProviderEvent } from '../../schemas/sync/index.js'
-import type { OwnWriteIndex } from '../../sync/stores/written-versions.js'
+import { WrittenVersionStore, type OwnWriteIndex } from '../../sync/stores/written-versions.js'
+import { MongoClient } from 'mongodb'
+import { startDatabase } from './helper.js'
 
 const EVENT_ID = 'a'.repeat(24)
 const content = { title: 'Standup', startDate: '2026-05-04T09:00:00Z', endDate: '2026-05-04T09:15:00Z', isAllDay: false, timeZone: 'UTC' }
@@ -27,4 +29,34 @@ test('our own write read back is marked, and named by our id where the provider 
   t.same(markOwnWrites([item({ eventId: other })], index()), [item({ eventId: other })], 'an item naming another event keeps its own id')
   const events = [item({})]
   t.equal(markOwnWrites(events, index([])), events, 'nothing written: the page as it came')
+})
+
+test('a copy at the version an earlier write of ours left is ours, and only as new as the change that write carried', async (t) => {
+  const rows = [{ ...written, version: 'W/"3"', lastUpdated: '2026-05-01T10:02:00.000Z', earlier: [{ version: 'W/"2"', lastUpdated: '2026-05-01T10:01:00.000Z' }, { version: 'W/"1"', lastUpdated: '2026-05-01T10:00:00.500Z' }] }]
+  // Stamped when our first write reached the provider, after the change here that the last write carries.
+  const stale = item({ etag: 'W/"1"', updated: '2026-05-01T10:05:00.000Z' })
+  t.same(markOwnWrites([stale], index(rows)), [item({ etag: 'W/"1"', eventId: EVENT_ID, ownWrite: true, updated: '2026-05-01T10:00:00.500Z' })], 'marked ours, dated by the backend version it carried')
+  t.same(markOwnWrites([item({ etag: 'W/"3"' })], index(rows)), [item({ etag: 'W/"3"', eventId: EVENT_ID, ownWrite: true })], 'the last version as before')
+  t.same(markOwnWrites([item({ etag: 'W/"9"', updated: '2026-05-01T10:05:00.000Z' })], index(rows)), [item({ etag: 'W/"9"', eventId: EVENT_ID, updated: '2026-05-01T10:05:00.000Z' })], 'a version none of our writes left is a change there')
+})
+
+test('the store keeps the versions our earlier writes left, newest first, four at most', async (t) => {
+  const client = new MongoClient(await startDatabase(t))
+  await client.connect()
+  t.teardown(() => client.close())
+  const store = new WrittenVersionStore(client.db(`own_writes_${Date.now()}`))
+  await store.ensureIndexes()
+  const connection = 'c'.repeat(24)
+  for (const n of [1, 2, 2, 3, 4, 5, 6]) await store.record(connection, EVENT_ID, { version: `W/"${n}"`, providerEventId: 'AAMk1', lastUpdated: `2026-05-01T10:0${n}:00.000Z` }, new Date())
+  const { byEventId } = await store.ownWritesOf(connection, [{ eventId: EVENT_ID, providerEventId: 'AAMk1' }])
+  t.match(byEventId.get(EVENT_ID), {
+    version: 'W/"6"',
+    earlier: [
+      { version: 'W/"5"', lastUpdated: '2026-05-01T10:05:00.000Z' },
+      { version: 'W/"4"', lastUpdated: '2026-05-01T10:04:00.000Z' },
+      { version: 'W/"3"', lastUpdated: '2026-05-01T10:03:00.000Z' },
+      { version: 'W/"2"', lastUpdated: '2026-05-01T10:02:00.000Z' }
+    ]
+  })
+  t.equal(byEventId.get(EVENT_ID)?.earlier?.length, 4, 'a version written twice is kept once, and the oldest go')
 })
