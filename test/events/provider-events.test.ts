@@ -33,7 +33,18 @@ async function newUserWithPages (t: Test, label: string) {
   })).json<ProviderEventBatchResult>()
   const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
     .map((event) => `${event.startDate} ${event.title}`)
-  return { app, user, send, titles }
+  /**
+   * A weekly series made here (three Mondays of May, 09:00 Berlin) and its copy at the provider
+   * under `providerId`, linked as Sync's answer to our insert links it.
+   */
+  const syncedSeries = async (t: Test, seriesId: string, providerId: string) => {
+    const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
+    const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
+    t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: seriesId, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
+    t.same((await send([item(providerId, { eventId: seriesId, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
+    return { rule, shape }
+  }
+  return { app, user, send, titles, syncedSeries }
 }
 
 test('provider pages reach the user\'s calendar', async (t) => {
@@ -322,12 +333,9 @@ test('an all-day event keeps its own zone when the provider\'s copy comes back i
 })
 
 test('an occurrence edited here, then cut off by "this and following": the provider\'s copy of the edit, read before the cut reached it, stays out', async (t) => {
-  const { app, user, send, titles } = await newUserWithPages(t, 'cut-edit')
+  const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'cut-edit')
   const series = 'e'.repeat(24)
-  const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
-  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
-  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
-  t.same((await send([item('gcut', { eventId: series, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
+  const { shape } = await syncedSeries(t, series, 'gcut')
   // The third occurrence renamed here ("this event"), then the series cut from it ("this and following").
   t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260518T070000Z`, headers: user.headers, payload: { title: 'Renamed', ...shape, startDate: '2026-05-18T09:00:00+02:00', endDate: '2026-05-18T10:00:00+02:00' } })).statusCode, 204)
   const edit = (await app.inject({ method: 'GET', url: `/api/event/${series}_20260518T070000Z`, headers: user.headers })).json<{ _id: string }>()
@@ -353,12 +361,9 @@ test('an occurrence edited here, then cut off by "this and following": the provi
 })
 
 test('an occurrence edited here while the provider\'s exception of it is imported, neither seeing the other: one event, with the provider\'s identity', async (t) => {
-  const { app, user, send, titles } = await newUserWithPages(t, 'fold')
+  const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'fold')
   const series = 'd'.repeat(24)
-  const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
-  const shape = { startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' }
-  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...shape, recurrence: { rule } } })).statusCode, 204)
-  t.same((await send([item('gfold', { eventId: series, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
+  const { shape } = await syncedSeries(t, series, 'gfold')
   const moved = (week: string, updated: string) => item(`gfold_202605${week}T070000Z`, {
     updated, recurringEventId: 'gfold', originalStartDate: `2026-05-${week}T09:00:00+02:00`, content: { title: 'Weekly', startDate: `2026-05-${week}T11:00:00+02:00`, endDate: `2026-05-${week}T12:00:00+02:00`, isAllDay: false, timeZone: 'Europe/Berlin' }
   })
