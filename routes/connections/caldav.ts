@@ -11,8 +11,8 @@ const CONNECTS_PER_SERVER = { max: 30, timeWindow: 60_000 }
 
 // The password-based provider kind (CalDAV, for example iCloud with an app password): no OAuth
 // round trip, the Sync service checks the account at the server and stores it encrypted. Sync's
-// refusals pass through with its status and code (422 CALDAV_CREDENTIALS_REFUSED or
-// CALDAV_DISCOVERY_FAILED, 400 CREDENTIAL_ENCRYPTION_KEY_MISSING, ...).
+// refusals pass through with its status and code (422 CALDAV_CONNECT_FAILED, 400
+// CREDENTIAL_ENCRYPTION_KEY_MISSING, ...).
 const caldav: FastifyPluginAsyncTypebox = async (fastify) => {
   const perUser = fastify.createRateLimit({ ...CONNECTS_PER_USER, keyGenerator: (request) => `caldav-connect:user:${request.userId}` })
   const perServer = fastify.createRateLimit({
@@ -43,8 +43,8 @@ const caldav: FastifyPluginAsyncTypebox = async (fastify) => {
         400: errorResponse('The body does not match its schema; PROVIDER_NOT_CONFIGURED; CREDENTIAL_ENCRYPTION_KEY_MISSING'),
         404: errorResponse('CONNECTION_NOT_FOUND: the connection to repair is not the user\'s'),
         409: errorResponse('EXECUTION_PASSIVE: the Sync service does not run connects (sync.execution: passive)'),
-        422: errorResponse('CALDAV_CREDENTIALS_REFUSED or CALDAV_DISCOVERY_FAILED: the server refused the account or has no calendar ' +
-          '(also for an address Sync does not reach for a user: loopback, private, link-local; sync.privateAddressAllowlist)'),
+        422: errorResponse('CALDAV_CONNECT_FAILED: the server did not take the account (a refused password, no calendar, an address Sync ' +
+          'does not reach for a user: loopback, private, link-local, see sync.privateAddressAllowlist); one answer whatever failed, after at least a second'),
         429: errorResponse('RATE_LIMITED: more than 10 connects a minute by this user, or 30 to this server, or two of the user\'s still under way; Retry-After says when')
       }
     }

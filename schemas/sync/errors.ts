@@ -13,8 +13,7 @@ export const SyncErrorCodeSchema = Type.Union([
   Type.Literal('EXECUTION_PASSIVE'),
   Type.Literal('PROVIDER_NOT_CONFIGURED'),
   Type.Literal('CREDENTIAL_ENCRYPTION_KEY_MISSING'),
-  Type.Literal('CALDAV_CREDENTIALS_REFUSED'),
-  Type.Literal('CALDAV_DISCOVERY_FAILED'),
+  Type.Literal('CALDAV_CONNECT_FAILED'),
   Type.Literal('RATE_LIMITED'),
   Type.Literal('MAINTENANCE'),
   Type.Literal('DATABASE_UNAVAILABLE'),
@@ -41,8 +40,11 @@ export const SYNC_ERROR_STATUS = {
   EXECUTION_PASSIVE: 409,
   PROVIDER_NOT_CONFIGURED: 400,
   CREDENTIAL_ENCRYPTION_KEY_MISSING: 400,
-  CALDAV_CREDENTIALS_REFUSED: 422,
-  CALDAV_DISCOVERY_FAILED: 422,
+  /**
+   * A CalDAV server did not take the account: a refused password, no calendars, an address Sync
+   * may not reach, no answer. One code, so a connect tells nothing of what listens where.
+   */
+  CALDAV_CONNECT_FAILED: 422,
   /** The user's connects under way hold their share already: try again once one has finished. */
   RATE_LIMITED: 429,
   MAINTENANCE: 503,

@@ -91,6 +91,9 @@ function calDavAccount (credential: ProviderCredential): string {
  */
 export const CALDAV_CONNECTS_PER_USER = 2
 
+/** A failed CalDAV connect answers no sooner than this after it began (about a real server's round trips). */
+export const CALDAV_FAILURE_MIN_MS = 1_000
+
 export class ConnectFlow {
   readonly #parts: ConnectFlowParts
   /** CalDAV connects under way per user: each holds outbound requests to a server the user named. */
@@ -133,15 +136,16 @@ export class ConnectFlow {
       throw new SyncServiceError('RATE_LIMITED', 'Two connects of yours are under way; try again once one has finished')
     }
     let credential
+    const began = Date.now()
     try {
       credential = await adapter.verifyAccount({ serverUrl: request.serverUrl, username: request.username, password: request.password })
     } catch (error) {
-      if (error instanceof CalDavCredentialsRefusedError) {
-        throw new SyncServiceError('CALDAV_CREDENTIALS_REFUSED', 'The CalDAV server refused this user name and password', repair ?? undefined)
-      }
-      if (error instanceof CalDavDiscoveryError) {
-        log.info({ userId, reason: error.message }, 'CalDAV discovery failed')
-        throw new SyncServiceError('CALDAV_DISCOVERY_FAILED', 'No CalDAV calendars were found at this server URL', repair ?? undefined)
+      if (error instanceof CalDavCredentialsRefusedError || error instanceof CalDavDiscoveryError) {
+        // What failed is the operator's to read, not the caller's: the answer is one, and comes no
+        // sooner than a round trip to a real server would, whatever listens at the address.
+        log.info({ userId, reason: error.message }, 'CalDAV connect failed')
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, began + CALDAV_FAILURE_MIN_MS - Date.now())))
+        throw new SyncServiceError('CALDAV_CONNECT_FAILED', 'The CalDAV server did not take this account: check the server address, the user name and the app password', repair ?? undefined)
       }
       throw error
     } finally {

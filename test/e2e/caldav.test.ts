@@ -46,7 +46,7 @@ test('a CalDAV account through the backend route and the Sync service, end to en
   await t.test('wrong password: a clear 422 and nothing stored; the right one connects', async (t) => {
     const refused = await connect('not-the-password')
     t.equal(refused.statusCode, 422)
-    t.equal(refused.json().code, 'CALDAV_CREDENTIALS_REFUSED')
+    t.equal(refused.json().code, 'CALDAV_CONNECT_FAILED')
     t.same(await stack.sync.syncConnections.listByUser(user.userId), [])
     const connected = await connect(PASSWORD)
     t.equal(connected.statusCode, 200)

@@ -19,8 +19,7 @@ test('the server address: a missing scheme means https, what was typed is kept, 
 })
 
 test('each refusal of the connect route is a sentence, about the field it concerns', async (t) => {
-  t.match(calDavFailure(422, 'CALDAV_CREDENTIALS_REFUSED'), { field: 'credentials', message: /did not accept this user name and password/ })
-  t.match(calDavFailure(422, 'CALDAV_DISCOVERY_FAILED'), { field: 'serverUrl', message: /No calendars were found at this server address/ })
+  t.match(calDavFailure(422, 'CALDAV_CONNECT_FAILED'), { field: 'credentials', message: /did not accept this address, user name and password\. Check all three; for iCloud the address is https:\/\/caldav\.icloud\.com/ })
   t.match(calDavFailure(503, 'CREDENTIAL_ENCRYPTION_KEY_MISSING'), { field: null, message: /not set up to store calendar passwords/ })
   t.match(calDavFailure(400, 'CREDENTIAL_ENCRYPTION_KEY_MISSING'), { field: null }, 'the code decides, whatever the status')
   t.match(calDavFailure(503, 'MAINTENANCE'), { field: null, message: /paused for maintenance/ })
@@ -28,7 +27,7 @@ test('each refusal of the connect route is a sentence, about the field it concer
   t.match(calDavFailure(400, 'FST_ERR_VALIDATION'), { field: 'serverUrl' }, 'a body the schema refused: the address is the field people get wrong')
   t.match(calDavFailure(0, undefined), { field: null, message: /could not be reached/ })
   t.match(calDavFailure(500, 'INTERNAL'), { field: null, message: /could not be connected/ })
-  for (const message of [calDavFailure(422, 'CALDAV_CREDENTIALS_REFUSED').message, calDavFailure(404, 'CONNECTION_NOT_FOUND').message]) {
+  for (const message of [calDavFailure(422, 'CALDAV_CONNECT_FAILED').message, calDavFailure(404, 'CONNECTION_NOT_FOUND').message]) {
     t.match(message, /^[A-Z].*\.$/, 'a sentence')
     t.notMatch(message, /[A-Z]{2,}_[A-Z]/, 'no code names')
   }

@@ -81,7 +81,7 @@ test('a CalDAV account in the browser: refused, connected, imported, password en
     await dialog.getByRole('button', { name: 'Connect' }).click()
     const alert = dialog.getByRole('alert')
     await alert.waitFor()
-    t.match(await alert.textContent(), /did not accept this user name and password/)
+    t.match(await alert.textContent(), /did not accept this address, user name and password/)
     t.equal(await url.inputValue(), radicale.url, 'the server address stays')
     t.equal(await user.inputValue(), USER, 'the user name stays')
     t.equal(await password.getAttribute('aria-invalid'), 'true')

@@ -35,10 +35,12 @@ export interface CalDavFailure {
 /** A refusal of the connect route (or a failed request: status 0) as a sentence for the person. */
 export function calDavFailure (status: number, code: string | undefined): CalDavFailure {
   switch (code) {
-    case 'CALDAV_CREDENTIALS_REFUSED':
-      return { field: 'credentials', message: 'The server did not accept this user name and password. Check both; for iCloud, use your Apple ID email and an app-specific password, not your Apple ID password.' }
-    case 'CALDAV_DISCOVERY_FAILED':
-      return { field: 'serverUrl', message: `No calendars were found at this server address. Check it (for iCloud it is ${CALDAV_EXAMPLE_URL}).` }
+    case 'CALDAV_CONNECT_FAILED':
+      // The service does not say which of the three failed (it would tell strangers what listens where).
+      return {
+        field: 'credentials',
+        message: `The server did not accept this address, user name and password. Check all three; for iCloud the address is ${CALDAV_EXAMPLE_URL}, the user name your Apple ID email, and the password an app-specific password, not your Apple ID password.`
+      }
     case 'CREDENTIAL_ENCRYPTION_KEY_MISSING':
       return { field: null, message: 'This calendar service is not set up to store calendar passwords yet, so a CalDAV account cannot be connected. Please tell its administrator.' }
     case 'PROVIDER_NOT_CONFIGURED':

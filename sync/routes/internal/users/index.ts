@@ -62,7 +62,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:userId/connections/caldav', {
     schema: {
       description: 'Connects (or repairs) a CalDAV account with a server URL, user name and app password: checked at the server ' +
-        'before anything is stored (CALDAV_CREDENTIALS_REFUSED, CALDAV_DISCOVERY_FAILED), stored encrypted, the import queued; ' +
+        'before anything is stored (422 CALDAV_CONNECT_FAILED, one answer whatever failed), stored encrypted, the import queued; ' +
         'RATE_LIMITED (429) while two connects of the user are under way',
       params: UserParamsSchema,
       body: CalDavConnectRequestSchema,
