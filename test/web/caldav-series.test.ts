@@ -4,7 +4,8 @@
 // resource, one deleted ("this event") an EXDATE, and "this and following" from a later week ends
 // the series with an UNTIL before that week and writes a new series' resource beginning there,
 // with every occurrence counted on both sides. A series made here is split the same way and keeps
-// its head and its tail on both sides. The server's side is read as another client reads it:
+// its head and its tail on both sides. A change the server refuses (403) shows as not synced, on
+// the event, in the status line and in the dialog. The server's side is read as another client reads it:
 // tsdav fetches the resources, ical.js parses and expands them.
 import { test } from 'tap'
 import type { DateTime } from 'luxon'
@@ -14,9 +15,10 @@ import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { EVENTUALLY_MS, eventBlock, signUpThroughUi } from './ui.js'
 import {
   FIRST_DAY, IMPORTED_AFTER_DELETE, IMPORTED_AFTER_RENAME, IMPORTED_AFTER_SPLIT, IMPORTED_WEEKS_AFTER_SPLIT, OCCURRENCE_WINDOW, OWN_AFTER_SPLIT, OWN_WEEKS_AFTER_SPLIT, ZONE,
-  createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, own, renameInDialog, seenWeekByWeek, settledOccurrences, week, writeMarks
+  createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, openEvent, own, renameInDialog, seenWeekByWeek, settledOccurrences, week, writeMarks
 } from './series-ui.js'
 import { startFullStack } from '../e2e/stack.js'
+import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
 import { caldavOccurrences } from '../e2e/occurrences.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
@@ -78,7 +80,14 @@ function seriesOfResource (href: string, ics: string): StoredSeries[] {
 }
 
 test('a CalDAV calendar in the browser: one occurrence renamed and one deleted, this and following on a series from another client and on one made here', { skip: radicaleMissing() ?? false }, async (t) => {
-  const stack = await startFullStack(t, { web: true })
+  // The server refuses every write once this is set (403), as one does for a calendar shared to read only.
+  let refuseWrites = false
+  const stack = await startFullStack(t, {
+    web: true,
+    caldavFetch: async (input, init = {}) => refuseWrites && (init.method === 'PUT' || init.method === 'DELETE')
+      ? new Response('Forbidden', { status: 403, headers: { 'content-type': 'text/plain' } })
+      : await bufferedFetch(input, init)
+  })
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, APP_PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, APP_PASSWORD, 'home', 'Home')
@@ -187,6 +196,21 @@ test('a CalDAV calendar in the browser: one occurrence renamed and one deleted, 
     t.same(await seenWeekByWeek(page, stack.webUrl, own(0), 'Planning', OWN_WEEKS_AFTER_SPLIT), OWN_WEEKS_AFTER_SPLIT, 'here, week by week: the same six')
     t.equal(await writeMarks(page), 0, 'nothing marked')
     await status.filter({ hasText: 'CalDAV calendar up to date' }).waitFor({ timeout: EVENTUALLY_MS })
+  })
+
+  await t.test('a change the server refuses: the event says "Not synced", the status line counts it, the dialog says why', async (t) => {
+    refuseWrites = true
+    await renameInDialog(page, stack.webUrl, own(0), 'Planning', 'Planning (kept here)', 'This event')
+    const mark = page.getByRole('group', { name: 'Not synced: Planning (kept here)' })
+    await mark.waitFor({ timeout: 20_000 })
+    t.match(await mark.textContent(), /Not synced/, 'the event is marked')
+    await status.filter({ hasText: '1 change not synced to CalDAV calendar' }).waitFor({ timeout: 20_000 })
+    t.pass('the status line says so, not "up to date"')
+    await openEvent(page, 'Planning (kept here)')
+    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    t.match(await dialog.locator('#event-sync-issue').textContent(), /Not synced\..*The CalDAV server lets this account only read this calendar/, 'the reason, for a person')
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    t.same(await named('Planning (kept here)'), [], 'the server keeps what it had')
   })
 
   // Before the sign-up the session library tries a refresh, answered 401: there is no session yet.
