@@ -15,7 +15,7 @@ import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { EVENTUALLY_MS, eventBlock, signUpThroughUi } from './ui.js'
 import {
   FIRST_DAY, IMPORTED_AFTER_DELETE, IMPORTED_AFTER_RENAME, IMPORTED_AFTER_SPLIT, IMPORTED_WEEKS_AFTER_SPLIT, OCCURRENCE_WINDOW, OWN_AFTER_SPLIT, OWN_WEEKS_AFTER_SPLIT, ZONE,
-  createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, openEvent, own, renameInDialog, seenWeekByWeek, settledOccurrences, week, writeMarks
+  createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, own, renameInDialog, seenNotSynced, seenWeekByWeek, settledOccurrences, week, writeMarks
 } from './series-ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
@@ -201,15 +201,7 @@ test('a CalDAV calendar in the browser: one occurrence renamed and one deleted, 
   await t.test('a change the server refuses: the event says "Not synced", the status line counts it, the dialog says why', async (t) => {
     refuseWrites = true
     await renameInDialog(page, stack.webUrl, own(0), 'Planning', 'Planning (kept here)', 'This event')
-    const mark = page.getByRole('group', { name: 'Not synced: Planning (kept here)' })
-    await mark.waitFor({ timeout: 20_000 })
-    t.match(await mark.textContent(), /Not synced/, 'the event is marked')
-    await status.filter({ hasText: '1 change not synced to CalDAV calendar' }).waitFor({ timeout: 20_000 })
-    t.pass('the status line says so, not "up to date"')
-    await openEvent(page, 'Planning (kept here)')
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
-    t.match(await dialog.locator('#event-sync-issue').textContent(), /Not synced\..*The CalDAV server lets this account only read this calendar/, 'the reason, for a person')
-    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    await seenNotSynced(t, page, 'Planning (kept here)', '1 change not synced to CalDAV calendar', /Not synced\..*The CalDAV server lets this account only read this calendar/)
     t.same(await named('Planning (kept here)'), [], 'the server keeps what it had')
   })
 

@@ -158,3 +158,19 @@ export async function seenWeekByWeek (page: Page, webUrl: string, first: DateTim
 export async function writeMarks (page: Page): Promise<number> {
   return await page.locator('.write-mark').count()
 }
+
+/**
+ * A change its provider refused, as the person sees it: the event marked "Not synced", the status
+ * line counting it (`statusText`), and the dialog giving the reason (`reason`).
+ */
+export async function seenNotSynced (t: Test, page: Page, title: string, statusText: string, reason: RegExp): Promise<void> {
+  const mark = page.getByRole('group', { name: `Not synced: ${title}` })
+  await mark.waitFor({ timeout: 20_000 })
+  t.match(await mark.textContent(), /Not synced/, 'the event is marked')
+  await page.locator('p.status').filter({ hasText: statusText }).waitFor({ timeout: 20_000 })
+  t.pass('the status line says so, not "up to date"')
+  await openEvent(page, title)
+  const dialog = page.getByRole('dialog', { name: 'Edit event' })
+  t.match(await dialog.locator('#event-sync-issue').textContent(), reason, 'the reason, for a person')
+  await dialog.getByRole('button', { name: 'Cancel' }).click()
+}
