@@ -168,9 +168,10 @@ export class EventStore {
    * One stored record per occurrence of a series: a page of provider changes and the user's own
    * edit of the same occurrence, each planned without seeing the other, can both insert one. Run
    * after either inserted occurrence records; folds such a pair into the own edit
-   * (lib/events/provider-apply.ts foldOccurrence). Answers how many records went.
+   * (lib/events/provider-apply.ts foldOccurrence). Answers how many records went. `deadlineMs`:
+   * a page's longer one; a person's write keeps the request's.
    */
-  async foldOccurrences (userId: string, inserted: readonly EventRecord[]): Promise<number> {
+  async foldOccurrences (userId: string, inserted: readonly EventRecord[], deadlineMs?: number): Promise<number> {
     const occurrences = inserted.flatMap((event) => event.recurrence?.eventId === undefined || event.originalStartDate === undefined
       ? []
       : [{ seriesId: event.recurrence.eventId, at: eventInstant(event.originalStartDate, event.isAllDay, event.timeZone) }])
@@ -179,7 +180,7 @@ export class EventStore {
       user: userId,
       'recurrence.eventId': { $in: [...new Set(occurrences.map((occurrence) => occurrence.seriesId))] },
       originalStartsAt: { $in: occurrences.map((occurrence) => occurrence.at) }
-    }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), deadlineMs)
     const byOccurrence = new Map<string, ProviderRecord[]>()
     for (const record of found) {
       const { originalStartsAt, ...event } = record
@@ -191,8 +192,8 @@ export class EventStore {
       const fold = records.length < 2 ? null : foldOccurrence(records)
       if (fold === null) continue
       // The provider's record goes first: its provider id is unique per calendar.
-      await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, _id: { $in: fold.drop } }), PROVIDER_PAGE_DEADLINE_MS)
-      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: fold.keep._id, user: userId }, stored(fold.keep)), PROVIDER_PAGE_DEADLINE_MS)
+      await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, _id: { $in: fold.drop } }), deadlineMs)
+      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: fold.keep._id, user: userId }, stored(fold.keep)), deadlineMs)
       dropped += fold.drop.length
     }
     return dropped

@@ -233,8 +233,10 @@ export class EventService {
     await this.#checkProviderSide(owner.userId, touched, steps.flatMap((step) => step.named === undefined ? [] : [step.named]), log)
     const plans = steps.map((step) => step.plan)
     await this.#app.eventStore.apply(owner.userId, plans, eventChangeEntries(plans, touched, owner.now), owner.now)
-    // A provider page may have imported the same occurrence meanwhile, unseen by this plan.
+    // A provider page may have imported the same occurrence meanwhile, unseen by this plan. The
+    // write is stored either way: a failure here is logged, not answered as the write's.
     await this.#app.eventStore.foldOccurrences(owner.userId, plans.flatMap((plan) => plan.writes.flatMap((write) => write.kind === 'insert' ? [write.event] : [])))
+      .catch((error: unknown) => { log.warn({ err: error, userId: owner.userId }, 'occurrence records not folded after a write') })
     // The write is complete once its reports are stored; delivery runs on without the client.
     this.#app.outbox.kick(owner.userId)
   }

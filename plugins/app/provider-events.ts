@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState } from '../../schemas/sync/index.js'
 import { planProviderBatch } from '../../lib/events/provider-apply.js'
 import { mintEventId } from '../../lib/events/ids.js'
+import { PROVIDER_PAGE_DEADLINE_MS } from '../../lib/mongo-errors.js'
 
 export interface ProviderEvents {
   /** Applies one page of a provider calendar's events to the user's data (lib/events/provider-apply.ts). */
@@ -44,7 +45,7 @@ export default fp(async function providerEvents (fastify) {
       : undefined
     const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
     // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
-    await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []))
+    await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
     // Every page names its connection: this is how the backend learns of a connection made in Sync.
     await fastify.users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {
