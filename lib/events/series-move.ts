@@ -148,11 +148,11 @@ const EXDATE = /^EXDATE((?:;[A-Z-]+=[^;:]+)*):([0-9TZ,]+)$/
  * The EXDATE lines of `before` moved with the series, keeping those still on an occurrence of
  * `after`. Each value keeps its form (a date, UTC, or a TZID's local time).
  */
-export function movedExclusions (before: EventRecord, after: EventRecord, move: SeriesMove): string[] {
-  const slots = slotsOf(timingOf(after))
+export function movedExclusions (before: SeriesTiming, after: SeriesTiming, move: SeriesMove): string[] {
+  const slots = slotsOf(after)
   if (slots === null) return []
   const lines: string[] = []
-  for (const line of before.recurrence?.rule ?? []) {
+  for (const line of before.rule) {
     const match = EXDATE.exec(line)
     if (match === null) continue
     const params = match[1] ?? ''

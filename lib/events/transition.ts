@@ -1,5 +1,5 @@
 import type { EventRecord } from './record.js'
-import { followedFields, isStill, movedExclusions, seriesMove } from './series-move.js'
+import { followedFields, isStill, movedExclusions, seriesMove, timingOf } from './series-move.js'
 
 export type EventCategory = 'standalone' | 'base' | 'instance'
 export type EventState = 'absent' | `${EventCategory}.${'confirmed' | 'cancelled'}`
@@ -148,7 +148,7 @@ function withMovedExclusions (before: EventRecord, after: EventRecord): EventRec
   if (move === null || isStill(move) || rule === undefined) return after
   const sentBack = JSON.stringify(rule.filter(isExclusion)) === JSON.stringify((before.recurrence?.rule ?? []).filter(isExclusion))
   if (!sentBack) return after
-  return { ...after, recurrence: { rule: [...rule.filter((line) => !isExclusion(line)), ...movedExclusions(before, after, move)] } }
+  return { ...after, recurrence: { rule: [...rule.filter((line) => !isExclusion(line)), ...movedExclusions(timingOf(before), timingOf(after), move)] } }
 }
 
 const REFUSALS: Partial<Record<EventCategory, string>> = {

@@ -800,6 +800,7 @@ export class SyncEngine {
     }
     if (series !== null) subject.seriesProviderEventId = series
     const own = await written.get(context.connectionId, eventId)
+    const seriesOwn = subject.seriesEventId === undefined ? undefined : await written.get(context.connectionId, subject.seriesEventId)
     let result: WriteResult
     try {
       result = await provider.writeEvent(context, calendar, {
@@ -807,7 +808,8 @@ export class SyncEngine {
         operation,
         subject,
         ...(own === undefined ? {} : { ownVersion: own.version }),
-        ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId })
+        ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId }),
+        ...(seriesOwn === undefined ? {} : { seriesOwnVersion: seriesOwn.version })
       })
     } catch (error) {
       if (error instanceof ProviderRejectedError) {

@@ -6,7 +6,7 @@ import { radicaleMissing, startRadicale, type Radicale } from '../sync/caldav/ra
 import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
 import { startFullStack, type FullStack } from './stack.js'
 import { caldavOccurrences } from './occurrences.js'
-import { CancelOccurrenceThere, CreateHere, DELETIONS, DELETION_RACES, EDIT_RACES, EditTitleThere, EVERY_KIND, EVERY_KIND_WITH_OCCURRENCE_EDITS, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
+import { CancelOccurrenceThere, CreateHere, DELETIONS, DELETION_RACES, OCCURRENCE_DELETIONS, EDIT_RACES, EditTitleThere, EVERY_KIND, EVERY_KIND_WITH_OCCURRENCE_EDITS, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
 
 // Two-way sync with a CalDAV server (a real Radicale) converges (the machinery and the operations
 // are in ./convergence.ts): "another device" is another CalDAV client rewriting the iCalendar
@@ -118,5 +118,5 @@ test('CalDAV: generated sequences of changes on both sides converge', { skip: ra
       : await bufferedFetch(input, init)
   })
   const radicale = await startRadicale(t)
-  await convergenceSuite(t, { provider: 'caldav', stack, connect: async (label) => await connect(stack, radicale, label), found: [...FOUND, EVERY_KIND, DELETIONS, ...DELETION_RACES, ...EDIT_RACES, EVERY_KIND_WITH_OCCURRENCE_EDITS], defaultRuns: RUNS, occurrenceEdits: true })
+  await convergenceSuite(t, { provider: 'caldav', stack, connect: async (label) => await connect(stack, radicale, label), found: [...FOUND, EVERY_KIND, DELETIONS, OCCURRENCE_DELETIONS, ...DELETION_RACES, ...EDIT_RACES, EVERY_KIND_WITH_OCCURRENCE_EDITS], defaultRuns: RUNS, occurrenceEdits: true })
 })

@@ -81,15 +81,23 @@ test('CalDAV: a series made here, an occurrence moved by another client, then ed
     t.equal(Date.parse(moved.startDate ?? ''), Date.parse('2026-12-08T17:00:00Z'))
   })
 
-  await t.test('3. the series\' title changes here: the server\'s series changes, the override stays, nothing is lost', async (t) => {
+  await t.test('2b. "this event" deleted here (Dec 22): an EXDATE of the series on the server', async (t) => {
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261222T150000Z?applyTo=this`, headers: user.headers })).statusCode, 204)
+    await waitUntil(async () => /\nEXDATE[^\r\n]*:20261222T/.test((await radicale.get(resourceUrl, USER, PASSWORD)).body), 'the EXDATE on the server', 20_000)
+    await converged('both sides without Dec 22')
+    t.equal((await ours()).length, 4, 'Dec 1, the moved Dec 8, Dec 15 and Dec 29')
+  })
+
+  await t.test('3. the series\' title changes here: the server\'s series changes, the override and the deleted day stay, nothing is lost', async (t) => {
     t.equal((await app.inject({ method: 'PUT', url: `/api/event/${SERIES_ID}`, headers: user.headers, payload: { ...body, title: 'Standup (team)' } })).statusCode, 204)
     await waitUntil(async () => (await collection()).includes('SUMMARY:Standup (team)'), 'the title on the server', 20_000)
     await converged('both sides after the title change')
     const lines = await ours()
-    t.equal(lines.length, 5, 'every occurrence of the series is still read')
+    t.equal(lines.length, 4, 'every occurrence of the series is still read, and Dec 22 stays deleted')
+    t.match((await radicale.get(resourceUrl, USER, PASSWORD)).body, /\nEXDATE[^\r\n]*:20261222T/, 'the server keeps its EXDATE')
     t.ok(lines.some((entry) => entry.startsWith('2026-12-08T17:00:00.000Z|2026-12-08T18:00:00.000Z')), 'the moved one at its new time')
     t.equal(lines.filter((entry) => entry.startsWith('2026-12-01T')).length, 1, 'one event on Dec 1')
-    t.same((await series()).recurrence?.rule, ['RRULE:FREQ=WEEKLY'], 'our series keeps its rule')
+    t.same((await series()).recurrence?.rule, ['RRULE:FREQ=WEEKLY', 'EXDATE;TZID=America/New_York:20261222T100000'], 'our series keeps its rule, the server\'s exclusion of the deleted day with it')
   })
 
   await t.test('4. "this and following" from Dec 15: the server\'s series gets its UNTIL, the new series goes there too', async (t) => {

@@ -58,7 +58,7 @@ export interface Connected { user: SignedIn & { email: string, password: string 
 export interface Real { app: FastifyInstance, user: SignedIn & { email: string }, device: Device, calendarId: string, client: CalendarClient }
 
 /** A deletion the client module sends; one the backend no longer has (404) is done already. */
-async function deleteThroughClient (real: Real, id: string, applyTo?: 'thisAndFollowing'): Promise<void> {
+async function deleteThroughClient (real: Real, id: string, applyTo?: ApplyTo): Promise<void> {
   try {
     await real.client.deleteEvent(id, applyTo)
   } catch (error) {
@@ -207,6 +207,18 @@ export class DeleteHere implements Command {
   toString = () => `DeleteHere(#${this.pick})`
 }
 
+/** "This event" deleted, through the client module: the occurrence stays gone on both sides whatever the series does next. */
+export class DeleteOccurrenceHere implements Command {
+  constructor (readonly pick: number, readonly week: number) {}
+  check = (model: Readonly<Model>) => liveSeries(model).length > 0
+  async run (model: Model, real: Real): Promise<void> {
+    const made = liveSeries(model)[this.pick % liveSeries(model).length] as Made
+    await deleteThroughClient(real, `${made.id}_${basic(startOf(made) + this.week * WEEK_MS)}`, 'this')
+  }
+
+  toString = () => `DeleteOccurrenceHere(#${this.pick}, week ${this.week})`
+}
+
 export class ThisAndFollowingHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
@@ -306,6 +318,7 @@ export function commandsOf (occurrenceEdits: boolean): fc.Arbitrary<Iterable<Com
 
 const OTHER_COMMANDS = [
   pick.map((index) => new DeleteHere(index)),
+  fc.tuple(pick, week).map(([index, w]) => new DeleteOccurrenceHere(index, w)),
   fc.tuple(pick, week).map(([index, w]) => new ThisAndFollowingHere(index, w)),
   pick.map((index) => new EditTitleThere(index)),
   fc.tuple(pick, week, fc.constantFrom(-2, -1, 1, 2, 26)).map(([index, w, hours]) => new MoveOccurrenceThere(index, w, hours)),
@@ -401,6 +414,15 @@ export const EVERY_KIND_WITH_OCCURRENCE_EDITS: Command[] = [...EVERY_KIND, new E
 
 /** Deletions here beside a change at the provider (at Google a series deleted here came back here, gone at Google). */
 export const DELETIONS: Command[] = [new CreateHere(true, 0, 14), new CreateHere(false, 3, 8), new EditTitleThere(1), new DeleteHere(0)]
+
+/**
+ * Occurrences deleted here ("this event") and then whole-series writes: a rename, and a "this and
+ * following" cut after the first deleted one. At a CalDAV server both writes once brought the
+ * deleted occurrence back (the master rewritten without the EXDATE the deletion had become).
+ */
+export const OCCURRENCE_DELETIONS: Command[] = [
+  new CreateHere(true, 0, 14), new DeleteOccurrenceHere(0, 1), new EditTitleHere(0), new DeleteOccurrenceHere(0, 3), new ThisAndFollowingHere(0, 2)
+]
 
 /**
  * Found and shrunk, each of them failing once, at one provider or more, now kept for all three:

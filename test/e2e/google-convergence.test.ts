@@ -5,7 +5,7 @@ import { connectGoogle, startFullStack, userWithGoogleAccount, type FullStack } 
 import { googleItems, providerOccurrences } from './occurrences.js'
 import {
   CancelOccurrenceThere as CancelOccurrenceAtGoogle, CreateHere, DeleteHere, EditTitleHere,
-  DELETIONS, DELETION_RACES, EDIT_RACES, EVERY_KIND, EVERY_KIND_WITH_OCCURRENCE_EDITS, WINDOW, basic, convergenceSuite, runsOf, type Connected, type Device, type Model, type Real
+  DELETIONS, DELETION_RACES, OCCURRENCE_DELETIONS, EDIT_RACES, EVERY_KIND, EVERY_KIND_WITH_OCCURRENCE_EDITS, WINDOW, basic, convergenceSuite, runsOf, type Connected, type Device, type Model, type Real
 } from './convergence.js'
 
 // Two-way sync with Google converges, whatever the order of what happens on both sides (the
@@ -59,5 +59,5 @@ const FOUND: Array<Array<fc.AsyncCommand<Model, Real>>> = [
 
 test('Google: generated sequences of changes on both sides converge', async (t) => {
   const stack = await startFullStack(t)
-  await convergenceSuite(t, { provider: 'google', stack, connect: async (label) => await connect(stack, label), found: [...FOUND, DELETIONS, ...DELETION_RACES, EVERY_KIND, ...EDIT_RACES, EVERY_KIND_WITH_OCCURRENCE_EDITS], defaultRuns: RUNS, occurrenceEdits: true })
+  await convergenceSuite(t, { provider: 'google', stack, connect: async (label) => await connect(stack, label), found: [...FOUND, DELETIONS, OCCURRENCE_DELETIONS, ...DELETION_RACES, EVERY_KIND, ...EDIT_RACES, EVERY_KIND_WITH_OCCURRENCE_EDITS], defaultRuns: RUNS, occurrenceEdits: true })
 })

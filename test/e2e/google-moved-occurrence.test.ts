@@ -60,12 +60,18 @@ test('a series made here, an occurrence moved at Google, then edited and split h
     t.match(moved, { recurrence: { eventId: SERIES_ID }, providerEventId: `${googleId}_20261208T150000Z`, startDate: /^2026-12-08T12:00:00/ })
   })
 
+  await t.test('2b. "this event" deleted here (Dec 22): gone at Google too', async (t) => {
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261222T150000Z?applyTo=this`, headers: user.headers })).statusCode, 204)
+    await converged('both sides without Dec 22')
+    t.notOk((await ours()).some((entry) => entry.startsWith('2026-12-22T')), 'no Dec 22 here')
+  })
+
   await t.test('3. the series\' title changes here: Google\'s master changes, the moved occurrence stays moved, nothing is lost', async (t) => {
     t.equal((await app.inject({ method: 'PUT', url: `/api/event/${SERIES_ID}`, headers: user.headers, payload: { ...body, title: 'Standup (team)' } })).statusCode, 204)
     await waitUntil(() => googleMaster()?.['summary'] === 'Standup (team)', 'the title at Google', 20_000)
     await converged('both sides after the title change')
     const lines = await ours()
-    t.equal(lines.length, 5, 'every occurrence of the series is still read')
+    t.equal(lines.length, 4, 'every occurrence of the series is still read, and Dec 22 stays deleted')
     t.ok(lines.some((entry) => entry.startsWith('2026-12-08T17:00:00.000Z|2026-12-08T18:00:00.000Z')), 'the moved one at its new time')
     t.equal(lines.filter((entry) => entry.startsWith('2026-12-01T')).length, 1, 'one event on Dec 1')
     t.same(googleMaster()?.['recurrence'], ['RRULE:FREQ=WEEKLY'], 'Google\'s series keeps its rule')

@@ -68,6 +68,12 @@ test('Microsoft: a series made here, an occurrence moved there, then edited and 
     t.equal(Date.parse(moved.startDate ?? ''), Date.parse('2026-12-08T17:00:00Z'))
   })
 
+  await t.test('2b. "this event" deleted here (Dec 22): gone at Microsoft too', async (t) => {
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/event/${SERIES_ID}_20261222T150000Z?applyTo=this`, headers: user.headers })).statusCode, 204)
+    await converged('both sides without Dec 22')
+    t.notOk((await ours()).some((entry) => entry.startsWith('2026-12-22T')), 'no Dec 22 here')
+  })
+
   await t.test('3. the series\' title changes here: Microsoft\'s master changes, the moved occurrence stays moved, nothing is lost', async (t) => {
     // A client sends the rule back as it read it, with the exclusion Microsoft's deletion became.
     const rule = (await series()).recurrence?.rule ?? []
@@ -76,7 +82,7 @@ test('Microsoft: a series made here, an occurrence moved there, then edited and 
     await waitUntil(() => master()?.['subject'] === 'Standup (team)', 'the title at Microsoft', 20_000)
     await converged('both sides after the title change')
     const lines = await ours()
-    t.equal(lines.length, 4, 'every occurrence of the series is still read')
+    t.equal(lines.length, 3, 'every occurrence of the series is still read, and Dec 22 stays deleted')
     t.ok(lines.some((entry) => entry.startsWith('2026-12-08T17:00:00.000Z|2026-12-08T18:00:00.000Z')), 'the moved one at its new time')
     t.equal(lines.filter((entry) => entry.startsWith('2026-12-01T')).length, 0, 'none on Dec 1')
     t.ok((await series()).recurrence?.rule?.some((line) => line.startsWith('RRULE:FREQ=WEEKLY')), 'our series keeps its rule')

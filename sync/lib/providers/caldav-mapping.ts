@@ -8,7 +8,7 @@ import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
-import { contentTiming, exceptionMover, followedFields } from '../../../lib/events/series-move.js'
+import { contentTiming, exceptionMover, followedFields, occurrenceTimes } from '../../../lib/events/series-move.js'
 
 type Component = InstanceType<typeof ICAL.Component>
 type Property = InstanceType<typeof ICAL.Property>
@@ -313,7 +313,11 @@ export function applyContent (event: Component, content: EventContent, lastUpdat
     }
   }
   event.removeAllProperties('status')
-  // The write's version, so the pull that reads it back finds the backend's own change.
+  stampVersion(event, lastUpdated)
+}
+
+/** The write's version, so the pull that reads it back finds the backend's own change. */
+export function stampVersion (event: Component, lastUpdated: string): void {
   event.updatePropertyWithValue('last-modified', utcStamp(lastUpdated))
   event.updatePropertyWithValue('dtstamp', utcStamp(lastUpdated))
 }
@@ -403,6 +407,64 @@ export function moveOverrides (calendar: Component, master: Component, before: E
       override.addProperty(timeProperty('dtstart', moved.startDate, after.isAllDay, content?.timeZone ?? after.timeZone))
       override.addProperty(timeProperty('dtend', moved.endDate, after.isAllDay, content?.timeZone ?? after.timeZone))
     }
+  }
+}
+
+/** One value of a multi-valued EXDATE as a property of its own, with the TZID it was written with. */
+function singleExclusion (property: Property, value: Time): Property {
+  const single = new ICAL.Property('exdate')
+  single.setValue(value)
+  const tzid = property.getParameter('tzid')
+  if (typeof tzid === 'string') single.setParameter('tzid', tzid)
+  return single
+}
+
+/** An original start as a comparable number: a date at UTC midnight, a date-time as its instant. */
+function originalKey (value: string): number {
+  return Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value)
+}
+
+/** The occurrences a series' EXDATEs exclude, as original starts the contract writes. */
+export function exclusionsOf (master: Component, calendar: Component, calendarTimeZone: string): string[] {
+  return master.getAllProperties('exdate').flatMap((property) => property.getValues().flatMap((value) => {
+    const time = timeOf(singleExclusion(property, value as Time), calendar, calendarTimeZone)
+    return time === null ? [] : [time.value]
+  }))
+}
+
+/**
+ * After the series' master was rewritten from `before` to `after`: the occurrences it excluded
+ * before (deleted one by one, here or by another client; the backend keeps its own such deletions
+ * as cancelled occurrences, not in the rule it sends) stay excluded where they moved with the
+ * series, by the same rule as its overrides (lib/events/series-move.ts), so a rename, a move or a
+ * "this and following" cut brings back no occurrence that was deleted. Answers how many it kept
+ * beyond the rule the backend sent: the backend learns them from the written series.
+ */
+export function moveExclusions (calendar: Component, master: Component, excluded: string[], before: EventContent, after: EventContent, calendarTimeZone: string): number {
+  const mover = exceptionMover(contentTiming(before), contentTiming(after))
+  if (mover === null) return 0
+  let kept = 0
+  const present = new Set(exclusionsOf(master, calendar, calendarTimeZone).map(originalKey))
+  for (const original of excluded) {
+    const moved = mover({ originalStartDate: original, ...occurrenceTimes(contentTiming(before), original) })
+    if (moved === null || present.has(originalKey(moved.originalStartDate))) continue
+    master.addProperty(occurrenceProperty('exdate', master, moved.originalStartDate))
+    present.add(originalKey(moved.originalStartDate))
+    kept++
+  }
+  return kept
+}
+
+/** The occurrence is no longer excluded (it is written as an override of its own now). */
+export function removeExclusion (calendar: Component, master: Component, originalStartDate: string, calendarTimeZone: string): void {
+  const wanted = originalKey(originalStartDate)
+  for (const property of master.getAllProperties('exdate')) {
+    const kept = property.getValues().filter((value) => {
+      const time = timeOf(singleExclusion(property, value as Time), calendar, calendarTimeZone)
+      return time === null || originalKey(time.value) !== wanted
+    })
+    if (kept.length === 0) master.removeProperty(property)
+    else if (kept.length !== property.getValues().length) property.setValues(kept)
   }
 }
 

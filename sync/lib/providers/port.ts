@@ -127,6 +127,8 @@ export interface ProviderWrite {
    * before it learnt that id (an event created and then deleted while the provider was away).
    */
   ownProviderEventId?: string
+  /** On an occurrence: the provider's version our own last write of its series left there. */
+  seriesOwnVersion?: string
 }
 
 export interface WriteResult {

@@ -12,7 +12,7 @@ import { AddressRefusedError, addressPolicy } from '../address-guard.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../../lib/credentials.js'
 import {
-  addTimeZones, applyContent, contentOf, eventsOfResource, masterOf, moveOverrides, newResource, occurrenceProperty, overrideId, overrideOf, parseResource, removedResource, resourceNameFor,
+  addTimeZones, applyContent, contentOf, eventsOfResource, exclusionsOf, masterOf, moveExclusions, moveOverrides, newResource, occurrenceProperty, overrideId, overrideOf, parseResource, removeExclusion, removedResource, resourceNameFor, stampVersion,
   resourceOf, versionOf
 } from '../../lib/providers/caldav-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
@@ -365,15 +365,18 @@ export class CalDavAdapter implements ProviderPort {
       const wanted = occurrence === null ? href : `${href}#${occurrence}`
       const theirs = target === null || parsed === null ? null : contentOf(target, parsed, calendar.timeZone)
       // A change made there since the version this one was made on is merged with it, part by part.
-      const plan = removal || target === null ? null : planWrite(subject, { ...(theirs === null ? {} : { content: theirs }), updated: versionOf(target) }, false)
-      if (target !== null && (plan === null ? providerVersionWins(versionOf(target), subject.lastUpdated) : plan.kind === 'theirs')) {
+      // The resource as our own last write left it (the same etag) holds no change by another client,
+      // whatever its LAST-MODIFIED says (a merge of ours is stamped after both its parts).
+      const ownCopy = write.ownVersion !== undefined && current?.etag === write.ownVersion
+      const plan = removal || target === null ? null : planWrite(subject, { ...(theirs === null ? {} : { content: theirs }), updated: versionOf(target) }, ownCopy)
+      if (target !== null && (plan === null ? !ownCopy && providerVersionWins(versionOf(target), subject.lastUpdated) : plan.kind === 'theirs')) {
         return { outcome: 'providerNewer', event: mapped(current).find((event) => event.providerEventId === wanted) ?? null }
       }
       const content = plan?.kind === 'write' ? plan.content : subject.content
       // A merge is a version after both it was made of, so the backend takes the parts the server gave it.
-      const stamp = plan?.kind === 'write' && plan.merged && target !== null
-        ? new Date(Math.max(Date.parse(subject.lastUpdated), Date.parse(versionOf(target))) + 1000).toISOString()
-        : subject.lastUpdated
+      const mergeStamp = target === null ? subject.lastUpdated : new Date(Math.max(Date.parse(subject.lastUpdated), Date.parse(versionOf(target))) + 1000).toISOString()
+      let merged = plan?.kind === 'write' && plan.merged
+      const stamp = merged ? mergeStamp : subject.lastUpdated
       try {
         if (current === null || parsed === null || master === null) {
           if (removal) return { outcome: 'nothingToDo', event: null }
@@ -391,8 +394,15 @@ export class CalDavAdapter implements ProviderPort {
           }
           if (content === undefined) throw new Error('a provider write of a live event needs its content')
           const previous = contentOf(master, parsed, calendar.timeZone)
+          const excluded = exclusionsOf(master, parsed, calendar.timeZone)
           applyContent(master, content, stamp)
-          if (previous !== null) moveOverrides(parsed, master, previous, content, calendar.timeZone)
+          if (previous !== null) {
+            moveOverrides(parsed, master, previous, content, calendar.timeZone)
+            if (moveExclusions(parsed, master, excluded, previous, content, calendar.timeZone) > 0 && !merged) {
+              merged = true
+              stampVersion(master, mergeStamp)
+            }
+          }
         } else if (removal) {
           // A cancelled occurrence leaves its series as an EXDATE, and its override goes.
           if (target !== null) parsed.removeSubcomponent(target)
@@ -405,13 +415,14 @@ export class CalDavAdapter implements ProviderPort {
             override.updatePropertyWithValue('uid', master.getFirstPropertyValue('uid') ?? href)
             override.addProperty(occurrenceProperty('recurrence-id', master, occurrence))
             parsed.addSubcomponent(override)
+            removeExclusion(parsed, master, occurrence, calendar.timeZone)
           }
           applyContent(override, { ...content, recurrence: undefined }, stamp)
         }
         addTimeZones(parsed)
         const ics = parsed.toString()
         const etag = await this.#put(context, url, ics, current.etag ?? '*')
-        return { outcome: plan?.kind === 'write' && plan.merged ? 'merged' : 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
+        return { outcome: merged ? 'merged' : 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
       } catch (error) {
         if (error instanceof ProviderVersionConflictError && attempt < WRITE_ATTEMPTS) continue
         throw error

@@ -200,7 +200,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
 
     // Google's copy as our own last write left it is no change by another device: its `updated` is
     // when that write arrived, which can be after the backend's change that this write carries.
-    const ownCopy = current !== null && write.ownVersion !== undefined && current.etag === write.ownVersion
+    const ownCopy = current !== null && ((write.ownVersion !== undefined && current.etag === write.ownVersion) || await this.#untouchedOwnOccurrence(context, calendarId, current, write))
     if (removal && current !== null && !ownCopy && providerVersionWins(current.updated ?? '', subject.lastUpdated)) {
       return { outcome: 'providerNewer', event: this.#mapped(current, calendar) }
     }
@@ -314,6 +314,20 @@ export class GoogleCalendarAdapter implements ProviderPort {
       }
       await write(eventId, { ...googleFieldsOf({ ...mapped.content, startDate: moved.startDate, endDate: moved.endDate, recurrence: undefined }), ...textOf(mapped.content), recurrence: null, status: 'confirmed' })
     }
+  }
+
+  /**
+   * Whether `current`, an occurrence of a series, is as our own last write of the series left it:
+   * an occurrence nobody changed carries its series' `updated`, which is when our write of the
+   * series arrived, later than a change of the occurrence made here just before it. So an
+   * occurrence not changed since the series, whose series is our own write unchanged, holds no
+   * newer change by anyone else. Asked only when the occurrence looks newer than the change.
+   */
+  async #untouchedOwnOccurrence (context: ProviderContext, calendarId: string, current: CalendarV3.Schema$Event, write: ProviderWrite): Promise<boolean> {
+    const seriesId = current.recurringEventId
+    if (typeof seriesId !== 'string' || write.seriesOwnVersion === undefined || !providerVersionWins(current.updated ?? '', write.subject.lastUpdated)) return false
+    const series = await this.#current(context, calendarId, seriesId)
+    return series !== null && series.etag === write.seriesOwnVersion && Date.parse(current.updated ?? '') <= Date.parse(series.updated ?? '')
   }
 
   /** The event as Google holds it now (deleted ones too, as `cancelled`); null when there is none. */

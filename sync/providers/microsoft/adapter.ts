@@ -17,7 +17,7 @@ import {
 } from '../../lib/providers/microsoft-mapping.js'
 import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
-import { contentTiming, exceptionMover, followedFields, type ExceptionTiming } from '../../../lib/events/series-move.js'
+import { contentTiming, exceptionMover, followedFields, movedExclusions, seriesMove, type ExceptionTiming } from '../../../lib/events/series-move.js'
 import { eventInstant } from '../../../lib/events/time.js'
 import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
@@ -104,6 +104,67 @@ export interface MicrosoftAdapterOptions {
 function originalStartOf (instance: GraphEvent): number {
   const text = instance.originalStart ?? ''
   return new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`).getTime()
+}
+
+/**
+ * EXDATE lines for the occurrences of the rule, within the range the calendar is synchronised over,
+ * that are not among the series' instances at Graph (`present`, by occurrenceKey), expanded as the
+ * backend expands them.
+ */
+function missingOccurrences (content: EventContent, present: Set<string>, now: Date): string[] {
+  let series: ReturnType<typeof compileSeries>
+  try {
+    series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
+  } catch (error) {
+    // The backend refuses such a rule anyway; there is nothing to exclude from.
+    if (error instanceof RecurrenceRuleError) return []
+    throw error
+  }
+  // A series of N occurrences with N of them listed lacks none: the rule need not be expanded.
+  const total = occurrenceCount(content.recurrence ?? [])
+  if (total !== null && present.size >= total) return []
+  const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
+  const to = new Date(now.getTime() + FULL_RANGE.afterMs)
+  // Only occurrences wholly inside the range: Graph lists every such one that still exists.
+  const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
+  let missing = expected.filter((occurrence) => !present.has(content.isAllDay ? occurrence.startDate : String(occurrence.start.getTime())))
+  if (missing.length === 0) return []
+  const head = content.isAllDay ? 'EXDATE;VALUE=DATE' : 'EXDATE'
+  const value = (start: Date, startDate: string): string => content.isAllDay
+    ? startDate.replaceAll('-', '')
+    : DateTime.fromJSDate(start).toUTC().toFormat("yyyyMMdd'T'HHmmss'Z'")
+  const perLine = Math.floor((EXDATE_LINE_LENGTH - head.length) / (value(now, '2000-01-01').length + 1))
+  if (missing.length > perLine * EXDATE_LINES_MAX) {
+    // More than the contract holds: those nearest today matter most.
+    const distance = (start: Date): number => Math.abs(start.getTime() - now.getTime())
+    const kept = new Set([...missing].sort((a, b) => distance(a.start) - distance(b.start)).slice(0, perLine * EXDATE_LINES_MAX))
+    missing = missing.filter((occurrence) => kept.has(occurrence))
+  }
+  return exdateLines(head, missing.map((occurrence) => value(occurrence.start, occurrence.startDate)))
+}
+
+/**
+ * The occurrences of a series deleted at Graph before its pattern or times are written (missing
+ * among its instances: Graph keeps no list of them, and brings them all back on such a write), as
+ * EXDATE lines moved with the series to `to` (lib/events/series-move.ts), so they are deleted
+ * again; `beyondRule`: some of them are not excluded by `to`'s own rule.
+ */
+function stillDeleted (from: EventContent, instances: GraphEvent[], to: EventContent, now: Date): { lines: string[], beyondRule: boolean } {
+  const present = new Set(instances.flatMap((instance) => occurrenceKey(instance, from) ?? []))
+  const excluded = missingOccurrences(from, present, now)
+  const move = seriesMove(from, to)
+  if (excluded.length === 0 || move === null) return { lines: [], beyondRule: false }
+  const lines = movedExclusions(contentTiming({ ...from, recurrence: [...from.recurrence ?? [], ...excluded] }), contentTiming(to), move)
+  const occurrences = (rule: string[]): number => expandSeries(compileSeries({ startDate: to.startDate, endDate: to.endDate, isAllDay: to.isAllDay, timeZone: to.timeZone, rule }),
+    new Date(now.getTime() - FULL_RANGE.beforeMs), new Date(now.getTime() + FULL_RANGE.afterMs), OCCURRENCES_MAX).length
+  let beyondRule: boolean
+  try {
+    beyondRule = occurrences([...to.recurrence ?? [], ...lines]) !== occurrences(to.recurrence ?? [])
+  } catch (error) {
+    if (error instanceof RecurrenceRuleError) return { lines, beyondRule: false }
+    throw error
+  }
+  return { lines, beyondRule }
 }
 
 export class MicrosoftScopeMissingError extends Error {
@@ -413,8 +474,15 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       const kept = (recurrence || times) && series !== null ? await this.#instances(context, current.id) : []
       const patched: GraphEvent = await this.#graphCall(context, 'event.update', 'PATCH', `${this.#graph}/me/events/${encodeURIComponent(current.id)}`,
         graphFieldsOf(pattern === undefined ? content : { ...content, recurrence: pattern }, { recurrence, times }), ifMatch)
-      if (kept.length > 0 && series !== null) await this.#restoreExceptions(context, current.id, kept, { ...series, recurrence: held ?? [] }, content, calendar.timeZone)
-      return { outcome: plan?.kind === 'write' && plan.merged ? 'merged' : 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
+      let merged = plan?.kind === 'write' && plan.merged
+      if (kept.length > 0 && series !== null) {
+        const from = { ...series, recurrence: held ?? [] }
+        const deleted = stillDeleted(from, kept, content, this.#now())
+        await this.#restoreExceptions(context, current.id, kept, from, { ...content, recurrence: [...content.recurrence ?? [], ...deleted.lines] }, calendar.timeZone)
+        // Deletions the backend's rule did not name (its own, or another device's) reach it with the series.
+        merged ||= deleted.beyondRule
+      }
+      return { outcome: merged ? 'merged' : 'written', event: await this.#mapped(context, patched.id === current.id && kept.length > 0 ? await this.#current(context, current.id) ?? patched : patched, calendar) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
       throw new ProviderNotFoundError(`Microsoft has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)
@@ -639,16 +707,6 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
    * that are not among the series' instances at Graph (expanded as the backend expands them).
    */
   async #deletedOccurrences (context: ProviderContext, masterId: string, content: EventContent, now: Date, read?: SeriesRead['instances'], firstPage?: GraphPage): Promise<string[]> {
-    let series: ReturnType<typeof compileSeries>
-    try {
-      series = compileSeries({ startDate: content.startDate, endDate: content.endDate, isAllDay: content.isAllDay, timeZone: content.timeZone, rule: content.recurrence ?? [] })
-    } catch (error) {
-      // The backend refuses such a rule anyway; there is nothing to exclude from.
-      if (error instanceof RecurrenceRuleError) return []
-      throw error
-    }
-    const from = new Date(now.getTime() - FULL_RANGE.beforeMs)
-    const to = new Date(now.getTime() + FULL_RANGE.afterMs)
     const present = new Set<string>()
     let given = firstPage
     let next: string | null = this.#graph + this.#seriesInstancesPath(masterId, now)
@@ -664,25 +722,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       }
       next = page['@odata.nextLink'] ?? null
     }
-    // A series of N occurrences with N of them listed lacks none: the rule need not be expanded.
-    const total = occurrenceCount(content.recurrence ?? [])
-    if (total !== null && present.size >= total) return []
-    // Only occurrences wholly inside the range: Graph lists every such one that still exists.
-    const expected = expandSeries(series, from, to, OCCURRENCES_MAX).filter((occurrence) => occurrence.start >= from && occurrence.end <= to)
-    let missing = expected.filter((occurrence) => !present.has(content.isAllDay ? occurrence.startDate : String(occurrence.start.getTime())))
-    if (missing.length === 0) return []
-    const head = content.isAllDay ? 'EXDATE;VALUE=DATE' : 'EXDATE'
-    const value = (start: Date, startDate: string): string => content.isAllDay
-      ? startDate.replaceAll('-', '')
-      : DateTime.fromJSDate(start).toUTC().toFormat("yyyyMMdd'T'HHmmss'Z'")
-    const perLine = Math.floor((EXDATE_LINE_LENGTH - head.length) / (value(now, '2000-01-01').length + 1))
-    if (missing.length > perLine * EXDATE_LINES_MAX) {
-      // More than the contract holds: those nearest today matter most.
-      const distance = (start: Date): number => Math.abs(start.getTime() - now.getTime())
-      const kept = new Set([...missing].sort((a, b) => distance(a.start) - distance(b.start)).slice(0, perLine * EXDATE_LINES_MAX))
-      missing = missing.filter((occurrence) => kept.has(occurrence))
-    }
-    return exdateLines(head, missing.map((occurrence) => value(occurrence.start, occurrence.startDate)))
+    return missingOccurrences(content, present, now)
   }
 
   /**
