@@ -5,8 +5,11 @@
 // fields, say) compiles it differently; merged, its ranges land on the wrong lines and can mark a
 // well-tested file as barely run. This step keeps, for each file, the coverage of the processes
 // that share the most common compilation and leaves out the others' coverage of that file.
+// First, each process's coverage is cut down to the project's own files: V8 writes every script a
+// process ran (dependencies, Node's internals), several gigabytes that c8 would read only to drop.
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
 interface ScriptCoverage { url: string }
 interface SourceMapEntry { lineLengths?: number[], data?: unknown }
@@ -24,12 +27,19 @@ function compilationOf (entry: SourceMapEntry | undefined): string {
 }
 
 /** Answers, per file left out somewhere, how many processes' coverage of it was dropped. */
-export async function dropMinorityCompilations (directory: string): Promise<Map<string, number>> {
+export async function dropMinorityCompilations (directory: string, root: string): Promise<Map<string, number>> {
   const names = (await readdir(directory)).filter((name) => name.endsWith('.json'))
   const compiled = new Map<string, Map<string, number>>()
   const seen: Array<{ name: string, variants: Map<string, string> }> = []
+  const project = pathToFileURL(root).href.replace(/\/?$/, '/')
+  const own = (url: string): boolean => url.startsWith(project) && !url.includes('/node_modules/')
   for (const name of names) {
     const coverage = JSON.parse(await readFile(join(directory, name), 'utf8')) as ProcessCoverage
+    const before = coverage.result.length
+    coverage.result = coverage.result.filter((script) => own(script.url))
+    const cache = coverage['source-map-cache']
+    if (cache !== undefined) for (const url of Object.keys(cache)) if (!own(url)) delete cache[url]
+    if (coverage.result.length !== before) await writeFile(join(directory, name), JSON.stringify(coverage))
     const maps = coverage['source-map-cache'] ?? {}
     const variants = new Map<string, string>()
     for (const { url } of coverage.result) {

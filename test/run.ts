@@ -2,52 +2,110 @@
 // which any CI reader understands, while keeping tap's own output intact. c8 collects the
 // coverage of every process the tests start; the report afterwards fails the run when it falls
 // below the floors in .c8rc.json (which only go up).
+//
+// The suite runs in two stages. Most files run several at a time: they wait on sockets and child
+// processes far more than they compute, and each keeps its own ports, databases and users. The
+// few that must see the production deadlines and real-time thresholds (a database call given
+// 2.5 s, a shed request, a shutdown's grace) run afterwards one at a time, on a machine nothing
+// else is loading. Each stage's duration and the slowest files are printed at the end.
+//
+// `tsx test/run.ts FILE...` runs only the given files (in the stage each belongs to).
 import { spawn } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
+import { join, relative, sep } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { dropMinorityCompilations } from './coverage-variants.js'
 
 /** The heap c8 merges the suite's coverage in (the machine has 24 GiB; the default stops near 4). */
 const COVERAGE_HEAP_MB = 16_384
+/** Files side by side in the first stage: on two cores, four keep both busy while each mostly waits. */
+const PARALLEL_JOBS = 4
+/** Files that hold the production deadlines to account: run alone, after the others. */
+export const SERIAL_FILES = [
+  'test/backend/database-faults.test.ts',
+  'test/sync/database-faults.test.ts',
+  'test/backend/session-core-faults.test.ts',
+  'test/events/bounded-cost.test.ts',
+  'test/backend/shutdown.test.ts'
+]
+const SLOWEST_SHOWN = 10
 
-// c8 reads every process's coverage (about 3 GB of V8 JSON for the whole suite) into one heap when
-// it merges, past Node's default limit; its own process gets room for it (the tests' processes
-// keep their defaults).
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+// c8 reads every process's coverage into one heap when it merges, past Node's default limit; its
+// own process gets room for it (the tests' processes keep their defaults).
 const C8 = [`--max-old-space-size=${COVERAGE_HEAP_MB}`, fileURLToPath(import.meta.resolve('c8/bin/c8.js'))]
-const child = spawn(process.execPath, [...C8, '--check-coverage=false', '--reporter=none', 'tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
 const summaryPattern = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/
-let summary: { total: number, pass: number, fail: number } | undefined
+const filePattern = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/
 
-createInterface({ input: child.stdout }).on('line', (line) => {
-  process.stdout.write(line + '\n')
-  const match = summaryPattern.exec(line)
-  if (match) {
-    summary = { total: Number(match[1]), pass: Number(match[2] ?? 0), fail: Number(match[3] ?? 0) }
+interface Summary { total: number, pass: number, fail: number }
+interface StageResult { name: string, files: number, seconds: number, code: number | null, summary: Summary | undefined, times: Array<[string, number]> }
+
+async function testFiles (directory: string): Promise<string[]> {
+  const found: string[] = []
+  for (const entry of await readdir(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name)
+    if (entry.isDirectory()) found.push(...await testFiles(path))
+    else if (entry.name.endsWith('.test.ts')) found.push(relative(root, path).split(sep).join('/'))
   }
-})
+  return found.sort()
+}
+
+/** One tap run under c8 over `files`; the coverage of a later stage is added to the earlier one's. */
+async function runStage (name: string, files: string[], jobs: number, first: boolean): Promise<StageResult> {
+  const began = Date.now()
+  const child = spawn(process.execPath, [...C8, '--check-coverage=false', '--reporter=none', `--clean=${first}`, 'tap', `--jobs=${jobs}`, ...files], { cwd: root, stdio: ['inherit', 'pipe', 'inherit'] })
+  let summary: Summary | undefined
+  const times: Array<[string, number]> = []
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    process.stdout.write(line + '\n')
+    const match = summaryPattern.exec(line)
+    if (match) summary = { total: Number(match[1]), pass: Number(match[2] ?? 0), fail: Number(match[3] ?? 0) }
+    const file = filePattern.exec(line)
+    if (file) times.push([file[1] as string, Number(file[2]) / 1000])
+  })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { name, files: files.length, seconds: (Date.now() - began) / 1000, code, summary, times }
+}
 
 async function coverageReport (): Promise<number> {
-  const { 'temp-directory': directory } = JSON.parse(await readFile('.c8rc.json', 'utf8')) as { 'temp-directory': string }
-  for (const [url, processes] of await dropMinorityCompilations(directory)) {
+  const { 'temp-directory': directory } = JSON.parse(await readFile(join(root, '.c8rc.json'), 'utf8')) as { 'temp-directory': string }
+  for (const [url, processes] of await dropMinorityCompilations(join(root, directory), root)) {
     process.stdout.write(`# coverage: ${processes} process(es) compiled ${url} differently; their coverage of it is left out\n`)
   }
-  const report = spawn(process.execPath, [...C8, 'report'], { stdio: 'inherit' })
+  const report = spawn(process.execPath, [...C8, 'report'], { cwd: root, stdio: 'inherit' })
   return await new Promise((resolve) => report.on('close', (code) => { resolve(code ?? 1) }))
 }
 
-child.on('close', (code) => {
-  if (!summary || summary.total === 0) {
-    process.stdout.write('tests: 0 passed, 1 failed (no test ran)\n')
-    process.exit(1)
-  }
-  const { pass, fail } = summary
-  coverageReport().then((coverage) => {
-    const failed = fail > 0 ? fail : (code === 0 && coverage === 0 ? 0 : 1)
-    process.stdout.write(`tests: ${pass} passed, ${failed} failed\n`)
-    process.exit(failed === 0 ? 0 : 1)
-  }).catch((error: unknown) => {
-    process.stdout.write(`coverage report failed: ${String(error)}\ntests: ${pass} passed, 1 failed\n`)
-    process.exit(1)
-  })
-})
+const asked = process.argv.slice(2)
+const files = asked.length > 0 ? asked.map((file) => relative(root, join(process.cwd(), file)).split(sep).join('/')) : await testFiles(join(root, 'test'))
+const serial = files.filter((file) => SERIAL_FILES.includes(file))
+const parallel = files.filter((file) => !SERIAL_FILES.includes(file))
+const stages: StageResult[] = []
+if (parallel.length > 0) stages.push(await runStage(`${parallel.length} files, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS, true))
+if (serial.length > 0) stages.push(await runStage(`${serial.length} files that keep production deadlines, one at a time`, serial, 1, stages.length === 0))
+
+const total = stages.reduce((sum, stage) => sum + (stage.summary?.total ?? 0), 0)
+const pass = stages.reduce((sum, stage) => sum + (stage.summary?.pass ?? 0), 0)
+const fail = stages.reduce((sum, stage) => sum + (stage.summary?.fail ?? 0), 0)
+for (const stage of stages) process.stdout.write(`# stage: ${stage.name}: ${Math.round(stage.seconds)} s, exit ${stage.code ?? 'signal'}\n`)
+const slowest = stages.flatMap((stage) => stage.times).sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN)
+process.stdout.write(`# slowest files:\n${slowest.map(([file, seconds]) => `#   ${seconds.toFixed(1).padStart(6)} s  ${file}\n`).join('')}`)
+if (total === 0) {
+  process.stdout.write('tests: 0 passed, 1 failed (no test ran)\n')
+  process.exit(1)
+}
+const coverageBegan = Date.now()
+let coverage: number
+try {
+  coverage = await coverageReport()
+} catch (error) {
+  process.stdout.write(`coverage report failed: ${String(error)}\ntests: ${pass} passed, 1 failed\n`)
+  process.exit(1)
+}
+process.stdout.write(`# stage: coverage report: ${Math.round((Date.now() - coverageBegan) / 1000)} s\n`)
+const stagesFailed = stages.some((stage) => stage.code !== 0 || stage.summary === undefined)
+const failed = fail > 0 ? fail : (!stagesFailed && coverage === 0 ? 0 : 1)
+process.stdout.write(`tests: ${pass} passed, ${failed} failed\n`)
+process.exit(failed === 0 ? 0 : 1)

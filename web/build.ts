@@ -2,6 +2,9 @@
 // services id, the analytics key and host and the places key are fixed into the bundle here (specification: the web image is rebuilt
 // when they change). `npm run build:web` writes web/dist from a configuration file
 // (--config FILE, CONFIG_FILE or ./config.yaml) or from WEB_* environment variables.
+// The code itself holds none of them: they are written into index.html (a JSON data block,
+// web/src/config.ts), so one Vite build serves any values (web/server.ts fills a values-free
+// build with each server's own).
 import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
@@ -65,7 +68,18 @@ export function bundleValues (values: WebValues) {
 // Minified output carries this first line so the repository's lint run skips it.
 const BANNER = '/* eslint-disable */'
 
-export async function buildWeb (options: { outDir: string, values: WebValues }): Promise<void> {
+/** What index.html holds where its values go, until they are written in. */
+export const VALUES_PLACEHOLDER = '__CALENDAR_WEB_CONFIG__'
+
+/** index.html with the values written in; its data block cannot be ended by a value (`</script>`). */
+export function withValues (html: string, values: WebValues): string {
+  if (!html.includes(VALUES_PLACEHOLDER)) throw new Error('index.html has no place for its values (built already with others?)')
+  const json = JSON.stringify(bundleValues(values)).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026')
+  return html.replace(VALUES_PLACEHOLDER, () => json)
+}
+
+/** Builds the bundle into `outDir`; with `values`, they are written into its index.html, else it keeps the placeholder. */
+export async function buildWeb (options: { outDir: string, values?: WebValues }): Promise<void> {
   const { build } = await import('vite')
   await build({
     root: webDir,
@@ -74,7 +88,6 @@ export async function buildWeb (options: { outDir: string, values: WebValues }):
     logLevel: 'warn',
     clearScreen: false,
     publicDir: false,
-    define: { __CALENDAR_WEB_CONFIG__: JSON.stringify(bundleValues(options.values)) },
     resolve: { alias: [{ find: /^rrule$/, replacement: join(webDir, 'src/rrule.ts') }] },
     oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
     build: {
@@ -91,6 +104,10 @@ export async function buildWeb (options: { outDir: string, values: WebValues }):
       }
     }
   })
+  if (options.values !== undefined) {
+    const index = join(resolve(options.outDir), 'index.html')
+    await writeFile(index, withValues(await readFile(index, 'utf8'), options.values))
+  }
 }
 
 /** The values from the service's configuration file (only the keys the web bundle takes). */
@@ -143,12 +160,16 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const outIndex = args.indexOf('--out')
   const outDir = outIndex >= 0 ? resolve(args[outIndex + 1] ?? '') : join(webDir, 'dist')
   const file = configPath(args)
-  // web/server.ts passes the values of the server it starts.
-  const given = process.env.WEB_BUILD_VALUES
-  const values = given !== undefined ? JSON.parse(given) as WebValues : file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
-  await buildWeb({ outDir, values })
-  // The server of this bundle derives its Content-Security-Policy from the same values, so it
-  // reads them from here rather than being told them again (they are public: the bundle holds them).
-  await writeFile(join(outDir, BUILD_VALUES_FILE), JSON.stringify(values))
-  process.stdout.write(`web client built into ${outDir} (API ${bundleValues(values).apiUrl})\n`)
+  if (args.includes('--without-values')) {
+    // web/server.ts builds once per source state and writes each server's values in as it serves.
+    await buildWeb({ outDir })
+    process.stdout.write(`web client built into ${outDir} (without values)\n`)
+  } else {
+    const values = file === null ? valuesFromEnvironment() : await valuesFromConfigFile(file)
+    await buildWeb({ outDir, values })
+    // The server of this bundle derives its Content-Security-Policy from the same values, so it
+    // reads them from here rather than being told them again (they are public: the bundle holds them).
+    await writeFile(join(outDir, BUILD_VALUES_FILE), JSON.stringify(values))
+    process.stdout.write(`web client built into ${outDir} (API ${bundleValues(values).apiUrl})\n`)
+  }
 }

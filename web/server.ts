@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { extname, join, relative, resolve, sep } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
-import { BUILD_VALUES_FILE, builtValuesOf, bundleValues, valuesFromEnvironment, webDir, type WebValues } from './build.js'
+import { BUILD_VALUES_FILE, VALUES_PLACEHOLDER, builtValuesOf, bundleValues, valuesFromEnvironment, webDir, withValues, type WebValues } from './build.js'
 
 export interface WebServerOptions extends WebValues {
   port: number
@@ -72,24 +72,18 @@ async function sourceFingerprint (): Promise<string> {
   return hash.digest('hex')
 }
 
-function webValuesOf (values: WebValues): WebValues {
-  const {
-    apiUrl, googleClientId, googleEndpointBase, microsoftClientId, microsoftEndpointBase, appleServicesId, appleEndpointBase,
-    analyticsKey, analyticsHost, placesApiKey
-  } = values
-  return { apiUrl, googleClientId, googleEndpointBase, microsoftClientId, microsoftEndpointBase, appleServicesId, appleEndpointBase, analyticsKey, analyticsHost, placesApiKey }
-}
+/** Longer than a build takes on a busy machine: a lock older than this was left by a builder that died. */
+const BUILD_LOCK_STALE_MS = 5 * 60_000
 
 /**
  * Vite sets process.env.NODE_ENV to `production` while it builds, which would leak into everything
  * else running in this process (tests, the local stack), so the build runs in its own process.
  */
-async function buildInChildProcess (outDir: string, values: WebValues): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(webDir, 'build.ts'), '--out', outDir], {
+async function buildInChildProcess (outDir: string): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(webDir, 'build.ts'), '--out', outDir, '--without-values'], {
     cwd: repositoryRoot,
-    // The values as given, not their bundle form: the child derives that itself, and reading the
-    // bundle form again as values would drop what it renames (the stand-in's consent origin).
-    env: { ...process.env, WEB_BUILD_VALUES: JSON.stringify(webValuesOf(values)) },
+    // The build runs none of the code under test: it writes no coverage.
+    env: withoutCoverage(process.env),
     stdio: ['ignore', 'ignore', 'pipe']
   })
   let stderr = ''
@@ -101,21 +95,50 @@ async function buildInChildProcess (outDir: string, values: WebValues): Promise<
   if (code !== 0) throw new Error(`building the web client failed (exit ${code}): ${stderr.trim()}`)
 }
 
-/** The directory holding a build for these values, building it first when there is none. */
-export async function ensureBuild (values: WebValues, cacheDir: string = join(repositoryRoot, 'node_modules', '.cache', 'calendar-web')): Promise<string> {
-  const key = createHash('sha256').update(JSON.stringify(bundleValues(values))).update(await sourceFingerprint()).digest('hex').slice(0, 16)
+function withoutCoverage (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_V8_COVERAGE: _coverage, ...rest } = env
+  return rest
+}
+
+/**
+ * The directory holding a build of the current sources without values (each server writes its
+ * own into index.html as it serves), building it first when there is none: one build per source
+ * state, whatever the API URL or client ids of the servers that use it.
+ */
+export async function ensureBuild (cacheDir: string = join(repositoryRoot, 'node_modules', '.cache', 'calendar-web')): Promise<string> {
+  const key = (await sourceFingerprint()).slice(0, 16)
   const target = join(cacheDir, key)
   if (existsSync(join(target, 'index.html'))) return target
   await mkdir(cacheDir, { recursive: true })
-  const staging = `${target}.${process.pid}.${Date.now()}`
-  await buildInChildProcess(staging, values)
-  try {
-    await rename(staging, target)
-  } catch {
-    // Another process finished the same build first; its copy is as good as this one.
-    await rm(staging, { recursive: true, force: true })
+  // One process builds; the others starting at the same time (test files run side by side) wait for it.
+  const lock = `${target}.lock`
+  for (;;) {
+    try {
+      await mkdir(lock)
+      break
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    if (existsSync(join(target, 'index.html'))) return target
+    const since = await stat(lock).then((info) => Date.now() - info.mtimeMs, () => 0)
+    // A builder that died leaves its lock: past any build's length it is taken over.
+    if (since > BUILD_LOCK_STALE_MS) await rm(lock, { recursive: true, force: true })
+    await new Promise((resolve) => setTimeout(resolve, 200))
   }
-  return target
+  try {
+    if (existsSync(join(target, 'index.html'))) return target
+    const staging = `${target}.${process.pid}.${Date.now()}`
+    await buildInChildProcess(staging)
+    try {
+      await rename(staging, target)
+    } catch {
+      // Another process finished the same build first; its copy is as good as this one.
+      await rm(staging, { recursive: true, force: true })
+    }
+    return target
+  } finally {
+    await rm(lock, { recursive: true, force: true })
+  }
 }
 
 interface Asset {
@@ -123,6 +146,11 @@ interface Asset {
   gzip: Buffer | null
   type: string
   immutable: boolean
+}
+
+function htmlAsset (html: string): Asset {
+  const body = Buffer.from(html)
+  return { body, gzip: gzipSync(body, { level: 9 }), type: TYPES['.html'] ?? 'text/html; charset=utf-8', immutable: false }
 }
 
 async function loadAssets (dir: string): Promise<Map<string, Asset>> {
@@ -185,10 +213,13 @@ function securityHeaders (values: ReturnType<typeof bundleValues>): Record<strin
 }
 
 export async function startWebServer (options: WebServerOptions): Promise<WebServer> {
-  const distDir = options.distDir !== undefined ? resolve(options.distDir) : await ensureBuild(options, options.cacheDir)
+  const distDir = options.distDir !== undefined ? resolve(options.distDir) : await ensureBuild(options.cacheDir)
   if (!existsSync(join(distDir, 'index.html'))) throw new Error(`${distDir} has no index.html: build the web client first (npm run build:web)`)
   const assets = await loadAssets(distDir)
-  const index = assets.get('/index.html') as Asset
+  const built = assets.get('/index.html') as Asset
+  // A build without values (ensureBuild's, or `build.ts --without-values`) gets this server's.
+  const index = built.body.includes(VALUES_PLACEHOLDER) ? htmlAsset(withValues(built.body.toString('utf8'), options)) : built
+  assets.set('/index.html', index)
   const headers = securityHeaders(bundleValues(options))
 
   function send (request: IncomingMessage, response: ServerResponse, asset: Asset): void {

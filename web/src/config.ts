@@ -1,5 +1,6 @@
-// Values fixed into the bundle when it is built (web/build.ts); the web image is rebuilt when
-// any of them changes (specification, "Deployment configuration keys").
+// Values fixed into the bundle when it is built (web/build.ts writes them into index.html, as a
+// JSON data block the page reads before anything else); the web image is rebuilt when any of
+// them changes (specification, "Deployment configuration keys").
 export interface WebBuildConfig {
   /** backend.apiUrl: the public API URL, ending in /api. */
   apiUrl: string
@@ -21,8 +22,15 @@ export interface WebBuildConfig {
   placesApiKey: string | null
 }
 
-declare const __CALENDAR_WEB_CONFIG__: WebBuildConfig
+function readBuildConfig (): WebBuildConfig {
+  const text = document.getElementById('calendar-config')?.textContent ?? ''
+  try {
+    return JSON.parse(text) as WebBuildConfig
+  } catch {
+    throw new Error('index.html carries no configuration: build the web client with web/build.ts')
+  }
+}
 
-export const buildConfig: WebBuildConfig = __CALENDAR_WEB_CONFIG__
+export const buildConfig: WebBuildConfig = readBuildConfig()
 
 export const apiUrl = buildConfig.apiUrl.replace(/\/+$/, '')
