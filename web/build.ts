@@ -45,7 +45,7 @@ function originOr (endpointBase: string | null | undefined, providerOrigin: stri
   return endpointBase === undefined || endpointBase === null || endpointBase === '' ? providerOrigin : new URL(endpointBase).origin
 }
 
-/** What the bundle sees as `__CALENDAR_WEB_CONFIG__` (web/src/config.ts). */
+/** What the page reads from the configuration block of its index.html (web/src/config.ts). */
 export function bundleValues (values: WebValues) {
   const present = (value: string | null | undefined) => value === undefined || value === null || value === '' ? null : value
   const apiUrl = new URL(values.apiUrl)
