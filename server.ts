@@ -1,7 +1,3 @@
-import Fastify from 'fastify'
-import fp from 'fastify-plugin'
-import closeWithGrace from 'close-with-grace'
-import app, { serverOptions } from './app.js'
 import { ConfigError, loadConfig } from './lib/config.js'
 
 // The specification accepts only UTC deployments; the process itself runs in UTC so that every
@@ -21,6 +17,11 @@ function loadOrExit () {
 }
 
 const { config, warnings } = loadOrExit()
+// The service's code is loaded once the configuration is known to be good: a refused one costs
+// the operator no wait for everything the service imports.
+const [{ default: Fastify }, { default: fp }, { default: closeWithGrace }, { default: app, serverOptions }] = await Promise.all([
+  import('fastify'), import('fastify-plugin'), import('close-with-grace'), import('./app.js')
+])
 const server = Fastify(serverOptions(config))
 for (const warning of warnings) server.log.warn(warning)
 

@@ -1,9 +1,4 @@
-import Fastify from 'fastify'
-import fp from 'fastify-plugin'
-import closeWithGrace from 'close-with-grace'
-import app, { syncServerOptions } from './app.js'
 import { ConfigError, loadConfig } from '../lib/config.js'
-import { SyncStartupError } from './lib/isolation.js'
 
 // The specification accepts only UTC deployments; the process itself runs in UTC.
 process.env.TZ = 'UTC'
@@ -23,6 +18,10 @@ function loadOrExit () {
 }
 
 const { config, warnings } = loadOrExit()
+// The service's code is loaded once the configuration is known to be good (server.ts does the same).
+const [{ default: Fastify }, { default: fp }, { default: closeWithGrace }, { default: app, syncServerOptions }, { SyncStartupError }] = await Promise.all([
+  import('fastify'), import('fastify-plugin'), import('close-with-grace'), import('./app.js'), import('./lib/isolation.js')
+])
 const server = Fastify(syncServerOptions(config))
 for (const warning of warnings) server.log.warn(warning)
 

@@ -26,6 +26,7 @@ import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/setup-s
 import { ed25519KeyPair } from '../../lib/maintenance-token.js'
 import { freePort } from '../ports.js'
 import { waitFor, waitUntil } from '../processes.js'
+import { pageConfig } from '../web-page.js'
 
 const root = resolve(new URL('../../', import.meta.url).pathname)
 const dist = join(root, 'dist')
@@ -403,10 +404,14 @@ test('the production build runs as the images run it', { timeout: 300_000 }, asy
     const html = await page.text()
     const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1]
     t.ok(script, 'the page loads its bundle')
-    const code = await (await fetch(`http://127.0.0.1:${port}${script ?? ''}`)).text()
-    t.ok(code.includes(`http://127.0.0.1:${backendPort}/api`), 'the API URL is fixed into the bundle')
-    t.ok(code.includes(providerIds.WEB_MICROSOFT_CLIENT_ID) && code.includes('https://login.microsoftonline.com/common/oauth2/v2.0/authorize'), 'and the Microsoft client id with Microsoft\'s authorization endpoint')
-    t.ok(code.includes(providerIds.WEB_APPLE_SERVICES_ID) && code.includes('https://appleid.apple.com/auth/authorize'), 'and the Apple services id with Apple\'s')
+    t.equal((await fetch(`http://127.0.0.1:${port}${script ?? ''}`)).status, 200, 'and the bundle is served')
+    t.match(pageConfig(html), {
+      apiUrl: `http://127.0.0.1:${backendPort}/api`,
+      microsoftClientId: providerIds.WEB_MICROSOFT_CLIENT_ID,
+      microsoftAuthorizationEndpoint: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+      appleServicesId: providerIds.WEB_APPLE_SERVICES_ID,
+      appleAuthorizationEndpoint: 'https://appleid.apple.com/auth/authorize'
+    }, 'the page carries the API URL, the Microsoft client id with Microsoft\'s authorization endpoint, and the Apple services id with Apple\'s')
     t.notMatch(await (await fetch(`http://127.0.0.1:${port}/build-values.json`)).text(), /apiUrl/, 'the values file beside the bundle is not served')
     server.child.kill('SIGTERM')
     t.equal(await server.exited, 0, 'and stops on SIGTERM')

@@ -8,6 +8,7 @@ import type { CaughtMail } from '../../dev/mail/index.js'
 import { basic, radicaleMissing } from '../../dev/radicale.js'
 import { freePort } from '../helper.js'
 import { startScript, waitFor } from '../processes.js'
+import { pageConfig } from '../web-page.js'
 
 function isRunning (pid: number): boolean {
   try {
@@ -167,10 +168,10 @@ test('npm start brings up the local stack', { timeout: 280_000 }, async (t) => {
     const asset = await fetch(new URL(script ?? '/missing.js', webUrl))
     t.equal(asset.status, 200)
     t.match(asset.headers.get('content-type'), 'javascript')
-    const bundle = await asset.text()
-    t.match(bundle, `http://localhost:${ports.backend}/api`, 'built for this backend')
-    t.match(bundle, config.extprovider2?.clientId ?? 'no client id', 'offering Microsoft sign-in with the registered client')
-    t.match(bundle, `${microsoftOrigin}/common/oauth2/v2.0/authorize`, 'through the Microsoft stand-in')
+    const values = pageConfig(html)
+    t.equal(values?.['apiUrl'], `http://localhost:${ports.backend}/api`, 'served for this backend')
+    t.equal(values?.['microsoftClientId'], config.extprovider2?.clientId ?? 'no client id', 'offering Microsoft sign-in with the registered client')
+    t.equal(values?.['microsoftAuthorizationEndpoint'], `${microsoftOrigin}/common/oauth2/v2.0/authorize`, 'through the Microsoft stand-in')
   })
 
   await t.test('the Google stand-in holds the demo account and the OAuth client', async (t) => {

@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'tap'
 import type { Teardown } from '../helper.js'
+import { pageConfig } from '../web-page.js'
 import { startWebServer } from '../../web/server.js'
 import { VALUES_PLACEHOLDER, bundleValues, withValues, type WebValues } from '../../web/build.js'
 
 const PAGE = `<!doctype html><head><script id="calendar-config" type="application/json">${VALUES_PLACEHOLDER}</script></head><div id="app"></div>`
-const BLOCK = /<script id="calendar-config" type="application\/json">([^<]*)<\/script>/
 
 async function dist (t: Teardown, html: string): Promise<string> {
   const directory = await mkdtemp(join(tmpdir(), 'calendar-web-dist-'))
@@ -27,8 +27,7 @@ test('a server writes its own values into a build without values, for every path
     const answer = await fetch(`${server.url}${path}`, { headers: { 'accept-encoding': 'gzip' } })
     t.equal(answer.status, 200)
     t.equal(answer.headers.get('cache-control'), 'no-cache', 'the page with its values is asked for again on every load')
-    const block = BLOCK.exec(await answer.text())?.[1]
-    t.same(JSON.parse(block ?? 'null'), bundleValues(values), `${path}: the values as the page reads them`)
+    t.same(pageConfig(await answer.text()), bundleValues(values), `${path}: the values as the page reads them`)
   }
 })
 
@@ -36,13 +35,13 @@ test('a value cannot end the block or start a script of its own', async (t) => {
   const hostile = '</script><script>alert(1)</script>&amp;'
   const html = withValues(PAGE, { apiUrl: 'https://cal.example.com/api', analyticsKey: hostile, analyticsHost: 'https://h.example' })
   t.equal(html.split('</script>').length, 2, 'one end of a script in the page: the block\'s own')
-  t.equal(JSON.parse(BLOCK.exec(html)?.[1] ?? 'null').analyticsKey, hostile, 'and the page reads the value as it was given')
+  t.equal(pageConfig(html)?.['analyticsKey'], hostile, 'and the page reads the value as it was given')
 })
 
 test('a build that has its values keeps them; a page without a place for values is refused at build time', async (t) => {
   const built = withValues(PAGE, { apiUrl: 'https://one.example/api' })
   const server = await startWebServer({ port: 0, apiUrl: 'https://other.example/api', distDir: await dist(t, built) })
   t.teardown(() => server.close())
-  t.equal(JSON.parse(BLOCK.exec(await (await fetch(server.url)).text())?.[1] ?? 'null').apiUrl, 'https://one.example/api')
+  t.equal(pageConfig(await (await fetch(server.url)).text())?.['apiUrl'], 'https://one.example/api')
   t.throws(() => withValues(built, { apiUrl: 'https://other.example/api' }), /no place for its values/)
 })
