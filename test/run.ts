@@ -11,11 +11,15 @@
 //
 // `tsx test/run.ts FILE...` runs only the given files (in the stage each belongs to).
 import { spawn } from 'node:child_process'
-import { readdir, readFile } from 'node:fs/promises'
+import { generateKeyPair } from 'node:crypto'
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join, relative, sep } from 'node:path'
+import { promisify } from 'node:util'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { dropMinorityCompilations } from './coverage-variants.js'
+import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
 
 /** The heap c8 merges the suite's coverage in (the machine has 24 GiB; the default stops near 4). */
 const COVERAGE_HEAP_MB = 16_384
@@ -30,6 +34,8 @@ export const SERIAL_FILES = [
   'test/backend/shutdown.test.ts'
 ]
 const SLOWEST_SHOWN = 10
+/** RSA keys the stand-ins of every file take their signing keys from (dev/rsa-keys.ts), made once per run. */
+const RSA_KEY_POOL_SIZE = 32
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -78,6 +84,17 @@ async function coverageReport (): Promise<number> {
   return await new Promise((resolve) => report.on('close', (code) => { resolve(code ?? 1) }))
 }
 
+/** Writes the run's pool of stand-in signing keys and names it to every process the run starts. */
+async function keyPool (): Promise<string> {
+  const file = join(tmpdir(), `calendar-test-keys-${process.pid}.json`)
+  const keys = await Promise.all(Array.from({ length: RSA_KEY_POOL_SIZE }, async () =>
+    (await promisify(generateKeyPair)('rsa', { modulusLength: 2048 })).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()))
+  await writeFile(file, JSON.stringify(keys), { mode: 0o600 })
+  process.env[RSA_KEY_POOL_VARIABLE] = file
+  return file
+}
+
+const pool = await keyPool()
 const asked = process.argv.slice(2)
 const files = asked.length > 0 ? asked.map((file) => relative(root, join(process.cwd(), file)).split(sep).join('/')) : await testFiles(join(root, 'test'))
 const serial = files.filter((file) => SERIAL_FILES.includes(file))
@@ -85,6 +102,7 @@ const parallel = files.filter((file) => !SERIAL_FILES.includes(file))
 const stages: StageResult[] = []
 if (parallel.length > 0) stages.push(await runStage(`${parallel.length} files, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS, true))
 if (serial.length > 0) stages.push(await runStage(`${serial.length} files that keep production deadlines, one at a time`, serial, 1, stages.length === 0))
+await rm(pool, { force: true })
 
 const total = stages.reduce((sum, stage) => sum + (stage.summary?.total ?? 0), 0)
 const pass = stages.reduce((sum, stage) => sum + (stage.summary?.pass ?? 0), 0)

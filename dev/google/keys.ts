@@ -1,8 +1,9 @@
-import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto'
+import { createHash, createPublicKey, randomBytes } from 'node:crypto'
 import type { KeyObject } from 'node:crypto'
 import { exportJWK, SignJWT } from 'jose'
 import type { JSONWebKeySet, JWTPayload } from 'jose'
 import { selfSignedCertificate } from './x509.js'
+import { rsaPrivateKey } from '../rsa-keys.js'
 
 export interface SigningKeys {
   /** `/oauth2/v3/certs`: the JWK set OpenID Connect clients read from the discovery document's `jwks_uri`. */
@@ -14,7 +15,7 @@ export interface SigningKeys {
 
 /** One RS256 key for the life of the process (Google rotates its keys; a restart rotates this one). */
 export async function createSigningKeys (now: Date): Promise<SigningKeys> {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const privateKey = rsaPrivateKey()
   // Google's kids are 40 hex characters; any string works, the shape only avoids surprises.
   const kid = randomBytes(20).toString('hex')
   const jwk = await exportJWK(createPublicKey(privateKey))

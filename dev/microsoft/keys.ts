@@ -1,8 +1,9 @@
 // The signing key of ID tokens and the key set the discovery document's `jwks_uri` names.
-import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto'
+import { createPublicKey, randomBytes } from 'node:crypto'
 import type { KeyObject } from 'node:crypto'
 import { exportJWK, SignJWT } from 'jose'
 import type { JWK, JWTPayload } from 'jose'
+import { rsaPrivateKey } from '../rsa-keys.js'
 
 export interface SigningKeys {
   /** The public key as a JWK, with Microsoft's `kid`, `x5t` and `use`; the route adds `issuer`. */
@@ -12,7 +13,7 @@ export interface SigningKeys {
 
 /** One RS256 key for the life of the process (Microsoft rolls its keys; a restart rolls this one). */
 export async function createSigningKeys (): Promise<SigningKeys> {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const privateKey = rsaPrivateKey()
   // Microsoft's key ids are the certificate thumbprint in base64url (27 characters), also given as x5t.
   const kid = randomBytes(20).toString('base64url')
   const jwk = await exportJWK(createPublicKey(privateKey))

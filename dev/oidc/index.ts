@@ -2,13 +2,14 @@
 // Microsoft's identity platform v2.0 (common tenant) and Sign in with Apple. Code flow with PKCE,
 // ID tokens, refresh tokens and (Microsoft) userinfo; nothing of either provider's APIs beyond
 // sign-in. Development only, like every stand-in here: loopback, refused in production.
-import { createHash, createPublicKey, generateKeyPairSync, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHash, createPublicKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import formbody from '@fastify/formbody'
 import { exportJWK, importSPKI, jwtVerify, SignJWT } from 'jose'
 import type { JSONWebKeySet, JWTPayload } from 'jose'
 import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
+import { rsaPrivateKey } from '../rsa-keys.js'
 
 export type OidcPreset = 'microsoft' | 'apple'
 
@@ -123,7 +124,7 @@ export async function startOidcProvider (options: OidcOptions): Promise<OidcStan
   refuseProduction('dev/oidc')
   const { preset } = options
   const paths = PATHS[preset]
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const privateKey = rsaPrivateKey()
   const kid = token(12)
   const jwks: JSONWebKeySet = { keys: [{ ...await exportJWK(createPublicKey(privateKey)), kid, alg: 'RS256', use: 'sig' }] }
   const sign = async (claims: JWTPayload): Promise<string> =>

@@ -1,11 +1,12 @@
-import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, randomBytes, randomUUID } from 'node:crypto'
 import type { KeyObject } from 'node:crypto'
 import { createLocalJWKSet, exportJWK, jwtVerify, SignJWT } from 'jose'
 import type { JSONWebKeySet, JWK, JWTPayload } from 'jose'
 import type { KeySet, SigningKey } from './storage.js'
+import { rsaPrivateKey } from '../rsa-keys.js'
 
 function newSigningKey (kid: string, now: number): SigningKey {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const privateKey = rsaPrivateKey()
   return { kid, privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), createdAt: now }
 }
 

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { waitUntil } from '../processes.js'
 import { radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { mintEventId } from '../../lib/events/ids.js'
-import { connectGoogle, primaryCalendarId, startFullStack, userWithGoogleAccount } from './stack.js'
+import { connectGoogle, onItsWay, primaryCalendarId, startFullStack, userWithGoogleAccount } from './stack.js'
 
 // Google and a CalDAV server connected to one user at once, through the real interfaces: each
 // change goes to the calendar its event is in and to no other, and an event of the user's own
@@ -26,7 +26,8 @@ test('with Google and CalDAV connected at once, each change goes to its own cale
 
   const atGoogle = (title: string) => google.storedEvents(user.email).filter((event) => event['status'] !== 'cancelled' && String(event['summary']).startsWith(title))
   const atRadicale = async (title: string) => (await radicale.get(calendarUrl, USER, PASSWORD)).body.includes(`SUMMARY:${title}`)
-  const settled = async () => (await stack.sync.syncJobQueue.list({ type: 'providerWrite' })).length === 0
+  // Nothing on its way: no change report still in the backend's outbox, no write queued or running at Sync.
+  const settled = async () => (await onItsWay(stack, user.userId)).length === 0
   const create = async (title: string, calendarId?: string) => {
     const id = mintEventId()
     const answer = await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: id, title, startDate: '2026-12-03T10:00:00Z', endDate: '2026-12-03T11:00:00Z', ...(calendarId === undefined ? {} : { calendarId }) } })
