@@ -182,7 +182,7 @@ async function productionLayout (t: Test): Promise<string> {
   return app
 }
 
-test('the production build runs as the images run it', { timeout: 300_000 }, async (t) => {
+test('the production build runs as the images run it', { timeout: 540_000 }, async (t) => {
   imageNode = await imageNodeBinary(t)
   const imageMajor = IMAGE_NODE_VERSION.split('.')[0] ?? ''
   const nodeImage = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(join(root, 'Containerfile'), 'utf8'))?.[1]

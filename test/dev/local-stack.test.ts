@@ -70,8 +70,8 @@ interface MicrosoftDemoAccount {
 // 200, a user can sign up, reset a forgotten password through the mail the stack catches, a crashed
 // Sync service comes back by itself, and Ctrl-C stops everything with status 0.
 // A start takes about 60 s on a 2-core machine shared at a load average of 20 (measured): the
-// waits leave room for that, and the test's time (within the file's 300 s) for two starts and the client's run.
-test('npm start brings up the local stack', { timeout: 280_000 }, async (t) => {
+// waits leave room for that, and the test's time (within the file's 600 s, with three other files beside it) for two starts and the client's run.
+test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
   const ports = {
     mongo: await freePort(),
     core: await freePort(),
