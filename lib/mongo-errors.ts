@@ -28,6 +28,23 @@ export const DATABASE_DEADLINES = {
  */
 export const DATABASE_CALL_DEADLINE_MS = 2500
 
+let requestDeadlineMs = DATABASE_CALL_DEADLINE_MS
+
+/** The deadline of a call on a person's request in this process: DATABASE_CALL_DEADLINE_MS unless set otherwise. */
+export function requestDatabaseDeadlineMs (): number {
+  return requestDeadlineMs
+}
+
+/**
+ * Sets the deadline of a call on a person's request for the whole process. The services never
+ * call it: only the test suite, whose processes share two cores four files at a time, so that a
+ * process kept waiting for a core does not answer 503 (test/helper.ts); the tests of the deadline
+ * itself set DATABASE_CALL_DEADLINE_MS again.
+ */
+export function setRequestDatabaseDeadline (ms: number): void {
+  requestDeadlineMs = ms
+}
+
 /** A page of provider changes (up to 2,500 events in one bulk write), applied for the Sync service, not a person. */
 export const PROVIDER_PAGE_DEADLINE_MS = 30_000
 
@@ -45,7 +62,7 @@ export class DatabaseDeadlineError extends Error {
  * DatabaseDeadlineError once `ms` have passed, whether or not the driver took the signal (writes
  * do not). A write abandoned this way may still land later; it was never acknowledged.
  */
-export async function withDatabaseDeadline<T> (work: (signal: AbortSignal) => Promise<T>, ms = DATABASE_CALL_DEADLINE_MS): Promise<T> {
+export async function withDatabaseDeadline<T> (work: (signal: AbortSignal) => Promise<T>, ms = requestDatabaseDeadlineMs()): Promise<T> {
   const controller = new AbortController()
   return await withDeadline(work(controller.signal), ms, () => {
     const error = new DatabaseDeadlineError(ms)

@@ -11,6 +11,7 @@ import { parseConfig } from '../lib/config.js'
 import type { Config } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
+import { setRequestDatabaseDeadline } from '../lib/mongo-errors.js'
 
 // Tests run against the stand-ins, or against real servers when their addresses are given:
 // MONGODB_URI=... and SESSIONS_URI=... SESSIONS_KEY=... npm test
@@ -159,6 +160,12 @@ export interface BuiltApp {
 // built here does not shed (0 turns the check off); shedding itself is tested in
 // test/events/bounded-cost.test.ts, and processes started from server.ts keep it.
 export const IN_PROCESS_LOAD_SHEDDING = { maxEventLoopDelayMs: 0 }
+
+// For the same reason a database call on a request gets 20 s here, not production's 2.5 s: the
+// tests' database stand-in answers on the test's own event loop, which waits for a core while three
+// other files run. The tests of that deadline set production's again (both database-faults files).
+export const TEST_REQUEST_DATABASE_DEADLINE_MS = 20_000
+setRequestDatabaseDeadline(TEST_REQUEST_DATABASE_DEADLINE_MS)
 
 export async function buildApp (
   t: Test,

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
-import { DATABASE_CALL_DEADLINE_MS, DATABASE_DEADLINES } from '../../lib/mongo-errors.js'
+import { DATABASE_DEADLINES, requestDatabaseDeadlineMs } from '../../lib/mongo-errors.js'
 import { hasTransactions, transactionRunner } from '../../lib/mongo-transactions.js'
 
 export interface MongoHandle {
@@ -11,7 +11,7 @@ export interface MongoHandle {
   /**
    * Runs `work` in one transaction where the deployment has them, so its writes happen together
    * or not at all; otherwise runs it as is (`session` undefined) and its writes go in order. The
-   * whole has the database deadline (DATABASE_CALL_DEADLINE_MS unless `deadlineMs`): past it the
+   * whole has the database deadline (a request's, requestDatabaseDeadlineMs, unless `deadlineMs`): past it the
    * caller meets DatabaseDeadlineError, and `signal` is aborted so that `work` stops before its
    * next write (the transaction is then not committed).
    */
@@ -37,7 +37,7 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
   const db = client.db()
   const transactional = await hasTransactions(db)
   const runTransaction = transactionRunner(client, transactional)
-  async function withTransaction<T> (work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs = DATABASE_CALL_DEADLINE_MS): Promise<T> {
+  async function withTransaction<T> (work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs = requestDatabaseDeadlineMs()): Promise<T> {
     return await runTransaction(work, deadlineMs)
   }
 

@@ -12,7 +12,7 @@
 // deadline comes from the work the call belongs to, not from the store.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { ClientSession } from 'mongodb'
-import { DATABASE_CALL_DEADLINE_MS, withDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { requestDatabaseDeadlineMs, withDatabaseDeadline } from '../../lib/mongo-errors.js'
 
 /**
  * One call of background work: a job handler's store calls, a claim, a lease renewal, the sweep.
@@ -30,7 +30,7 @@ export async function inBackground<T> (work: () => Promise<T>): Promise<T> {
 
 /** The deadline of a database call made now: the background one inside `inBackground`, else a request's. */
 export function databaseCallDeadlineMs (): number {
-  return deadlines.getStore() ?? DATABASE_CALL_DEADLINE_MS
+  return deadlines.getStore() ?? requestDatabaseDeadlineMs()
 }
 
 /** One call to the database with the deadline of the work it belongs to; reads hand `signal` to the driver. */

@@ -3,7 +3,10 @@ import { authFields, buildApp, listen, signUp, startDependencies, uniqueEmail, t
 import { waitFor } from '../processes.js'
 import { startDatabaseProcess } from '../database-process.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
-import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS, setRequestDatabaseDeadline } from '../../lib/mongo-errors.js'
+
+// The deadline is what these tests are about: production's, not the test helper's longer one.
+setRequestDatabaseDeadline(DATABASE_CALL_DEADLINE_MS)
 
 // The database as an operator meets its failures: a process that hangs (stopped, its sockets
 // open, so the driver sees no error, only silence) and one that is gone. The MongoDB stand-in

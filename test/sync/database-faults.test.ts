@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { test } from 'tap'
 import type { Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS, setRequestDatabaseDeadline } from '../../lib/mongo-errors.js'
 import { ed25519KeyPair, signMaintenanceToken } from '../../lib/maintenance-token.js'
 import { SyncClient, SyncUnavailableError } from '../../lib/sync-client.js'
 import type { ProviderContext, Watch, WatchRequest } from '../../sync/lib/providers/port.js'
@@ -19,6 +19,9 @@ import { startDatabaseProcess } from '../database-process.js'
 import { buildSyncApp, ENCRYPTION_KEY, INTERNAL_TOKEN, newUserId } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider } from './scripted-provider.js'
+
+// The deadline is what these tests are about: production's, not the test helper's longer one.
+setRequestDatabaseDeadline(DATABASE_CALL_DEADLINE_MS)
 
 const SKIP = process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here'
 const CALLER = 'scheduler@calendar.invalid'
