@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process'
 import { generateKeyPair } from 'node:crypto'
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, relative, sep } from 'node:path'
+import { join, relative, resolve, sep } from 'node:path'
 import { promisify } from 'node:util'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -96,7 +96,7 @@ async function keyPool (): Promise<string> {
 
 const pool = await keyPool()
 const asked = process.argv.slice(2)
-const files = asked.length > 0 ? asked.map((file) => relative(root, join(process.cwd(), file)).split(sep).join('/')) : await testFiles(join(root, 'test'))
+const files = asked.length > 0 ? asked.map((file) => relative(root, resolve(process.cwd(), file)).split(sep).join('/')) : await testFiles(join(root, 'test'))
 const serial = files.filter((file) => SERIAL_FILES.includes(file))
 const parallel = files.filter((file) => !SERIAL_FILES.includes(file))
 const stages: StageResult[] = []
