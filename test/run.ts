@@ -100,8 +100,9 @@ const files = asked.length > 0 ? asked.map((file) => relative(root, resolve(proc
 const serial = files.filter((file) => SERIAL_FILES.includes(file))
 const parallel = files.filter((file) => !SERIAL_FILES.includes(file))
 const stages: StageResult[] = []
-if (parallel.length > 0) stages.push(await runStage(`${parallel.length} files, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS, true))
-if (serial.length > 0) stages.push(await runStage(`${serial.length} files that keep production deadlines, one at a time`, serial, 1, stages.length === 0))
+const filesNamed = (count: number): string => `${count} file${count === 1 ? '' : 's'}`
+if (parallel.length > 0) stages.push(await runStage(`${filesNamed(parallel.length)}, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS, true))
+if (serial.length > 0) stages.push(await runStage(`${filesNamed(serial.length)} that keep production deadlines, one at a time`, serial, 1, stages.length === 0))
 await rm(pool, { force: true })
 
 const total = stages.reduce((sum, stage) => sum + (stage.summary?.total ?? 0), 0)
