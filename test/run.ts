@@ -31,11 +31,7 @@ export const SERIAL_FILES = [
   'test/sync/database-faults.test.ts',
   'test/backend/session-core-faults.test.ts',
   'test/events/bounded-cost.test.ts',
-  'test/backend/shutdown.test.ts',
-  // Held writes released together must reach Google in the order they were made; two claimed in one
-  // pass start a round trip apart, which a starved process can reorder (the worker is to run a
-  // connection's writes one after another; until then this file runs alone).
-  'test/e2e/outage.test.ts'
+  'test/backend/shutdown.test.ts'
 ]
 const SLOWEST_SHOWN = 10
 /** RSA keys the stand-ins of every file take their signing keys from (dev/rsa-keys.ts), made once per run. */

@@ -81,6 +81,8 @@ export class JobQueue {
     await this.#rows.createIndex({ coalescingKey: 1 }, { unique: true, name: 'coalescing_key' })
     await this.#rows.createIndex({ status: 1, runAt: 1 }, { name: 'status_run_at' })
     await this.#rows.createIndex({ status: 1, leaseUntil: 1 }, { name: 'status_lease_until' })
+    // A connection's running write (one at a time), its held jobs and their release.
+    await this.#rows.createIndex({ connectionId: 1, status: 1 }, { name: 'connection_status' })
   }
 
   /**
@@ -187,14 +189,20 @@ export class JobQueue {
    * The next due job, leased to `owner`; a running job whose lease ran out counts as due. Ties go in
    * the order jobs were first queued. Jobs of `skipUsers` are left for later (their user has their
    * share of the worker's slots).
+   *
+   * A connection's provider writes run one at a time, in any process: a write claimed while another
+   * of its connection runs is put back and its connection skipped for this claim. Writes released
+   * together after an outage so reach the provider in the order they were made, never side by side
+   * where a slower first request would land after the second.
    */
   async claim (owner: string, skipUsers: readonly string[] = []): Promise<JobRecord | null> {
+    const writingConnections: string[] = []
     for (;;) {
       const now = this.#clock.now()
       const due: Filter<JobRecord> = {
-        $or: [
-          { status: 'queued', runAt: { $lte: now } },
-          { status: 'running', leaseUntil: { $lte: now } }
+        $and: [
+          { $or: [{ status: 'queued', runAt: { $lte: now } }, { status: 'running', leaseUntil: { $lte: now } }] },
+          ...(writingConnections.length === 0 ? [] : [{ $or: [{ type: { $ne: 'providerWrite' as const } }, { connectionId: { $nin: [...writingConnections] } }] }])
         ],
         ...(skipUsers.length === 0 ? {} : { userId: { $nin: [...skipUsers] } })
       }
@@ -203,10 +211,32 @@ export class JobQueue {
         $inc: { attempts: 1 }
       }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' }))
       if (!job) return null
+      if (job.type === 'providerWrite' && job.connectionId !== null && await this.#anotherWriteRuns(job, now)) {
+        await this.#putBack(job, owner)
+        writingConnections.push(job.connectionId)
+        continue
+      }
       // Workers that died holding the job used up its budget too.
       if (job.attempts <= ATTEMPT_BUDGET) return job
       await this.#markFailed(job, owner, 'lease expired on every attempt', now)
     }
+  }
+
+  /** Whether another provider write of `job`'s connection holds a live lease. */
+  async #anotherWriteRuns (job: JobRecord, now: Date): Promise<boolean> {
+    const running = await databaseCall(async (signal) => await this.#rows.findOne(
+      { type: 'providerWrite', connectionId: job.connectionId, status: 'running', leaseUntil: { $gt: now }, _id: { $ne: job._id } },
+      { projection: { _id: 1 }, signal }
+    ))
+    return running !== null
+  }
+
+  /** Undoes a claim that must wait: queued as it was, the attempt given back. */
+  async #putBack (job: JobRecord, owner: string): Promise<void> {
+    await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
+      $set: { status: 'queued', leaseOwner: null, leaseUntil: null, updatedAt: this.#clock.now() },
+      $inc: { attempts: -1 }
+    }))
   }
 
   /** Extends the lease of a job still running; false when the lease was lost. */

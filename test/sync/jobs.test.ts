@@ -360,48 +360,73 @@ test('waiting for the provider: the attempt is given back, the other jobs of the
   built.clock.advance(5_000)
   t.equal(await queue.release('c'), 2)
   const order: string[] = []
-  for (let job = await queue.claim('w'); job !== null; job = await queue.claim('w')) order.push(job.coalescingKey)
+  for (let job = await queue.claim('w'); job !== null; job = await queue.claim('w')) {
+    order.push(job.coalescingKey)
+    t.equal(job.attempts, 1, `${job.coalescingKey}: its first counted attempt`)
+    t.notOk(job.waitingForProvider, `${job.coalescingKey}: no longer waiting`)
+    t.equal(await queue.complete(job, 'w'), 'done')
+  }
   t.same(order, ['write:other:a', 'write:c:a', 'write:c:b'], 'due by time, then in the order first queued')
-  t.match(await queue.list({ connectionId: 'c' }), [{ attempts: 1, waitingForProvider: false }, { attempts: 1, waitingForProvider: false }])
 })
 
-test('a job\'s database calls, its bookkeeping and the sweep have the background deadline; a request\'s calls have the request deadline', async (t) => {
+test('a connection\'s provider writes run one at a time, in the order queued, whichever worker claims them', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   const queue = built.app.syncJobQueue
-  const seen: Record<string, number[]> = { handler: [], complete: [], sweep: [], request: [] }
-  const complete = queue.complete.bind(queue)
-  queue.complete = async (job, owner) => {
-    seen['complete']?.push(databaseCallDeadlineMs())
-    return await complete(job, owner)
-  }
-  const worker = new JobWorker({
-    queue,
-    handlers: { import: async () => {}, pull: async () => { seen['handler']?.push(databaseCallDeadlineMs()) }, providerWrite: async () => {} },
-    log: built.app.log,
-    maxConcurrency: 1,
-    isActive: () => true,
-    sweep: async () => {
-      seen['sweep']?.push(databaseCallDeadlineMs())
-      return { requeued: 0, exhausted: 0, removed: 0 }
+  const other = new JobQueue(built.app.syncDb.db, built.clock)
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:1', connectionId: 'c' })
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:2', connectionId: 'c' })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:c', connectionId: 'c' })
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:d:1', connectionId: 'd' })
+
+  const first = await queue.claim('worker-a')
+  t.match(first, { coalescingKey: 'write:c:1' })
+  const meanwhile = [await other.claim('worker-b'), await other.claim('worker-b'), await other.claim('worker-b')]
+  t.same(meanwhile.map((job) => job?.coalescingKey ?? null), ['pull:c', 'write:d:1', null],
+    'another worker skips the second write of the connection, and takes the rest')
+  t.match((await queue.list({ connectionId: 'c' })).find((job) => job.coalescingKey === 'write:c:2'),
+    { status: 'queued', attempts: 0, leaseOwner: null, leaseUntil: null }, 'the write that must wait is queued as it was, its attempt given back')
+
+  t.equal(await queue.complete(first as JobRecord, 'worker-a'), 'done')
+  t.match(await other.claim('worker-b'), { coalescingKey: 'write:c:2', attempts: 1 }, 'the next write of the connection runs once the first is done')
+})
+
+test('a write whose worker died holds its connection only until its lease runs out', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:1', connectionId: 'c' })
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:2', connectionId: 'c' })
+  t.match(await queue.claim('worker-that-dies'), { coalescingKey: 'write:c:1' })
+  t.equal(await queue.claim('worker-b'), null, 'the second write waits for the first')
+  built.clock.advance(DEFAULT_LEASE_MS + 1)
+  t.match(await queue.claim('worker-b'), { coalescingKey: 'write:c:1', attempts: 2 }, 'the expired write is taken over first')
+  t.equal(await queue.claim('worker-b'), null, 'and the second still waits for it')
+})
+
+test('a worker runs a connection\'s writes one after another, other jobs beside them', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  for (const key of ['write:c:1', 'write:c:2', 'write:c:3']) await built.app.syncJobQueue.enqueue({ type: 'providerWrite', coalescingKey: key, connectionId: 'c' })
+  await built.app.syncJobQueue.enqueue({ type: 'pull', coalescingKey: 'pull:d', connectionId: 'd' })
+  const events: string[] = []
+  let writing = 0
+  let peakWriting = 0
+  let pullStarted = () => {}
+  const pullRunning = new Promise<void>((resolve) => { pullStarted = resolve })
+  const worker = workerFor(built, async (job) => {
+    events.push(`start ${job.coalescingKey}`)
+    if (job.type === 'pull') pullStarted()
+    else {
+      peakWriting = Math.max(peakWriting, ++writing)
+      // The first write is still under way when the pull starts, or this never settles.
+      await pullRunning
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      writing--
     }
-  })
-  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:deadlines' })
-  t.equal(await worker.tick(), 1)
-  await worker.sweep()
-  const feed = built.app.syncFeed
-  const page = feed.page.bind(feed)
-  feed.page = async (...args) => {
-    seen['request']?.push(databaseCallDeadlineMs())
-    return await page(...args)
-  }
-  const userId = newUserId()
-  t.equal((await built.signed({ method: 'GET', url: `/internal/changes?userId=${userId}`, userId })).statusCode, 200)
-  t.same(seen, {
-    handler: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
-    complete: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
-    sweep: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
-    request: [DATABASE_CALL_DEADLINE_MS]
-  })
-  t.ok(BACKGROUND_DATABASE_CALL_DEADLINE_MS > DATABASE_CALL_DEADLINE_MS && BACKGROUND_DATABASE_CALL_DEADLINE_MS < DEFAULT_LEASE_MS / 3,
-    'longer than a request\'s, shorter than a lease renewal period')
+    events.push(`end ${job.coalescingKey}`)
+  }, { maxConcurrency: 4 })
+  let ran = await worker.tick()
+  while (ran > 0) ran = await worker.tick()
+  t.equal(peakWriting, 1, 'never two writes of the connection at once')
+  t.same(events.filter((entry) => entry.startsWith('start write')), ['start write:c:1', 'start write:c:2', 'start write:c:3'], 'in the order queued')
+  t.ok(events.indexOf('start pull:d') < events.indexOf('end write:c:1'), 'the other connection\'s pull ran beside the first write')
+  t.equal((await built.app.syncJobQueue.list()).length, 0, 'all four done')
 })
