@@ -44,9 +44,12 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const C8 = [`--max-old-space-size=${COVERAGE_HEAP_MB}`, fileURLToPath(import.meta.resolve('c8/bin/c8.js'))]
 const summaryPattern = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/
 const filePattern = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/
+const failurePattern = /^\s*not ok \d+ - /
+/** Failed files, subtests and assertions repeated at the end, so a CI log cut to its tail still names them. */
+const FAILURES_SHOWN = 40
 
 interface Summary { total: number, pass: number, fail: number }
-interface StageResult { name: string, files: number, seconds: number, code: number | null, summary: Summary | undefined, times: Array<[string, number]> }
+interface StageResult { name: string, files: number, seconds: number, code: number | null, summary: Summary | undefined, times: Array<[string, number]>, failures: string[] }
 
 async function testFiles (directory: string): Promise<string[]> {
   const found: string[] = []
@@ -64,15 +67,17 @@ async function runStage (name: string, files: string[], jobs: number, first: boo
   const child = spawn(process.execPath, [...C8, '--check-coverage=false', '--reporter=none', `--clean=${first}`, 'tap', `--jobs=${jobs}`, ...files], { cwd: root, stdio: ['inherit', 'pipe', 'inherit'] })
   let summary: Summary | undefined
   const times: Array<[string, number]> = []
+  const failures: string[] = []
   createInterface({ input: child.stdout }).on('line', (line) => {
     process.stdout.write(line + '\n')
     const match = summaryPattern.exec(line)
     if (match) summary = { total: Number(match[1]), pass: Number(match[2] ?? 0), fail: Number(match[3] ?? 0) }
     const file = filePattern.exec(line)
     if (file) times.push([file[1] as string, Number(file[2]) / 1000])
+    if (failurePattern.test(line)) failures.push(line)
   })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { name, files: files.length, seconds: (Date.now() - began) / 1000, code, summary, times }
+  return { name, files: files.length, seconds: (Date.now() - began) / 1000, code, summary, times, failures }
 }
 
 async function coverageReport (): Promise<number> {
@@ -110,6 +115,8 @@ const pass = stages.reduce((sum, stage) => sum + (stage.summary?.pass ?? 0), 0)
 const fail = stages.reduce((sum, stage) => sum + (stage.summary?.fail ?? 0), 0)
 for (const stage of stages) process.stdout.write(`# stage: ${stage.name}: ${Math.round(stage.seconds)} s, exit ${stage.code ?? 'signal'}\n`)
 const slowest = stages.flatMap((stage) => stage.times).sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN)
+const failures = stages.flatMap((stage) => stage.failures)
+if (failures.length > 0) process.stdout.write(`# failed (each assertion, then the tests around it and its file):\n${failures.slice(0, FAILURES_SHOWN).map((line) => `#   ${line}\n`).join('')}`)
 process.stdout.write(`# slowest files:\n${slowest.map(([file, seconds]) => `#   ${seconds.toFixed(1).padStart(6)} s  ${file}\n`).join('')}`)
 if (total === 0) {
   process.stdout.write('tests: 0 passed, 1 failed (no test ran)\n')
