@@ -20,6 +20,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { dropMinorityCompilations } from './coverage-variants.js'
 import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
+import { SCRYPT_COST_VARIABLE } from '../dev/session-core/passwords.js'
 
 /** The heap c8 merges the suite's coverage in (the machine has 24 GiB; the default stops near 4). */
 const COVERAGE_HEAP_MB = 16_384
@@ -34,6 +35,13 @@ export const SERIAL_FILES = [
   'test/backend/shutdown.test.ts'
 ]
 const SLOWEST_SHOWN = 10
+/**
+ * The session-core stand-in's password hashing cost in the run: the suite makes thousands of
+ * accounts, and at the default (32 MiB per hash) each sign-up or sign-in costs about 100 ms of a
+ * core, several seconds on a loaded machine. The work an unknown email costs stays equal to a wrong
+ * password's at any cost (test/backend/auth-limits.test.ts).
+ */
+const TEST_SCRYPT_COST = 1024
 /** RSA keys the stand-ins of every file take their signing keys from (dev/rsa-keys.ts), made once per run. */
 const RSA_KEY_POOL_SIZE = 32
 
@@ -100,6 +108,7 @@ async function keyPool (): Promise<string> {
 }
 
 const pool = await keyPool()
+process.env[SCRYPT_COST_VARIABLE] ??= String(TEST_SCRYPT_COST)
 const asked = process.argv.slice(2)
 const files = asked.length > 0 ? asked.map((file) => relative(root, resolve(process.cwd(), file)).split(sep).join('/')) : await testFiles(join(root, 'test'))
 const serial = files.filter((file) => SERIAL_FILES.includes(file))

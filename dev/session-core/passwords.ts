@@ -2,8 +2,22 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
 import type { ScryptOptions } from 'node:crypto'
 
 // scrypt is memory-hard: N=2^15, r=8 needs 32 MiB per hash, which makes guessing expensive
-// while a single sign-in stays in the tens of milliseconds.
-const PARAMS = { N: 32768, r: 8, p: 1 }
+// while a single sign-in stays in the tens of milliseconds. Like the real core's hashing settings,
+// the cost is the operator's: DEV_SESSION_CORE_SCRYPT_N (a power of two) lowers it where thousands
+// of accounts are made and nothing is worth guessing, as in the test run (test/run.ts). A stored
+// hash carries its own parameters, so a change of cost never locks anyone out.
+export const SCRYPT_COST_VARIABLE = 'DEV_SESSION_CORE_SCRYPT_N'
+const DEFAULT_N = 32768
+
+function costFromEnvironment (): number {
+  const given = process.env[SCRYPT_COST_VARIABLE]
+  if (given === undefined || given === '') return DEFAULT_N
+  const n = Number(given)
+  if (!Number.isInteger(n) || n < 2 || (n & (n - 1)) !== 0) throw new Error(`${SCRYPT_COST_VARIABLE} must be a power of two of at least 2, not ${given}`)
+  return n
+}
+
+const PARAMS = { N: costFromEnvironment(), r: 8, p: 1 }
 const KEY_LENGTH = 32
 const SALT_LENGTH = 16
 
@@ -18,10 +32,10 @@ function derive (password: string, salt: Buffer, params: { N: number, r: number,
 }
 
 /** `scrypt$N$r$p$salt$hash`, salt and hash in base64: the parameters travel with the hash. */
-export async function hashPassword (password: string): Promise<string> {
+export async function hashPassword (password: string, cost: number = PARAMS.N): Promise<string> {
   const salt = randomBytes(SALT_LENGTH)
-  const key = await derive(password, salt, PARAMS)
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$')
+  const key = await derive(password, salt, { ...PARAMS, N: cost })
+  return ['scrypt', cost, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$')
 }
 
 // Checked against when the email is unknown, so a miss costs as much time as a wrong password.

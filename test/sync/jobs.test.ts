@@ -430,3 +430,44 @@ test('a worker runs a connection\'s writes one after another, other jobs beside 
   t.ok(events.indexOf('start pull:d') < events.indexOf('end write:c:1'), 'the other connection\'s pull ran beside the first write')
   t.equal((await built.app.syncJobQueue.list()).length, 0, 'all four done')
 })
+
+test('a job\'s database calls, its bookkeeping and the sweep have the background deadline; a request\'s calls have the request deadline', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  const seen: Record<string, number[]> = { handler: [], complete: [], sweep: [], request: [] }
+  const complete = queue.complete.bind(queue)
+  queue.complete = async (job, owner) => {
+    seen['complete']?.push(databaseCallDeadlineMs())
+    return await complete(job, owner)
+  }
+  const worker = new JobWorker({
+    queue,
+    handlers: { import: async () => {}, pull: async () => { seen['handler']?.push(databaseCallDeadlineMs()) }, providerWrite: async () => {} },
+    log: built.app.log,
+    maxConcurrency: 1,
+    isActive: () => true,
+    sweep: async () => {
+      seen['sweep']?.push(databaseCallDeadlineMs())
+      return { requeued: 0, exhausted: 0, removed: 0 }
+    }
+  })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:deadlines' })
+  t.equal(await worker.tick(), 1)
+  await worker.sweep()
+  const feed = built.app.syncFeed
+  const page = feed.page.bind(feed)
+  feed.page = async (...args) => {
+    seen['request']?.push(databaseCallDeadlineMs())
+    return await page(...args)
+  }
+  const userId = newUserId()
+  t.equal((await built.signed({ method: 'GET', url: `/internal/changes?userId=${userId}`, userId })).statusCode, 200)
+  t.same(seen, {
+    handler: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    complete: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    sweep: [BACKGROUND_DATABASE_CALL_DEADLINE_MS],
+    request: [DATABASE_CALL_DEADLINE_MS]
+  })
+  t.ok(BACKGROUND_DATABASE_CALL_DEADLINE_MS > DATABASE_CALL_DEADLINE_MS && BACKGROUND_DATABASE_CALL_DEADLINE_MS < DEFAULT_LEASE_MS / 3,
+    'longer than a request\'s, shorter than a lease renewal period')
+})
