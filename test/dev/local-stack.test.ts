@@ -116,8 +116,11 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     body: JSON.stringify(body)
   })
   const fields = (values: Record<string, string>) => Object.entries(values).map(([id, value]) => ({ id, value }))
-  const signIn = async (password: string) =>
-    await (await post('/auth/signin', { formFields: fields({ email, password }) })).json() as { status: string }
+  // The whole answer, so a failure shows what came instead.
+  const signIn = async (password: string) => {
+    const answer = await post('/auth/signin', { formFields: fields({ email, password }) })
+    return { httpStatus: answer.status, ...await answer.json() as { status?: string } }
+  }
 
   const stack = startScript(t, 'dev/start.ts', [], env)
   await waitFor(() => stack.output().includes('Local stack is up'), 150_000, () => stack.child.exitCode !== null)
@@ -358,8 +361,8 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
 
     const reset = await post('/auth/user/password/reset', { token, formFields: fields({ password: 'a-brand-new-pw-2' }) })
     t.equal((await reset.json() as { status: string }).status, 'OK')
-    t.equal((await signIn('first-try-pw-1')).status, 'WRONG_CREDENTIALS_ERROR', 'the old password no longer works')
-    t.equal((await signIn('a-brand-new-pw-2')).status, 'OK', 'the new one does')
+    t.match(await signIn('first-try-pw-1'), { status: 'WRONG_CREDENTIALS_ERROR' }, 'the old password no longer works')
+    t.match(await signIn('a-brand-new-pw-2'), { status: 'OK' }, 'the new one does')
   })
 
   const pids: { sync?: number, backend?: number } = {}
@@ -381,7 +384,7 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     t.equal(stack.child.exitCode, null, 'the stack kept running')
     t.ok(isRunning(pids.backend ?? 0), 'the backend process was left alone')
     t.equal((await fetch(`${api}/health`)).status, 200, 'and answers')
-    t.equal((await signIn('a-brand-new-pw-2')).status, 'OK')
+    t.match(await signIn('a-brand-new-pw-2'), { status: 'OK' }, 'and signs in')
   })
 
   stack.child.kill('SIGINT')
@@ -391,8 +394,8 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
 
   // The same data directory: the account, with its new password, is still there.
   const again = startScript(t, 'dev/start.ts', [], env)
-  await waitFor(() => again.output().includes('Local stack is up'), 150_000, () => again.child.exitCode !== null)
-  t.equal((await signIn('a-brand-new-pw-2')).status, 'OK', 'the account survived the restart')
+  t.ok(await waitFor(() => again.output().includes('Local stack is up'), 150_000, () => again.child.exitCode !== null), 'the stack starts again on the same data')
+  t.match(await signIn('a-brand-new-pw-2'), { httpStatus: 200, status: 'OK' }, 'the account survived the restart')
   t.equal((await demoAccount()).status, 200, 'the demo account is there again in the new Google stand-in')
   t.equal((await microsoftDemoAccount()).status, 200, 'and the Microsoft one in the new Microsoft stand-in')
   const configAgain = parse(await readFile(configPath, 'utf8')) as GeneratedConfig
