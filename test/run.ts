@@ -1,7 +1,12 @@
-// Runs the tap suite under c8 and ends with one plain summary line ("tests: N passed, N failed"),
-// which any CI reader understands, while keeping tap's own output intact. c8 collects the
-// coverage of every process the tests start; the report afterwards fails the run when it falls
-// below the floors in .c8rc.json (which only go up).
+// Runs the tap suite with V8 coverage and ends with one plain summary line ("tests: N passed, N
+// failed"), which any CI reader understands, while keeping tap's own output: each file's TAP as a
+// subtest, then its `ok`/`not ok` line. Each file is a process of its own (`node --import=tsx FILE`,
+// as `npx tap FILE` runs it) with `NODE_V8_COVERAGE` set, so every process the tests start writes
+// its coverage; the report afterwards (c8) fails the run when it falls below the floors in
+// .c8rc.json (which only go up). The runner is this file rather than tap's, which adds a process-
+// tracking loader to every process the tests start (for a coverage mode this suite does not use)
+// and runs files in name order; here the longest files start first, so none of them is left to run
+// alone at the end.
 //
 // The suite runs in two stages. Most files run several at a time: they wait on sockets and child
 // processes far more than they compute, and each keeps its own ports, databases and users. The
@@ -12,11 +17,10 @@
 // `tsx test/run.ts FILE...` runs only the given files (in the stage each belongs to).
 import { spawn } from 'node:child_process'
 import { generateKeyPair } from 'node:crypto'
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve, sep } from 'node:path'
 import { promisify } from 'node:util'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { dropMinorityCompilations } from './coverage-variants.js'
 import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
@@ -35,6 +39,21 @@ export const SERIAL_FILES = [
   'test/backend/shutdown.test.ts'
 ]
 const SLOWEST_SHOWN = 10
+/** A file's time limit, as `timeout` in .taprc gives it to `npx tap`. */
+const FILE_TIMEOUT_SECONDS = 600
+/**
+ * Files that take minutes (each starts whole stacks or builds the images' code): started first,
+ * then the end-to-end and browser files, so that the last files to start are short ones.
+ */
+const LONGEST_FILES = ['test/dev/local-stack.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts']
+const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
+
+function startRank (file: string): number {
+  const long = LONGEST_FILES.indexOf(file)
+  if (long >= 0) return long
+  const directory = LONG_DIRECTORIES.findIndex((prefix) => file.startsWith(prefix))
+  return LONGEST_FILES.length + (directory >= 0 ? directory : LONG_DIRECTORIES.length)
+}
 /**
  * The session-core stand-in's password hashing cost in the run: the suite makes thousands of
  * accounts, and at the default (32 MiB per hash) each sign-up or sign-in costs about 100 ms of a
@@ -46,18 +65,18 @@ const TEST_SCRYPT_COST = 1024
 const RSA_KEY_POOL_SIZE = 32
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+/** Where every process of the run writes its V8 coverage, and c8 reads it from (`temp-directory` in .c8rc.json). */
+const coverageDirectory = join(root, (JSON.parse(await readFile(join(root, '.c8rc.json'), 'utf8')) as { 'temp-directory': string })['temp-directory'])
 
 // c8 reads every process's coverage into one heap when it merges, past Node's default limit; its
 // own process gets room for it (the tests' processes keep their defaults).
 const C8 = [`--max-old-space-size=${COVERAGE_HEAP_MB}`, fileURLToPath(import.meta.resolve('c8/bin/c8.js'))]
-const summaryPattern = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/
-const filePattern = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/
 const failurePattern = /^\s*not ok \d+ - /
 /** Failed files, subtests and assertions repeated at the end, so a CI log cut to its tail still names them. */
 const FAILURES_SHOWN = 40
 
 interface Summary { total: number, pass: number, fail: number }
-interface StageResult { name: string, files: number, seconds: number, code: number | null, summary: Summary | undefined, times: Array<[string, number]>, failures: string[] }
+interface StageResult { name: string, files: number, seconds: number, ok: boolean, summary: Summary, times: Array<[string, number]>, failures: string[] }
 
 async function testFiles (directory: string): Promise<string[]> {
   const found: string[] = []
@@ -69,28 +88,70 @@ async function testFiles (directory: string): Promise<string[]> {
   return found.sort()
 }
 
-/** One tap run under c8 over `files`; the coverage of a later stage is added to the earlier one's. */
-async function runStage (name: string, files: string[], jobs: number, first: boolean): Promise<StageResult> {
+/** Counts of one file's root test, as its process prints them (`# { total: 3, pass: 2, fail: 1 }`). */
+function countsOf (output: string): Summary | undefined {
+  const line = /^# \{ (total: \d+[^}]*)\}$/m.exec(output)?.[1]
+  if (line === undefined) return undefined
+  const count = (key: string): number => Number(new RegExp(`\\b${key}: (\\d+)`).exec(line)?.[1] ?? 0)
+  return { total: count('total'), pass: count('pass') + count('skip') + count('todo'), fail: count('fail') }
+}
+
+interface FileResult { file: string, seconds: number, ok: boolean, counts: Summary, output: string }
+
+/**
+ * One test file in a process of its own, as `npx tap FILE` would run it. tap's own timeout ends a
+ * file that outlives it with its TAP intact; a process that does not end after that is killed.
+ */
+async function runFile (file: string): Promise<FileResult> {
   const began = Date.now()
-  const child = spawn(process.execPath, [...C8, '--check-coverage=false', '--reporter=none', `--clean=${first}`, 'tap', `--jobs=${jobs}`, ...files], { cwd: root, stdio: ['inherit', 'pipe', 'inherit'] })
-  let summary: Summary | undefined
-  const times: Array<[string, number]> = []
-  const failures: string[] = []
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    process.stdout.write(line + '\n')
-    const match = summaryPattern.exec(line)
-    if (match) summary = { total: Number(match[1]), pass: Number(match[2] ?? 0), fail: Number(match[3] ?? 0) }
-    const file = filePattern.exec(line)
-    if (file) times.push([file[1] as string, Number(file[2]) / 1000])
-    if (failurePattern.test(line)) failures.push(line)
+  const child = spawn(process.execPath, ['--import=tsx', file], {
+    cwd: root,
+    env: { ...process.env, TAP_TIMEOUT: String(FILE_TIMEOUT_SECONDS), NODE_V8_COVERAGE: coverageDirectory },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true
   })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { name, files: files.length, seconds: (Date.now() - began) / 1000, code, summary, times, failures }
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  const backstop = setTimeout(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} }, (FILE_TIMEOUT_SECONDS + 60) * 1000)
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (exitCode, exitSignal) => { resolve([exitCode, exitSignal]) }))
+  clearTimeout(backstop)
+  const reported = countsOf(output)
+  const ok = code === 0 && reported !== undefined && reported.fail === 0 && reported.total > 0
+  let counts = reported ?? { total: 0, pass: 0, fail: 0 }
+  if (!ok && counts.fail === 0) {
+    // A file that crashed, outlived its time or printed no counts is a failure, whatever its assertions said.
+    counts = { ...counts, total: counts.total + 1, fail: 1 }
+    output += `not ok ${counts.total} - the file's process ended with ${signal ?? `exit code ${String(code)}`}${reported === undefined ? ' before its counts' : ''}\n`
+  }
+  return { file, seconds: (Date.now() - began) / 1000, ok, counts, output }
+}
+
+/** The files of a stage, `jobs` at a time, the longest first; each file's TAP is printed as it ends. */
+async function runStage (name: string, files: string[], jobs: number): Promise<StageResult> {
+  const began = Date.now()
+  const queue = [...files].sort((a, b) => startRank(a) - startRank(b) || a.localeCompare(b))
+  const results: FileResult[] = []
+  process.stdout.write(`TAP version 14\n1..${files.length}\n`)
+  const worker = async (): Promise<void> => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      const result = await runFile(file)
+      results.push(result)
+      const body = result.output.split('\n').map((line) => line === '' ? '' : `    ${line}`).join('\n')
+      process.stdout.write(`# Subtest: ${file}\n${body}${body.endsWith('\n') ? '' : '\n'}${result.ok ? 'ok' : 'not ok'} ${results.length} - ${file} # time=${(result.seconds * 1000).toFixed(3)}ms\n\n`)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker))
+  const summary = results.reduce((sum, result) => ({ total: sum.total + result.counts.total, pass: sum.pass + result.counts.pass, fail: sum.fail + result.counts.fail }), { total: 0, pass: 0, fail: 0 })
+  process.stdout.write(`# { total: ${summary.total}, pass: ${summary.pass}, fail: ${summary.fail} }\n`)
+  const failures = results.filter((result) => !result.ok).flatMap((result) => [
+    ...result.output.split('\n').filter((line) => failurePattern.test(line)).map((line) => `    ${line}`),
+    `not ok - ${result.file}`
+  ])
+  return { name, files: files.length, seconds: (Date.now() - began) / 1000, ok: results.every((result) => result.ok), summary, times: results.map((result) => [result.file, result.seconds]), failures }
 }
 
 async function coverageReport (): Promise<number> {
-  const { 'temp-directory': directory } = JSON.parse(await readFile(join(root, '.c8rc.json'), 'utf8')) as { 'temp-directory': string }
-  for (const [url, processes] of await dropMinorityCompilations(join(root, directory), root)) {
+  for (const [url, processes] of await dropMinorityCompilations(coverageDirectory, root)) {
     process.stdout.write(`# coverage: ${processes} process(es) compiled ${url} differently; their coverage of it is left out\n`)
   }
   const report = spawn(process.execPath, [...C8, 'report'], { cwd: root, stdio: 'inherit' })
@@ -115,14 +176,16 @@ const serial = files.filter((file) => SERIAL_FILES.includes(file))
 const parallel = files.filter((file) => !SERIAL_FILES.includes(file))
 const stages: StageResult[] = []
 const filesNamed = (count: number): string => `${count} file${count === 1 ? '' : 's'}`
-if (parallel.length > 0) stages.push(await runStage(`${filesNamed(parallel.length)}, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS, true))
-if (serial.length > 0) stages.push(await runStage(`${filesNamed(serial.length)} that keep production deadlines, one at a time`, serial, 1, stages.length === 0))
+await rm(coverageDirectory, { recursive: true, force: true })
+await mkdir(coverageDirectory, { recursive: true })
+if (parallel.length > 0) stages.push(await runStage(`${filesNamed(parallel.length)}, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS))
+if (serial.length > 0) stages.push(await runStage(`${filesNamed(serial.length)} that keep production deadlines, one at a time`, serial, 1))
 await rm(pool, { force: true })
 
-const total = stages.reduce((sum, stage) => sum + (stage.summary?.total ?? 0), 0)
-const pass = stages.reduce((sum, stage) => sum + (stage.summary?.pass ?? 0), 0)
-const fail = stages.reduce((sum, stage) => sum + (stage.summary?.fail ?? 0), 0)
-for (const stage of stages) process.stdout.write(`# stage: ${stage.name}: ${Math.round(stage.seconds)} s, exit ${stage.code ?? 'signal'}\n`)
+const total = stages.reduce((sum, stage) => sum + stage.summary.total, 0)
+const pass = stages.reduce((sum, stage) => sum + stage.summary.pass, 0)
+const fail = stages.reduce((sum, stage) => sum + stage.summary.fail, 0)
+for (const stage of stages) process.stdout.write(`# stage: ${stage.name}: ${Math.round(stage.seconds)} s, ${stage.ok ? 'passed' : 'failed'}\n`)
 const slowest = stages.flatMap((stage) => stage.times).sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN)
 const failures = stages.flatMap((stage) => stage.failures)
 if (failures.length > 0) process.stdout.write(`# failed (each assertion, then the tests around it and its file):\n${failures.slice(0, FAILURES_SHOWN).map((line) => `#   ${line}\n`).join('')}`)
@@ -140,7 +203,7 @@ try {
   process.exit(1)
 }
 process.stdout.write(`# stage: coverage report: ${Math.round((Date.now() - coverageBegan) / 1000)} s\n`)
-const stagesFailed = stages.some((stage) => stage.code !== 0 || stage.summary === undefined)
+const stagesFailed = stages.some((stage) => !stage.ok)
 const failed = fail > 0 ? fail : (!stagesFailed && coverage === 0 ? 0 : 1)
 process.stdout.write(`tests: ${pass} passed, ${failed} failed\n`)
 process.exit(failed === 0 ? 0 : 1)
