@@ -190,31 +190,48 @@ export class JobQueue {
    * the order jobs were first queued. Jobs of `skipUsers` are left for later (their user has their
    * share of the worker's slots).
    *
-   * A connection's provider writes run one at a time, in any process: a write claimed while another
-   * of its connection runs is put back and its connection skipped for this claim. Writes released
-   * together after an outage so reach the provider in the order they were made, never side by side
-   * where a slower first request would land after the second.
+   * A connection's provider writes run one at a time, in any process, and none overtakes an older
+   * one that waits for the provider: a write claimed while another of its connection runs, or while
+   * an older one waits for the provider to answer again, is put back and its connection skipped for
+   * this claim. After an outage the writes so reach the provider in the order first made, whichever
+   * of them happened to be due first, never side by side where a slower first request would land
+   * after the second. (An older write in its own retry ladder holds no one up.)
    */
   async claim (owner: string, skipUsers: readonly string[] = []): Promise<JobRecord | null> {
-    const writingConnections: string[] = []
+    const waitingConnections: string[] = []
+    // The oldest write of a connection, due, that a newer one of it found waiting ahead of it.
+    let oldestFirst: ObjectId | undefined
     for (;;) {
       const now = this.#clock.now()
-      const due: Filter<JobRecord> = {
-        $and: [
-          { $or: [{ status: 'queued', runAt: { $lte: now } }, { status: 'running', leaseUntil: { $lte: now } }] },
-          ...(writingConnections.length === 0 ? [] : [{ $or: [{ type: { $ne: 'providerWrite' as const } }, { connectionId: { $nin: [...writingConnections] } }] }])
-        ],
-        ...(skipUsers.length === 0 ? {} : { userId: { $nin: [...skipUsers] } })
-      }
+      const isDue: Filter<JobRecord> = { $or: [{ status: 'queued', runAt: { $lte: now } }, { status: 'running', leaseUntil: { $lte: now } }] }
+      const due: Filter<JobRecord> = oldestFirst !== undefined
+        ? { ...isDue, _id: oldestFirst }
+        : {
+            $and: [
+              isDue,
+              ...(waitingConnections.length === 0 ? [] : [{ $or: [{ type: { $ne: 'providerWrite' as const } }, { connectionId: { $nin: [...waitingConnections] } }] }])
+            ],
+            ...(skipUsers.length === 0 ? {} : { userId: { $nin: [...skipUsers] } })
+          }
       const job = await databaseCall(async () => await this.#rows.findOneAndUpdate(due, {
         $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },
         $inc: { attempts: 1 }
       }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' }))
-      if (!job) return null
-      if (job.type === 'providerWrite' && job.connectionId !== null && await this.#anotherWriteRuns(job, now)) {
-        await this.#putBack(job, owner)
-        writingConnections.push(job.connectionId)
+      if (oldestFirst !== undefined && job === null) {
+        // Another worker took it meanwhile: its connection is busy.
+        oldestFirst = undefined
         continue
+      }
+      if (!job) return null
+      oldestFirst = undefined
+      if (job.type === 'providerWrite' && job.connectionId !== null) {
+        const ahead = await this.#writeAhead(job, now)
+        if (ahead !== null) {
+          await this.#putBack(job, owner)
+          if (ahead.status === 'queued' && ahead.runAt <= now && !waitingConnections.includes(job.connectionId)) oldestFirst = ahead._id
+          waitingConnections.push(job.connectionId)
+          continue
+        }
       }
       // Workers that died holding the job used up its budget too.
       if (job.attempts <= ATTEMPT_BUDGET) return job
@@ -222,13 +239,18 @@ export class JobQueue {
     }
   }
 
-  /** Whether another provider write of `job`'s connection holds a live lease. */
-  async #anotherWriteRuns (job: JobRecord, now: Date): Promise<boolean> {
+  /**
+   * The provider write of `job`'s connection that must go before it: one holding a live lease, else
+   * the oldest older one waiting for the provider.
+   */
+  async #writeAhead (job: JobRecord, now: Date): Promise<Pick<JobRecord, '_id' | 'status' | 'runAt'> | null> {
+    const projection = { _id: 1, status: 1, runAt: 1 }
+    const sameConnection = { type: 'providerWrite' as const, connectionId: job.connectionId }
     const running = await databaseCall(async (signal) => await this.#rows.findOne(
-      { type: 'providerWrite', connectionId: job.connectionId, status: 'running', leaseUntil: { $gt: now }, _id: { $ne: job._id } },
-      { projection: { _id: 1 }, signal }
-    ))
-    return running !== null
+      { ...sameConnection, status: 'running', leaseUntil: { $gt: now }, _id: { $ne: job._id } }, { projection, signal }))
+    if (running !== null) return running
+    return await databaseCall(async (signal) => await this.#rows.findOne(
+      { ...sameConnection, status: 'queued', waitingForProvider: true, _id: { $lt: job._id } }, { projection, sort: { _id: 1 }, signal }))
   }
 
   /** Undoes a claim that must wait: queued as it was, the attempt given back. */

@@ -402,6 +402,39 @@ test('a write whose worker died holds its connection only until its lease runs o
   t.equal(await queue.claim('worker-b'), null, 'and the second still waits for it')
 })
 
+test('a write does not overtake an older one of its connection that waits for the provider', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  const now = built.clock.now().getTime()
+  const older = (await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:older', connectionId: 'c' })).job
+  const claimedOlder = await queue.claim('w')
+  t.equal(await queue.waitForProvider(claimedOlder as JobRecord, 'w', 'ProviderUnavailableError: 503', new Date(now + 60_000)), true)
+  // Made while the older one waits, and due at once.
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:newer', connectionId: 'c' })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:d', connectionId: 'd' })
+
+  t.match(await queue.claim('w'), { coalescingKey: 'pull:d' }, 'the newer write waits behind the older one; other jobs go')
+  t.equal(await queue.claim('w'), null)
+  t.match((await queue.list({ coalescingKey: 'write:c:newer' }))[0], { status: 'queued', attempts: 0, leaseOwner: null })
+
+  built.clock.advance(60_000)
+  const first = await queue.claim('w')
+  t.same(first?._id, older._id, 'the older write tries the provider first')
+  t.equal(await queue.claim('w'), null, 'alone')
+  t.equal(await queue.complete(first as JobRecord, 'w'), 'done')
+  t.match(await queue.claim('w'), { coalescingKey: 'write:c:newer', attempts: 1 }, 'then the newer one')
+})
+
+test('an older write in its own retry ladder holds no newer write up', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = built.app.syncJobQueue
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:refused', connectionId: 'c' })
+  const refused = await queue.claim('w')
+  t.equal(await queue.fail(refused as JobRecord, 'w', 'ProviderRejectedError: 400'), true)
+  await queue.enqueue({ type: 'providerWrite', coalescingKey: 'write:c:next', connectionId: 'c' })
+  t.match(await queue.claim('w'), { coalescingKey: 'write:c:next' }, 'the next write goes while the refused one waits for its retry')
+})
+
 test('a worker runs a connection\'s writes one after another, other jobs beside them', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   for (const key of ['write:c:1', 'write:c:2', 'write:c:3']) await built.app.syncJobQueue.enqueue({ type: 'providerWrite', coalescingKey: key, connectionId: 'c' })

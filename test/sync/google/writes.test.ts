@@ -38,6 +38,9 @@ test('provider writes: an own event of the primary calendar is inserted there an
   t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId }) }), 202)
   await stack.drain()
   t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { status: 'cancelled' })
+  // Google's notification of the delete asks for a pull, which runs once it has arrived.
+  await stack.google.notificationsSettled()
+  await stack.drain()
   t.same(await stack.sync.syncJobQueue.list(), [])
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
 })
