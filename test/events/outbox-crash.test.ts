@@ -35,7 +35,7 @@ test('a backend killed mid-delivery: the restarted one delivers the report withi
     headers: { 'content-type': 'application/json', rid: 'emailpassword', 'sx-auth-mode': 'header' },
     body: JSON.stringify(authFields({ name: 'Crash', email: uniqueEmail('crash'), password: 'pw-for-crash-1' }))
   })
-  t.equal(signUp.status, 200)
+  t.equal(signUp.status, 200, `signed up${signUp.status === 200 ? '' : `: ${await signUp.clone().text()}`}`)
   const accessToken = signUp.headers.get('sx-access-token') ?? ''
   const userId = (JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }).sub
   const write = await fetch(`${base}/api/event`, {

@@ -97,7 +97,10 @@ export function collectErrors (page: Page, options: { foreign?: (url: string) =>
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(error.message))
   page.on('console', (message) => {
-    if (message.type() === 'error' && options.foreign?.(message.location().url) !== true) errors.push(message.text())
+    if (message.type() !== 'error' || options.foreign?.(message.location().url) === true) return
+    // A failed load names no address in its text: the address says which request it was.
+    const text = message.text()
+    errors.push(text.startsWith('Failed to load resource') ? `${text} (${message.location().url})` : text)
   })
   return errors
 }
