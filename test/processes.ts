@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,8 +34,20 @@ export function startScript (t: Test, script: string, args: string[] = [], env: 
   return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited }
 }
 
+const temporaryDirectories: string[] = []
+process.once('exit', () => {
+  for (const directory of temporaryDirectories) rmSync(directory, { recursive: true, force: true })
+})
+
+/** A new directory under the system's temporary one, removed when this test process ends. */
+export async function temporaryDirectory (prefix = 'calendar-test-'): Promise<string> {
+  const directory = await mkdtemp(join(tmpdir(), prefix))
+  temporaryDirectories.push(directory)
+  return directory
+}
+
 export async function writeTempFile (name: string, text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'calendar-test-'))
+  const dir = await temporaryDirectory()
   const path = join(dir, name)
   await writeFile(path, text)
   return path

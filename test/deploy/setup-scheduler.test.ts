@@ -2,8 +2,7 @@
 // written before the scheduler existed, and the rules that keep its two halves together.
 // (test/deploy/setup.test.ts checks that a fresh setup writes it; build.test.ts makes the call.)
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
 import { parse, parseDocument, stringify } from 'yaml'
@@ -11,7 +10,7 @@ import { parseConfig } from '../../lib/config.js'
 import { ed25519KeyPair, isKeyPair } from '../../lib/maintenance-token.js'
 import { generateSecrets, productionConfig, renderConfigYaml } from '../../lib/setup.js'
 import { schedulerFindings, stackFiles } from '../../lib/setup-stack.js'
-import { startScript } from '../processes.js'
+import { startScript, temporaryDirectory } from '../processes.js'
 
 const answers = { webUrl: 'https://calendar.example.org', apiUrl: 'https://calendar.example.org/api', version: 'latest', webPort: 9080, backendPort: 3000 }
 
@@ -22,7 +21,7 @@ async function setup (t: Test, args: string[]) {
 }
 
 test('--add-scheduler-key gives an older config.yaml the scheduler\'s key pair, once, keeping its comments', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'calendar-setup-'))
+  const dir = await temporaryDirectory('calendar-setup-')
   const configPath = join(dir, 'config.yaml')
   // As setup wrote it before the scheduler existed.
   const older = parseDocument(renderConfigYaml(productionConfig(answers, generateSecrets()), new Date()))
@@ -65,7 +64,7 @@ test('--add-scheduler-key gives an older config.yaml the scheduler\'s key pair, 
   t.equal((await setup(t, ['--dir', dir, '--add-scheduler-key'])).code, 0)
   t.equal(parseConfig(await readFile(configPath, 'utf8'), 'backend').config.sync.maintenanceCaller, 'ops@example.org')
 
-  const missing = await setup(t, ['--dir', await mkdtemp(join(tmpdir(), 'calendar-setup-')), '--add-scheduler-key'])
+  const missing = await setup(t, ['--dir', await temporaryDirectory('calendar-setup-'), '--add-scheduler-key'])
   t.equal(missing.code, 1)
   t.match(missing.stderr, /^setup: there is no .*config\.yaml to read/)
 })

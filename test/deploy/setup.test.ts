@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
 import type { TSchema } from '@sinclair/typebox'
@@ -11,12 +10,12 @@ import { isKeyPair } from '../../lib/maintenance-token.js'
 import { COMPOSE_VARIABLES, composeEnvironment, variableNameOf } from '../../lib/setup.js'
 import { selfHostFindings, syncConfigDocument, syncDatabaseUser } from '../../lib/setup-stack.js'
 import { ConfigSchema } from '../../schemas/config.js'
-import { startScript, waitUntil } from '../processes.js'
+import { startScript, temporaryDirectory, waitUntil } from '../processes.js'
 
 const root = new URL('../../', import.meta.url).pathname
 
 async function freshDir (): Promise<string> {
-  return await mkdtemp(join(tmpdir(), 'calendar-setup-'))
+  return await temporaryDirectory('calendar-setup-')
 }
 
 async function setup (t: Test, args: string[]) {

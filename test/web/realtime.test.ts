@@ -4,7 +4,7 @@
 import { test } from 'tap'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { createEventThroughUi, eventBlock, eventTitles, signUpThroughUi } from './ui.js'
+import { createEventThroughUi, eventBlock, eventTitles, openEvent, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 
 const DAY = '2026-03-02'
@@ -34,8 +34,7 @@ test('changes in one tab reach the other tab of the same user, and no other user
   await eventBlock(second, 'Planning').waitFor({ timeout: 15_000 })
   t.pass(`the other tab shows the new event without a reload (after saving: own tab ${ownTab} ms, other tab ${Date.now() - started} ms)`)
 
-  await eventBlock(second, 'Planning').click()
-  const dialog = second.getByRole('dialog', { name: 'Edit event' })
+  const dialog = await openEvent(second, 'Planning')
   await dialog.getByLabel('Title').fill('Planning (moved to 14:00)')
   await dialog.getByLabel('Start time').fill('14:00')
   await dialog.getByLabel('End time').fill('15:00')
@@ -43,8 +42,7 @@ test('changes in one tab reach the other tab of the same user, and no other user
   await eventBlock(first, 'Planning (moved to 14:00)').waitFor({ timeout: 15_000 })
   t.match(await eventBlock(first, 'Planning (moved to 14:00)').textContent(), /14:00 – 15:00/, 'the edit made in the second tab reached the first')
 
-  await eventBlock(first, 'Planning (moved to 14:00)').click()
-  await first.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click()
+  await (await openEvent(first, 'Planning (moved to 14:00)')).getByRole('button', { name: 'Delete' }).click()
   await eventBlock(second, 'Planning').waitFor({ state: 'detached', timeout: 15_000 })
   t.pass('the deletion in the first tab reached the second')
 

@@ -53,6 +53,24 @@ export function eventBlock (page: Page, title: string) {
   return page.locator('.event-body', { hasText: title })
 }
 
+/**
+ * Opens an event's dialog by clicking its block, as a person does: once more if the dialog does not
+ * open, since a block that a live update draws again under the pointer takes the click with it.
+ */
+export async function openEvent (page: Page, title: string, timeoutMs = 30_000) {
+  const dialog = page.getByRole('dialog', { name: 'Edit event' })
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    await eventBlock(page, title).click({ timeout: Math.max(1, until - Date.now()) })
+    try {
+      await dialog.waitFor({ timeout: Math.min(5_000, Math.max(1, until - Date.now())) })
+      return dialog
+    } catch (error) {
+      if (Date.now() >= until) throw error
+    }
+  }
+}
+
 export async function eventTitles (page: Page): Promise<string[]> {
   return await page.locator('.event-title').allTextContents()
 }
