@@ -110,7 +110,9 @@ test('a hung Sync database: every route class answers 503 DATABASE_UNAVAILABLE w
     ['Microsoft notification', async () => await app.inject({ method: 'POST', url: '/webhooks/microsoft', payload: { value: [{ subscriptionId: 'subscription-1', clientState: 'x', changeType: 'updated' }] } })],
     ['maintenance', async () => await app.inject({ method: 'POST', url: '/maintenance', headers: { authorization: `Bearer ${maintenanceToken}` } })]
   ]
-  for (const [what, request] of requests) assertUnavailable(t, what, await request())
+  // Sent together: each ends on its own deadline, and none waits for another.
+  const answered = await Promise.all(requests.map(async ([what, request]) => [what, await request()] as const))
+  for (const [what, answer] of answered) assertUnavailable(t, what, answer)
 
   const ready = await app.inject({ method: 'GET', url: '/health/ready' })
   t.equal(ready.statusCode, 503, 'readiness: 503 while the database is silent')
