@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve, sep } from 'node:path'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
+import { parse } from 'yaml'
 import { dropMinorityCompilations } from './coverage-variants.js'
 import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
 import { SCRYPT_COST_VARIABLE } from '../dev/session-core/passwords.js'
@@ -39,8 +40,6 @@ export const SERIAL_FILES = [
   'test/backend/shutdown.test.ts'
 ]
 const SLOWEST_SHOWN = 10
-/** A file's time limit, as `timeout` in .taprc gives it to `npx tap`. */
-const FILE_TIMEOUT_SECONDS = 600
 /**
  * Files that take minutes (each starts whole stacks or builds the images' code): started first,
  * then the end-to-end and browser files, so that the last files to start are short ones.
@@ -65,6 +64,8 @@ const TEST_SCRYPT_COST = 1024
 const RSA_KEY_POOL_SIZE = 32
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+/** A file's time limit: `timeout` in .taprc, the one `npx tap FILE` keeps to. */
+const FILE_TIMEOUT_SECONDS = (parse(await readFile(join(root, '.taprc'), 'utf8')) as { timeout: number }).timeout
 /** Where every process of the run writes its V8 coverage, and c8 reads it from (`temp-directory` in .c8rc.json). */
 const coverageDirectory = join(root, (JSON.parse(await readFile(join(root, '.c8rc.json'), 'utf8')) as { 'temp-directory': string })['temp-directory'])
 
