@@ -23,8 +23,26 @@ declare module 'fastify' {
 }
 
 export const EVENTS_COLLECTION = 'events'
+const PROVIDER_EVENT_INDEX = 'user_provider_event_unique'
+const KEYING_BATCH = 500
 
-type StoredEvent = ProviderRecord & StorageFields
+/**
+ * A stored event: keyed by its owner and its id, so an id is the user's own. Another user may
+ * hold the same id, and a create with it is no different from one with a fresh id: the answer
+ * cannot tell anyone which ids exist. `eventId` is the id the API shows.
+ */
+type StoredEvent = ProviderRecord & StorageFields & { eventId: string }
+
+/** The document key of a user's event. */
+export function storageKey (userId: string, eventId: string): string {
+  return `${userId}:${eventId}`
+}
+
+/** A stored document as the API shows it: its own id, without the owner's prefix. */
+function fromStorage<T extends { _id: string, eventId?: string }> (document: T): Omit<T, 'eventId'> {
+  const { eventId, ...record } = document
+  return eventId === undefined ? record : { ...record, _id: eventId }
+}
 
 export const TOMBSTONES_COLLECTION = 'eventTombstones'
 
@@ -49,7 +67,11 @@ export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is a
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
 
 function stored (event: ProviderRecord): StoredEvent {
-  return { ...event, ...storageFields(event) }
+  return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
+}
+
+function keysOf (userId: string, eventIds: readonly string[]): string[] {
+  return eventIds.map((eventId) => storageKey(userId, eventId))
 }
 
 /**
@@ -73,6 +95,7 @@ export class EventStore {
   }
 
   async ensureIndexes (): Promise<void> {
+    await this.#keyByOwner()
     await this.tombstones.createIndexes([
       { key: { user: 1, eventId: 1 }, name: 'user_event' },
       { key: { user: 1, calendarId: 1, providerEventId: 1 }, name: 'user_provider_event', partialFilterExpression: { providerEventId: { $exists: true } } },
@@ -85,7 +108,7 @@ export class EventStore {
       // One stored event per provider event; also how a page of provider changes finds its events.
       {
         key: { user: 1, calendarId: 1, providerEventId: 1 },
-        name: 'user_provider_event_unique',
+        name: PROVIDER_EVENT_INDEX,
         unique: true,
         partialFilterExpression: { providerEventId: { $exists: true } }
       },
@@ -98,22 +121,44 @@ export class EventStore {
     ])
   }
 
+  /**
+   * Events stored when an id was unique across users were keyed by the id alone: each is stored
+   * again under its owner's key. A copy and its original name the same provider event, so the
+   * unique provider index goes first; ensureIndexes makes it again. A start that stops midway,
+   * or two starting at once, leave nothing behind: the copy is an upsert, and the original goes
+   * only after it.
+   */
+  async #keyByOwner (): Promise<void> {
+    const unkeyed = { eventId: { $exists: false } }
+    if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) === null) return
+    if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
+    for (;;) {
+      const batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()
+      if (batch.length === 0) return
+      await this.events.bulkWrite(batch.map((event) => {
+        const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
+        return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }
+      }), { ordered: false })
+      await this.events.deleteMany({ _id: { $in: batch.map((event) => event._id) } })
+    }
+  }
+
   /** Events of a provider calendar by their provider ids. */
   async findByProviderIds (userId: string, calendarId: string, providerEventIds: string[]): Promise<ProviderRecord[]> {
     if (providerEventIds.length === 0) return []
-    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** Exceptions of a provider calendar waiting for one of these series masters. */
   async findWaitingFor (userId: string, calendarId: string, masterProviderIds: string[]): Promise<ProviderRecord[]> {
     if (masterProviderIds.length === 0) return []
-    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** The stored edits (changed or cancelled occurrences) of these series. */
   async findEditsOf (userId: string, seriesIds: string[]): Promise<EventRecord[]> {
     if (seriesIds.length === 0) return []
-    return await withDatabaseDeadline(async (signal) => await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /** Deletions made here of these events, by our id or by their provider id in this calendar. */
@@ -127,7 +172,7 @@ export class EventStore {
 
   async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
     if (eventIds.length === 0) return []
-    return await withDatabaseDeadline(async (signal) => await this.events.find({ _id: { $in: eventIds }, user: userId }, { projection: STORAGE_ONLY, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ _id: { $in: keysOf(userId, eventIds) } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
   }
 
   /**
@@ -141,11 +186,11 @@ export class EventStore {
         case 'insert':
           return { insertOne: { document: stored(write.record) } }
         case 'replace':
-          return { replaceOne: { filter: { _id: write.record._id, user: userId }, replacement: stored(write.record) } }
+          return { replaceOne: { filter: { _id: storageKey(userId, write.record._id) }, replacement: stored(write.record) } }
         case 'touch':
-          return { updateOne: { filter: { _id: write.eventId, user: userId }, update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } }
+          return { updateOne: { filter: { _id: storageKey(userId, write.eventId) }, update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } }
         case 'delete':
-          return { deleteOne: { filter: { _id: write.eventId, user: userId } } }
+          return { deleteOne: { filter: { _id: storageKey(userId, write.eventId) } } }
         case 'deleteInstances':
           return { deleteMany: { filter: { user: userId, 'recurrence.eventId': write.seriesId } } }
         default:
@@ -183,7 +228,7 @@ export class EventStore {
     }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), deadlineMs)
     const byOccurrence = new Map<string, ProviderRecord[]>()
     for (const record of found) {
-      const { originalStartsAt, ...event } = record
+      const { originalStartsAt, ...event } = fromStorage(record)
       const key = `${event.recurrence?.eventId ?? ''}|${originalStartsAt?.getTime() ?? ''}`
       byOccurrence.set(key, [...byOccurrence.get(key) ?? [], event])
     }
@@ -192,8 +237,8 @@ export class EventStore {
       const fold = records.length < 2 ? null : foldOccurrence(records)
       if (fold === null) continue
       // The provider's record goes first: its provider id is unique per calendar.
-      await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, _id: { $in: fold.drop } }), deadlineMs)
-      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: fold.keep._id, user: userId }, stored(fold.keep)), deadlineMs)
+      await withDatabaseDeadline(async () => await this.events.deleteMany({ _id: { $in: keysOf(userId, fold.drop) } }), deadlineMs)
+      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: storageKey(userId, fold.keep._id) }, stored(fold.keep)), deadlineMs)
       dropped += fold.drop.length
     }
     return dropped
@@ -215,20 +260,22 @@ export class EventStore {
   /** Marks (or, with null, unmarks) an event whose change is not at its provider; false when no such event is stored. */
   async setSyncIssue (userId: string, eventId: string, issue: WriteIssue | null): Promise<boolean> {
     const update = issue === null ? { $unset: { syncIssue: '' as const } } : { $set: { syncIssue: issue } }
-    const result = await withDatabaseDeadline(async () => await this.events.updateOne({ _id: eventId, user: userId }, update))
+    const result = await withDatabaseDeadline(async () => await this.events.updateOne({ _id: storageKey(userId, eventId) }, update))
     return result.matchedCount > 0
   }
 
   async findById (userId: string, eventId: string): Promise<EventRecord | null> {
-    return await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: eventId, user: userId }, { projection: STORAGE_ONLY, signal }))
+    const found = await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: storageKey(userId, eventId) }, { projection: STORAGE_ONLY, signal }))
+    return found === null ? null : fromStorage(found)
   }
 
   /** The stored edit (changed or cancelled) of one occurrence of a series, if there is one. */
   async findOccurrenceEdit (userId: string, seriesId: string, originalStart: Date): Promise<EventRecord | null> {
-    return await withDatabaseDeadline(async (signal) => await this.events.findOne(
+    const found = await withDatabaseDeadline(async (signal) => await this.events.findOne(
       { user: userId, 'recurrence.eventId': seriesId, originalStartsAt: originalStart },
       { projection: STORAGE_ONLY, signal }
     ))
+    return found === null ? null : fromStorage(found)
   }
 
   /**
@@ -276,7 +323,7 @@ export class EventStore {
       const cursor = open(signal)
       const read: EventRecord[] = []
       try {
-        for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1)) {
+        for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1).map(fromStorage)) {
           budget.hold(event)
           read.push(event)
         }
@@ -315,17 +362,18 @@ export class EventStore {
           try {
             await this.events.insertOne(stored(write.event), options)
           } catch (error) {
+            // Only this user's own events can hold the key.
             if (isDuplicateKeyError(error)) throw new EventIdTakenError(write.event._id)
             throw error
           }
           break
         case 'replace': {
-          const result = await this.events.replaceOne({ _id: write.event._id, user: userId }, stored(write.event), options)
+          const result = await this.events.replaceOne({ _id: storageKey(userId, write.event._id) }, stored(write.event), options)
           if (result.matchedCount === 0) throw new EventChangedMeanwhileError(write.event._id)
           break
         }
         case 'delete': {
-          const gone = await this.events.findOneAndDelete({ _id: write.eventId, user: userId }, { ...options, projection: { calendarId: 1, providerEventId: 1 } })
+          const gone = await this.events.findOneAndDelete({ _id: storageKey(userId, write.eventId) }, { ...options, projection: { calendarId: 1, providerEventId: 1 } })
           // Remembered so that a provider page read before the provider learns of this deletion
           // (or the answer to our own earlier write) cannot bring the event back.
           if (gone !== null) {
@@ -344,14 +392,14 @@ export class EventStore {
             user: userId,
             'recurrence.eventId': write.seriesId,
             ...(write.fromOriginalStart === undefined ? {} : { originalStartsAt: { $gte: write.fromOriginalStart } })
-          }, { ...options, projection: { _id: 1, calendarId: 1, providerEventId: 1 } }).toArray()
+          }, { ...options, projection: { _id: 1, eventId: 1, calendarId: 1, providerEventId: 1 } }).toArray()
           if (gone.length === 0) break
-          await this.events.deleteMany({ user: userId, _id: { $in: gone.map((event) => event._id) } }, options)
+          await this.events.deleteMany({ _id: { $in: gone.map((event) => event._id) } }, options)
           // As for one deleted event: the provider's copy of an edited occurrence, read before
           // the cut reached it (its exception still names our id), must not bring it back.
           await this.tombstones.insertMany(gone.map((event) => ({
             user: userId,
-            eventId: event._id,
+            eventId: event.eventId,
             ...(event.calendarId === undefined ? {} : { calendarId: event.calendarId }),
             ...(event.providerEventId === undefined ? {} : { providerEventId: event.providerEventId }),
             deletedAt: now
@@ -360,7 +408,7 @@ export class EventStore {
         }
         case 'followSeries': {
           const seriesId = write.after._id
-          const exceptions = await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()
+          const exceptions = (await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()).map(fromStorage)
           const moved = movedExceptions(write.before, write.after, exceptions, now)
           await this.events.deleteMany({ user: userId, 'recurrence.eventId': seriesId }, options)
           if (moved.length > 0) await this.events.insertMany(moved.map(stored), options)

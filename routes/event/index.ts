@@ -47,7 +47,7 @@ const eventRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   const notFound = { 404: errorResponse('EVENT_NOT_FOUND: no such event of the user') }
   const refused = {
-    409: errorResponse('EVENT_ID_TAKEN (the id is another user\'s or another kind of event), EVENT_CHANGED (changed meanwhile; reload and try again)'),
+    409: errorResponse('EVENT_ID_TAKEN (another request created this id at the same moment), EVENT_CHANGED (changed meanwhile; reload and try again)'),
     410: errorResponse('CONNECTION_REVOKED: the event\'s provider connection lost its grant; `connectionId` names it')
   }
   // The handler's `{ statusCode: 204 }` never reaches the wire (see the hooks above).

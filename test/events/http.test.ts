@@ -29,7 +29,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
   const deps = await startDependencies(t, { replicaSet: true })
   const sync = await startSyncService(t, deps.databaseUri(`sync_${randomBytes(4).toString('hex')}`))
   const { app, log } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: sync.internalAuthToken })
-  const events = app.mongo.db.collection<{ _id: string, user: string, title: string }>('events')
+  const events = app.mongo.db.collection<{ _id: string, eventId: string, user: string, title: string }>('events')
   const ada = await signUp(app, { email: uniqueEmail('ada'), password: 'correct horse 1', name: 'Ada' })
   const bob = await signUp(app, { email: uniqueEmail('bob'), password: 'correct horse 2', name: 'Bob' })
 
@@ -98,11 +98,11 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     })
     t.not(event.lastUpdated, '2000-01-01T00:00:00Z', 'lastUpdated is the server\'s')
     t.ok(Date.now() - Date.parse(event.lastUpdated) < 60_000)
-    t.equal((await events.findOne({ _id: eventId }))?.user, ada.userId, 'stored under the session user, not the body\'s')
+    t.equal((await events.findOne({ eventId }))?.user, ada.userId, 'stored under the session user, not the body\'s')
 
     const minted = await asAda.post({ ...BASE, title: 'no id' })
     assertEmpty204(t, minted, 'POST without id')
-    t.equal(await events.countDocuments({ user: ada.userId, title: 'no id', _id: { $regex: /^[0-9a-f]{24}$/ } }), 1, 'the server minted an id')
+    t.equal(await events.countDocuments({ user: ada.userId, title: 'no id', eventId: { $regex: /^[0-9a-f]{24}$/ } }), 1, 'the server minted an id')
   })
 
   await t.test('create many: an array is all-or-nothing', async (t) => {
@@ -120,13 +120,23 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
     t.equal(twice.statusCode, 400)
     t.match(twice.json().message, 'body/1/_id appears twice in one request')
 
+    t.equal(await events.countDocuments(), before, 'nothing of a refused array was stored')
+    t.equal(await events.countDocuments({ eventId: { $in: [third, fourth] } }), 0)
+  })
+
+  await t.test('ids are each user\'s own: another user\'s id is answered as a fresh one and both events stand', async (t) => {
     const bobsId = id()
-    assertEmpty204(t, await asBob.post({ ...BASE, _id: bobsId }), 'bob creates')
-    const taken = await asAda.post([{ ...BASE, _id: fourth }, { ...BASE, _id: bobsId }])
-    t.equal(taken.statusCode, 409)
-    t.equal(taken.json().code, 'EVENT_ID_TAKEN')
-    t.equal(await events.countDocuments(), before + 1, 'only bob\'s event was added')
-    t.equal(await events.countDocuments({ _id: { $in: [third, fourth] } }), 0)
+    assertEmpty204(t, await asBob.post({ ...BASE, _id: bobsId, title: 'bob\'s' }), 'bob creates')
+    const bobsStored = await events.findOne({ user: bob.userId, eventId: bobsId })
+    const theirs = await asAda.post([{ ...BASE, _id: bobsId, title: 'ada\'s' }])
+    const fresh = await asAda.post([{ ...BASE, _id: id(), title: 'ada\'s' }])
+    t.equal(theirs.statusCode, 204, 'no answer tells ada that bob holds the id')
+    t.same([theirs.statusCode, theirs.headers['content-type'], theirs.body], [fresh.statusCode, fresh.headers['content-type'], fresh.body], 'the same answer as a fresh id')
+    t.equal((await asAda.get(bobsId)).json().title, 'ada\'s', 'ada reads her event')
+    t.equal((await asBob.get(bobsId)).json().title, 'bob\'s', 'bob reads his')
+    t.same(await events.findOne({ user: bob.userId, eventId: bobsId }), bobsStored, 'bob\'s event is unchanged')
+    assertEmpty204(t, await asAda.delete(bobsId), 'ada deletes hers')
+    t.equal((await asBob.get(bobsId)).json().title, 'bob\'s', 'bob\'s stays')
   })
 
   await t.test('each invalid shape is a 400 with the schema\'s message and stores nothing', async (t) => {
@@ -188,7 +198,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
 
     assertEmpty204(t, await asAda.delete(eventId), 'DELETE')
     t.equal((await asAda.get(eventId)).statusCode, 404)
-    t.equal(await events.countDocuments({ _id: eventId }), 0)
+    t.equal(await events.countDocuments({ eventId }), 0)
     t.equal((await asAda.delete(eventId)).statusCode, 404, 'a second delete finds nothing')
     t.equal((await asAda.put(eventId, BASE)).statusCode, 404, 'PUT does not create')
   })
@@ -196,7 +206,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
   await t.test('another user\'s event behaves exactly like a missing one', async (t) => {
     const bobsId = id()
     assertEmpty204(t, await asBob.post({ ...BASE, _id: bobsId, title: 'Bob only' }), 'bob creates')
-    const stored = await events.findOne({ _id: bobsId })
+    const stored = await events.findOne({ eventId: bobsId })
     const missing = id()
     for (const [name, call] of [
       ['GET', (eventId: string) => asAda.get(eventId)],
@@ -210,7 +220,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
       t.same(theirs.json(), nobodys.json(), `${name}: same body as a missing id`)
       t.same(theirs.headers['content-type'], nobodys.headers['content-type'])
     }
-    t.same(await events.findOne({ _id: bobsId }), stored, 'bob\'s event is unchanged')
+    t.same(await events.findOne({ eventId: bobsId }), stored, 'bob\'s event is unchanged')
 
     const bobsSeries = id()
     assertEmpty204(t, await asBob.post({ ...BASE, _id: bobsSeries, recurrence: { rule: ['RRULE:FREQ=DAILY;COUNT=3'] } }), 'bob creates a series')
@@ -317,7 +327,7 @@ test('event routes over HTTP with real sessions and the Sync service', async (t)
 
     assertEmpty204(t, await who.delete(String(edited?._id), 'all'), 'delete all from an edited occurrence')
     t.same(await starts(), ['Lunch@2026-03-24T12:00:00+01:00'])
-    t.equal(await events.countDocuments({ $or: [{ _id: seriesId }, { 'recurrence.eventId': seriesId }] }), 0, 'series and its edits are gone')
+    t.equal(await events.countDocuments({ $or: [{ eventId: seriesId }, { 'recurrence.eventId': seriesId }] }), 0, 'series and its edits are gone')
   })
 
   await t.test('all-day events and series read by range in their own zone', async (t) => {

@@ -85,7 +85,7 @@ test('mutations of provider calendar events are refused before anything is writt
     await app.outbox.flush(eve.userId)
     t.equal((await sync.reports(eve.userId)).length, 1, 'Sync has the report of the create')
     await sync.db.collection('connections').updateOne({ _id: connectionId }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
-    const storedBefore = await events.findOne({ _id: existing })
+    const storedBefore = await events.findOne({ eventId: existing })
 
     const fresh = id()
     for (const [name, response] of [
@@ -96,14 +96,14 @@ test('mutations of provider calendar events are refused before anything is writt
       t.equal(response.statusCode, 410, name)
       t.match(response.json(), { statusCode: 410, code: 'CONNECTION_REVOKED', error: 'Gone', connectionId: connectionId.toHexString() }, name)
     }
-    t.equal(await events.findOne({ _id: fresh }), null, 'nothing created')
-    t.same(await events.findOne({ _id: existing }), storedBefore, 'nothing changed')
+    t.equal(await events.findOne({ eventId: fresh }), null, 'nothing created')
+    t.same(await events.findOne({ eventId: existing }), storedBefore, 'nothing changed')
     t.equal(await outbox.countDocuments({ user: eve.userId }), 0, 'nothing waits to be reported')
     t.equal((await sync.reports(eve.userId)).length, 1, 'and nothing was reported')
 
     const local = id()
     t.equal((await asEve.post({ ...CLOUD_EVENT, calendarId: undefined, _id: local })).statusCode, 204, 'an event of no provider calendar is not a cloud edit')
-    t.ok(await events.findOne({ _id: local }))
+    t.ok(await events.findOne({ eventId: local }))
   })
 
   await t.test('410 CONNECTION_REVOKED for an event of a CalDAV account whose password was withdrawn', async (t) => {
@@ -113,16 +113,16 @@ test('mutations of provider calendar events are refused before anything is writt
     const asIvy = call(ivy.headers)
     const imported = id()
     t.equal((await asIvy.post({ ...CLOUD_EVENT, calendarId: '/ivy/home/', _id: imported })).statusCode, 204)
-    await events.updateOne({ _id: imported }, { $set: { providerEventId: '/ivy/home/board.ics' } })
+    await events.updateOne({ eventId: imported }, { $set: { providerEventId: '/ivy/home/board.ics' } })
     const healthy = await connection(ivy.userId, 'healthy', null, 'caldav', ['/ivy/home/'])
     t.equal((await asIvy.put(imported, { ...CLOUD_EVENT, calendarId: '/ivy/home/', title: 'agenda' })).statusCode, 204, 'allowed while the account answers')
     await sync.db.collection('connections').updateOne({ _id: healthy }, { $set: { state: 'actionRequired', reason: 'authorizationRevoked' } })
-    const storedBefore = await events.findOne({ _id: imported })
+    const storedBefore = await events.findOne({ eventId: imported })
 
     const refused = await asIvy.delete(imported)
     t.equal(refused.statusCode, 410)
     t.match(refused.json(), { code: 'CONNECTION_REVOKED', connectionId: healthy.toHexString() })
-    t.same(await events.findOne({ _id: imported }), storedBefore, 'nothing changed')
+    t.same(await events.findOne({ eventId: imported }), storedBefore, 'nothing changed')
   })
 
   await t.test('410 answers for the calendar\'s own connection only, whatever the user\'s other connections', async (t) => {
@@ -159,7 +159,7 @@ test('mutations of provider calendar events are refused before anything is writt
       const refused = await asKim.post({ ...CLOUD_EVENT, calendarId, _id: eventId })
       t.equal(refused.statusCode, 400, calendarId)
       t.match(refused.json(), { code: 'EVENT_INVALID', message: 'body/calendarId must be one of your calendars (GET /api/calendars)' })
-      t.equal(await events.findOne({ _id: eventId }), null, 'nothing written')
+      t.equal(await events.findOne({ eventId }), null, 'nothing written')
     }
     const batch = await asKim.post([{ ...CLOUD_EVENT, calendarId: 'https://dav.example.com/kim/home/', _id: id() }, { ...CLOUD_EVENT, calendarId: 'lee@example.com', _id: id() }])
     t.equal(batch.statusCode, 400, 'one unknown calendar refuses the whole batch')
@@ -178,7 +178,7 @@ test('mutations of provider calendar events are refused before anything is writt
     const response = await asFinn.post({ ...CLOUD_EVENT, _id: eventId })
     t.equal(response.statusCode, 503)
     t.same(response.json(), { statusCode: 503, code: 'MAINTENANCE', error: 'Service Unavailable', message: 'Provider calendars are in maintenance; try again later' })
-    t.equal(await events.findOne({ _id: eventId }), null, 'nothing written')
+    t.equal(await events.findOne({ eventId }), null, 'nothing written')
     t.equal(await outbox.countDocuments({ user: finn.userId }), 0, 'nothing reported')
 
     const local = id()
@@ -190,7 +190,7 @@ test('mutations of provider calendar events are refused before anything is writt
     const eventId = id()
     const response = await call(gus.headers).post({ ...CLOUD_EVENT, _id: eventId })
     t.equal(response.statusCode, 204, 'even a calendarId event while Sync is in maintenance')
-    t.ok(await events.findOne({ _id: eventId }), 'the own write stays')
+    t.ok(await events.findOne({ eventId }), 'the own write stays')
     const line = log.lines().find((entry) => entry.userId === gus.userId && entry.reason === 'MissingGoogleRefreshToken')
     t.match(line, { level: 30, msg: 'provider effect skipped: the user has no provider refresh token' })
     t.notOk(log.text().includes('stored-refresh-token'), 'no token in any log line')
@@ -201,7 +201,7 @@ test('mutations of provider calendar events are refused before anything is writt
     const hana = await userWithProvider('hana')
     const eventId = id()
     t.equal((await call(hana.headers).post({ ...CLOUD_EVENT, _id: eventId })).statusCode, 204)
-    t.ok(await events.findOne({ _id: eventId }))
+    t.ok(await events.findOne({ eventId }))
     t.equal(await app.outbox.pending(hana.userId), 1)
     t.ok(log.lines().some((entry) => entry.userId === hana.userId && entry.msg === 'Sync unreachable before a provider calendar write; its report waits in the outbox'))
     await sync.start({ cloudMutationMode: 'enabled' })

@@ -35,6 +35,6 @@ test('Sync stopped, writes made, backend restarted, Sync started: every report a
   t.equal(reports.length, 5, 'every report arrived')
   t.equal(new Set(reports.map((report) => report.idempotencyKey)).size, 5, 'each once')
   t.equal(await sync.eventInvalidations(ivy.userId), 5, 'one change-feed entry per write')
-  const stored = await second.app.mongo.db.collection<{ _id: string, title: string }>('events').find({ _id: { $in: ids } }).sort({ _id: 1 }).toArray()
+  const stored = await second.app.mongo.db.collection<{ eventId: string, title: string }>('events').find({ eventId: { $in: ids } }).sort({ eventId: 1 }).toArray()
   t.same(stored.map((event) => event.title).sort(), ['Long run', 'Run'], 'the own data stood all along')
 })

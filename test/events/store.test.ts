@@ -1,10 +1,10 @@
 import { test } from 'tap'
-import { EventIdTakenError, EventChangedMeanwhileError } from '../../plugins/app/event-store.js'
+import { EventIdTakenError, EventChangedMeanwhileError, EventStore } from '../../plugins/app/event-store.js'
 import { connectMongo } from '../../plugins/external/mongo.js'
 import { planTransition, type PersistencePlan } from '../../lib/events/transition.js'
 import { eventChangeEntries } from '../../lib/events/outbox.js'
 import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
-import { occurrenceAt } from '../../lib/events/range.js'
+import { occurrenceAt, storageFields } from '../../lib/events/range.js'
 import type { EventRecord } from '../../lib/events/record.js'
 import { Outbox } from '../../plugins/app/outbox.js'
 import { buildEventsInstance, databaseName, startMongoServer, startRecordingSync } from './fixtures.js'
@@ -42,7 +42,7 @@ for (const replicaSet of [true, false]) {
 
       t.same(await store.findById(USER, single._id), single, 'read back without storage fields')
       t.equal(await store.findById(OTHER_USER, single._id), null, 'another user does not see it')
-      const raw = await store.events.findOne({ _id: base._id })
+      const raw = await store.events.findOne({ user: USER, eventId: base._id })
       t.same(raw?.startsAt, new Date('2026-03-02T08:00:00Z'))
       t.same(raw?.seriesEndsAt, new Date('2026-03-23T09:00:00Z'))
       const outbox = await outboxRecords.find({ user: USER }).sort({ seq: 1 }).toArray()
@@ -88,19 +88,25 @@ for (const replicaSet of [true, false]) {
     await t.test('a failing write', async (t) => {
       const taken = standalone()
       await store.apply(USER, [plan(null, taken)], [], NOW)
-      const fresh = standalone({ user: OTHER_USER })
-      const plans = [plan(null, fresh), plan(null, { ...taken, user: OTHER_USER })]
-      const error = await store.apply(OTHER_USER, plans, eventChangeEntries(plans), NOW).catch((error: unknown) => error)
-      t.ok(error instanceof EventIdTakenError, 'an id in use is refused')
+      const fresh = standalone()
+      const plans = [plan(null, fresh), plan(null, { ...taken, title: 'made twice' })]
+      const error = await store.apply(USER, plans, eventChangeEntries(plans), NOW).catch((error: unknown) => error)
+      t.ok(error instanceof EventIdTakenError, 'an id the user holds is refused to a second insert')
       t.equal((error as Error & { statusCode: number }).statusCode, 409)
+      const reports = async () => await outboxRecords.countDocuments({ user: USER, 'entry.report.eventId': fresh._id })
       if (replicaSet) {
-        t.equal(await store.findById(OTHER_USER, fresh._id), null, 'nothing of the transaction is kept')
-        t.equal(await outboxRecords.countDocuments({ user: OTHER_USER }), 0, 'and no report')
+        t.equal(await store.findById(USER, fresh._id), null, 'nothing of the transaction is kept')
+        t.equal(await reports(), 0, 'and no report')
       } else {
-        t.ok(await store.findById(OTHER_USER, fresh._id), 'without transactions the writes before the failure stay')
-        t.equal(await outboxRecords.countDocuments({ user: OTHER_USER }), 0, 'but their reports are not written')
+        t.ok(await store.findById(USER, fresh._id), 'without transactions the writes before the failure stay')
+        t.equal(await reports(), 0, 'but their reports are not written')
       }
-      t.same(await store.findById(USER, taken._id), taken, 'the owner\'s event is untouched')
+      t.same(await store.findById(USER, taken._id), taken, 'the stored event is untouched')
+
+      const theirs = { ...taken, user: OTHER_USER, title: 'another user\'s' }
+      await store.apply(OTHER_USER, [plan(null, theirs)], [], NOW)
+      t.same(await store.findById(OTHER_USER, taken._id), theirs, 'another user may hold the same id')
+      t.same(await store.findById(USER, taken._id), taken, 'each reads their own')
 
       const gone = standalone()
       const replaced = await store.apply(USER, [plan(gone, { ...gone, title: 'x' })], [], NOW).catch((error: unknown) => error)
@@ -108,6 +114,34 @@ for (const replicaSet of [true, false]) {
     })
   })
 }
+
+test('events stored under their id alone are keyed by their owner at start, with their provider identity kept unique', async (t) => {
+  const mongo = await startMongoServer(t, { replicaSet: false })
+  const sync = await startRecordingSync(t)
+  const { app } = await buildEventsInstance(t, { mongoUri: mongo.uri(databaseName()), syncUrl: sync.url, start: false })
+  await app.ready()
+  await app.outbox.stop()
+  const events = app.mongo.db.collection('events')
+  // As an earlier version stored them: the id is the document key.
+  const own = standalone()
+  const imported = standalone({ user: OTHER_USER, title: 'Imported', calendarId: 'cal-1', providerEventId: 'g-1', origin: 'providerImport' })
+  const older = [own, imported].map((event) => ({ ...event, ...storageFields(event) }))
+  await events.deleteMany({})
+  await events.insertMany(older as never[])
+
+  const restarted = new EventStore(app.mongo, app.outbox)
+  await restarted.ensureIndexes()
+  t.same(await restarted.findById(USER, own._id), own, 'the own event reads as before')
+  t.same(await restarted.findById(OTHER_USER, imported._id), imported, 'so does the imported one')
+  t.same((await events.find({}, { projection: { _id: 1, eventId: 1 } }).sort({ eventId: 1 }).toArray()).map((document) => [document._id, document.eventId]).sort(),
+    [[`${USER}:${own._id}`, own._id], [`${OTHER_USER}:${imported._id}`, imported._id]].sort(), 'each document once, under its owner\'s key')
+  t.ok((await events.indexes()).some((index) => index.name === 'user_provider_event_unique' && index.unique === true), 'the provider index is made again')
+  const duplicate = await events.insertOne({ ...older[1], _id: 'elsewhere' } as never).catch((error: unknown) => error)
+  t.match(duplicate, { code: 11000 }, 'and holds')
+
+  await restarted.ensureIndexes()
+  t.equal(await events.countDocuments(), 2, 'a second start finds nothing to do')
+})
 
 test('opening on a server without transactions does not claim them', async (t) => {
   const mongo = await startMongoServer(t, { replicaSet: false })

@@ -6,7 +6,6 @@
 // event back; the sign-in dialog says what happened; a signed-in reload draws no demo events and
 // reads its range once.
 import { test } from 'tap'
-import type { ObjectId } from 'bson'
 import type { Page, Request } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
@@ -17,7 +16,7 @@ import { waitFor } from '../processes.js'
 const DAY = '2026-03-02'
 const DEMO_TITLES = ['Morning planning', 'Lunch with Sam', 'Deep work', 'Gym', 'Conference']
 
-interface StoredEvent { _id: ObjectId, user: ObjectId, title: string, startDate: string, endDate: string }
+interface StoredEvent { _id: string, eventId: string, user: string, title: string, startDate: string, endDate: string }
 
 function status (page: Page) {
   return page.locator('.toolbar-end .status')
@@ -62,7 +61,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     t.equal(await events.countDocuments({ title: 'Offline lunch' }), 1, 'stored once')
     const sentIds = posts.filter((body) => body.includes('Offline lunch')).map((body) => (JSON.parse(body) as { _id: string })._id)
     const [storedEvent] = await events.find({ title: 'Offline lunch' }).toArray()
-    t.ok(sentIds.length >= 1 && sentIds.every((id) => id === String(storedEvent?._id)), 'under the id it was made with')
+    t.ok(sentIds.length >= 1 && sentIds.every((id) => id === String(storedEvent?.eventId)), 'under the id it was made with')
     t.equal(await page.evaluate('localStorage.getItem("pendingWrites")') as string | null, null, 'and the browser keeps nothing more')
   })
 
@@ -111,7 +110,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     const toast = page.locator('.undo-toast')
     await toast.filter({ hasText: 'Event deleted.' }).waitFor()
     await toast.getByRole('button', { name: 'Undo' }).click()
-    t.ok(await stored({ title: 'Dentist', _id: dentist?._id }), 'Undo brings it back, under its own id')
+    t.ok(await stored({ title: 'Dentist', eventId: dentist?.eventId }), 'Undo brings it back, under its own id')
     await eventBlock(page, 'Dentist').waitFor()
 
     await eventBlock(page, 'Offline lunch').focus()
