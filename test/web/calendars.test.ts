@@ -6,18 +6,12 @@
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { consent, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
 
 const DAY = '2026-03-02'
-
-async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
-  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
-  await page.getByLabel(email).check()
-  await page.getByRole('button', { name: 'Allow' }).click()
-}
 
 /** The colour the block is drawn in: its left edge. */
 async function edgeColor (page: Page, title: string): Promise<string> {

@@ -3,9 +3,8 @@
 // Google refuses (a calendar shared with the account to read only) shows as not synced, on the event
 // and in the status line, with its reason in the dialog.
 import { test } from 'tap'
-import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { eventBlock, signUpThroughUi } from './ui.js'
+import { consent, eventBlock, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -13,12 +12,6 @@ import { waitUntil } from '../processes.js'
 const DAY = '2026-03-02'
 const NEXT = '2026-03-09'
 const ZONE = 'Europe/Berlin'
-
-async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
-  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
-  await page.getByLabel(email).check()
-  await page.getByRole('button', { name: 'Allow' }).click()
-}
 
 test('Google in the browser: one occurrence of an imported series, this and following, and a change Google refuses', async (t) => {
   const stack = await startFullStack(t, { web: true })

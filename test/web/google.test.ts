@@ -5,9 +5,8 @@
 // the calendar is writable afterwards. Signed out, "Continue with Google" signs a new person in with
 // their calendar.
 import { test } from 'tap'
-import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { createEventThroughUi, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { consent, createEventThroughUi, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -15,13 +14,6 @@ import { startAnalyticsStandIn } from '../../dev/analytics/index.js'
 
 // A Monday before the summer time change, so the zone's offset is +01:00 all along.
 const DAY = '2026-03-02'
-
-/** The stand-in's consent page, answered as a person would: pick the account, press Allow. */
-async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
-  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
-  await page.getByLabel(email).check()
-  await page.getByRole('button', { name: 'Allow' }).click()
-}
 
 test('Google Calendar in the browser: connect, live change, revoke and reconnect', async (t) => {
   const analytics = await startAnalyticsStandIn()
@@ -213,6 +205,26 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     t.match(failed, { apiKey: 'phc_web_project', properties: { method: 'emailpassword', reason: 'fieldError' } })
     t.notOk(JSON.stringify(failed).includes(email), 'the address stays out of analytics')
     t.equal(await dialog.isVisible(), true, 'the person stays in the dialog')
+  })
+
+  await t.test('a Google account of another email: the refusal says what to do, and stays until the person dismisses it', async (t) => {
+    const googleEmail = uniqueEmail('bea-at-google')
+    google.createAccount({ email: googleEmail, name: 'Bea at Google', timeZone: 'Europe/Berlin' })
+    const other = await (await newContext(browser)).newPage()
+    await signUpThroughUi(other, stack.webUrl, { name: 'Bea', email: uniqueEmail('bea'), password: 'correct horse 3' }, `/day?date=${DAY}`)
+    await other.getByRole('button', { name: 'Connect Google Calendar' }).click()
+    await consent(other, stack.google.url, googleEmail)
+    await other.waitForURL(`${stack.webUrl}/day?date=${DAY}`)
+    const refusal = other.locator('.notice-error').filter({ hasText: 'That Google account has a different email' })
+    await refusal.waitFor()
+    // Longer than an information notice is shown.
+    await other.waitForTimeout(6500)
+    t.equal(await refusal.count(), 1, 'still there')
+    t.equal(await other.getByRole('complementary', { name: 'Calendars' }).getByLabel(googleEmail).count(), 0, 'nothing of the other account was connected')
+    await other.getByRole('button', { name: /^Dismiss: That Google account/ }).click()
+    await refusal.waitFor({ state: 'detached' })
+    t.pass('gone once dismissed')
+    await other.context().close()
   })
 
   // The 503s are the ones this test answered for the event writes it held back.

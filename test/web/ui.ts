@@ -18,6 +18,13 @@ export async function signUpThroughUi (page: Page, webUrl: string, user: { name:
   await page.getByRole('banner').getByText(user.email, { exact: true }).waitFor()
 }
 
+/** The Google stand-in's consent page, answered as a person would: pick the account, press Allow. */
+export async function consent (page: Page, googleUrl: string, email: string): Promise<void> {
+  await page.waitForURL((url) => url.href.startsWith(`${googleUrl}/o/oauth2/v2/auth`))
+  await page.getByLabel(email).check()
+  await page.getByRole('button', { name: 'Allow' }).click()
+}
+
 export async function signInThroughUi (page: Page, user: { email: string, password: string }): Promise<void> {
   const dialog = page.getByRole('dialog', { name: 'Sign in' })
   await dialog.getByLabel('Email').fill(user.email)

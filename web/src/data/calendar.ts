@@ -156,7 +156,13 @@ let noticeId = 0
 export function notify (text: string, tone: 'info' | 'error' = 'info'): void {
   const id = ++noticeId
   notices.set((list) => [...list.slice(-2), { id, text, tone }])
-  setTimeout(() => notices.set((list) => list.filter((notice) => notice.id !== id)), 6000)
+  // An error stays until the person dismisses it: one that went while they looked elsewhere (a
+  // connect refused on the way back from the provider) would leave them guessing what happened.
+  if (tone === 'info') setTimeout(() => { dismissNotice(id) }, 6000)
+}
+
+export function dismissNotice (id: number): void {
+  notices.set((list) => list.filter((notice) => notice.id !== id))
 }
 
 /** The event as a shown list of the mode has it now, pending writes included. */

@@ -17,7 +17,7 @@ import { UndoToast } from './Safety.js'
 import { BillingBanner } from './BillingBanner.js'
 import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
-import { notices, notify, useEvents, userZone } from '../data/calendar.js'
+import { dismissNotice, notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
 import { providerStartFailure } from '../lib/oauth.js'
@@ -60,7 +60,12 @@ export function Notices () {
   const list = useStore(notices)
   return (
     <div class='notices' role='status' aria-live='polite'>
-      {list.map((notice) => <p key={notice.id} class={`notice notice-${notice.tone}`}>{notice.text}</p>)}
+      {list.map((notice) => (
+        <p key={notice.id} class={`notice notice-${notice.tone}`}>
+          {notice.text}
+          {notice.tone === 'error' && <button type='button' class='notice-dismiss' aria-label={`Dismiss: ${notice.text}`} onClick={() => { dismissNotice(notice.id) }}>Dismiss</button>}
+        </p>
+      ))}
     </div>
   )
 }
