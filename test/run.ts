@@ -24,6 +24,7 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { dropMinorityCompilations } from './coverage-variants.js'
+import { FILE_END_PREFIX } from './batch-marks.js'
 import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
 import { SCRYPT_COST_VARIABLE } from '../dev/session-core/passwords.js'
 
@@ -46,6 +47,46 @@ const SLOWEST_SHOWN = 10
  */
 const LONGEST_FILES = ['test/dev/local-stack.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts']
 const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
+/**
+ * Files that share a process (test/batch.ts), this many to one: each process first spends several
+ * seconds of a core loading the app's modules, more than most files' own tests take.
+ */
+const BATCH_SIZE = 8
+/**
+ * Files that keep a process to themselves: the long ones, which gain little from sharing one, and
+ * those whose apps configure the session library otherwise than the rest (sign-in providers, a
+ * session core of their own with other token lifetimes, a core that fails on purpose). The library
+ * keeps the first configuration it is given for the whole process, so in a shared one these would
+ * meet another file's.
+ */
+const ALONE_FILES = [
+  'test/backend/app-config.test.ts',
+  'test/backend/auth-limits.test.ts',
+  'test/backend/credential-routes.test.ts',
+  'test/backend/provider-connect.test.ts',
+  'test/backend/provider-signin.test.ts',
+  'test/backend/providers.test.ts',
+  'test/backend/request-bodies.test.ts',
+  'test/backend/token-expiry.test.ts',
+  'test/client/session.test.ts',
+  'test/contract/openapi-contract.test.ts',
+  'test/dev/session-core/cookie-mode.test.ts',
+  'test/dev/session-core/header-mode.test.ts',
+  'test/dev/session-core/mongo.test.ts',
+  'test/dev/session-core/startup.test.ts'
+]
+const ALONE_DIRECTORIES = ['test/deploy/', ...LONG_DIRECTORIES]
+
+function runsAlone (file: string): boolean {
+  return LONGEST_FILES.includes(file) || ALONE_FILES.includes(file) || SERIAL_FILES.includes(file) || ALONE_DIRECTORIES.some((prefix) => file.startsWith(prefix))
+}
+
+/** The processes of a stage: the files that run alone, one each; the others in batches, neighbours together. */
+function jobsOf (files: string[]): string[][] {
+  const shared = files.filter((file) => !runsAlone(file)).sort()
+  const batches = Array.from({ length: Math.ceil(shared.length / BATCH_SIZE) }, (_, index) => shared.slice(index * BATCH_SIZE, (index + 1) * BATCH_SIZE))
+  return [...files.filter(runsAlone).map((file) => [file]), ...batches]
+}
 
 function startRank (file: string): number {
   const long = LONGEST_FILES.indexOf(file)
@@ -64,6 +105,7 @@ const TEST_SCRYPT_COST = 1024
 const RSA_KEY_POOL_SIZE = 32
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+const BATCH_SCRIPT = 'test/batch.ts'
 /** A file's time limit: `timeout` in .taprc, the one `npx tap FILE` keeps to. */
 const FILE_TIMEOUT_SECONDS = (parse(await readFile(join(root, '.taprc'), 'utf8')) as { timeout: number }).timeout
 /** Where every process of the run writes its V8 coverage, and c8 reads it from (`temp-directory` in .c8rc.json). */
@@ -97,52 +139,105 @@ function countsOf (output: string): Summary | undefined {
   return { total: count('total'), pass: count('pass') + count('skip') + count('todo'), fail: count('fail') }
 }
 
-interface FileResult { file: string, seconds: number, ok: boolean, counts: Summary, output: string }
+interface FileResult { file: string, seconds: number, ok: boolean, output: string }
+interface JobResult { files: FileResult[], counts: Summary }
+
+/** A top-level test's line in a process's TAP: `ok 3 - name # time=12.5ms`. */
+const topLevelLine = /^(not )?ok \d+ - (.*?)(?: # time=([\d.]+)ms)?$/
 
 /**
- * One test file in a process of its own, as `npx tap FILE` would run it. tap's own timeout ends a
- * file that outlives it with its TAP intact; a process that does not end after that is killed.
+ * Splits a batch's TAP into its files' parts at the test that ends each file (test/batch.ts). A
+ * file's time is its tests' own; a file with a failed test, or whose end never came (the process
+ * died first), failed.
  */
-async function runFile (file: string): Promise<FileResult> {
+function filesOf (files: string[], output: string, began: number, processOk: boolean, ending: string): FileResult[] {
+  if (files.length === 1) return [{ file: files[0] as string, seconds: (Date.now() - began) / 1000, ok: processOk, output }]
+  const results: FileResult[] = []
+  let lines: string[] = []
+  let seconds = 0
+  let ok = true
+  for (const line of output.split('\n')) {
+    const match = topLevelLine.exec(line)
+    const ended = match?.[2]?.startsWith(FILE_END_PREFIX) === true ? match[2].slice(FILE_END_PREFIX.length) : undefined
+    if (match !== null) {
+      seconds += Number(match[3] ?? 0) / 1000
+      if (match[1] !== undefined) ok = false
+    }
+    if (ended === undefined) {
+      lines.push(line)
+      continue
+    }
+    // The ending test's own lines are the runner's, not the file's, unless it failed (a file that did not load).
+    const header = lines.lastIndexOf(`# Subtest: ${FILE_END_PREFIX}${ended}`)
+    if (match?.[1] === undefined && header >= 0) lines = lines.slice(0, header)
+    else lines.push(line)
+    results.push({ file: ended, seconds, ok, output: `${lines.join('\n')}\n` })
+    lines = []
+    seconds = 0
+    ok = true
+  }
+  const unfinished = files.slice(results.length)
+  const rest = lines.join('\n')
+  for (const [index, file] of unfinished.entries()) {
+    results.push({ file, seconds: 0, ok: false, output: `${index === 0 ? rest : ''}\nnot ok 1 - ${file} did not finish: the process it shared ${ending}\n` })
+  }
+  return results
+}
+
+/**
+ * One process: a file alone, as `npx tap FILE` would run it, or several in a batch
+ * (test/batch.ts). tap's own timeout ends a process that outlives it with its TAP intact; one that
+ * does not end after that is killed.
+ */
+async function runJob (files: string[]): Promise<JobResult> {
   const began = Date.now()
-  const child = spawn(process.execPath, ['--import=tsx', file], {
+  const timeoutSeconds = FILE_TIMEOUT_SECONDS * files.length
+  const child = spawn(process.execPath, ['--import=tsx', ...(files.length === 1 ? files : [BATCH_SCRIPT, ...files])], {
     cwd: root,
-    env: { ...process.env, TAP_TIMEOUT: String(FILE_TIMEOUT_SECONDS), NODE_V8_COVERAGE: coverageDirectory },
+    env: { ...process.env, TAP_TIMEOUT: String(timeoutSeconds), NODE_V8_COVERAGE: coverageDirectory },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true
   })
   let output = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  const backstop = setTimeout(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} }, (FILE_TIMEOUT_SECONDS + 60) * 1000)
+  const backstop = setTimeout(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} }, (timeoutSeconds + 60) * 1000)
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (exitCode, exitSignal) => { resolve([exitCode, exitSignal]) }))
   clearTimeout(backstop)
   const reported = countsOf(output)
-  const ok = code === 0 && reported !== undefined && reported.fail === 0 && reported.total > 0
-  let counts = reported ?? { total: 0, pass: 0, fail: 0 }
+  // The tests that end a batch's files hold no assertion of their own.
+  const ends = output.split('\n').filter((line) => topLevelLine.exec(line)?.[2]?.startsWith(FILE_END_PREFIX) === true && line.startsWith('ok ')).length
+  const ok = code === 0 && reported !== undefined && reported.fail === 0 && reported.total > ends
+  let counts = reported === undefined ? { total: 0, pass: 0, fail: 0 } : { ...reported, total: reported.total - ends, pass: reported.pass - ends }
+  const ending = `ended with ${signal ?? `exit code ${String(code)}`}${reported === undefined ? ' before its counts' : ''}`
   if (!ok && counts.fail === 0) {
-    // A file that crashed, outlived its time or printed no counts is a failure, whatever its assertions said.
+    // A process that crashed, outlived its time or printed no counts is a failure, whatever its assertions said.
     counts = { ...counts, total: counts.total + 1, fail: 1 }
-    output += `not ok ${counts.total} - the file's process ended with ${signal ?? `exit code ${String(code)}`}${reported === undefined ? ' before its counts' : ''}\n`
+    output += `not ok ${counts.total} - the process ${ending}\n`
   }
-  return { file, seconds: (Date.now() - began) / 1000, ok, counts, output }
+  const results = filesOf(files, output, began, ok, ending)
+  if (!ok && results.every((result) => result.ok)) results[results.length - 1] = { ...results[results.length - 1] as FileResult, ok: false }
+  return { files: results, counts }
 }
 
-/** The files of a stage, `jobs` at a time, the longest first; each file's TAP is printed as it ends. */
+/** The files of a stage, `jobs` processes at a time, the longest first; each file's TAP is printed as it ends. */
 async function runStage (name: string, files: string[], jobs: number): Promise<StageResult> {
   const began = Date.now()
-  const queue = [...files].sort((a, b) => startRank(a) - startRank(b) || a.localeCompare(b))
+  const queue = jobsOf(files).sort((a, b) => startRank(a[0] as string) - startRank(b[0] as string) || (a[0] as string).localeCompare(b[0] as string))
   const results: FileResult[] = []
+  let summary: Summary = { total: 0, pass: 0, fail: 0 }
   process.stdout.write(`TAP version 14\n1..${files.length}\n`)
   const worker = async (): Promise<void> => {
-    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-      const result = await runFile(file)
-      results.push(result)
-      const body = result.output.split('\n').map((line) => line === '' ? '' : `    ${line}`).join('\n')
-      process.stdout.write(`# Subtest: ${file}\n${body}${body.endsWith('\n') ? '' : '\n'}${result.ok ? 'ok' : 'not ok'} ${results.length} - ${file} # time=${(result.seconds * 1000).toFixed(3)}ms\n\n`)
+    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+      const result = await runJob(job)
+      summary = { total: summary.total + result.counts.total, pass: summary.pass + result.counts.pass, fail: summary.fail + result.counts.fail }
+      for (const file of result.files) {
+        results.push(file)
+        const body = file.output.split('\n').map((line) => line === '' ? '' : `    ${line}`).join('\n')
+        process.stdout.write(`# Subtest: ${file.file}\n${body}${body.endsWith('\n') ? '' : '\n'}${file.ok ? 'ok' : 'not ok'} ${results.length} - ${file.file} # time=${(file.seconds * 1000).toFixed(3)}ms\n\n`)
+      }
     }
   }
-  await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker))
-  const summary = results.reduce((sum, result) => ({ total: sum.total + result.counts.total, pass: sum.pass + result.counts.pass, fail: sum.fail + result.counts.fail }), { total: 0, pass: 0, fail: 0 })
+  await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, worker))
   process.stdout.write(`# { total: ${summary.total}, pass: ${summary.pass}, fail: ${summary.fail} }\n`)
   const failures = results.filter((result) => !result.ok).flatMap((result) => [
     ...result.output.split('\n').filter((line) => failurePattern.test(line)).map((line) => `    ${line}`),

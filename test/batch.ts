@@ -1,0 +1,25 @@
+// Runs several test files in one process, one after another: `node --import=tsx test/batch.ts
+// FILE...`. Loading the app's modules costs a process several seconds of a core, far more than
+// most files' own tests; files that share a process pay it once. Each file's tests run to their
+// end before the next file is loaded: the next file is loaded by a test queued after them, named
+// FILE_END_PREFIX (test/batch-marks.ts) and the file, which tells the runner (test/run.ts) where a file's tests end. That
+// test holds no assertion; the runner leaves it out of the counts.
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { test } from 'tap'
+import { FILE_END_PREFIX } from './batch-marks.js'
+
+async function load (files: string[]): Promise<void> {
+  const [file, ...rest] = files
+  if (file === undefined) return
+  let failure: unknown
+  await import(pathToFileURL(resolve(file)).href).catch((error: unknown) => { failure = error })
+  // Queued after the file's own tests: it runs once they have ended, and keeps the process's root
+  // test from ending (it ends when idle) while the next file loads.
+  test(`${FILE_END_PREFIX}${file}`, async (t) => {
+    if (failure !== undefined) t.error(failure, `${file} loads`)
+    await load(rest)
+  })
+}
+
+await load(process.argv.slice(2))
