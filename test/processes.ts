@@ -66,3 +66,19 @@ export async function waitFor (condition: () => boolean | Promise<boolean>, time
 export async function waitUntil (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
   if (!await waitFor(condition, timeoutMs)) throw new Error(`gave up waiting for ${what}`)
 }
+
+/**
+ * fetch as a client does against a process that just started on a loaded machine: a 503 (a shed
+ * request, with its Retry-After) is tried again after the wait it names, for up to `patienceMs`.
+ * Any other answer, or a 503 past the patience, is returned as it came.
+ */
+export async function fetchPatiently (url: string, init: RequestInit, patienceMs = 30_000): Promise<Response> {
+  const until = Date.now() + patienceMs
+  for (;;) {
+    const answer = await fetch(url, init)
+    const wait = Number(answer.headers.get('retry-after') ?? 1) * 1000
+    if (answer.status !== 503 || Date.now() + wait > until) return answer
+    await answer.body?.cancel()
+    await new Promise((resolve) => setTimeout(resolve, wait))
+  }
+}

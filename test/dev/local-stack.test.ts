@@ -7,7 +7,7 @@ import { parse } from 'yaml'
 import type { CaughtMail } from '../../dev/mail/index.js'
 import { basic, radicaleMissing } from '../../dev/radicale.js'
 import { freePort } from '../helper.js'
-import { startScript, waitFor } from '../processes.js'
+import { fetchPatiently, startScript, waitFor } from '../processes.js'
 import { pageConfig } from '../web-page.js'
 
 function isRunning (pid: number): boolean {
@@ -118,8 +118,12 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
   const fields = (values: Record<string, string>) => Object.entries(values).map(([id, value]) => ({ id, value }))
   // The whole answer, so a failure shows what came instead.
   const signIn = async (password: string) => {
-    const answer = await post('/auth/signin', { formFields: fields({ email, password }) })
-    return { httpStatus: answer.status, ...await answer.json() as { status?: string } }
+    const answer = await fetchPatiently(`${api}/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'sx-auth-mode': 'header', rid: 'emailpassword' },
+      body: JSON.stringify({ formFields: fields({ email, password }) })
+    })
+    return { httpStatus: answer.status, ...await answer.json() as { status?: string, code?: string } }
   }
 
   const stack = startScript(t, 'dev/start.ts', [], env)

@@ -4,7 +4,7 @@ import { test } from 'tap'
 import { stringify } from 'yaml'
 import { MongoClient } from 'mongodb'
 import { authFields, buildApp, freePort, startDependencies, testConfig, uniqueEmail } from '../helper.js'
-import { startScript, waitFor, waitUntil, writeTempFile } from '../processes.js'
+import { fetchPatiently, startScript, waitFor, waitUntil, writeTempFile } from '../processes.js'
 import { startSyncService } from './sync-service.js'
 import { OUTBOX_LEASES_COLLECTION } from '../../plugins/app/outbox.js'
 
@@ -30,7 +30,7 @@ test('a backend killed mid-delivery: the restarted one delivers the report withi
   const healthy = await waitFor(() => fetch(`${base}/api/health`).then((response) => response.ok, () => false), 30_000, () => first.child.exitCode !== null)
   t.ok(healthy, `the first backend started: ${healthy ? '' : first.output()}`)
 
-  const signUp = await fetch(`${base}/api/auth/signup`, {
+  const signUp = await fetchPatiently(`${base}/api/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', rid: 'emailpassword', 'sx-auth-mode': 'header' },
     body: JSON.stringify(authFields({ name: 'Crash', email: uniqueEmail('crash'), password: 'pw-for-crash-1' }))
