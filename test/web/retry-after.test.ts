@@ -4,7 +4,6 @@
 // down instead of saying "Up to date". The page's clock is Playwright's (page.clock), so the wait
 // passes when the test says so, not by sleeping.
 import { test } from 'tap'
-import type { ObjectId } from 'bson'
 import type { Page, Request } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
@@ -14,7 +13,7 @@ import { waitFor } from '../processes.js'
 
 const DAY = '2026-03-02'
 
-interface StoredEvent { _id: ObjectId, title: string, startDate: string }
+interface StoredEvent { _id: string, eventId: string, title: string, startDate: string }
 
 function status (page: Page) {
   return page.locator('.toolbar-end .status')
@@ -89,7 +88,7 @@ test('a 429 with Retry-After: the write goes again by itself after the wait, in 
   t.equal(await events.countDocuments({ title: 'Review' }), 1, 'the one behind it once')
   t.same(posts.map((post) => post.title), ['Standup', 'Standup', 'Review'], 'sent in the order they were made: the refused one first')
   const [standup] = await events.find({ title: 'Standup' }).toArray()
-  t.equal(posts[0]?._id, String(standup?._id), 'stored under the id it was made with')
+  t.equal(posts[0]?._id, standup?.eventId, 'stored under the id it was made with')
   t.equal(posts[1]?._id, posts[0]?._id, 'the retry carries the same id')
   t.match(await eventBlock(page, 'Standup').textContent(), /9:00 – 9:30/, 'the grid shows it where it was made')
   t.equal(await page.evaluate('localStorage.getItem("pendingWrites")') as string | null, null, 'the browser keeps nothing more')
