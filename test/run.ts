@@ -1,7 +1,9 @@
 // Runs the tap suite with V8 coverage and ends with one plain summary line ("tests: N passed, N
 // failed"), which any CI reader understands, while keeping tap's own output: each file's TAP as a
-// subtest, then its `ok`/`not ok` line. Each file is a process of its own (`node --import=tsx FILE`,
-// as `npx tap FILE` runs it) with `NODE_V8_COVERAGE` set, so every process the tests start writes
+// subtest, then its `ok`/`not ok` line. Most files share a process with a few others, one after
+// another (test/batch.ts), so the app's modules are loaded once per batch; the longest and a few
+// others run alone (`node --import=tsx FILE`, as `npx tap FILE` runs it). Every process has
+// `NODE_V8_COVERAGE` set, so every process the tests start writes
 // its coverage; the report afterwards (c8) fails the run when it falls below the floors in
 // .c8rc.json (which only go up). The runner is this file rather than tap's, which adds a process-
 // tracking loader to every process the tests start (for a coverage mode this suite does not use)
@@ -49,43 +51,40 @@ const LONGEST_FILES = ['test/dev/local-stack.test.ts', 'test/deploy/build.test.t
 const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
 /**
  * Files that share a process (test/batch.ts), this many to one: each process first spends several
- * seconds of a core loading the app's modules, more than most files' own tests take.
+ * seconds of a core loading the app's modules, more than most files' own tests take. The long
+ * files (whole stacks, a browser) share in smaller batches, so that no batch is left running
+ * alone at the end.
  */
 const BATCH_SIZE = 8
+const LONG_BATCH_SIZE = 4
 /**
- * Files that keep a process to themselves: the long ones, which gain little from sharing one, and
- * those whose apps configure the session library otherwise than the rest (sign-in providers, a
- * session core of their own with other token lifetimes, a core that fails on purpose). The library
- * keeps the first configuration it is given for the whole process, so in a shared one these would
- * meet another file's.
+ * Files that keep a process to themselves: the longest, and those that need the session core of
+ * the process to have other token lifetimes (test/helper.ts starts one per process).
  */
 const ALONE_FILES = [
-  'test/backend/app-config.test.ts',
-  'test/backend/auth-limits.test.ts',
-  'test/backend/credential-routes.test.ts',
-  'test/backend/provider-connect.test.ts',
-  'test/backend/provider-signin.test.ts',
-  'test/backend/providers.test.ts',
-  'test/backend/request-bodies.test.ts',
   'test/backend/token-expiry.test.ts',
   'test/client/session.test.ts',
-  'test/contract/openapi-contract.test.ts',
-  'test/dev/session-core/cookie-mode.test.ts',
-  'test/dev/session-core/header-mode.test.ts',
-  'test/dev/session-core/mongo.test.ts',
   'test/dev/session-core/startup.test.ts'
 ]
-const ALONE_DIRECTORIES = ['test/deploy/', ...LONG_DIRECTORIES]
+const ALONE_DIRECTORIES = ['test/deploy/']
 
 function runsAlone (file: string): boolean {
   return LONGEST_FILES.includes(file) || ALONE_FILES.includes(file) || SERIAL_FILES.includes(file) || ALONE_DIRECTORIES.some((prefix) => file.startsWith(prefix))
 }
 
+function batchesOf (files: string[], size: number): string[][] {
+  return Array.from({ length: Math.ceil(files.length / size) }, (_, index) => files.slice(index * size, (index + 1) * size))
+}
+
 /** The processes of a stage: the files that run alone, one each; the others in batches, neighbours together. */
 function jobsOf (files: string[]): string[][] {
   const shared = files.filter((file) => !runsAlone(file)).sort()
-  const batches = Array.from({ length: Math.ceil(shared.length / BATCH_SIZE) }, (_, index) => shared.slice(index * BATCH_SIZE, (index + 1) * BATCH_SIZE))
-  return [...files.filter(runsAlone).map((file) => [file]), ...batches]
+  const long = (file: string): boolean => LONG_DIRECTORIES.some((prefix) => file.startsWith(prefix))
+  return [
+    ...files.filter(runsAlone).map((file) => [file]),
+    ...batchesOf(shared.filter(long), LONG_BATCH_SIZE),
+    ...batchesOf(shared.filter((file) => !long(file)), BATCH_SIZE)
+  ]
 }
 
 function startRank (file: string): number {
