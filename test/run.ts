@@ -40,14 +40,22 @@ export const SERIAL_FILES = [
   'test/sync/database-faults.test.ts',
   'test/backend/session-core-faults.test.ts',
   'test/events/bounded-cost.test.ts',
-  'test/backend/shutdown.test.ts'
+  'test/backend/shutdown.test.ts',
+  // Two backends and two Sync processes with the production deadlines, through a connect.
+  'test/e2e/two-of-each.test.ts',
+  // How long a parse holds Sync's event loop, which a loaded machine stretches by itself.
+  'test/sync/caldav/hostile-servers.test.ts'
 ]
 const SLOWEST_SHOWN = 10
 /**
- * Files that take minutes (each starts whole stacks or builds the images' code): started first,
- * then the end-to-end and browser files, so that the last files to start are short ones.
+ * Files that take minutes (each starts whole stacks or builds the images' code), or a minute
+ * among short ones: started first, alone, then the end-to-end and browser files, so that the last
+ * processes to start are short ones.
  */
-const LONGEST_FILES = ['test/dev/local-stack.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts']
+const LONGEST_FILES = [
+  'test/dev/local-stack.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts',
+  'test/sync/microsoft/writes.test.ts', 'test/config/startup.test.ts'
+]
 const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
 /**
  * Files that share a process (test/batch.ts), this many to one: each process first spends several
