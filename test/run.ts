@@ -63,8 +63,8 @@ const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
  * files (whole stacks, a browser) share in smaller batches, so that no batch is left running
  * alone at the end.
  */
-const BATCH_SIZE = 8
-const LONG_BATCH_SIZE = 4
+const BATCH_SIZE = 12
+const LONG_BATCH_SIZE = 5
 /**
  * Files that keep a process to themselves: the longest, and those that need the session core of
  * the process to have other token lifetimes (test/helper.ts starts one per process).

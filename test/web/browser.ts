@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import tap from 'tap'
 import type { Teardown } from '../helper.js'
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -14,9 +15,22 @@ export const CHROMIUM_ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync'
 ]
 
+let processBrowser: Promise<Browser> | undefined
+
+/**
+ * The process's Chromium, started on first use: the files of a batch (test/batch.ts) share it as
+ * they share the process, each through contexts of its own (separate cookies, storage, caches and
+ * service workers). What a caller opens is closed at its teardown, as its own browser would be;
+ * the browser itself goes when the process's tests end.
+ */
 export async function launchBrowser (t: Teardown): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  t.teardown(() => browser.close())
+  processBrowser ??= chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true }).then((browser) => {
+    tap.teardown(() => browser.close())
+    return browser
+  })
+  const browser = await processBrowser
+  const before = new Set(browser.contexts())
+  t.teardown(async () => { await Promise.all(browser.contexts().filter((context) => !before.has(context)).map(async (context) => { await context.close() })) })
   return browser
 }
 
