@@ -25,6 +25,9 @@ declare module 'fastify' {
 export const EVENTS_COLLECTION = 'events'
 const PROVIDER_EVENT_INDEX = 'user_provider_event_unique'
 const KEYING_BATCH = 500
+/** Changes made once to the stored data at a start, each noted here by name when done. */
+export const MIGRATIONS_COLLECTION = 'migrations'
+const KEYED_BY_OWNER = 'events-keyed-by-owner'
 
 /**
  * A stored event: keyed by its owner and its id, so an id is the user's own. Another user may
@@ -86,10 +89,12 @@ export class EventStore {
   readonly tombstones: Collection<EventTombstone>
   readonly #mongo: Pick<MongoHandle, 'withTransaction'>
   readonly #outbox: Pick<Outbox, 'add'>
+  readonly #migrations: Collection<{ _id: string, doneAt: Date }>
 
   constructor (mongo: Pick<MongoHandle, 'db' | 'withTransaction'>, outbox: Pick<Outbox, 'add'>) {
     this.events = mongo.db.collection<StoredEvent>(EVENTS_COLLECTION)
     this.tombstones = mongo.db.collection<EventTombstone>(TOMBSTONES_COLLECTION)
+    this.#migrations = mongo.db.collection(MIGRATIONS_COLLECTION)
     this.#mongo = mongo
     this.#outbox = outbox
   }
@@ -129,18 +134,20 @@ export class EventStore {
    * only after it.
    */
   async #keyByOwner (): Promise<void> {
+    // Once done, noted, so that later starts do not look through every event for none.
+    if (await this.#migrations.findOne({ _id: KEYED_BY_OWNER }) !== null) return
     const unkeyed = { eventId: { $exists: false } }
-    if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) === null) return
-    if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
-    for (;;) {
-      const batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()
-      if (batch.length === 0) return
-      await this.events.bulkWrite(batch.map((event) => {
-        const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
-        return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }
-      }), { ordered: false })
-      await this.events.deleteMany({ _id: { $in: batch.map((event) => event._id) } })
+    if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) !== null) {
+      if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
+      for (let batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray(); batch.length > 0; batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()) {
+        await this.events.bulkWrite(batch.map((event) => {
+          const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
+          return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }
+        }), { ordered: false })
+        await this.events.deleteMany({ _id: { $in: batch.map((event) => event._id) } })
+      }
     }
+    await this.#migrations.updateOne({ _id: KEYED_BY_OWNER }, { $set: { doneAt: new Date() } }, { upsert: true })
   }
 
   /** Events of a provider calendar by their provider ids. */

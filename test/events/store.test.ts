@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { EventIdTakenError, EventChangedMeanwhileError, EventStore } from '../../plugins/app/event-store.js'
+import { EventIdTakenError, EventChangedMeanwhileError, EventStore, MIGRATIONS_COLLECTION } from '../../plugins/app/event-store.js'
 import { connectMongo } from '../../plugins/external/mongo.js'
 import { planTransition, type PersistencePlan } from '../../lib/events/transition.js'
 import { eventChangeEntries } from '../../lib/events/outbox.js'
@@ -128,6 +128,9 @@ test('events stored under their id alone are keyed by their owner at start, with
   const older = [own, imported].map((event) => ({ ...event, ...storageFields(event) }))
   await events.deleteMany({})
   await events.insertMany(older as never[])
+  // The store of this app started on an empty collection and noted the keying done; an install of
+  // the earlier version has no such note.
+  await app.mongo.db.collection(MIGRATIONS_COLLECTION).deleteMany({})
 
   const restarted = new EventStore(app.mongo, app.outbox)
   await restarted.ensureIndexes()
@@ -139,8 +142,11 @@ test('events stored under their id alone are keyed by their owner at start, with
   const duplicate = await events.insertOne({ ...older[1], _id: 'elsewhere' } as never).catch((error: unknown) => error)
   t.match(duplicate, { code: 11000 }, 'and holds')
 
+  t.match(await app.mongo.db.collection(MIGRATIONS_COLLECTION).findOne({ _id: 'events-keyed-by-owner' as never }), { doneAt: Date }, 'and notes it done')
+  await events.insertOne({ ...older[0], _id: 'written-by-hand' } as never)
   await restarted.ensureIndexes()
-  t.equal(await events.countDocuments(), 2, 'a second start finds nothing to do')
+  t.equal(await events.countDocuments({ _id: 'written-by-hand' as never }), 1, 'a later start does not look again')
+  t.equal(await events.countDocuments(), 3)
 })
 
 test('opening on a server without transactions does not claim them', async (t) => {
