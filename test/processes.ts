@@ -76,7 +76,9 @@ export async function fetchPatiently (url: string, init: RequestInit, patienceMs
   const until = Date.now() + patienceMs
   for (;;) {
     const answer = await fetch(url, init)
-    const wait = Number(answer.headers.get('retry-after') ?? 1) * 1000
+    // Seconds, as this service sends it; anything else (an HTTP date) is taken as one second.
+    const seconds = Number(answer.headers.get('retry-after'))
+    const wait = (Number.isFinite(seconds) && seconds > 0 ? seconds : 1) * 1000
     if (answer.status !== 503 || Date.now() + wait > until) return answer
     await answer.body?.cancel()
     await new Promise((resolve) => setTimeout(resolve, wait))

@@ -74,6 +74,8 @@ const ALONE_FILES = [
   'test/client/session.test.ts',
   'test/dev/session-core/startup.test.ts'
 ]
+// The deploy files run the production build and its compiled processes; beside build and setup
+// (among the longest) the rest are few and have not been tried in a batch.
 const ALONE_DIRECTORIES = ['test/deploy/']
 
 function runsAlone (file: string): boolean {

@@ -139,7 +139,8 @@ export class EventStore {
     const unkeyed = { eventId: { $exists: false } }
     if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) !== null) {
       if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
-      for (let batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray(); batch.length > 0; batch = await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()) {
+      const nextBatch = async () => await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()
+      for (let batch = await nextBatch(); batch.length > 0; batch = await nextBatch()) {
         await this.events.bulkWrite(batch.map((event) => {
           const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
           return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }

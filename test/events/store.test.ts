@@ -143,6 +143,11 @@ test('events stored under their id alone are keyed by their owner at start, with
   t.match(duplicate, { code: 11000 }, 'and holds')
 
   t.match(await app.mongo.db.collection(MIGRATIONS_COLLECTION).findOne({ _id: 'events-keyed-by-owner' as never }), { doneAt: Date }, 'and notes it done')
+  // Another process that started before the note was written runs it again: nothing changes.
+  await app.mongo.db.collection(MIGRATIONS_COLLECTION).deleteMany({})
+  await restarted.ensureIndexes()
+  t.equal(await events.countDocuments(), 2, 'run again, it finds nothing to do')
+  t.same(await restarted.findById(USER, own._id), own)
   await events.insertOne({ ...older[0], _id: 'written-by-hand' } as never)
   await restarted.ensureIndexes()
   t.equal(await events.countDocuments({ _id: 'written-by-hand' as never }), 1, 'a later start does not look again')
