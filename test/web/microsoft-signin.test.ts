@@ -24,6 +24,7 @@ test('Continue with Microsoft: consent at the stand-in, back through the callbac
 
   await page.goto(`${stack.webUrl}/day?date=${DAY}&auth=login`)
   const dialog = page.getByRole('dialog', { name: 'Sign in' })
+  await dialog.getByRole('button', { name: 'Continue with Microsoft' }).waitFor()
   t.equal(await dialog.getByRole('button', { name: 'Continue with Google' }).count(), 1, 'Google is offered beside it')
   t.equal(await dialog.getByRole('button', { name: 'Continue with Apple' }).count(), 0, 'Apple is not: the bundle has no services id')
 

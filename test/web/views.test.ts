@@ -76,6 +76,8 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     t.ok(title.shown >= title.needed - 1, `the title is shown whole (${Math.round(title.shown)} px)`)
     await more.click()
     const list = page.getByRole('dialog', { name: /Thursday, 5 March 2026/ })
+    // The list draws after the click answers: wait for its ninth title before counting all of them.
+    await list.locator('.event-title').nth(8).waitFor()
     t.equal(await list.locator('.event-title').count(), 9)
     await list.getByRole('button', { name: 'Close' }).click()
     t.match(await page.locator('.zone-label').textContent(), /Europe\/Berlin.*GMT\+1/, 'the grid names its time zone')
