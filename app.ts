@@ -4,7 +4,7 @@ import { LogController, type FastifyError, type FastifyInstance, type FastifyPlu
 import autoload from '@fastify/autoload'
 import type { Config } from './schemas/config.js'
 import { loggerOptions } from './lib/logging.js'
-import { STARTUP_PLUGIN_DEADLINE_MS } from './lib/deadline.js'
+import { EVENT_REQUEST_DEADLINE_MS, STARTUP_PLUGIN_DEADLINE_MS } from './lib/deadline.js'
 import {
   DATABASE_RETRY_AFTER_SECONDS, TypedHttpError, errorBody, notFoundBody, sendDatabaseUnavailable, sendUntypedError, serverErrorBody, type UntypedErrorBodies
 } from './lib/error-bodies.js'
@@ -39,6 +39,15 @@ export interface AppOptions {
   loadShedding?: Partial<LoadSheddingOptions>
   // The email poller's clock, pacing and timer; tests drive it themselves.
   email?: EmailOptions
+  /** How long an event read or write may take before its 503 (EVENT_REQUEST_DEADLINE_MS); tests on a loaded machine lengthen it. */
+  eventRequestDeadlineMs?: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The deadline of each /api/event route (routes/event/autohooks.ts). */
+    eventRequestDeadlineMs: number
+  }
 }
 
 // Fastify's own options for this app, shared by server.ts and the tests so both run the same thing.
@@ -96,6 +105,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   // Node's own limit for headers (60 s) is longer than the whole request's, which would leave it unused.
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
+  fastify.decorate('eventRequestDeadlineMs', options.eventRequestDeadlineMs ?? EVENT_REQUEST_DEADLINE_MS)
   // Apple's form post to the session library's callback is the one form body the backend takes.
   await fastify.register(requestBodies)
   await fastify.register(mongoPlugin)

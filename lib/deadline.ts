@@ -22,3 +22,12 @@ export async function withDeadline<T> (work: Promise<T>, ms: number, timedOut: (
  * deadline.
  */
 export const STARTUP_PLUGIN_DEADLINE_MS = 60_000
+
+/**
+ * How long an event read or write may take before the client is told 503 with Retry-After
+ * (Fastify's `handlerTimeout`). The database driver's own deadlines (server selection,
+ * connection, socket silence) add up to 5-15 s when the database hangs; a person's request
+ * answers within this whatever state the database is in, while the operation ends on its own
+ * deadline behind it. Event reads and writes take milliseconds when all is well.
+ */
+export const EVENT_REQUEST_DEADLINE_MS = 3000

@@ -4,9 +4,11 @@ import { waitFor } from '../processes.js'
 import { startDatabaseProcess } from '../database-process.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
 import { DATABASE_CALL_DEADLINE_MS, setRequestDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { EVENT_REQUEST_DEADLINE_MS } from '../../lib/deadline.js'
 
-// The deadline is what these tests are about: production's, not the test helper's longer one.
+// The deadlines are what these tests are about: production's, not the test helper's longer ones.
 setRequestDatabaseDeadline(DATABASE_CALL_DEADLINE_MS)
+const PRODUCTION_DEADLINES = { eventRequestDeadlineMs: EVENT_REQUEST_DEADLINE_MS }
 
 // The database as an operator meets its failures: a process that hangs (stopped, its sockets
 // open, so the driver sees no error, only silence) and one that is gone. The MongoDB stand-in
@@ -38,7 +40,7 @@ function onProcess (deps: Dependencies, uri: string): Dependencies {
 test('a hung database: health answers 500, writes 503 with Retry-After, nothing half-written', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
   const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
-  const { app, log } = await buildApp(t, deps)
+  const { app, log } = await buildApp(t, deps, {}, undefined, undefined, PRODUCTION_DEADLINES)
   const email = uniqueEmail('hung-db')
   const user = { ...await signUp(app, { email, password: 'pw-for-hung-db-1' }), email }
   t.equal((await app.inject({ method: 'GET', url: '/api/health' })).statusCode, 200)
@@ -93,7 +95,7 @@ test('a hung database: every route class answers 503 with Retry-After while it h
 }, async (t) => {
   const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
-  const { app, log } = await buildApp(t, deps)
+  const { app, log } = await buildApp(t, deps, {}, undefined, undefined, PRODUCTION_DEADLINES)
   const base = await listen(app)
   const email = uniqueEmail('hung-db-routes')
   const user = await signUp(app, { email, password: 'pw-for-hung-db-2' })
@@ -145,7 +147,7 @@ test('a hung database: every route class answers 503 with Retry-After while it h
 test('a database that is gone: writes answer 503 with Retry-After', { skip: process.env.MONGODB_URI !== undefined && 'a real server given by MONGODB_URI cannot be stopped from here' }, async (t) => {
   const mongo = await startDatabaseProcess(t)
   const deps = onProcess(await startDependencies(t), mongo.uri)
-  const { app } = await buildApp(t, deps)
+  const { app } = await buildApp(t, deps, {}, undefined, undefined, PRODUCTION_DEADLINES)
   const user = await signUp(app, { email: uniqueEmail('gone-db'), password: 'pw-for-gone-db-1' })
   await mongo.kill()
 
