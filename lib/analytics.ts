@@ -1,8 +1,6 @@
 // Outbound product analytics of the backend and the Sync service (specification, "Outbound analytics
-// events"). One small interface, so the analytics client is one class behind it; without a client
-// the events are log lines with the same fields.
-import type { FastifyBaseLogger } from 'fastify'
-import { PostHog } from 'posthog-node'
+// events"). One small interface, so the analytics client is one class behind it
+// (clients/analytics.ts chooses it); without a client the events are log lines with the same fields.
 
 export interface OAuthCallbackEvent {
   name: 'oauth_callback'
@@ -48,48 +46,4 @@ export interface Analytics {
   flush: () => Promise<void>
   /** Sends what is still queued; called when the service closes. */
   close: () => Promise<void>
-}
-
-/** Writes each event as one info line named after the event. */
-export class LogAnalytics implements Analytics {
-  readonly #log: FastifyBaseLogger
-
-  constructor (log: FastifyBaseLogger) {
-    this.#log = log
-  }
-
-  capture (event: AnalyticsEvent): void {
-    this.#log.info({ analyticsEvent: event.name, ...event.properties }, event.name)
-  }
-
-  async flush (): Promise<void> {}
-
-  async close (): Promise<void> {}
-}
-
-/** Sends each event to the configured PostHog host (`analytics.key`, `analytics.host`), in the background. */
-export class PostHogAnalytics implements Analytics {
-  readonly #client: PostHog
-  readonly #log: FastifyBaseLogger
-
-  constructor (settings: { key: string, host: string }, log: FastifyBaseLogger) {
-    this.#client = new PostHog(settings.key, { host: settings.host, flushAt: 20, flushInterval: 10_000, disableGeoip: true })
-    this.#log = log
-  }
-
-  capture (event: AnalyticsEvent): void {
-    try {
-      this.#client.capture({ distinctId: event.distinctId, event: event.name, properties: event.properties })
-    } catch (error) {
-      this.#log.warn({ err: error, analyticsEvent: event.name }, 'analytics event dropped')
-    }
-  }
-
-  async flush (): Promise<void> {
-    await this.#client.flush()
-  }
-
-  async close (): Promise<void> {
-    await this.#client.shutdown(5000)
-  }
 }

@@ -1,10 +1,11 @@
-import fp from 'fastify-plugin'
+// The users collection: one record per person, its indexes, and the lookups every sign-in and
+// connect needs.
 import { ObjectId, type ClientSession, type Collection } from 'mongodb'
 import {
   IDENTITY_PROVIDERS, normalizeEmail, PROVIDER_ACCOUNT_FIELD, userUpsertFor, type AuthenticationFacts, type IdentityProvider, type KnownUser,
   type ProviderPayload
-} from '../../lib/identity.js'
-import { withDatabaseDeadline } from '../../lib/mongo-errors.js'
+} from '../lib/identity.js'
+import { withDatabaseDeadline } from '../lib/mongo-errors.js'
 
 export interface UserDocument {
   _id: ObjectId
@@ -81,10 +82,9 @@ export interface UserStore {
   proven: (proven: ProvenIdentities) => Promise<void>
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    users: UserStore
-  }
+/** A user id as this collection keys it; any other string names no one. */
+export function isUserId (value: string): boolean {
+  return ObjectId.isValid(value)
 }
 
 /** The provider accounts a user record holds, by provider. */
@@ -188,11 +188,12 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
   }
 }
 
-// User records live in the backend's database; the session library holds identity only.
-export default fp(async function users (fastify) {
-  const collection = fastify.mongo.db.collection<UserDocument>('users')
-  // Until provider sign-in, an email named one record; now an unverified login may have a record
-  // of its own beside the one that proved the address, so only a proven email is unique.
+/**
+ * The users collection's indexes. Until provider sign-in, an email named one record; now an
+ * unverified login may have a record of its own beside the one that proved the address, so only
+ * a proven email is unique.
+ */
+export async function ensureUserIndexes (collection: Collection<UserDocument>): Promise<void> {
   const legacy = await collection.indexExists('email_unique').catch(() => false)
   if (legacy) await collection.dropIndex('email_unique')
   await collection.createIndexes([
@@ -206,5 +207,4 @@ export default fp(async function users (fastify) {
     // The email poller's sweep reads the few records still waiting for their sequence.
     { key: { emailEnrollmentPending: 1 }, name: 'email_enrollment_pending', sparse: true }
   ])
-  fastify.decorate('users', createUserStore(collection, { markForEmailEnrollment: fastify.config.email !== undefined }))
-}, { name: 'users', dependencies: ['config', 'mongo'] })
+}

@@ -14,7 +14,7 @@ import { listUnsubscribeHeaders, unsubscribeKey, unsubscribeLink, userOfUnsubscr
 import { renderEmail } from '../../lib/email-templates.js'
 import { EmailSendError, LogSender, ResendSender, verifyResendWebhook, type EmailSender } from '../../lib/email-vendor.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
-import type { UserDocument, UserStore } from './users.js'
+import type { UserDocument, UserStore } from '../../stores/users.js'
 
 export const EMAIL_SENDS_COLLECTION = 'emailSends'
 export const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'

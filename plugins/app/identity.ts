@@ -7,7 +7,7 @@ import {
   type ProviderLogin, type Resolution
 } from '../../lib/identity.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
-import { knownUser, type UserDocument } from './users.js'
+import { knownUser, type UserDocument } from '../../stores/users.js'
 
 type RecipeUserId = ReturnType<typeof supertokens.convertToRecipeUserId>
 type CreateNewSession = Parameters<typeof Session.createNewSession>

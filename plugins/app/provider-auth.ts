@@ -21,7 +21,7 @@ import { connectOutcome } from '../../lib/connect-outcome.js'
 import { withDeadline } from '../../lib/deadline.js'
 import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
-import type { UserDocument } from './users.js'
+import type { UserDocument } from '../../stores/users.js'
 import type { LibraryRequest } from './identity.js'
 
 /** A connect the specification refuses with 409 and its own body (`{ result, code, message }`); the session is kept. */

@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
-import { isRealValue } from '../../lib/config-rules.js'
-import { LogAnalytics, PostHogAnalytics } from '../../lib/analytics.js'
 import type { Analytics } from '../../lib/analytics.js'
+import { createAnalytics } from '../../clients/analytics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,10 +14,7 @@ export interface SyncAnalyticsOptions {
 }
 
 export default fp<SyncAnalyticsOptions>(async function syncAnalytics (fastify, options) {
-  const log = fastify.log.child({ component: 'analytics' })
-  const { key, host } = fastify.syncConfig.analytics ?? {}
-  const configured = isRealValue(key) && isRealValue(host) ? new PostHogAnalytics({ key, host }, log) : undefined
-  const analytics = options.analytics ?? configured ?? new LogAnalytics(log)
+  const analytics = options.analytics ?? await createAnalytics(fastify.syncConfig.analytics, fastify.log.child({ component: 'analytics' }))
   fastify.decorate('syncAnalytics', analytics)
   fastify.addHook('onClose', async () => { await analytics.close() })
 }, { name: 'sync-analytics', dependencies: ['sync-config'] })

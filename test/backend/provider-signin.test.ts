@@ -6,7 +6,7 @@ import tap, { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
 import { buildApp, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, type SignedIn } from '../helper.js'
 import { createCredentialCipher, userRefreshTokenBinding } from '../../lib/credential-cipher.js'
-import type { UserDocument } from '../../plugins/app/users.js'
+import type { UserDocument } from '../../stores/users.js'
 import { oidcNonceFor, pkceChallenge } from '../../lib/pkce.js'
 import { authorize, CALLBACK, googleConnection, signInThrough, startProviderSync, startProviders, type ProviderSync, type SignInAnswer } from './provider-fixtures.js'
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { test } from 'tap'
 import Stripe from 'stripe'
 import { DEFAULT_PRICE, startStripeStandIn } from '../../dev/stripe/index.js'
-import { stripeClientOptions } from '../../lib/billing-vendor.js'
+import { stripeClientOptions } from '../../clients/stripe.js'
 import { refusal } from './stripe-refusal.js'
 
 const REAL_KEY = process.env.STRIPE_SECRET_KEY

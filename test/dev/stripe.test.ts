@@ -7,7 +7,7 @@ import { test } from 'tap'
 import Stripe from 'stripe'
 import { DEFAULT_PRICE, signatureHeader, startStripeStandIn } from '../../dev/stripe/index.js'
 import { parseStripeForm } from '../../dev/stripe/form.js'
-import { stripeClientOptions } from '../../lib/billing-vendor.js'
+import { stripeClientOptions } from '../../clients/stripe.js'
 import { refusal } from './stripe-refusal.js'
 
 const SECRET_KEY = 'sk_test_standin_0123456789'

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { ObjectId } from 'mongodb'
-import type { UserDocument } from '../../plugins/app/users.js'
+import type { UserDocument } from '../../stores/users.js'
 import { waitUntil } from '../processes.js'
 import { signInWithProvider, startFullStack } from './stack.js'
 
