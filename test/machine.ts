@@ -4,7 +4,7 @@
 // rather than letting the browser tests fail one by one or the CalDAV tests skip.
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { CHROMIUM } from './web/browser.js'
+import { CHROMIUM } from './web/chromium.js'
 import { radicaleMissing } from '../dev/radicale.js'
 
 const missing: string[] = []

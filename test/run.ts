@@ -24,11 +24,13 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve, sep } from 'node:path'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
+import { chromium, type BrowserServer } from 'playwright-core'
 import { parse } from 'yaml'
 import { dropMinorityCompilations } from './coverage-variants.js'
 import { FILE_END_PREFIX } from './batch-marks.js'
 import { RSA_KEY_POOL_VARIABLE } from '../dev/rsa-keys.js'
 import { SCRYPT_COST_VARIABLE } from '../dev/session-core/passwords.js'
+import { BROWSER_ENDPOINT_VARIABLE, CHROMIUM, CHROMIUM_ARGS } from './web/chromium.js'
 
 /** The heap c8 merges the suite's coverage in (the machine has 24 GiB; the default stops near 4). */
 const COVERAGE_HEAP_MB = 16_384
@@ -273,6 +275,17 @@ async function keyPool (): Promise<string> {
   return file
 }
 
+/**
+ * One Chromium for the run, when it holds browser files: each process connects to it and opens
+ * contexts of its own (test/web/browser.ts), instead of starting a browser per process.
+ */
+async function sharedBrowser (runFiles: string[]): Promise<BrowserServer | undefined> {
+  if (!runFiles.some((file) => file.startsWith('test/web/'))) return undefined
+  const server = await chromium.launchServer({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
+  process.env[BROWSER_ENDPOINT_VARIABLE] = server.wsEndpoint()
+  return server
+}
+
 const pool = await keyPool()
 process.env[SCRYPT_COST_VARIABLE] ??= String(TEST_SCRYPT_COST)
 const asked = process.argv.slice(2)
@@ -283,9 +296,11 @@ const stages: StageResult[] = []
 const filesNamed = (count: number): string => `${count} file${count === 1 ? '' : 's'}`
 await rm(coverageDirectory, { recursive: true, force: true })
 await mkdir(coverageDirectory, { recursive: true })
+const browser = await sharedBrowser(files)
 if (parallel.length > 0) stages.push(await runStage(`${filesNamed(parallel.length)}, ${PARALLEL_JOBS} at a time`, parallel, PARALLEL_JOBS))
 if (serial.length > 0) stages.push(await runStage(`${filesNamed(serial.length)} that keep production deadlines, one at a time`, serial, 1))
 await rm(pool, { force: true })
+await browser?.close()
 
 const total = stages.reduce((sum, stage) => sum + stage.summary.total, 0)
 const pass = stages.reduce((sum, stage) => sum + stage.summary.pass, 0)

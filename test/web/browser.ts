@@ -1,5 +1,4 @@
-// Debian's Chromium driven by playwright-core. The flags keep a machine without network quiet:
-// no background services, no QUIC, no component updates.
+// Debian's Chromium driven by playwright-core.
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -8,23 +7,19 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import tap from 'tap'
 import type { Teardown } from '../helper.js'
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-
-export const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'
-]
+import { BROWSER_ENDPOINT_VARIABLE, CHROMIUM, CHROMIUM_ARGS } from './chromium.js'
 
 let processBrowser: Promise<Browser> | undefined
 
 /**
- * The process's Chromium, started on first use: the files of a batch (test/batch.ts) share it as
- * they share the process, each through contexts of its own (separate cookies, storage, caches and
- * service workers). What a caller opens is closed at its teardown, as its own browser would be;
- * the browser itself goes when the process's tests end.
+ * The run's Chromium (test/run.ts starts one for all its processes), or, for a file run on its
+ * own, the process's, started on first use. Every file uses it through contexts of its own
+ * (separate cookies, storage, caches and service workers); what a caller opens is closed at its
+ * teardown, as its own browser would be. The process lets go of the browser when its tests end.
  */
 export async function launchBrowser (t: Teardown): Promise<Browser> {
-  processBrowser ??= chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true }).then((browser) => {
+  const endpoint = process.env[BROWSER_ENDPOINT_VARIABLE]
+  processBrowser ??= (endpoint === undefined ? chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true }) : chromium.connect(endpoint)).then((browser) => {
     tap.teardown(() => browser.close())
     return browser
   })
