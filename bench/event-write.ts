@@ -14,6 +14,7 @@ import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
 import type { EventChangeBodyInput } from '../schemas/event.js'
 import { compare, measure, type LoadResult } from './load.js'
+import { decodeJwt } from 'jose'
 
 const mongo = await startMongo({ replicaSet: 'rs0' })
 const core = await startSessionCore({ apiKey: 'bench-session-core-api-key' })
@@ -74,7 +75,7 @@ const signUp = await backend.inject({
   payload: { formFields: [{ id: 'email', value: 'bench@example.com' }, { id: 'password', value: 'bench password 1' }, { id: 'name', value: 'Bench' }] }
 })
 const accessToken = String(signUp.headers['sx-access-token'])
-benchUserId = (JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }).sub
+benchUserId = (decodeJwt(accessToken) as { sub: string }).sub
 
 const body = JSON.stringify({
   title: 'Planning',

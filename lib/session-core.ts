@@ -1,4 +1,5 @@
 import { Agent, Pool, setGlobalDispatcher, type Dispatcher } from 'undici'
+import { decodeJwt } from 'jose'
 
 /**
  * Deadlines of every call to the session core. The session library calls the core with the
@@ -59,12 +60,8 @@ export function isSessionCoreUnavailableError (error: unknown): boolean {
 
 /** The expiry (epoch ms) an access token claims, read without checking its signature; undefined when unreadable. */
 export function claimedExpiry (accessToken: string): number | undefined {
-  const payload = accessToken.split('.')[1]
-  if (payload === undefined) return undefined
   try {
-    const claims: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString())
-    if (typeof claims !== 'object' || claims === null) return undefined
-    const exp = (claims as { exp?: unknown }).exp
+    const { exp } = decodeJwt(accessToken)
     return typeof exp === 'number' ? exp * 1000 : undefined
   } catch {
     return undefined

@@ -12,6 +12,7 @@ import type { Config } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
 import { setRequestDatabaseDeadline } from '../lib/mongo-errors.js'
+import { decodeJwt } from 'jose'
 
 // Tests run against the stand-ins, or against real servers when their addresses are given:
 // MONGODB_URI=... and SESSIONS_URI=... SESSIONS_KEY=... npm test
@@ -215,8 +216,7 @@ export function authFields (fields: Record<string, string>) {
 }
 
 function userIdFromAccessToken (token: string): string {
-  const payload = token.split('.')[1] ?? ''
-  return (JSON.parse(Buffer.from(payload, 'base64url').toString()) as { sub: string }).sub
+  return (decodeJwt(token) as { sub: string }).sub
 }
 
 async function headerModeAuth (app: FastifyInstance, path: string, fields: Record<string, string>): Promise<SignedIn> {

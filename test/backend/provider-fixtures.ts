@@ -9,6 +9,7 @@ import { startGoogle, type GoogleStandIn } from '../../dev/google/index.js'
 import { startOidcProvider, type OidcStandIn } from '../../dev/oidc/index.js'
 import { SYNC_PATHS, type ConnectionSummary, type CredentialHandOver, type CursorRequest, type Invalidation } from '../../schemas/sync/index.js'
 import { WEB_URL, type SignedIn } from '../helper.js'
+import { decodeJwt } from 'jose'
 
 export const CALLBACK = `${WEB_URL}/auth/extprovider/callback`
 export const GOOGLE_CLIENT = { clientId: '123456789012-web.apps.googleusercontent.com', clientSecret: 'GOCSPX-web-test-secret' }
@@ -185,7 +186,7 @@ export interface SignInAnswer {
 export function sessionOf (headers: Record<string, unknown>): SignedIn | undefined {
   const accessToken = headers['sx-access-token']
   if (typeof accessToken !== 'string') return undefined
-  const payload = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }
+  const payload = decodeJwt(accessToken) as { sub: string }
   return { userId: payload.sub, accessToken, refreshToken: String(headers['sx-refresh-token']), headers: { authorization: `Bearer ${accessToken}` } }
 }
 

@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
+import { decodeJwt } from 'jose'
 
 // A session core whose access tokens live three seconds (a real core is configured the same way
 // with access_token_validity). Expiry has whole-second precision, so a fresh token stays valid for
@@ -46,7 +47,7 @@ test('a stream ends when the access token it was opened with expires, long befor
   const { app } = await buildApp(t, deps)
   t.equal(app.sse.options.lifetimeMs, 20 * 60_000, 'the planned lifetime stays the upper bound')
   const session = await signUp(app, { email: uniqueEmail('stream-expiry'), password: 'pw-for-stream-expiry-1' })
-  const expiresAt = JSON.parse(Buffer.from(session.accessToken.split('.')[1] ?? '', 'base64url').toString()).exp * 1000
+  const expiresAt = (decodeJwt(session.accessToken).exp ?? 0) * 1000
   const stream = await RawSseReader.open(`${await listen(app)}/api/events/stream`, session.headers)
   t.teardown(() => stream.close())
   t.equal(stream.status, 200)

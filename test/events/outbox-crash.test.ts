@@ -7,6 +7,7 @@ import { authFields, buildApp, freePort, startDependencies, testConfig, uniqueEm
 import { fetchPatiently, startScript, waitFor, waitUntil, writeTempFile } from '../processes.js'
 import { startSyncService } from './sync-service.js'
 import { OUTBOX_LEASES_COLLECTION } from '../../plugins/app/outbox.js'
+import { decodeJwt } from 'jose'
 
 // A backend process killed (kill -9) while it delivers a report holds that user's outbox lease;
 // a restarted backend must take the report over within seconds, not after a long lease.
@@ -37,7 +38,7 @@ test('a backend killed mid-delivery: the restarted one delivers the report withi
   })
   t.equal(signUp.status, 200, `signed up${signUp.status === 200 ? '' : `: ${await signUp.clone().text()}`}`)
   const accessToken = signUp.headers.get('sx-access-token') ?? ''
-  const userId = (JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }).sub
+  const userId = (decodeJwt(accessToken) as { sub: string }).sub
   const write = await fetch(`${base}/api/event`, {
     method: 'POST',
     headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' },

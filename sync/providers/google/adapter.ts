@@ -27,6 +27,7 @@ import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
 } from '../../lib/providers/port.js'
+import { idTokenIdentity } from '../../lib/providers/id-token.js'
 
 export const GOOGLE_CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
 const SCOPES = ['openid', 'email', GOOGLE_CALENDAR_SCOPE]
@@ -94,21 +95,6 @@ async function call<T> (what: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The claims of an ID token received straight from the token endpoint (OIDC Core 3.1.3.7: TLS vouches for it). */
-function idTokenClaims (idToken: string | null | undefined): { email?: string, sub?: string } {
-  const payload = idToken?.split('.')[1]
-  if (!payload) return {}
-  try {
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { email?: unknown, sub?: unknown }
-    return {
-      ...(typeof claims.email === 'string' ? { email: claims.email } : {}),
-      ...(typeof claims.sub === 'string' ? { sub: claims.sub } : {})
-    }
-  } catch {
-    return {}
-  }
-}
-
 export class GoogleCalendarAdapter implements ProviderPort {
   readonly provider = 'google' as const
   readonly #options: GoogleAdapterOptions
@@ -140,7 +126,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const { tokens } = await call('token exchange', async () => await client.getToken({ code: request.code, codeVerifier: request.codeVerifier, redirect_uri: request.redirectUri }))
     const granted = (tokens.scope ?? '').split(' ')
     if (!granted.includes(GOOGLE_CALENDAR_SCOPE)) throw new GoogleScopeMissingError('the grant does not include the calendar scope')
-    const claims = idTokenClaims(tokens.id_token)
+    const claims = idTokenIdentity(tokens.id_token, { email: ['email'], subject: ['sub'] })
     return {
       credential: {
         ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),

@@ -29,6 +29,7 @@ import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
 } from '../../lib/providers/port.js'
+import { idTokenIdentity } from '../../lib/providers/id-token.js'
 
 export { MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE }
 // A refresh may only name scopes the grant holds (else AADSTS65001, taken for a revocation), and grants
@@ -262,20 +263,6 @@ function translate (error: MicrosoftCallError): Error {
   }
 }
 
-function claimsOf (idToken: string | undefined): { email?: string, sub?: string } {
-  // Received straight from the token endpoint over TLS (OIDC Core 3.1.3.7), so it is not verified again.
-  const payload = idToken?.split('.')[1]
-  if (!payload) return {}
-  try {
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>
-    const email = typeof claims['email'] === 'string' ? claims['email'] : (typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined)
-    const sub = typeof claims['oid'] === 'string' ? claims['oid'] : (typeof claims['sub'] === 'string' ? claims['sub'] : undefined)
-    return { ...(email ? { email } : {}), ...(sub ? { sub } : {}) }
-  } catch {
-    return {}
-  }
-}
-
 /** Graph's UTC date-time (with or without its `Z`) as milliseconds; NaN when it is none. */
 function utcMs (value: string | null | undefined): number {
   if (!value) return Number.NaN
@@ -379,7 +366,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     })
     const scope = tokens.scope ?? ''
     if (!grantsMicrosoftScope(scope, MICROSOFT_CALENDAR_SCOPE)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
-    const claims = claimsOf(tokens.id_token)
+    const claims = idTokenIdentity(tokens.id_token, { email: ['email', 'preferred_username'], subject: ['oid', 'sub'] })
     return {
       credential: {
         ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),

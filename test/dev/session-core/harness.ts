@@ -15,6 +15,7 @@ import type { JSONObject } from 'supertokens-node/lib/build/types'
 import ThirdParty from 'supertokens-node/recipe/thirdparty'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import type { Target } from './target.js'
+import { decodeJwt, decodeProtectedHeader } from 'jose'
 
 export interface CapturedEmail {
   type: string
@@ -184,15 +185,11 @@ export const formFields = (fields: Record<string, string>) =>
 
 /** Decodes a JWT's payload without verifying it: tests look at what the core put in. */
 export function jwtPayload (token: string): Record<string, unknown> {
-  const part = token.split('.')[1]
-  if (part === undefined) throw new Error('not a JWT')
-  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>
+  return decodeJwt(token)
 }
 
 export function jwtHeader (token: string): Record<string, unknown> {
-  const part = token.split('.')[0]
-  if (part === undefined) throw new Error('not a JWT')
-  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>
+  return decodeProtectedHeader(token)
 }
 
 /** Header-mode tokens as a native client keeps them. */

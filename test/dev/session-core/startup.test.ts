@@ -3,6 +3,7 @@ import { Writable } from 'node:stream'
 import { test } from 'tap'
 import { startSessionCore } from '../../../dev/session-core/index.js'
 import { call, cdi } from './harness.js'
+import { decodeJwt, decodeProtectedHeader } from 'jose'
 
 const API_KEY = 'a-test-api-key-that-is-long-enough'
 
@@ -34,9 +35,9 @@ test('binds 127.0.0.1, honours token lifetimes, keeps the api key out of logs', 
   const refresh = created.body['refreshToken'] as { expiry: number, createdTime: number }
   t.equal(access.expiry - access.createdTime, 120_000, 'access token lifetime')
   t.equal(refresh.expiry - refresh.createdTime, 5 * 60_000, 'refresh token lifetime')
-  const header = JSON.parse(Buffer.from(access.token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid: string }
+  const header = decodeProtectedHeader(access.token) as { kid: string }
   t.match(header.kid, /^s-/, 'static signing key on request')
-  const claims = JSON.parse(Buffer.from(access.token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+  const claims = decodeJwt(access.token)
   t.equal(claims['role'], 'tester', 'custom claims at the top level')
 
   const logged = lines.join('')

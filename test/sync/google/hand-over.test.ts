@@ -9,6 +9,7 @@ import { newUserId } from '../helper.js'
 import { internalPostAs, revokeAtProviderAndPull } from '../provider-harness.js'
 import { ALICE, CLIENT_ID, SAMPLE_EVENTS, startStack } from './harness.js'
 import type { Stack } from './harness.js'
+import { decodeJwt } from 'jose'
 
 /** A refresh token of ALICE's, obtained the way the backend does it (consent and code exchange). */
 async function refreshTokenOf (stack: Stack, email: string): Promise<{ refreshToken: string, subject: string }> {
@@ -21,7 +22,7 @@ async function refreshTokenOf (stack: Stack, email: string): Promise<{ refreshTo
     body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id: CLIENT_ID, client_secret: 'GOCSPX-sync-test-secret', redirect_uri: `${stack.syncUrl}/oauth/google/callback` })
   })
   const body = await token.json() as { refresh_token: string, id_token: string }
-  const subject = JSON.parse(Buffer.from(body.id_token.split('.')[1] ?? '', 'base64url').toString()) as { sub: string }
+  const subject = decodeJwt(body.id_token) as { sub: string }
   return { refreshToken: body.refresh_token, subject: subject.sub }
 }
 
