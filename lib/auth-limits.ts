@@ -1,4 +1,5 @@
 import { normalizeEmail } from './identity.js'
+import { FIELD_LIMITS } from '../schemas/limits.js'
 
 // The credential routes' rules (the specification leaves rate limits and request size limits
 // open). Guessing passwords or reset tokens must be slow, for one account from many addresses and
@@ -35,14 +36,6 @@ export const AUTH_LIMITS = {
   knownAddressesPerAccount: 10,
   /** Accounts whose failures and known addresses one process remembers; the oldest go first. */
   trackedAccounts: 100_000
-} as const
-
-/** Sign-up fields: a name is short text; an email is bounded by RFC 5321 (4.5.3.1); a password by the session library's rule. */
-export const FIELD_LIMITS = {
-  name: 100,
-  email: 254,
-  emailLocalPart: 64,
-  password: 100
 } as const
 
 export interface AuthRoute {

@@ -1,8 +1,8 @@
 import { ObjectId } from 'bson'
+import { OBJECT_ID_PATTERN } from '../schemas/ids.js'
 
 // Every id the service mints (users, events, connections, outbox entries) is a MongoDB ObjectId,
-// written on the wire as 24 lowercase hex characters.
-export const OBJECT_ID_PATTERN = '^[0-9a-f]{24}$'
+// written on the wire as 24 lowercase hex characters (OBJECT_ID_PATTERN).
 const OBJECT_ID = new RegExp(OBJECT_ID_PATTERN)
 
 export function isObjectIdString (value: string): boolean {

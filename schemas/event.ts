@@ -1,7 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { OBJECT_ID_PATTERN } from '../lib/ids.js'
 import { WriteIssueSchema, type WriteIssue } from './sync/provider-events.js'
-import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN } from '../lib/events/ids.js'
+import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN, OBJECT_ID_PATTERN } from './ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
 // all-day events (end exclusive). Which of the two an event must use is checked in lib/events,

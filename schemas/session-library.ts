@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox'
-import { FIELD_LIMITS } from '../lib/auth-limits.js'
+import { FIELD_LIMITS } from './limits.js'
 import { ProviderSignInSummarySchema } from './provider-auth.js'
 import { SECURITY, SessionRefusedResponse, anyRouteResponses, bodyResponses, errorResponse, rateLimitedResponse } from './responses.js'
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { OBJECT_ID_PATTERN } from '../lib/ids.js'
+import { OBJECT_ID_PATTERN } from './ids.js'
 
 export const UserProfile = Type.Object({
   id: Type.String({ pattern: OBJECT_ID_PATTERN, description: 'Canonical user id' }),

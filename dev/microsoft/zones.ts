@@ -2,20 +2,29 @@
 // Standard Time"); Graph also accepts IANA names on input. Arithmetic happens in IANA zones, with
 // one offset lookup per zone and quarter hour cached (asking Intl costs tens of microseconds, and a
 // bulk seed or a calendar view expands thousands of times).
+import { createRequire } from 'node:module'
 import { IANAZone } from 'luxon'
 import { cachedZoneOffsets } from '../stand-in/zones.js'
-// One table for the Sync service and the stand-in, so that the two cannot disagree on a zone.
-import { WINDOWS_TO_IANA, windowsZoneOf } from '../../sync/lib/windows-zones.js'
+
+// Windows zone names as Windows and Exchange translate them: Unicode CLDR's windowsZones data
+// (the `cldr-core` package), each name's primary ("001") row. Read from CLDR itself rather than
+// from the Sync service's table, so that a wrong row there is caught here, not mirrored.
+interface CldrWindowsZones { supplemental: { windowsZones: { mapTimezones: Array<{ mapZone: { _other: string, _type: string, _territory: string } }> } } }
+const cldr = createRequire(import.meta.url)('cldr-core/supplemental/windowsZones.json') as CldrWindowsZones
+const PRIMARY_ROWS = cldr.supplemental.windowsZones.mapTimezones.map((row) => row.mapZone).filter((zone) => zone._territory === '001')
+const WINDOWS_TO_IANA: ReadonlyMap<string, string> = new Map(PRIMARY_ROWS.map((zone) => [zone._other, zone._type.split(' ')[0] as string]))
+// Outlook writes the Windows name of the first row naming a zone.
+const IANA_TO_WINDOWS: ReadonlyMap<string, string> = new Map([...WINDOWS_TO_IANA].reverse().map(([windows, iana]) => [iana, windows]))
 
 /** Every Windows zone name the stand-in knows, with its IANA zone. */
-export const windowsZones = (): ReadonlyArray<[string, string]> => Object.entries(WINDOWS_TO_IANA)
+export const windowsZones = (): ReadonlyArray<[string, string]> => [...WINDOWS_TO_IANA]
 
 /**
  * The IANA zone a Graph time zone name stands for: a Windows name, an IANA name, or Exchange's
  * `tzone://Microsoft/Utc`. Undefined for anything else (Graph: TimeZoneNotSupportedException).
  */
 export function ianaZone (name: string): string | undefined {
-  const windows = WINDOWS_TO_IANA[name]
+  const windows = WINDOWS_TO_IANA.get(name)
   if (windows !== undefined) return windows
   if (name === 'tzone://Microsoft/Utc') return 'Etc/UTC'
   if (name === '' || name.startsWith('tzone://')) return undefined
@@ -23,7 +32,10 @@ export function ianaZone (name: string): string | undefined {
 }
 
 /** The Windows name Outlook would use for an IANA zone (the zone itself when there is none). */
-export const windowsName = windowsZoneOf
+export function windowsName (iana: string): string {
+  if (iana === 'UTC' || iana === 'Etc/UTC') return 'UTC'
+  return IANA_TO_WINDOWS.get(iana) ?? iana
+}
 
 /** The zone's offset from UTC at the instant, in minutes. */
 export const offsetMinutes = cachedZoneOffsets(200_000)

@@ -1,19 +1,6 @@
-import { OBJECT_ID_PATTERN, isObjectIdString, mintObjectId } from '../ids.js'
-
-const OPTIMISTIC_PREFIX = 'optimistic-'
-// The one object id pattern (lib/ids.ts) without its anchors, so every event id pattern embeds it
-// rather than a second copy of it.
-const OBJECT_ID = OBJECT_ID_PATTERN.replace(/^\^|\$$/g, '')
-/** An occurrence's original start: UTC `YYYYMMDDTHHMMSSZ`, or `YYYYMMDD` for an all-day series. */
-const OCCURRENCE_KEY = '\\d{8}(?:T\\d{6}Z)?'
-
-/** A path id: a stored event's id, or `<seriesId>_<occurrence key>` for an unedited occurrence. */
-export const EVENT_PATH_ID_PATTERN = `^${OBJECT_ID}(?:_${OCCURRENCE_KEY})?$`
-/** An event id a client sends, `optimistic-` until the server confirmed it. */
-export const CLIENT_EVENT_ID_PATTERN = `^(?:${OPTIMISTIC_PREFIX})?${OBJECT_ID}$`
-/** An event id a client sends in a body: its own (maybe optimistic) id, or an occurrence id. */
-export const CLIENT_EVENT_PATH_ID_PATTERN = `^(?:${OPTIMISTIC_PREFIX})?${OBJECT_ID}(?:_${OCCURRENCE_KEY})?$`
-const OCCURRENCE_ID = new RegExp(`^(${OBJECT_ID})_(${OCCURRENCE_KEY})$`)
+import { isObjectIdString, mintObjectId } from '../ids.js'
+import { OBJECT_ID_BODY, OCCURRENCE_KEY_BODY, OPTIMISTIC_PREFIX } from '../../schemas/ids.js'
+const OCCURRENCE_ID = new RegExp(`^(${OBJECT_ID_BODY})_(${OCCURRENCE_KEY_BODY})$`)
 
 /**
  * Clients create events optimistically under an id they chose, marked `optimistic-<id>` until the

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import { OBJECT_ID_PATTERN } from '../../lib/ids.js'
+import { OBJECT_ID_PATTERN } from '../ids.js'
 
 export const UserIdSchema = Type.String({
   pattern: OBJECT_ID_PATTERN,

@@ -3,7 +3,8 @@ import { test } from 'tap'
 import {
   classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, sameTiming, toProviderEvent
 } from '../../../sync/lib/providers/microsoft-mapping.js'
-import { ianaZoneOf, windowsZoneOf } from '../../../sync/lib/windows-zones.js'
+import { ianaZoneOf, WINDOWS_TO_IANA, windowsZoneOf } from '../../../sync/lib/windows-zones.js'
+import { windowsZones } from '../../../dev/microsoft/index.js'
 
 test('Windows zone names map to IANA zones; IANA names pass; unknown ones are null', async (t) => {
   t.equal(ianaZoneOf('W. Europe Standard Time'), 'Europe/Berlin')
@@ -17,6 +18,18 @@ test('Windows zone names map to IANA zones; IANA names pass; unknown ones are nu
   t.equal(windowsZoneOf('Europe/Berlin'), 'W. Europe Standard Time')
   t.equal(windowsZoneOf('America/Los_Angeles'), 'Pacific Standard Time')
   t.equal(windowsZoneOf('Europe/Zurich'), 'Europe/Zurich', 'a zone without a primary row keeps its IANA name')
+})
+
+test('the table is CLDR\'s: every Windows zone the Microsoft stand-in reads from CLDR maps to the same instants', async (t) => {
+  // CLDR's primary zone and ours may be two names of one zone (America/Indianapolis is an alias of
+  // America/Indiana/Indianapolis); what must agree is the offset, now and across a year of changes.
+  const instants = Array.from({ length: 24 }, (_, month) => Date.UTC(2026, month, 15, 12))
+  const offsets = (zone: string): string[] => instants.map((at) => new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' }).format(at))
+  const cldr = windowsZones()
+  t.ok(cldr.length > 130, `${cldr.length} zones from CLDR`)
+  const disagreeing = cldr.filter(([windows, iana]) => WINDOWS_TO_IANA[windows] === undefined || offsets(WINDOWS_TO_IANA[windows]).join() !== offsets(iana).join())
+  t.same(disagreeing, [], 'no Windows zone of CLDR missing from the table or at other offsets')
+  t.equal(ianaZoneOf('Central Asia Standard Time'), 'Asia/Bishkek', 'UTC+6 since Kazakhstan moved Almaty to UTC+5 (March 2024)')
 })
 
 test('Graph patterns as RRULE lines, and back', async (t) => {
