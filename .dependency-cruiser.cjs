@@ -17,9 +17,16 @@ module.exports = {
     {
       name: 'lib-is-pure',
       severity: 'error',
-      comment: 'lib/ holds rules: no Fastify, no database, no outside servers, nothing above it.',
+      comment: 'lib/ holds rules: no Fastify, no database, no outside servers, nothing above it. A type of theirs may describe what a rule reads.',
       from: { path: '^(sync/)?lib/' },
-      to: { path: '^(plugins|routes|services|stores|clients)/|^sync/(plugins|routes|services|stores|clients|providers)/|^(app|server)[.]ts$|node_modules/(fastify|fastify-plugin|@fastify/[^/]+|mongodb|undici|supertokens-node|stripe|posthog-node|tsdav|@googleapis/[^/]+|google-auth-library)/' }
+      to: { dependencyTypesNot: ['type-only'], path: '^(plugins|routes|services|stores|clients)/|^sync/(plugins|routes|services|stores|clients|providers)/|^(app|server)[.]ts$|node_modules/(fastify|fastify-plugin|@fastify/[^/]+|mongodb|undici|supertokens-node|stripe|posthog-node|tsdav|@googleapis/[^/]+|google-auth-library)/' }
+    },
+    {
+      name: 'lib-does-no-io',
+      severity: 'error',
+      comment: 'lib/ rules read their input and answer: files, sockets and processes belong to the layers above (http\'s status texts and net\'s isIP are data and a rule, so those modules are not listed).',
+      from: { path: '^(sync/)?lib/' },
+      to: { dependencyTypes: ['core'], path: '^(node:)?(fs|fs/promises|http2|dns|dns/promises|child_process|tls|dgram|cluster|worker_threads)$' }
     },
     {
       name: 'schemas-are-contracts',

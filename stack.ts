@@ -21,7 +21,7 @@ import {
   type SchedulerFile
 } from './lib/setup-stack.js'
 import { signMaintenanceToken } from './lib/maintenance-token.js'
-import { DATABASE_DEADLINES } from './lib/mongo-errors.js'
+import { DATABASE_DEADLINES } from './stores/database.js'
 
 class StackError extends Error {}
 

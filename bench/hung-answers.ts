@@ -3,7 +3,7 @@
 // against the healthy answer and the per-call deadline.
 import type { ChildProcess } from 'node:child_process'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
-import { DATABASE_CALL_DEADLINE_MS } from '../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS } from '../stores/database.js'
 
 export type HungCase = [name: string, request: () => InjectOptions]
 

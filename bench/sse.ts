@@ -19,7 +19,7 @@ import Fastify from 'fastify'
 import pino from 'pino'
 import sseBroker, { encodeFrame } from '../plugins/app/sse-broker.js'
 import { ChangeFeedBridge } from '../plugins/app/change-feed.js'
-import { SyncClient } from '../lib/sync-client.js'
+import { SyncClient } from '../clients/sync.js'
 import type { ServerMessage } from '../schemas/server-message.js'
 import { FakeSync, fakeSyncSecret } from '../test/realtime/fake-sync.js'
 

@@ -9,25 +9,9 @@ import type { FieldErrorResponse } from '../schemas/session-library.js'
 import type { EventApplyTo, EventChangeInput, EventView } from '../schemas/event.js'
 import type { UserProfile } from '../schemas/user.js'
 import { ApiError, SessionEndedError, UnavailableError } from './errors.js'
+import type { FetchLike, FetchResponse } from './fetch.js'
 import { MemoryTokenStore, needsRefresh, readFrontToken, type SessionTokens, type TokenStore } from './tokens.js'
 import { EventStream, type StreamHandlers, type StreamOptions } from './stream.js'
-
-/** What the client reads of a response; `fetch`'s Response in Node and React Native has all of it. */
-export interface FetchResponse {
-  readonly status: number
-  readonly headers: { get: (name: string) => string | null }
-  text: () => Promise<string>
-  readonly body: ReadableStream<Uint8Array> | null
-}
-
-export interface FetchInit {
-  method: string
-  headers: Record<string, string>
-  body?: string
-  signal?: AbortSignal
-}
-
-export type FetchLike = (url: string, init: FetchInit) => Promise<FetchResponse>
 
 export interface CalendarClientOptions {
   /** The backend's API base, ending in `/api` (`backend.apiUrl`), for example http://localhost:3000/api. */

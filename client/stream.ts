@@ -15,8 +15,18 @@ import type {
   ServerMessage, SyncStatusChangedMessage, UserMetadataChangedMessage
 } from '../schemas/server-message.js'
 import type { Provider } from '../schemas/sync/index.js'
-import type { CalendarClient } from './calendar-client.js'
+import type { FetchResponse } from './fetch.js'
 import { SessionEndedError, UnavailableError } from './errors.js'
+
+/** What a stream needs of the client that opens it (CalendarClient): its session's tokens and the stream request. */
+export interface StreamSession {
+  accessToken: (validForMs?: number) => Promise<string>
+  accessTokenExpiresAt: () => Promise<number | null>
+  tokenAfterUnauthorized: (refused: string) => Promise<string>
+  openStream: (accessToken: string, signal: AbortSignal) => Promise<FetchResponse>
+  failureOf: (response: FetchResponse, text: string) => Error
+  sessionRefused: () => Promise<SessionEndedError>
+}
 
 const REVOKED: typeof CONNECTION_REVOKED = 'CONNECTION_REVOKED'
 const LEGACY_REVOKED: typeof LEGACY_CONNECTION_REVOKED = 'GOOGLE_REVOKED'
@@ -86,7 +96,7 @@ function isRevocation (message: SyncStatusChangedMessage): boolean {
 }
 
 export class EventStream {
-  readonly #client: CalendarClient
+  readonly #client: StreamSession
   readonly #handlers: StreamHandlers
   readonly #options: Required<StreamOptions>
   #retryMs: number = STREAM_DEFAULTS.retryMs
@@ -99,7 +109,7 @@ export class EventStream {
   /** Connections whose revocation was reported, until they are seen healthy again. */
   readonly #revoked = new Set<string>()
 
-  constructor (client: CalendarClient, handlers: StreamHandlers, options: StreamOptions = {}) {
+  constructor (client: StreamSession, handlers: StreamHandlers, options: StreamOptions = {}) {
     this.#client = client
     this.#handlers = handlers
     this.#options = {

@@ -56,7 +56,7 @@ export const EventPathId = Type.String({
   description: 'Event id, or `<seriesId>_<originalStart>` for an occurrence of a recurring series'
 })
 
-/** The name format of an IANA time zone (`Europe/Paris`, `UTC`), checked with Intl (lib/request-bodies.ts registers it). */
+/** The name format of an IANA time zone (`Europe/Paris`, `UTC`), checked with Intl (plugins/external/request-bodies.ts registers it). */
 export const TIME_ZONE_FORMAT = 'iana-time-zone'
 
 /** An RFC 3339 date-time with an explicit offset, checked as a real date (`format`) of the one spelling stored (`pattern`). */

@@ -4,7 +4,7 @@
 import { ObjectId, type Collection, type Db } from 'mongodb'
 import type { BillingRecord } from '../lib/billing.js'
 import type { VendorSubscription } from '../lib/billing-vendor.js'
-import { isDuplicateKeyError } from '../lib/mongo-errors.js'
+import { isDuplicateKeyError } from './database.js'
 
 export interface BillingDocument extends BillingRecord {
   _id: ObjectId

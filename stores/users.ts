@@ -5,7 +5,7 @@ import {
   IDENTITY_PROVIDERS, normalizeEmail, PROVIDER_ACCOUNT_FIELD, userUpsertFor, type AuthenticationFacts, type IdentityProvider, type KnownUser,
   type ProviderPayload
 } from '../lib/identity.js'
-import { withDatabaseDeadline } from '../lib/mongo-errors.js'
+import { withDatabaseDeadline } from './database.js'
 
 export interface UserDocument {
   _id: ObjectId

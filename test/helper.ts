@@ -11,7 +11,7 @@ import { parseConfig } from '../lib/config.js'
 import type { Config } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
-import { setRequestDatabaseDeadline } from '../lib/mongo-errors.js'
+import { setRequestDatabaseDeadline } from '../stores/database.js'
 import { decodeJwt } from 'jose'
 
 // Tests run against the stand-ins, or against real servers when their addresses are given:

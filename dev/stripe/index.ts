@@ -6,7 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
 import { parseStripeForm, record, list, text, type FormValue } from './form.js'
-import { newId, StripeState, type Json, type StripeObject, type StripeEvent } from './state.js'
+import { newId, StripeState, type Delivery, type Json, type StripeObject, type StripeEvent } from './state.js'
 import { checkoutPage, controlPage } from './pages.js'
 
 export interface StripeStandInOptions {
@@ -20,14 +20,6 @@ export interface StripeStandInOptions {
   price?: { id: string, unitAmount: number, currency: string, interval: string }
   /** Delay before each retry of a failed delivery; Stripe's own schedule spans three days. */
   retryDelaysMs?: number[]
-}
-
-export interface Delivery {
-  eventId: string
-  type: string
-  attempts: number
-  status: 'pending' | 'delivered' | 'failed'
-  lastStatusCode: number | null
 }
 
 export interface StripeStandIn {

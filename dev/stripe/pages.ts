@@ -1,7 +1,7 @@
 // The stand-in's two pages: Stripe Checkout's hosted page (a card field, pay, or go back) and the
 // control page that moves time. Plain forms, no script: every value shown is escaped.
 import { escapeHtml } from '../mail/page.js'
-import type { Delivery } from './index.js'
+import type { Delivery } from './state.js'
 import type { StripeObject, StripeState } from './state.js'
 
 const STYLE = 'body{font:16px system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}' +

@@ -246,3 +246,12 @@ export class StripeState {
     return true
   }
 }
+
+/** One event's delivery to the webhook endpoint, as the dashboard shows it. */
+export interface Delivery {
+  eventId: string
+  type: string
+  attempts: number
+  status: 'pending' | 'delivered' | 'failed'
+  lastStatusCode: number | null
+}

@@ -1,5 +1,5 @@
 import type { EventContent, EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
-import type { ProviderRecord } from './provider-apply.js'
+import type { ProviderRecord } from './record.js'
 import type { NewOutboxEntry, OutboxRecord } from '../outbox.js'
 import { outboxRecords } from '../outbox.js'
 import type { EventRecord } from './record.js'

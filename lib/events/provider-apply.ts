@@ -1,5 +1,5 @@
-import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult, WriteIssue } from '../../schemas/sync/index.js'
-import type { EventRecord } from './record.js'
+import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { EventRecord, ProviderFields, ProviderRecord } from './record.js'
 import { validateEventChange } from './record.js'
 import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
 import { isoInZone } from '../zone-offsets.js'
@@ -10,36 +10,6 @@ import { eventContentOf } from './outbox.js'
 // a page converges; an exception waits for its series master and is linked when it comes; a
 // cancelled exception takes its content from the master; the backend's own later change of an
 // event wins over an older provider item; and nothing here is reported back to Sync.
-
-/** What the backend keeps about an event's provider copy, beside the event itself. */
-export interface ProviderFields {
-  connectionId?: string
-  iCalUID?: string
-  providerEtag?: string
-  providerUpdated?: string
-  /** The import generation that last wrote the event. */
-  generation?: string
-  /** An exception whose series master has not arrived: the master's provider id. Hidden from reads. */
-  waitingForSeries?: string
-  /**
-   * A provider series whose rule this service refuses to expand (for example FREQ=MINUTELY): the
-   * code of the refusal. The series is kept with its rule, and reads show it as its first
-   * occurrence only.
-   */
-  expansionSkipped?: string
-  /**
-   * The event's last change made here is not at its provider (refused, or failing), as Sync last
-   * told; kept through later changes until Sync tells that one reached the provider.
-   */
-  syncIssue?: WriteIssue
-  /**
-   * The provider's version a change made here was made on, kept until the provider's copy shows
-   * the change (its echo): Sync merges a change made at the provider meanwhile against it.
-   */
-  providerBase?: EventContent
-}
-
-export type ProviderRecord = EventRecord & ProviderFields
 
 export type ProviderWrite =
   | { kind: 'insert', record: ProviderRecord }

@@ -2,6 +2,7 @@ import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../sch
 import { normalizeEventId, mintEventId } from './ids.js'
 import { DATE_ONLY, DATE_TIME_WITH_OFFSET, dateMillis, isValidTimeZone, timedMillis } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
+import type { EventContent, WriteIssue } from '../../schemas/sync/index.js'
 
 /** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
 export type EventRecord = EventView
@@ -127,3 +128,33 @@ export function toEventRecord (input: EventChangeInput, owner: { userId: string,
   if (change.calendarId !== undefined) record.calendarId = change.calendarId
   return record
 }
+
+/** What the backend keeps about an event's provider copy, beside the event itself. */
+export interface ProviderFields {
+  connectionId?: string
+  iCalUID?: string
+  providerEtag?: string
+  providerUpdated?: string
+  /** The import generation that last wrote the event. */
+  generation?: string
+  /** An exception whose series master has not arrived: the master's provider id. Hidden from reads. */
+  waitingForSeries?: string
+  /**
+   * A provider series whose rule this service refuses to expand (for example FREQ=MINUTELY): the
+   * code of the refusal. The series is kept with its rule, and reads show it as its first
+   * occurrence only.
+   */
+  expansionSkipped?: string
+  /**
+   * The event's last change made here is not at its provider (refused, or failing), as Sync last
+   * told; kept through later changes until Sync tells that one reached the provider.
+   */
+  syncIssue?: WriteIssue
+  /**
+   * The provider's version a change made here was made on, kept until the provider's copy shows
+   * the change (its echo): Sync merges a change made at the provider meanwhile against it.
+   */
+  providerBase?: EventContent
+}
+
+export type ProviderRecord = EventRecord & ProviderFields

@@ -12,8 +12,9 @@ import {
 } from '../../lib/email-sequence.js'
 import { listUnsubscribeHeaders, unsubscribeKey, unsubscribeLink, userOfUnsubscribeToken } from '../../lib/email-links.js'
 import { renderEmail } from '../../lib/email-templates.js'
-import { EmailSendError, LogSender, ResendSender, verifyResendWebhook, type EmailSender } from '../../lib/email-vendor.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { EmailSendError, verifyResendWebhook, type EmailSender } from '../../lib/email-vendor.js'
+import { LogSender, ResendSender } from '../../clients/resend.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import type { UserDocument, UserStore } from '../../stores/users.js'
 
 export const EMAIL_SENDS_COLLECTION = 'emailSends'

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { EventApplyTo, EventChangeBodyInput, EventChangeInput } from '../../schemas/event.js'
-import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
+import { SyncRequestError, SyncUnavailableError } from '../../clients/sync.js'
 import { mintEventId, normalizeEventId, parseEventAddress } from '../../lib/events/ids.js'
 import { toEventRecord, validateEventChange, type EventRecord } from '../../lib/events/record.js'
 import { categoryOf, planTransition, reportFor, type PersistencePlan, type TransitionResult } from '../../lib/events/transition.js'

@@ -6,7 +6,7 @@ import {
   idForNewPasswordLogin, isCanonicalUserId, mintUserId, normalizeEmail, resolvePasswordUser, resolveProviderUser,
   type ProviderLogin, type Resolution
 } from '../../lib/identity.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import { knownUser, type UserDocument } from '../../stores/users.js'
 
 type RecipeUserId = ReturnType<typeof supertokens.convertToRecipeUserId>

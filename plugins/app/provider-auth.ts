@@ -19,7 +19,7 @@ import {
 import { TypedHttpError } from '../../lib/error-bodies.js'
 import { connectOutcome } from '../../lib/connect-outcome.js'
 import { withDeadline } from '../../lib/deadline.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import type { NewOutboxEntry } from '../../lib/outbox.js'
 import type { UserDocument } from '../../stores/users.js'
 import type { LibraryRequest } from './identity.js'

@@ -3,7 +3,7 @@ import { CountsByKey } from '../../lib/counts-by-key.js'
 import type { BeginConnectionRequest, CalDavConnectRequest, CalDavConnectResponse, SyncBeginConnectionResponse } from '../../schemas/sync/index.js'
 import type { CalendarListView } from '../../schemas/calendar.js'
 import { calendarList } from '../../lib/calendars.js'
-import { SyncRequestError, SyncUnavailableError } from '../../lib/sync-client.js'
+import { SyncRequestError, SyncUnavailableError } from '../../clients/sync.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 
 export interface ProviderConnections {

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState } from '../../schemas/sync/index.js'
 import { planProviderBatch } from '../../lib/events/provider-apply.js'
 import { mintEventId } from '../../lib/events/ids.js'
-import { PROVIDER_PAGE_DEADLINE_MS } from '../../lib/mongo-errors.js'
+import { PROVIDER_PAGE_DEADLINE_MS } from '../../stores/database.js'
 
 export interface ProviderEvents {
   /** Applies one page of a provider calendar's events to the user's data (lib/events/provider-apply.ts). */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { AnyBulkWriteOperation, Collection } from 'mongodb'
 import fp from 'fastify-plugin'
 import Session from 'supertokens-node/recipe/session'
-import { withDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { withDatabaseDeadline } from '../../stores/database.js'
 
 /**
  * Ended sessions stay ended on every backend process. Access tokens are verified locally (no call

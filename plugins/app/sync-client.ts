@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { SyncClient } from '../../lib/sync-client.js'
+import { SyncClient } from '../../clients/sync.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession, type Db } from 'mongodb'
-import { DATABASE_DEADLINES, requestDatabaseDeadlineMs } from '../../lib/mongo-errors.js'
-import { hasTransactions, transactionRunner } from '../../lib/mongo-transactions.js'
+import { DATABASE_DEADLINES, requestDatabaseDeadlineMs } from '../../stores/database.js'
+import { hasTransactions, transactionRunner } from '../../stores/transactions.js'
 
 export interface MongoHandle {
   client: MongoClient

@@ -25,7 +25,7 @@ import { isAllowedRedirectUri } from '../../lib/provider-auth.js'
 import type { ProviderSignInSummary } from '../../schemas/provider-auth.js'
 import {
   claimedExpiry, coreProbe, installSessionCoreDeadlines, isSessionCoreUnavailableError, SESSION_CORE_RETRY_AFTER_SECONDS, SESSION_VERIFY_DEADLINE_MS
-} from '../../lib/session-core.js'
+} from '../../clients/session-core.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

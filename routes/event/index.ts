@@ -4,7 +4,7 @@ import { DeleteQuery, Event, EventChange, EventChangeBody, EventList, EventParam
 import { NoContentResponse, SECURITY, bodyResponses, errorResponse, invalidInputResponse, sessionResponses } from '../../schemas/responses.js'
 import { invalidEvent } from '../../lib/events/errors.js'
 import { serializeInSlices } from '../../lib/events/range.js'
-import { FORMAT_MESSAGES } from '../../lib/request-bodies.js'
+import { FORMAT_MESSAGES } from '../../plugins/external/request-bodies.js'
 
 /**
  * The body is one change or an array of them; ajv reports the mismatch of the other shape too

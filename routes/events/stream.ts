@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import type { SessionContainer } from 'supertokens-node/recipe/session'
-import type { SyncClient } from '../../lib/sync-client.js'
+import type { SyncClient } from '../../clients/sync.js'
 import type { UserMetadataChangedMessage } from '../../schemas/server-message.js'
 import { SECURITY, SessionRefusedResponse, sessionResponses } from '../../schemas/responses.js'
 

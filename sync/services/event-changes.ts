@@ -3,7 +3,7 @@
 // is live and execution is active. Each idempotency key is applied once; a repeat answers what the first one answered.
 import type { ClientSession } from 'mongodb'
 import type { EventChangeAccepted, EventChangeReport } from '../../schemas/sync/index.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import type { Clock } from '../lib/clock.js'
 import { decideReport, fingerprint, refusal, replayAnswer } from '../lib/event-changes.js'
 import type { Modes, Refusal } from '../lib/event-changes.js'

@@ -9,7 +9,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { SyncConfig } from '../../schemas/config.js'
 import { ProviderWriteSubjectSchema } from '../../schemas/sync/index.js'
 import { grantIsRefreshToken } from '../../lib/identity-providers.js'
-import { isDatabaseUnavailableError } from '../../lib/mongo-errors.js'
+import { isDatabaseUnavailableError } from '../../stores/database.js'
 import type {
   CredentialHandOver, CredentialHandOverResult, EventOperation, ImportOperation, Provider, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult,
   ProviderWriteSubject

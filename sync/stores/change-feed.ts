@@ -2,7 +2,7 @@
 // pages after an opaque cursor (sync/lib/feed-cursor.ts), kept at least CHANGE_FEED_RETENTION_MS.
 import type { ClientSession, Collection, Db } from 'mongodb'
 import type { ChangesPage, CursorRequest, Invalidation } from '../../schemas/sync/index.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import { CHANGE_FEED_RETENTION_MS, CURSOR_MAX_AGE_MS, deliverableEntries } from '../lib/change-feed.js'
 import type { InvalidationInput } from '../lib/change-feed.js'
 import type { Clock } from '../lib/clock.js'

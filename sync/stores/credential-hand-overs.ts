@@ -2,7 +2,7 @@
 // idempotency key), so a repeated hand-over is answered as the first one was and changes nothing.
 import type { Collection, Db } from 'mongodb'
 import type { CredentialHandOverResult } from '../../schemas/sync/index.js'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import { databaseCall } from './database-calls.js'
 
 const RETENTION_SECONDS = 8 * 24 * 60 * 60

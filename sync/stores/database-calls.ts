@@ -1,7 +1,7 @@
 // The deadline of each call the stores make to the Sync database. A database that stopped answering
 // (its process hung, its sockets open) would otherwise hold a call until the driver's own timeouts
 // end it, and a checkout from a pool whose connections all hang has none. Each call runs under
-// withDatabaseDeadline (lib/mongo-errors.ts): past its deadline it rejects with
+// withDatabaseDeadline (stores/database.ts): past its deadline it rejects with
 // DatabaseDeadlineError, which the error handler answers with 503 DATABASE_UNAVAILABLE.
 //
 // A person's request is answered within DATABASE_CALL_DEADLINE_MS per call, as in the backend.
@@ -12,7 +12,7 @@
 // deadline comes from the work the call belongs to, not from the store.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { ClientSession } from 'mongodb'
-import { requestDatabaseDeadlineMs, withDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { requestDatabaseDeadlineMs, withDatabaseDeadline } from '../../stores/database.js'
 
 /**
  * One call of background work: a job handler's store calls, a claim, a lease renewal, the sweep.

@@ -1,7 +1,7 @@
 // The answer given to each idempotency key of the backend's event-change reports, so a repeated
 // report is answered as the first one was and changes nothing.
 import type { Collection, Db } from 'mongodb'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import type { Outcome } from '../lib/event-changes.js'
 import { databaseCall } from './database-calls.js'
 import type { InTransaction } from './database-calls.js'

@@ -3,7 +3,7 @@
 // being dropped: one row per connection and event, a later change replacing an earlier one, queued
 // as provider writes when the connection is authorized again.
 import type { Collection, Db } from 'mongodb'
-import { isDuplicateKeyError } from '../../lib/mongo-errors.js'
+import { isDuplicateKeyError } from '../../stores/database.js'
 import type { EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
 import { databaseCall } from './database-calls.js'
 import type { InTransaction } from './database-calls.js'

@@ -3,7 +3,7 @@ import { authFields, buildApp, listen, signUp, startDependencies, uniqueEmail, t
 import { waitFor } from '../processes.js'
 import { startDatabaseProcess } from '../database-process.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
-import { DATABASE_CALL_DEADLINE_MS, setRequestDatabaseDeadline } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS, setRequestDatabaseDeadline } from '../../stores/database.js'
 import { EVENT_REQUEST_DEADLINE_MS } from '../../lib/deadline.js'
 
 // The deadlines are what these tests are about: production's, not the test helper's longer ones.

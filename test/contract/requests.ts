@@ -8,7 +8,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { ValidateFunction } from 'ajv'
 import { createGeneratorSync } from 'json-schema-faker'
-import { SCHEMA_FORMATS } from '../../lib/request-bodies.js'
+import { SCHEMA_FORMATS } from '../../plugins/external/request-bodies.js'
 import { TIME_ZONE_FORMAT } from '../../schemas/event.js'
 
 export const DOCUMENT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'openapi.json')

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'tap'
-import { claimedExpiry, coreProbe, isSessionCoreUnavailableError } from '../../lib/session-core.js'
+import { claimedExpiry, coreProbe, isSessionCoreUnavailableError } from '../../clients/session-core.js'
 
 function token (payload: unknown): string {
   return `header.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.signature`

@@ -6,7 +6,7 @@ import fp from 'fastify-plugin'
 import type { Test } from 'tap'
 import sseBroker, { type SseBrokerOptions } from '../../plugins/app/sse-broker.js'
 import changeFeed, { type ChangeFeedOptions } from '../../plugins/app/change-feed.js'
-import { SyncClient } from '../../lib/sync-client.js'
+import { SyncClient } from '../../clients/sync.js'
 
 export interface LogLine { level: number, msg: string, [key: string]: unknown }
 

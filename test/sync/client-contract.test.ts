@@ -1,7 +1,7 @@
 // The backend's SyncClient against the real Sync app over HTTP: both sides of every contract agree.
 import { test } from 'tap'
 import type { AddressInfo } from 'node:net'
-import { SyncClient, SyncRequestError } from '../../lib/sync-client.js'
+import { SyncClient, SyncRequestError } from '../../clients/sync.js'
 import { buildSyncApp, INTERNAL_TOKEN, newUserId, startDatabase } from './helper.js'
 import { ScriptedProvider } from './scripted-provider.js'
 

@@ -7,7 +7,7 @@ import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS }
 import type { Collection, Db, Filter } from 'mongodb'
 import { systemClock } from '../../sync/lib/clock.js'
 import { BACKGROUND_DATABASE_CALL_DEADLINE_MS, databaseCallDeadlineMs } from '../../sync/stores/database-calls.js'
-import { DATABASE_CALL_DEADLINE_MS } from '../../lib/mongo-errors.js'
+import { DATABASE_CALL_DEADLINE_MS } from '../../stores/database.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import type { BuiltSyncApp } from './helper.js'
 

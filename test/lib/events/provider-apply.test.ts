@@ -2,7 +2,8 @@
 // length long, in the master's zone: the same dates Luxon gives, across changes of offset.
 import { test } from 'tap'
 import { DateTime } from 'luxon'
-import { planProviderBatch, type ProviderRecord } from '../../../lib/events/provider-apply.js'
+import { planProviderBatch } from '../../../lib/events/provider-apply.js'
+import type { ProviderRecord } from '../../../lib/events/record.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { mintEventId } from '../../../lib/events/ids.js'
 

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { assembleRange, occurrenceAt, RangeBudget, storageFields } from '../../../lib/events/range.js'
-import type { ProviderRecord } from '../../../lib/events/provider-apply.js'
+import type { ProviderRecord } from '../../../lib/events/record.js'
 import { instance, series, standalone } from './fixtures.js'
 
 const from = new Date('2026-03-01T00:00:00Z')

@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { TSchema, Static } from '@sinclair/typebox'
-import { signInternalRequest } from './internal-auth.js'
+import { signInternalRequest } from '../lib/internal-auth.js'
 import {
   SyncBeginConnectionResponseSchema, CalDavConnectResponseSchema, ChangesBatchResponseSchema, ChangesPageSchema, CredentialHandOverResultSchema, EventChangeAcceptedSchema,
   RestartSyncResponseSchema, StopWatchesResponseSchema, SyncCalendarListSchema, SyncErrorBodySchema, SyncHealthSchema, SyncMetadataSchema, SYNC_PATHS

@@ -1,7 +1,7 @@
 import {
   MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type MongoClientOptions
 } from 'mongodb'
-import { withDeadline } from './deadline.js'
+import { withDeadline } from '../lib/deadline.js'
 
 /**
  * Deadlines of every database client of the service. A database that stopped answering (its

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin'
 import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifyRequest, FastifyServerOptions } from 'fastify'
-import { TypedHttpError } from './error-bodies.js'
-import { isValidTimeZone } from './events/time.js'
-import { TIME_ZONE_FORMAT } from '../schemas/event.js'
+import { TypedHttpError } from '../../lib/error-bodies.js'
+import { isValidTimeZone } from '../../lib/events/time.js'
+import { TIME_ZONE_FORMAT } from '../../schemas/event.js'
 
 /** The charsets a text body may declare: the JSON parser reads every body as UTF-8. */
 const ACCEPTED_CHARSETS = new Set(['utf-8', 'utf8'])

@@ -1,5 +1,5 @@
 import type { ClientSession, Db, MongoClient } from 'mongodb'
-import { withDatabaseDeadline } from './mongo-errors.js'
+import { withDatabaseDeadline } from './database.js'
 
 /** Whether the deployment runs transactions: a replica set or a sharded cluster. */
 export async function hasTransactions (db: Db): Promise<boolean> {
