@@ -124,7 +124,7 @@ async function database (env: NodeJS.ProcessEnv): Promise<void> {
       say(`created the Sync database user "${sync.user}" (readWrite on ${sync.database} only)`)
     } catch (error) {
       if ((error as { code?: number }).code !== USER_EXISTS) throw error
-      // Its password is not changed here: see README, "changing the database password".
+      // Its password is not changed here: see docs/self-hosting.md, "Change a database password".
       say(`the Sync database user "${sync.user}" exists`)
     }
   } finally {

@@ -1,4 +1,4 @@
-// The event stream, GET /api/events/stream (README, "The event stream (for client authors)"), read
+// The event stream, GET /api/events/stream (docs/event-stream.md), read
 // with a streaming fetch and eventsource-parser (no EventSource, no DOM):
 // - a stream that drops (the backend restarted, the network went) is opened again after the
 //   server's `retry` hint, then with a growing delay while the backend does not answer;

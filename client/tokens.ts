@@ -1,5 +1,5 @@
 // The tokens of a header-mode session and where a client keeps them. The backend answers sign-in,
-// sign-up and refresh with three headers (README, "Sessions: browsers and native clients"):
+// sign-up and refresh with three headers (docs/api.md, "Sessions: browsers and native clients"):
 // `sx-access-token` (sent as `Authorization: Bearer` on every protected call), `sx-refresh-token`
 // (sent the same way to POST /api/auth/refresh) and `front-token`, which a client reads without
 // verifying: base64 of JSON `{ uid, ate, up }`, the user id and the access token's expiry in ms.

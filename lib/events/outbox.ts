@@ -20,7 +20,7 @@ export function eventContentOf (event: EventRecord): EventContent {
 }
 
 /**
- * What a provider write needs of the event, so Sync never has to call back (DESIGN.md, "Us ->
+ * What a provider write needs of the event, so Sync never has to call back (docs/design.md, "Us ->
  * provider"): the content after the change (none for a delete), the provider identity it has,
  * and for an occurrence its series' provider id and original start.
  */

@@ -5,7 +5,7 @@ import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './tim
 import { isoInZone } from '../zone-offsets.js'
 import { eventContentOf } from './outbox.js'
 
-// How a page of a provider calendar's events becomes the user's own data (DESIGN.md, "Provider
+// How a page of a provider calendar's events becomes the user's own data (docs/design.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
 // a page converges; an exception waits for its series master and is linked when it comes; a
 // cancelled exception takes its content from the master; the backend's own later change of an

@@ -5,7 +5,7 @@ import {
 } from '../../schemas/sync/index.js'
 import { SECURITY, bodyResponses, serviceResponses } from '../../schemas/responses.js'
 
-// Where the Sync service hands the backend what providers changed (DESIGN.md, "Provider data").
+// Where the Sync service hands the backend what providers changed (docs/design.md, "Provider data").
 const providerEvents: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/provider-events', {
     // A page of a big calendar is larger than the default body limit of ordinary requests.

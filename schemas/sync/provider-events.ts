@@ -4,7 +4,7 @@ import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema,
 
 // What the Sync service hands the backend about a provider calendar's events, and what the
 // backend hands Sync about its own events for a provider write. The backend keeps the user's
-// calendar (own and imported events alike, DESIGN.md "Provider data"); Sync never opens its
+// calendar (own and imported events alike, docs/design.md, "Provider data"); Sync never opens its
 // database. Both services import these schemas, so the two sides cannot drift.
 
 /** `YYYY-MM-DD` (all-day, end exclusive) or an RFC 3339 date-time with an offset. */

@@ -1,4 +1,4 @@
-// The Sync service's client of the backend's internal provider-events endpoints (DESIGN.md,
+// The Sync service's client of the backend's internal provider-events endpoints (docs/design.md,
 // "Provider data"): pages of provider events go in, what the backend applied comes back. Every
 // request carries `Authorization: Bearer <backend.serviceToken>`; every answer is checked against
 // the shared contract in schemas/sync/provider-events.ts.

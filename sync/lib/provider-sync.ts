@@ -1,4 +1,4 @@
-// Rules of reading from and writing to a provider, over plain data (DESIGN.md, "Provider data"):
+// Rules of reading from and writing to a provider, over plain data (docs/design.md, "Provider data"):
 // which weeks an import reads first, when a notification channel is renewed or stopped, and which
 // of two versions of an event is the newer.
 

@@ -163,9 +163,9 @@ test('a failure of the session core (its 5xx) answers a 503 with Retry-After tha
   t.match(log.text(), new RegExp(CORE_INTERNAL_FAILURE.replace(/[.]/g, '\\.')), 'the cause is in the log')
 })
 
-// The README's table of the routes that need no session: `METHOD path` for every method and path of a row.
+// The table of the routes that need no session (docs/limits-and-faults.md): `METHOD path` for every method and path of a row.
 async function routesListedWithoutSession (): Promise<Set<string>> {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const readme = await readFile(new URL('../../docs/limits-and-faults.md', import.meta.url), 'utf8')
   const section = readme.slice(readme.indexOf('**Routes that need no session.**'))
   const table = section.slice(0, section.indexOf('\n\n', section.indexOf('|')))
   const listed = new Set<string>()
@@ -176,7 +176,7 @@ async function routesListedWithoutSession (): Promise<Set<string>> {
   return listed
 }
 
-test('the README lists every route that answers without a session, and each one it lists exists', async (t) => {
+test('the documentation lists every route that answers without a session, and each one it lists exists', async (t) => {
   const deps = await startDependencies(t)
   // With every optional block on, so that their routes are served and checked too.
   const { app, routes } = await buildApp(t, deps, { extra: documentedBlocks() })

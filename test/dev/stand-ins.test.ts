@@ -5,7 +5,7 @@ import { startGoogle } from '../../dev/google/index.js'
 import { startMailCatcher } from '../../dev/mail/index.js'
 import { wholeNumberFlag } from '../../dev/stand-in/index.js'
 
-// What every stand-in promises (DESIGN.md): development only, never in a production process.
+// What every stand-in promises (docs/design.md): development only, never in a production process.
 test('every stand-in refuses to start when NODE_ENV is production', async (t) => {
   const previous = process.env['NODE_ENV']
   process.env['NODE_ENV'] = 'production'

@@ -32,7 +32,7 @@ test('hostile series and ranges neither stall the event loop nor the health prob
   // The loop's delays are measured here, not shed: a busy machine would shed the requests measured.
   const { app } = await build(t, { loadShedding: IN_PROCESS_LOAD_SHEDDING })
   const user = await signUp(app, { email: uniqueEmail('hostile'), password: 'pw-for-hostile-1' })
-  // Each request's time is reported beside the test's output, for the README's figures.
+  // Each request's time is reported beside the test's output, for the figures in docs/limits-and-faults.md.
   const timed = async <T>(what: string, request: () => Promise<T>): Promise<T> => {
     const started = performance.now()
     const answer = await request()

@@ -76,7 +76,7 @@ function withoutId (change: EventChange): EventChange {
   return fields
 }
 
-/** The requests of a change, in order (the events API's routes, see README "Events"). */
+/** The requests of a change, in order (the events API's routes, see docs/events.md). */
 export function stepsOf (effect: Effect): WriteStep[] {
   if (effect.kind === 'delete') {
     const path = `/event/${effect.event._id}`
