@@ -16,6 +16,7 @@ import { EmailSendError, verifyResendWebhook, type EmailSender } from '../../lib
 import { LogSender, ResendSender } from '../../clients/resend.js'
 import { isDuplicateKeyError } from '../../stores/database.js'
 import type { UserDocument, UserStore } from '../../stores/users.js'
+import { PeriodicTask } from '../../lib/periodic-task.js'
 
 export const EMAIL_SENDS_COLLECTION = 'emailSends'
 export const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'
@@ -396,23 +397,12 @@ export default fp(async function email (fastify, options: { email?: EmailOptions
 
   if (settings.poll === false) return
   const interval = settings.pollIntervalMs ?? EMAIL_POLL_INTERVAL_MS[config.scheduleProfile]
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<unknown> = Promise.resolve()
-  let closing = false
-  const schedule = () => {
-    if (closing) return
-    timer = setTimeout(() => {
-      running = block.tick().catch((error: unknown) => { log.error({ err: error }, 'email: poller tick failed') }).finally(schedule)
-    }, interval)
-    timer.unref()
-  }
-  fastify.addHook('onReady', async () => {
-    // The first tick soon after start, so a mail due during a restart is not a whole interval late.
-    running = block.tick().catch((error: unknown) => { log.error({ err: error }, 'email: poller tick failed') }).finally(schedule)
+  const poller = new PeriodicTask({
+    intervalMs: interval,
+    run: async () => await block.tick(),
+    onError: (error) => { log.error({ err: error }, 'email: poller tick failed') }
   })
-  fastify.addHook('onClose', async () => {
-    closing = true
-    clearTimeout(timer)
-    await running
-  })
+  // The first tick soon after start, so a mail due during a restart is not a whole interval late.
+  fastify.addHook('onReady', async () => { poller.start(0) })
+  fastify.addHook('onClose', async () => { await poller.stop() })
 }, { name: 'email', dependencies: ['config', 'mongo', 'users', 'analytics'] })

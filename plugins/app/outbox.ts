@@ -7,6 +7,7 @@ import { backoffDelay, type BackoffPolicy } from '../../lib/backoff.js'
 import { isDuplicateKeyError, withDatabaseDeadline } from '../../stores/database.js'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxLease, type OutboxRecord } from '../../lib/outbox.js'
+import { PeriodicTask } from '../../lib/periodic-task.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,16 +98,19 @@ export class Outbox {
   readonly #queued = new Map<string, Promise<void>>()
   readonly #holder = randomUUID()
   readonly #leaseMs: number
-  #timer: NodeJS.Timeout | undefined
+  readonly #sweep: PeriodicTask
   #stopped = false
-  /** Bumped by every start, so a sweep still running from before a stop does not reschedule. */
-  #generation = 0
 
   constructor (options: OutboxOptions) {
     this.#options = options
     this.#now = options.now ?? (() => new Date())
     this.#random = options.random ?? Math.random
     this.#leaseMs = options.leaseMs ?? OUTBOX_LEASE_MS
+    this.#sweep = new PeriodicTask({
+      intervalMs: options.pollIntervalMs,
+      run: async () => { await this.flushDue() },
+      onError: (error) => { this.#options.log.error({ err: error }, 'outbox sweep failed') }
+    })
   }
 
   static collections (db: Db): Pick<OutboxOptions, 'collection' | 'leases'> {
@@ -134,10 +138,8 @@ export class Outbox {
   }
 
   start (): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
     this.#stopped = false
-    this.#generation += 1
-    this.#schedule(0, this.#generation)
+    this.#sweep.start(0)
   }
 
   /** Delivers the user's due entries now; resolves once this user's queue was worked through. */
@@ -187,20 +189,8 @@ export class Outbox {
 
   async stop (): Promise<void> {
     this.#stopped = true
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
-    this.#timer = undefined
+    await this.#sweep.stop()
     await Promise.allSettled([...this.#running.values(), ...this.#queued.values()])
-  }
-
-  #schedule (delayMs: number, generation: number): void {
-    if (this.#stopped || generation !== this.#generation) return
-    this.#timer = setTimeout(() => {
-      this.flushDue()
-        .catch((error: unknown) => { this.#options.log.error({ err: error }, 'outbox sweep failed') })
-        .finally(() => { this.#schedule(this.#options.pollIntervalMs, generation) })
-    }, delayMs)
-    // The sweep must never keep a process alive that is otherwise done.
-    this.#timer.unref()
   }
 
   async #deliverAll (userId: string): Promise<void> {

@@ -3,6 +3,7 @@ import type { AnyBulkWriteOperation, Collection } from 'mongodb'
 import fp from 'fastify-plugin'
 import Session from 'supertokens-node/recipe/session'
 import { withDatabaseDeadline } from '../../stores/database.js'
+import { PeriodicTask } from '../../lib/periodic-task.js'
 
 /**
  * Ended sessions stay ended on every backend process. Access tokens are verified locally (no call
@@ -142,28 +143,20 @@ export default fp<{ realtime?: Partial<SessionRevocationOptions> }>(async functi
   // Before the first request, so a process that just started refuses what was revoked before it.
   await refresh()
 
-  let timer: NodeJS.Timeout | undefined
-  let polling: Promise<void> | undefined
-  let stopped = false
-  function schedule (): void {
-    if (stopped) return
-    timer = setTimeout(() => {
-      polling = refresh().then(() => {
-        if (failing) log.info('session revocations are read again')
-        failing = false
-      }, (error: unknown) => {
-        if (!failing) log.error({ err: error }, 'session revocations could not be read; retrying')
-        failing = true
-      }).finally(() => { polling = undefined; schedule() })
-    }, pollMs)
-    timer.unref()
-  }
-  schedule()
-  fastify.addHook('onClose', async () => {
-    stopped = true
-    clearTimeout(timer)
-    await polling
+  const poller = new PeriodicTask({
+    intervalMs: pollMs,
+    run: async () => {
+      await refresh()
+      if (failing) log.info('session revocations are read again')
+      failing = false
+    },
+    onError: (error) => {
+      if (!failing) log.error({ err: error }, 'session revocations could not be read; retrying')
+      failing = true
+    }
   })
+  poller.start()
+  fastify.addHook('onClose', async () => { await poller.stop() })
 
   fastify.decorate('sessionRevocations', {
     async revokeUser (userId: string, reason: RevocationReason) {

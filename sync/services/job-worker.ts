@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
 import { WaitForProviderError } from '../lib/jobs/rules.js'
 import { inBackground } from '../stores/database-calls.js'
+import { PeriodicTask } from '../../lib/periodic-task.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -37,7 +38,7 @@ export class JobWorker {
   /** A job became due while a claim was running: claim once more when it ends. */
   #claimAgain = false
   #stopListening: (() => void) | undefined
-  #timers: NodeJS.Timeout[] = []
+  #loops: PeriodicTask[] = []
   #stopped = false
 
   constructor (options: JobWorkerOptions) {
@@ -63,14 +64,18 @@ export class JobWorker {
   /** Background loop for the running service; tests drive tick() instead. */
   start (pollIntervalMs: number, sweepIntervalMs: number): void {
     this.#stopped = false
-    const poll = setInterval(() => { this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed')) }, pollIntervalMs)
-    const sweep = setInterval(() => {
-      if (!this.#options.isActive()) return
-      this.sweep().catch((error: unknown) => this.#options.log.error({ err: error }, 'self-heal sweep failed'))
-    }, sweepIntervalMs)
-    poll.unref()
-    sweep.unref()
-    this.#timers = [poll, sweep]
+    const poll = new PeriodicTask({
+      intervalMs: pollIntervalMs,
+      run: async () => await this.#fill(),
+      onError: (error) => this.#options.log.error({ err: error }, 'job claim failed')
+    })
+    const sweep = new PeriodicTask({
+      intervalMs: sweepIntervalMs,
+      run: async () => { if (this.#options.isActive()) await this.sweep() },
+      onError: (error) => this.#options.log.error({ err: error }, 'self-heal sweep failed')
+    })
+    this.#loops = [poll, sweep]
+    for (const loop of this.#loops) loop.start()
     // The poll is for jobs queued by other processes or due later; one queued here is claimed at once.
     this.#stopListening = this.#options.queue.onDue(() => {
       this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
@@ -80,8 +85,8 @@ export class JobWorker {
   /** Stops claiming and waits for the jobs in flight. */
   async stop (): Promise<void> {
     this.#stopped = true
-    for (const timer of this.#timers) clearInterval(timer)
-    this.#timers = []
+    await Promise.all(this.#loops.map(async (loop) => { await loop.stop() }))
+    this.#loops = []
     this.#stopListening?.()
     this.#stopListening = undefined
     // A job claimed by the claim under way is running once it ends.
@@ -120,7 +125,7 @@ export class JobWorker {
           this.#running.delete(run)
           if (user !== null) this.#runningByUser.release(user)
           // A finished job frees a slot: keep draining while the loop runs.
-          if (this.#timers.length > 0) this.#fill().catch(() => {})
+          if (this.#loops.length > 0) this.#fill().catch(() => {})
         })
         this.#running.add(run)
         started.push(run)
@@ -128,7 +133,7 @@ export class JobWorker {
     } finally {
       this.#claiming = false
       ended()
-      if (this.#claimAgain && this.#timers.length > 0) this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
+      if (this.#claimAgain && this.#loops.length > 0) this.#fill().catch((error: unknown) => this.#options.log.error({ err: error }, 'job claim failed'))
     }
     return started
   }

@@ -10,6 +10,7 @@ import type { JWTVerifyGetKey } from 'jose'
 import { MAINTENANCE_TOKEN_ALGORITHM, MAINTENANCE_TOKEN_MAX_AGE_S } from '../../lib/maintenance-token.js'
 import { inBackground } from '../stores/database-calls.js'
 import type { MaintenanceReport, SyncEngine } from './sync-engine.js'
+import { PeriodicTask } from '../../lib/periodic-task.js'
 
 export class MaintenanceUnauthorizedError extends Error {
   override name = 'MaintenanceUnauthorizedError'
@@ -32,9 +33,7 @@ export class Maintenance {
   readonly #auth: MaintenanceAuthSettings | null
   #keys: Promise<JWTVerifyGetKey> | null = null
   #running: Promise<MaintenanceReport> | null = null
-  #timer: NodeJS.Timeout | null = null
-  #fallbackTimer: NodeJS.Timeout | null = null
-  #pullingOverdue: Promise<unknown> | null = null
+  #loops: PeriodicTask[] = []
 
   constructor (engine: SyncEngine, log: FastifyBaseLogger, auth: MaintenanceAuthSettings | null) {
     this.#engine = engine
@@ -73,31 +72,30 @@ export class Maintenance {
 
   /** The service's own timers; their passes are background work (BACKGROUND_DATABASE_CALL_DEADLINE_MS per database call). */
   start (intervalMs: number, fallbackPullIntervalMs: number): void {
-    const tick = () => {
-      inBackground(async () => await this.run())
-        .then((report) => { if (report.renewed + report.stopped + report.failed > 0) this.#log.info(report, 'watch maintenance pass') })
-        .catch((error: unknown) => this.#log.error({ err: error }, 'watch maintenance failed'))
-    }
-    this.#timer = setInterval(tick, intervalMs)
-    this.#timer.unref()
-    const pullOverdue = () => {
-      // One look at a time: a pass that outlives the interval is not joined by a second.
-      this.#pullingOverdue ??= inBackground(async () => await this.#engine.pullOverdueCalendars())
-        .then((queued) => { if (queued > 0) this.#log.info({ queued }, 'pulls queued for calendars no notification reached') })
-        .catch((error: unknown) => this.#log.error({ err: error }, 'queueing overdue pulls failed'))
-        .finally(() => { this.#pullingOverdue = null })
-    }
-    this.#fallbackTimer = setInterval(pullOverdue, fallbackPullIntervalMs)
-    this.#fallbackTimer.unref()
+    const maintenance = new PeriodicTask({
+      intervalMs,
+      run: async () => {
+        const report = await inBackground(async () => await this.run())
+        if (report.renewed + report.stopped + report.failed > 0) this.#log.info(report, 'watch maintenance pass')
+      },
+      onError: (error) => this.#log.error({ err: error }, 'watch maintenance failed')
+    })
+    const overduePulls = new PeriodicTask({
+      intervalMs: fallbackPullIntervalMs,
+      run: async () => {
+        const queued = await inBackground(async () => await this.#engine.pullOverdueCalendars())
+        if (queued > 0) this.#log.info({ queued }, 'pulls queued for calendars no notification reached')
+      },
+      onError: (error) => this.#log.error({ err: error }, 'queueing overdue pulls failed')
+    })
+    this.#loops = [maintenance, overduePulls]
+    for (const loop of this.#loops) loop.start()
   }
 
   async stop (): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer)
-    if (this.#fallbackTimer) clearInterval(this.#fallbackTimer)
-    this.#timer = null
-    this.#fallbackTimer = null
     // The passes under way use the database, which closes once the service's onClose hooks end.
-    await Promise.all([this.#running?.catch(() => {}), this.#pullingOverdue])
+    await Promise.all([...this.#loops.map(async (loop) => { await loop.stop() }), this.#running?.catch(() => {})])
+    this.#loops = []
   }
 
   async #issuerKeys (issuer: string): Promise<JWTVerifyGetKey> {
