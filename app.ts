@@ -23,7 +23,7 @@ import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
 import syncProxyPlugin from './plugins/external/sync-proxy.js'
 import type { RealtimeOptions } from './plugins/app/change-feed.js'
-import type { EmailOptions } from './plugins/app/email.js'
+import type { EmailOptions } from './services/email.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 

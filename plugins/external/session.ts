@@ -17,7 +17,7 @@ import { signInProviders, type SignInProvider } from '../../lib/identity-provide
 import { oidcNonceFor } from '../../lib/pkce.js'
 import type { Config } from '../../schemas/config.js'
 import { mintUserId, normalizeEmail } from '../../lib/identity.js'
-import type { LibraryRequest } from '../app/identity.js'
+import type { LibraryRequest } from '../../services/identity.js'
 import { accountEmailDelivery, smtpSettings } from '../../lib/email-delivery.js'
 import { errorBody, notFoundBody, TypedHttpError } from '../../lib/error-bodies.js'
 import { withDeadline } from '../../lib/deadline.js'

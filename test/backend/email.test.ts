@@ -5,7 +5,8 @@ import { buildApp, freePort, listen, signIn, signUp, startDependencies, uniqueEm
 import { waitFor } from '../processes.js'
 import { startMailCatcher, type CaughtMail, type MailCatcher } from '../../dev/mail/index.js'
 import { signResendWebhook } from '../../lib/email-vendor.js'
-import { EMAIL_LEASE_MS, EMAIL_SEND_SPACING_MS, type EmailOptions, type EmailSendDocument } from '../../plugins/app/email.js'
+import { EMAIL_SEND_SPACING_MS, type EmailOptions } from '../../services/email.js'
+import { EMAIL_LEASE_MS, type EmailSendDocument } from '../../stores/email.js'
 import type { EmailConfig } from '../../schemas/config.js'
 
 // The email block end to end: sign-up enrolls, the poller sends through Resend's API (the mail

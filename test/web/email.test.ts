@@ -9,7 +9,7 @@ import { signUpThroughUi } from './ui.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 import type { CaughtMail } from '../../dev/mail/index.js'
-import type { EmailSendDocument } from '../../plugins/app/email.js'
+import type { EmailSendDocument } from '../../stores/email.js'
 
 async function welcomeMailTo (mailUrl: string, address: string): Promise<CaughtMail | undefined> {
   const response = await fetch(`${mailUrl}/messages.json`)

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProviderConnectRequestSchema, ProviderConnectResponseSchema } from '../../../schemas/provider-auth.js'
 import { ConnectionConflictResponse } from '../../../schemas/errors.js'
 import { SECURITY, bodyResponses, errorResponse, sessionResponses } from '../../../schemas/responses.js'
-import { ConnectConflictError } from '../../../plugins/app/provider-auth.js'
+import { ConnectConflictError } from '../../../services/provider-auth.js'
 
 // Specification, "Provider connect from an authenticated session": the web callback posts the
 // code of Google's redirect here. Never the session library's sign-in-up route: the current

@@ -55,6 +55,44 @@ export class ProviderVersionConflictError extends Error {
   override name = 'ProviderVersionConflictError'
 }
 
+/** What a failed provider call means to the service; each adapter reads its provider's answers into one. */
+export type ProviderFailureKind = 'revoked' | 'cursorExpired' | 'unavailable' | 'notFound' | 'conflict' | 'rejected'
+
+export interface ProviderFailure {
+  kind: ProviderFailureKind
+  /** The provider as a sentence's subject: `Google`, `Microsoft`, `the CalDAV server`. */
+  who: string
+  /** What was asked and what came back, for the log (`insert: 403 requiredAccessLevel`): never a token. */
+  detail: string
+  status: number | null
+  /** The wait the provider asked for (Retry-After), for `unavailable`. */
+  retryAfterMs?: number | null
+}
+
+const MEANING: Record<ProviderFailureKind, string> = {
+  revoked: 'refused the stored credential',
+  cursorExpired: 'needs a full sync',
+  unavailable: 'is unavailable for now',
+  notFound: 'has no such resource',
+  conflict: 'holds another version',
+  rejected: 'refused'
+}
+
+/** The port's error for a failed provider call: the one translation every adapter uses. */
+export function providerError (failure: ProviderFailure): Error {
+  const retryAfterMs = failure.retryAfterMs ?? null
+  const wait = failure.kind === 'unavailable' && retryAfterMs !== null ? `, retry after ${retryAfterMs / 1000} s` : ''
+  const message = `${failure.who} ${MEANING[failure.kind]} (${failure.detail}${wait})`
+  switch (failure.kind) {
+    case 'revoked': return new ProviderAuthorizationRevokedError(message)
+    case 'cursorExpired': return new ProviderCursorExpiredError(message)
+    case 'unavailable': return new ProviderUnavailableError(message, failure.status, retryAfterMs)
+    case 'notFound': return new ProviderNotFoundError(message)
+    case 'conflict': return new ProviderVersionConflictError(message)
+    case 'rejected': return new ProviderRejectedError(message, failure.status)
+  }
+}
+
 export interface ProviderContext {
   connectionId: string
   userId: string

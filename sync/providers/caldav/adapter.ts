@@ -21,7 +21,7 @@ import {
   ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
   ProviderRejectedError, ProviderVersionConflictError
 } from '../../lib/providers/port.js'
-import { colorOf } from '../../lib/providers/port.js'
+import { colorOf, providerError, type ProviderFailureKind } from '../../lib/providers/port.js'
 import type {
   GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink, ProviderPort, ProviderWrite,
   PullResult, Watch, WriteResult
@@ -627,13 +627,12 @@ export class CalDavAdapter implements ProviderPort {
 
   /** `retryAfter`: the answer's Retry-After header, which a 429 or 503 may carry (RFC 9110, 10.2.3). */
   #failure (status: number, what: string, retryAfter: string | null): Error {
-    if (status === 401) return new ProviderAuthorizationRevokedError(`the CalDAV server refused the stored password (${what}: 401)`)
-    if (status === 404 || status === 410) return new ProviderNotFoundError(`the CalDAV server has no such resource (${what}: ${status})`)
-    if (status === 412) return new ProviderVersionConflictError(`the CalDAV server holds another version (${what}: 412)`)
-    if (status === 429 || status >= 500) {
-      return new ProviderUnavailableError(`the CalDAV server is unavailable for now (${what}: ${status})`, status, retryAfterMs(retryAfter, new Date()))
-    }
-    return new ProviderRejectedError(`the CalDAV server refused (${what}: ${status})`, status)
+    const kind: ProviderFailureKind = status === 401
+      ? 'revoked'
+      : status === 404 || status === 410
+        ? 'notFound'
+        : status === 412 ? 'conflict' : status === 429 || status >= 500 ? 'unavailable' : 'rejected'
+    return providerError({ kind, who: 'the CalDAV server', detail: `${what}: ${status}`, status, retryAfterMs: retryAfterMs(retryAfter, new Date()) })
   }
 
   /**

@@ -14,15 +14,12 @@ import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js
 import {
   classifyFailure, EVENT_ID_PROPERTY, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
 } from '../../lib/providers/google-mapping.js'
-import type { GoogleFailure } from '../../lib/providers/google-mapping.js'
+import type { FailureKind, GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import { planWrite } from '../../lib/merge.js'
 import { contentTiming, exceptionMover, followedFields, occurrenceTimes, sameTiming, slotChecker } from '../../../lib/events/series-move.js'
-import {
-  ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
-  ProviderRejectedError, ProviderVersionConflictError
-} from '../../lib/providers/port.js'
-import { colorOf } from '../../lib/providers/port.js'
+import { ProviderAuthorizationRevokedError, ProviderNotFoundError } from '../../lib/providers/port.js'
+import { colorOf, providerError, type ProviderFailureKind } from '../../lib/providers/port.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
@@ -72,19 +69,16 @@ function retryAfterOf (error: unknown): number | null {
   return headers instanceof Headers ? retryAfterMs(headers.get('retry-after'), new Date()) : null
 }
 
+/** How the port reads Google's classes of failure. */
+const GOOGLE_FAILURES: Record<FailureKind, ProviderFailureKind> = {
+  revoked: 'revoked', cursorExpired: 'cursorExpired', unavailable: 'unavailable', notFound: 'notFound', gone: 'notFound', conflict: 'conflict', duplicate: 'rejected', other: 'rejected'
+}
+
 /** The port's error for a failed Google call; the original is never kept (its config holds the access token). */
 function translate (error: unknown, what: string): Error {
   const failure = failureOf(error)
   const detail = `${what}: ${failure.status ?? 'no answer'}${failure.reason ? ` ${failure.reason}` : ''}${failure.oauthError ? ` ${failure.oauthError}` : ''}`
-  switch (classifyFailure(failure)) {
-    case 'revoked': return new ProviderAuthorizationRevokedError(`Google refused the refresh token (${detail})`)
-    case 'cursorExpired': return new ProviderCursorExpiredError(`Google needs a full sync (${detail})`)
-    case 'unavailable': return new ProviderUnavailableError(`Google is unavailable for now (${detail})`, failure.status, retryAfterOf(error))
-    case 'notFound':
-    case 'gone': return new ProviderNotFoundError(`Google has no such resource (${detail})`)
-    case 'conflict': return new ProviderVersionConflictError(`Google holds a newer version (${detail})`)
-    default: return new ProviderRejectedError(`Google refused (${detail})`, failure.status)
-  }
+  return providerError({ kind: GOOGLE_FAILURES[classifyFailure(failure)], who: 'Google', detail, status: failure.status, retryAfterMs: retryAfterOf(error) })
 }
 
 async function call<T> (what: string, run: () => Promise<T>): Promise<T> {

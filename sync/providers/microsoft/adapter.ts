@@ -15,15 +15,12 @@ import { planWrite } from '../../lib/merge.js'
 import {
   classifyFailure, contentOf, graphFieldsOf, graphRecurrenceOf, rruleLines, sameTiming, toProviderEvent, transactionIdFor
 } from '../../lib/providers/microsoft-mapping.js'
-import type { GraphEvent, GraphFailure } from '../../lib/providers/microsoft-mapping.js'
+import type { GraphEvent, GraphFailure, MicrosoftFailureKind } from '../../lib/providers/microsoft-mapping.js'
 import { ianaZoneOf } from '../../lib/windows-zones.js'
 import { contentTiming, exceptionMover, followedFields, movedExclusions, seriesMove, type ExceptionTiming } from '../../../lib/events/series-move.js'
 import { eventInstant } from '../../../lib/events/time.js'
-import {
-  ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderNotFoundError, ProviderUnavailableError,
-  ProviderRejectedError, ProviderVersionConflictError
-} from '../../lib/providers/port.js'
-import { colorOf } from '../../lib/providers/port.js'
+import { ProviderAuthorizationRevokedError, ProviderNotFoundError, ProviderUnavailableError, ProviderRejectedError } from '../../lib/providers/port.js'
+import { colorOf, providerError, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPES } from '../../../lib/identity-providers.js'
 import type {
   AuthorizationRequest, GrantedCredential, ImportRequest, ImportResult, ProviderCalendar, ProviderContext, ProviderEventSink,
@@ -249,18 +246,14 @@ class MicrosoftCallError extends Error {
   }
 }
 
+/** How the port reads Microsoft's classes of failure. */
+const MICROSOFT_FAILURES: Record<MicrosoftFailureKind, ProviderFailureKind> = {
+  revoked: 'revoked', cursorExpired: 'cursorExpired', unavailable: 'unavailable', notFound: 'notFound', conflict: 'conflict', unauthorized: 'rejected', other: 'rejected'
+}
+
 /** The port's error for a failed call. */
 function translate (error: MicrosoftCallError): Error {
-  const detail = error.message
-  switch (classifyFailure(error.failure)) {
-    case 'revoked': return new ProviderAuthorizationRevokedError(`Microsoft refused the refresh token (${detail})`)
-    case 'cursorExpired': return new ProviderCursorExpiredError(`Microsoft needs a full sync (${detail})`)
-    case 'unavailable': return new ProviderUnavailableError(
-      `Microsoft is unavailable for now (${detail}${error.retryAfterMs === null ? '' : `, retry after ${error.retryAfterMs / 1000} s`})`, error.failure.status, error.retryAfterMs)
-    case 'notFound': return new ProviderNotFoundError(`Microsoft has no such resource (${detail})`)
-    case 'conflict': return new ProviderVersionConflictError(`Microsoft holds a newer version (${detail})`)
-    default: return new ProviderRejectedError(`Microsoft refused (${detail})`, error.failure.status)
-  }
+  return providerError({ kind: MICROSOFT_FAILURES[classifyFailure(error.failure)], who: 'Microsoft', detail: error.message, status: error.failure.status, retryAfterMs: error.retryAfterMs })
 }
 
 /** Graph's UTC date-time (with or without its `Z`) as milliseconds; NaN when it is none. */

@@ -74,10 +74,9 @@ test('a 10,000-event calendar seeds and lists in pages: 250 by default, at most 
   t.type(seeded.body.tookMs, 'number', 'the control route reports how long seeding took (bench/google-transport.ts measures it)')
   const api = await calendarClient(google, ALICE)
 
-  const started = performance.now()
+  // How fast is bench/google-transport.ts's to say (it reads the same 10,000 events): a loaded
+  // machine stretches any wall-clock bound here.
   const { items, pages } = await listAll(api, { calendarId: 'primary', showDeleted: true })
-  const took = performance.now() - started
-  t.ok(took < 5000, `listed in ${Math.round(took)} ms`)
   t.equal(items.length, 10000)
   t.equal(new Set(items.map((item) => item.id)).size, 10000, 'no event twice')
   t.equal(pages.length, 40)
