@@ -2,16 +2,14 @@
 // Standard Time"); Graph also accepts IANA names on input. Arithmetic happens in IANA zones, with
 // one offset lookup per zone and quarter hour cached (asking Intl costs tens of microseconds, and a
 // bulk seed or a calendar view expands thousands of times).
-import { createRequire } from 'node:module'
 import { IANAZone } from 'luxon'
 import { cachedZoneOffsets } from '../stand-in/zones.js'
+import cldrWindowsZones from 'cldr-core/supplemental/windowsZones.json' with { type: 'json' }
 
 // Windows zone names as Windows and Exchange translate them: Unicode CLDR's windowsZones data
 // (the `cldr-core` package), each name's primary ("001") row. Read from CLDR itself rather than
 // from the Sync service's table, so that a wrong row there is caught here, not mirrored.
-interface CldrWindowsZones { supplemental: { windowsZones: { mapTimezones: Array<{ mapZone: { _other: string, _type: string, _territory: string } }> } } }
-const cldr = createRequire(import.meta.url)('cldr-core/supplemental/windowsZones.json') as CldrWindowsZones
-const PRIMARY_ROWS = cldr.supplemental.windowsZones.mapTimezones.map((row) => row.mapZone).filter((zone) => zone._territory === '001')
+const PRIMARY_ROWS = cldrWindowsZones.supplemental.windowsZones.mapTimezones.map((row) => row.mapZone).filter((zone) => zone._territory === '001')
 const WINDOWS_TO_IANA: ReadonlyMap<string, string> = new Map(PRIMARY_ROWS.map((zone) => [zone._other, zone._type.split(' ')[0] as string]))
 // Outlook writes the Windows name of the first row naming a zone.
 const IANA_TO_WINDOWS: ReadonlyMap<string, string> = new Map([...WINDOWS_TO_IANA].reverse().map(([windows, iana]) => [iana, windows]))
