@@ -4,7 +4,7 @@
 import { ObjectId, type Collection, type Db } from 'mongodb'
 import type { BillingRecord } from '../lib/billing.js'
 import type { VendorSubscription } from '../lib/billing-vendor.js'
-import { isDuplicateKeyError } from './database.js'
+import { insertOnce, isDuplicateKeyError } from './database.js'
 
 export interface BillingDocument extends BillingRecord {
   _id: ObjectId
@@ -102,13 +102,7 @@ export class BillingStore {
 
   /** Notes an event as processed; false when it already was. */
   async markProcessed (event: { id: string, type: string, created: number }): Promise<boolean> {
-    try {
-      await this.#events.insertOne({ _id: event.id, type: event.type, created: event.created, receivedAt: new Date() })
-      return true
-    } catch (error) {
-      if (isDuplicateKeyError(error)) return false
-      throw error
-    }
+    return await insertOnce(this.#events, { _id: event.id, type: event.type, created: event.created, receivedAt: new Date() })
   }
 
   /** Forgets an event whose processing failed, so that Stripe's retry is processed. */

@@ -1,5 +1,5 @@
 import {
-  MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type MongoClientOptions
+  MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type Collection, type Document, type MongoClientOptions, type OptionalUnlessRequiredId
 } from 'mongodb'
 import { withDeadline } from '../lib/deadline.js'
 
@@ -90,4 +90,18 @@ export function isDatabaseUnavailableError (error: unknown): boolean {
     error instanceof MongoNetworkError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoTopologyClosedError
+}
+
+/**
+ * Inserts a document whose id stands for something done once (a vendor event applied, a webhook
+ * received): true when this call inserted it, false when it was already there.
+ */
+export async function insertOnce<T extends Document> (collection: Collection<T>, document: OptionalUnlessRequiredId<T>): Promise<boolean> {
+  try {
+    await collection.insertOne(document)
+    return true
+  } catch (error) {
+    if (isDuplicateKeyError(error)) return false
+    throw error
+  }
 }

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
 import type { EmailSendState, EmailStepKey } from '../lib/email-sequence.js'
-import { isDuplicateKeyError } from './database.js'
+import { insertOnce, isDuplicateKeyError } from './database.js'
 
 export const EMAIL_SENDS_COLLECTION = 'emailSends'
 export const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'
@@ -129,13 +129,7 @@ export class EmailStore {
 
   /** Remembers a webhook as applied; false when it already was. */
   async rememberWebhook (id: string, type: string, at: Date): Promise<boolean> {
-    try {
-      await this.#webhooks.insertOne({ _id: id, type, receivedAt: at })
-      return true
-    } catch (error) {
-      if (isDuplicateKeyError(error)) return false
-      throw error
-    }
+    return await insertOnce(this.#webhooks, { _id: id, type, receivedAt: at })
   }
 
   /** Forgets a webhook whose application failed, so that the vendor's retry applies it. */
