@@ -22,7 +22,9 @@ import securityHeadersPlugin from './plugins/external/security-headers.js'
 import requestLoggingPlugin from './plugins/external/request-logging.js'
 import openapiPlugin from './plugins/external/openapi.js'
 import syncProxyPlugin from './plugins/external/sync-proxy.js'
-import type { RealtimeOptions } from './plugins/app/change-feed.js'
+import type { ChangeFeedOptions } from './services/change-feed-bridge.js'
+import type { SseBrokerOptions } from './services/sse-broker.js'
+import type { SessionRevocationOptions } from './plugins/app/session-revocations.js'
 import type { EmailOptions } from './services/email.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -30,6 +32,9 @@ const here = dirname(fileURLToPath(import.meta.url))
 // Running from TypeScript sources means a TypeScript loader (tsx) is active, so autoload may
 // import .ts files; built output is plain .js and needs nothing.
 if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
+
+/** Every realtime setting; one object of this type goes to the stream broker, the change-feed bridge and the revocation poller. */
+export type RealtimeOptions = Partial<SseBrokerOptions & ChangeFeedOptions & SessionRevocationOptions>
 
 export interface AppOptions {
   config: Config

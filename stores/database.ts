@@ -1,5 +1,5 @@
 import {
-  MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type Collection, type Document, type MongoClientOptions, type OptionalUnlessRequiredId
+  MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type ClientSession, type Collection, type Db, type Document, type MongoClient, type MongoClientOptions, type OptionalUnlessRequiredId
 } from 'mongodb'
 import { withDeadline } from '../lib/deadline.js'
 
@@ -104,4 +104,26 @@ export async function insertOnce<T extends Document> (collection: Collection<T>,
     if (isDuplicateKeyError(error)) return false
     throw error
   }
+}
+
+/** The database as the backend's stores use it (plugins/external/mongo.ts connects it). */
+export interface MongoHandle {
+  client: MongoClient
+  db: Db
+  /** Whether the deployment runs transactions (a replica set or a sharded cluster; a single server has none). */
+  transactional: boolean
+  /**
+   * Runs `work` in one transaction where the deployment has them, so its writes happen together
+   * or not at all; otherwise runs it as is (`session` undefined) and its writes go in order. The
+   * whole has the database deadline (a request's, requestDatabaseDeadlineMs, unless `deadlineMs`): past it the
+   * caller meets DatabaseDeadlineError, and `signal` is aborted so that `work` stops before its
+   * next write (the transaction is then not committed).
+   */
+  withTransaction: <T>(work: (session: ClientSession | undefined, signal: AbortSignal) => Promise<T>, deadlineMs?: number) => Promise<T>
+  /**
+   * Whether the database answers a ping within `deadlineMs`. The answer comes by the deadline
+   * whatever state the driver is in; while one ping is outstanding, callers share it, so a silent
+   * database does not collect a ping per probe.
+   */
+  ping: (deadlineMs: number) => Promise<boolean>
 }

@@ -6,7 +6,7 @@ import tap, { test, type Test } from 'tap'
 import { authFields, buildApp, listen, signIn, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
 import { waitFor } from '../processes.js'
 import { RawSseReader } from '../realtime/sse-reader.js'
-import { defaultSseBrokerOptions } from '../../plugins/app/sse-broker.js'
+import { defaultSseBrokerOptions } from '../../services/sse-broker.js'
 
 const deps = await startDependencies(tap)
 const { app, log } = await buildApp(tap, deps)

@@ -8,7 +8,7 @@ import tap, { test, type Test } from 'tap'
 import { buildApp, listen, startDependencies, uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
 import { INTERNAL_TOKEN, startSyncService } from '../realtime/sync-service.js'
-import { defaultSseBrokerOptions } from '../../plugins/app/sse-broker.js'
+import { defaultSseBrokerOptions } from '../../services/sse-broker.js'
 import type { ServerMessage } from '../../schemas/server-message.js'
 import {
   CalendarClient, MemoryTokenStore, UnavailableError, type AuthResult, type EventStream, type EventsRefetch, type StreamHandlers, type StreamOptions, type StreamStatus

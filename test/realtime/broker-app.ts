@@ -4,8 +4,10 @@ import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Test } from 'tap'
-import sseBroker, { type SseBrokerOptions } from '../../plugins/app/sse-broker.js'
-import changeFeed, { type ChangeFeedOptions } from '../../plugins/app/change-feed.js'
+import sseBroker from '../../plugins/app/sse-broker.js'
+import type { SseBrokerOptions } from '../../services/sse-broker.js'
+import changeFeed from '../../plugins/app/change-feed.js'
+import type { ChangeFeedOptions } from '../../services/change-feed-bridge.js'
 import { SyncClient } from '../../clients/sync.js'
 
 export interface LogLine { level: number, msg: string, [key: string]: unknown }

@@ -1,7 +1,7 @@
 import tap, { test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import type { ChangeFeedOptions } from '../../plugins/app/change-feed.js'
+import type { ChangeFeedOptions } from '../../services/change-feed-bridge.js'
 import { serverMessageCheck, type ServerMessage } from '../../schemas/server-message.js'
 import type { InvalidationInput } from '../../sync/lib/change-feed.js'
 import { startBrokerApp } from './broker-app.js'

@@ -1,0 +1,426 @@
+import createError from '@fastify/error'
+import type { AnyBulkWriteOperation, ClientSession, Collection, FindCursor } from 'mongodb'
+import type { EventRecord } from '../lib/events/record.js'
+import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from './database.js'
+import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
+import type { NewOutboxEntry } from '../lib/outbox.js'
+import { foldOccurrence, type ProviderWrite } from '../lib/events/provider-apply.js'
+import type { ProviderRecord } from '../lib/events/record.js'
+import type { MongoHandle } from './database.js'
+import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../lib/events/range.js'
+import { eventInstant } from '../lib/events/time.js'
+import { movedExceptions } from '../lib/events/series-move.js'
+import { EVENT_LIMITS } from '../schemas/event.js'
+import type { WriteIssue } from '../schemas/sync/index.js'
+
+const DAY_MS = 86_400_000
+
+/** Where an event write puts what Sync must hear, in the write's own transaction (the outbox). */
+export interface OutboxWriter {
+  add: (userId: string, entries: NewOutboxEntry[], options?: { session?: ClientSession, now?: Date }) => Promise<void>
+}
+
+export const EVENTS_COLLECTION = 'events'
+const PROVIDER_EVENT_INDEX = 'user_provider_event_unique'
+const KEYING_BATCH = 500
+/** Changes made once to the stored data at a start, each noted here by name when done. */
+export const MIGRATIONS_COLLECTION = 'migrations'
+const KEYED_BY_OWNER = 'events-keyed-by-owner'
+
+/**
+ * A stored event: keyed by its owner and its id, so an id is the user's own. Another user may
+ * hold the same id, and a create with it is no different from one with a fresh id: the answer
+ * cannot tell anyone which ids exist. `eventId` is the id the API shows.
+ */
+type StoredEvent = ProviderRecord & StorageFields & { eventId: string }
+
+/** The document key of a user's event. */
+export function storageKey (userId: string, eventId: string): string {
+  return `${userId}:${eventId}`
+}
+
+/** A stored document as the API shows it: its own id, without the owner's prefix. */
+function fromStorage<T extends { _id: string, eventId?: string }> (document: T): Omit<T, 'eventId'> {
+  const { eventId, ...record } = document
+  return eventId === undefined ? record : { ...record, _id: eventId }
+}
+
+export const TOMBSTONES_COLLECTION = 'eventTombstones'
+
+/**
+ * How long a deletion made here is remembered: far longer than a provider page can be in flight,
+ * so a page read before the provider learnt of the deletion cannot bring the event back.
+ */
+const TOMBSTONE_RETENTION_SECONDS = 30 * 24 * 60 * 60
+
+/** An event the user deleted here, with the provider identity it had. */
+export interface EventTombstone {
+  user: string
+  eventId: string
+  calendarId?: string
+  providerEventId?: string
+  deletedAt: Date
+}
+
+const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0 } as const
+
+export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
+export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
+
+function stored (event: ProviderRecord): StoredEvent {
+  return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
+}
+
+function keysOf (userId: string, eventIds: readonly string[]): string[] {
+  return eventIds.map((eventId) => storageKey(userId, eventId))
+}
+
+/**
+ * The events of the backend's own database. Plans come from lib/events; this class only carries
+ * them out, together with the outbox entries they owe the Sync service. Every query names the
+ * owner, so another user's event is indistinguishable from a missing one. Every call has a
+ * deadline (withDatabaseDeadline): the person's ones DATABASE_CALL_DEADLINE_MS, a page of
+ * provider changes PROVIDER_PAGE_DEADLINE_MS.
+ */
+export class EventStore {
+  readonly events: Collection<StoredEvent>
+  readonly tombstones: Collection<EventTombstone>
+  readonly #mongo: Pick<MongoHandle, 'withTransaction'>
+  readonly #outbox: OutboxWriter
+  readonly #migrations: Collection<{ _id: string, doneAt: Date }>
+
+  constructor (mongo: Pick<MongoHandle, 'db' | 'withTransaction'>, outbox: OutboxWriter) {
+    this.events = mongo.db.collection<StoredEvent>(EVENTS_COLLECTION)
+    this.tombstones = mongo.db.collection<EventTombstone>(TOMBSTONES_COLLECTION)
+    this.#migrations = mongo.db.collection(MIGRATIONS_COLLECTION)
+    this.#mongo = mongo
+    this.#outbox = outbox
+  }
+
+  async ensureIndexes (): Promise<void> {
+    await this.#keyByOwner()
+    await this.tombstones.createIndexes([
+      { key: { user: 1, eventId: 1 }, name: 'user_event' },
+      { key: { user: 1, calendarId: 1, providerEventId: 1 }, name: 'user_provider_event', partialFilterExpression: { providerEventId: { $exists: true } } },
+      { key: { deletedAt: 1 }, name: 'retention', expireAfterSeconds: TOMBSTONE_RETENTION_SECONDS }
+    ])
+    await this.events.createIndexes([
+      { key: { user: 1, startsAt: 1 }, name: 'user_start' },
+      { key: { user: 1, 'recurrence.eventId': 1, originalStartsAt: 1 }, name: 'user_series_occurrence' },
+      { key: { user: 1, seriesEndsAt: 1 }, name: 'user_series_end' },
+      // One stored event per provider event; also how a page of provider changes finds its events.
+      {
+        key: { user: 1, calendarId: 1, providerEventId: 1 },
+        name: PROVIDER_EVENT_INDEX,
+        unique: true,
+        partialFilterExpression: { providerEventId: { $exists: true } }
+      },
+      // Exceptions that arrived before their series master, found when it comes.
+      {
+        key: { user: 1, calendarId: 1, waitingForSeries: 1 },
+        name: 'user_waiting_for_series',
+        partialFilterExpression: { waitingForSeries: { $exists: true } }
+      }
+    ])
+  }
+
+  /**
+   * Events stored when an id was unique across users were keyed by the id alone: each is stored
+   * again under its owner's key. A copy and its original name the same provider event, so the
+   * unique provider index goes first; ensureIndexes makes it again. A start that stops midway,
+   * or two starting at once, leave nothing behind: the copy is an upsert, and the original goes
+   * only after it.
+   */
+  async #keyByOwner (): Promise<void> {
+    // Once done, noted, so that later starts do not look through every event for none.
+    if (await this.#migrations.findOne({ _id: KEYED_BY_OWNER }) !== null) return
+    const unkeyed = { eventId: { $exists: false } }
+    if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) !== null) {
+      if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
+      const nextBatch = async () => await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()
+      for (let batch = await nextBatch(); batch.length > 0; batch = await nextBatch()) {
+        await this.events.bulkWrite(batch.map((event) => {
+          const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
+          return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }
+        }), { ordered: false })
+        await this.events.deleteMany({ _id: { $in: batch.map((event) => event._id) } })
+      }
+    }
+    await this.#migrations.updateOne({ _id: KEYED_BY_OWNER }, { $set: { doneAt: new Date() } }, { upsert: true })
+  }
+
+  /** Events of a provider calendar by their provider ids. */
+  async findByProviderIds (userId: string, calendarId: string, providerEventIds: string[]): Promise<ProviderRecord[]> {
+    if (providerEventIds.length === 0) return []
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, calendarId, providerEventId: { $in: providerEventIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
+  }
+
+  /** Exceptions of a provider calendar waiting for one of these series masters. */
+  async findWaitingFor (userId: string, calendarId: string, masterProviderIds: string[]): Promise<ProviderRecord[]> {
+    if (masterProviderIds.length === 0) return []
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, calendarId, waitingForSeries: { $in: masterProviderIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
+  }
+
+  /** The stored edits (changed or cancelled occurrences) of these series. */
+  async findEditsOf (userId: string, seriesIds: string[]): Promise<EventRecord[]> {
+    if (seriesIds.length === 0) return []
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ user: userId, 'recurrence.eventId': { $in: seriesIds } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
+  }
+
+  /** Deletions made here of these events, by our id or by their provider id in this calendar. */
+  async findTombstones (userId: string, calendarId: string, eventIds: string[], providerEventIds: string[]): Promise<EventTombstone[]> {
+    if (eventIds.length === 0 && providerEventIds.length === 0) return []
+    return await withDatabaseDeadline(async (signal) => await this.tombstones.find({
+      user: userId,
+      $or: [{ eventId: { $in: eventIds } }, { calendarId, providerEventId: { $in: providerEventIds } }]
+    }, { projection: { _id: 0 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)
+  }
+
+  async findByIds (userId: string, eventIds: string[]): Promise<EventRecord[]> {
+    if (eventIds.length === 0) return []
+    return await withDatabaseDeadline(async (signal) => (await this.events.find({ _id: { $in: keysOf(userId, eventIds) } }, { projection: STORAGE_ONLY, signal }).toArray()).map(fromStorage), PROVIDER_PAGE_DEADLINE_MS)
+  }
+
+  /**
+   * Carries out a page of provider changes as one bulk write. These are the provider's changes,
+   * not the user's: nothing is reported back to Sync. `supersede` (the last page of an import)
+   * then removes the calendar's provider events that the import did not write.
+   */
+  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
+    const operations = writes.map((write): AnyBulkWriteOperation<StoredEvent> => {
+      switch (write.kind) {
+        case 'insert':
+          return { insertOne: { document: stored(write.record) } }
+        case 'replace':
+          return { replaceOne: { filter: { _id: storageKey(userId, write.record._id) }, replacement: stored(write.record) } }
+        case 'touch':
+          return { updateOne: { filter: { _id: storageKey(userId, write.eventId) }, update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } }
+        case 'delete':
+          return { deleteOne: { filter: { _id: storageKey(userId, write.eventId) } } }
+        case 'deleteInstances':
+          return { deleteMany: { filter: { user: userId, 'recurrence.eventId': write.seriesId } } }
+        default:
+          throw new Error(`unknown provider write: ${JSON.stringify(write satisfies never)}`)
+      }
+    })
+    if (operations.length > 0) await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
+    if (supersede === undefined) return 0
+    const gone = await withDatabaseDeadline(async () => await this.events.deleteMany({
+      user: userId,
+      calendarId: supersede.calendarId,
+      connectionId: supersede.connectionId,
+      providerEventId: { $exists: true },
+      generation: { $ne: supersede.generation }
+    }), PROVIDER_PAGE_DEADLINE_MS)
+    return gone.deletedCount
+  }
+
+  /**
+   * One stored record per occurrence of a series: a page of provider changes and the user's own
+   * edit of the same occurrence, each planned without seeing the other, can both insert one. Run
+   * after either inserted occurrence records; folds such a pair into the own edit
+   * (lib/events/provider-apply.ts foldOccurrence). Answers how many records went. `deadlineMs`:
+   * a page's longer one; a person's write keeps the request's.
+   */
+  async foldOccurrences (userId: string, inserted: readonly EventRecord[], deadlineMs?: number): Promise<number> {
+    const occurrences = inserted.flatMap((event) => event.recurrence?.eventId === undefined || event.originalStartDate === undefined
+      ? []
+      : [{ seriesId: event.recurrence.eventId, at: eventInstant(event.originalStartDate, event.isAllDay, event.timeZone) }])
+    if (occurrences.length === 0) return 0
+    const found = await withDatabaseDeadline(async (signal) => await this.events.find({
+      user: userId,
+      'recurrence.eventId': { $in: [...new Set(occurrences.map((occurrence) => occurrence.seriesId))] },
+      originalStartsAt: { $in: occurrences.map((occurrence) => occurrence.at) }
+    }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), deadlineMs)
+    const byOccurrence = new Map<string, ProviderRecord[]>()
+    for (const record of found) {
+      const { originalStartsAt, ...event } = fromStorage(record)
+      const key = `${event.recurrence?.eventId ?? ''}|${originalStartsAt?.getTime() ?? ''}`
+      byOccurrence.set(key, [...byOccurrence.get(key) ?? [], event])
+    }
+    let dropped = 0
+    for (const records of byOccurrence.values()) {
+      const fold = records.length < 2 ? null : foldOccurrence(records)
+      if (fold === null) continue
+      // The provider's record goes first: its provider id is unique per calendar.
+      await withDatabaseDeadline(async () => await this.events.deleteMany({ _id: { $in: keysOf(userId, fold.drop) } }), deadlineMs)
+      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: storageKey(userId, fold.keep._id) }, stored(fold.keep)), deadlineMs)
+      dropped += fold.drop.length
+    }
+    return dropped
+  }
+
+  /**
+   * Forgets a connection's provider calendars (or one of them): imported events go; the user's own
+   * events that were also written to the provider stay, without their provider identity.
+   */
+  async removeProviderEvents (userId: string, connectionId: string, calendarId?: string): Promise<number> {
+    const scope = { user: userId, connectionId, ...(calendarId === undefined ? {} : { calendarId }) }
+    const removed = await withDatabaseDeadline(async () => await this.events.deleteMany({ ...scope, origin: 'providerImport' }), PROVIDER_PAGE_DEADLINE_MS)
+    await withDatabaseDeadline(async () => await this.events.updateMany(scope, {
+      $unset: { calendarId: '', providerEventId: '', connectionId: '', iCalUID: '', providerEtag: '', providerUpdated: '', generation: '', waitingForSeries: '', syncIssue: '', providerBase: '' }
+    }), PROVIDER_PAGE_DEADLINE_MS)
+    return removed.deletedCount
+  }
+
+  /** Marks (or, with null, unmarks) an event whose change is not at its provider; false when no such event is stored. */
+  async setSyncIssue (userId: string, eventId: string, issue: WriteIssue | null): Promise<boolean> {
+    const update = issue === null ? { $unset: { syncIssue: '' as const } } : { $set: { syncIssue: issue } }
+    const result = await withDatabaseDeadline(async () => await this.events.updateOne({ _id: storageKey(userId, eventId) }, update))
+    return result.matchedCount > 0
+  }
+
+  async findById (userId: string, eventId: string): Promise<EventRecord | null> {
+    const found = await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: storageKey(userId, eventId) }, { projection: STORAGE_ONLY, signal }))
+    return found === null ? null : fromStorage(found)
+  }
+
+  /** The stored edit (changed or cancelled) of one occurrence of a series, if there is one. */
+  async findOccurrenceEdit (userId: string, seriesId: string, originalStart: Date): Promise<EventRecord | null> {
+    const found = await withDatabaseDeadline(async (signal) => await this.events.findOne(
+      { user: userId, 'recurrence.eventId': seriesId, originalStartsAt: originalStart },
+      { projection: STORAGE_ONLY, signal }
+    ))
+    return found === null ? null : fromStorage(found)
+  }
+
+  /**
+   * Every event and occurrence of the user overlapping [from, to), in start order. What the read
+   * holds (stored events read, occurrences made) is counted as it comes and bounded
+   * (RangeBudget): past the bound the read is refused before it holds much more.
+   */
+  async findRange (userId: string, from: Date, to: Date): Promise<EventRecord[]> {
+    const budget = new RangeBudget()
+    const [singles, bases] = await Promise.all([
+      this.#readBounded((signal) => this.events.find({
+        user: userId,
+        status: 'confirmed',
+        'recurrence.rule': { $exists: false },
+        // An exception still waiting for its series master is not shown until it is linked.
+        waitingForSeries: { $exists: false },
+        startsAt: { $lt: to },
+        endsAt: { $gt: from }
+      }, { projection: STORAGE_ONLY, signal }), budget),
+      this.#readBounded((signal) => this.events.find({
+        user: userId,
+        'recurrence.rule': { $exists: true },
+        startsAt: { $lt: to },
+        $or: [{ seriesEndsAt: null }, { seriesEndsAt: { $gt: from } }]
+      }, { projection: STORAGE_ONLY, signal }), budget)
+    ])
+    // Only edits of occurrences that can reach into the range matter: an occurrence overlapping
+    // it starts at most one occurrence length before it (expansion keeps two days of margin too).
+    const longest = bases.reduce((most, base) => Math.max(most, eventInstant(base.endDate, base.isAllDay, base.timeZone).getTime() -
+      eventInstant(base.startDate, base.isAllDay, base.timeZone).getTime()), 0)
+    const edits = bases.length === 0
+      ? []
+      : await this.#readBounded((signal) => this.events.find({
+        user: userId,
+        'recurrence.eventId': { $in: bases.map((base) => base._id) },
+        originalStartsAt: { $gte: new Date(from.getTime() - longest - 2 * DAY_MS), $lt: new Date(to.getTime() + 2 * DAY_MS) }
+      }, { projection: STORAGE_ONLY, signal }), budget)
+    const series = bases.map((base) => ({ series: base, edits: edits.filter((edit) => edit.recurrence?.eventId === base._id) }))
+    return await assembleRange(singles, series, from, to, budget)
+  }
+
+  /** Reads a cursor whole within the database deadline, counting what it holds. */
+  async #readBounded (open: (signal: AbortSignal) => FindCursor<EventRecord>, budget: RangeBudget): Promise<EventRecord[]> {
+    return await withDatabaseDeadline(async (signal) => {
+      const cursor = open(signal)
+      const read: EventRecord[] = []
+      try {
+        for await (const event of cursor.limit(EVENT_LIMITS.rangeItems + 1).map(fromStorage)) {
+          budget.hold(event)
+          read.push(event)
+        }
+      } finally {
+        await cursor.close()
+      }
+      return read
+    })
+  }
+
+  /**
+   * Carries out the plans of one request and stores the outbox entries they owe Sync: all in one
+   * transaction when the deployment has them; otherwise in order, own data first, so a crash
+   * can lose a report but never report a change that was not made.
+   */
+  async apply (userId: string, plans: PersistencePlan[], entries: NewOutboxEntry[], now: Date): Promise<void> {
+    const writes = plans.flatMap((plan) => plan.writes)
+    if (writes.length === 0 && entries.length === 0) return
+    await this.#mongo.withTransaction(async (session, signal) => {
+      // Past the deadline the client was told 503. In a transaction nothing more is written, so
+      // it is not committed; without one, the writes go on to the end with their reports, since
+      // a change made must not go unreported.
+      const stopIfLate = () => { if (session !== undefined) signal.throwIfAborted() }
+      await this.#write(userId, writes, session, now, stopIfLate)
+      stopIfLate()
+      await this.#outbox.add(userId, entries, { now, ...(session === undefined ? {} : { session }) })
+    })
+  }
+
+  async #write (userId: string, writes: OwnWrite[], session: ClientSession | undefined, now: Date, stopIfLate: () => void): Promise<void> {
+    const options = session === undefined ? {} : { session }
+    for (const write of writes) {
+      stopIfLate()
+      switch (write.kind) {
+        case 'insert':
+          try {
+            await this.events.insertOne(stored(write.event), options)
+          } catch (error) {
+            // Only this user's own events can hold the key.
+            if (isDuplicateKeyError(error)) throw new EventIdTakenError(write.event._id)
+            throw error
+          }
+          break
+        case 'replace': {
+          const result = await this.events.replaceOne({ _id: storageKey(userId, write.event._id) }, stored(write.event), options)
+          if (result.matchedCount === 0) throw new EventChangedMeanwhileError(write.event._id)
+          break
+        }
+        case 'delete': {
+          const gone = await this.events.findOneAndDelete({ _id: storageKey(userId, write.eventId) }, { ...options, projection: { calendarId: 1, providerEventId: 1 } })
+          // Remembered so that a provider page read before the provider learns of this deletion
+          // (or the answer to our own earlier write) cannot bring the event back.
+          if (gone !== null) {
+            await this.tombstones.insertOne({
+              user: userId,
+              eventId: write.eventId,
+              ...(gone.calendarId === undefined ? {} : { calendarId: gone.calendarId }),
+              ...(gone.providerEventId === undefined ? {} : { providerEventId: gone.providerEventId }),
+              deletedAt: now
+            }, options)
+          }
+          break
+        }
+        case 'deleteInstances': {
+          const gone = await this.events.find({
+            user: userId,
+            'recurrence.eventId': write.seriesId,
+            ...(write.fromOriginalStart === undefined ? {} : { originalStartsAt: { $gte: write.fromOriginalStart } })
+          }, { ...options, projection: { _id: 1, eventId: 1, calendarId: 1, providerEventId: 1 } }).toArray()
+          if (gone.length === 0) break
+          await this.events.deleteMany({ _id: { $in: gone.map((event) => event._id) } }, options)
+          // As for one deleted event: the provider's copy of an edited occurrence, read before
+          // the cut reached it (its exception still names our id), must not bring it back.
+          await this.tombstones.insertMany(gone.map((event) => ({
+            user: userId,
+            eventId: event.eventId,
+            ...(event.calendarId === undefined ? {} : { calendarId: event.calendarId }),
+            ...(event.providerEventId === undefined ? {} : { providerEventId: event.providerEventId }),
+            deletedAt: now
+          })), options)
+          break
+        }
+        case 'followSeries': {
+          const seriesId = write.after._id
+          const exceptions = (await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()).map(fromStorage)
+          const moved = movedExceptions(write.before, write.after, exceptions, now)
+          await this.events.deleteMany({ user: userId, 'recurrence.eventId': seriesId }, options)
+          if (moved.length > 0) await this.events.insertMany(moved.map(stored), options)
+          break
+        }
+      }
+    }
+  }
+}
