@@ -183,6 +183,14 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
 
   const set = <K extends keyof Form>(key: K, value: Form[K]) => setForm((previous) => ({ ...previous, [key]: value }))
 
+  // A new event's calendar follows the list until the person picks one: opened before the
+  // connected calendars were read, the dialog would otherwise keep the own calendar.
+  const [calendarPicked, setCalendarPicked] = useState(false)
+  const defaultCalendar = defaultCalendarOf(props.calendars)
+  useEffect(() => {
+    if (event === null && !calendarPicked) setForm((previous) => previous.calendar === defaultCalendar ? previous : { ...previous, calendar: defaultCalendar })
+  }, [defaultCalendar])
+
   async function save (submitEvent: Event) {
     submitEvent.preventDefault()
     const draft = draftFrom(form)
@@ -249,7 +257,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
       {props.calendars.length > 1 && (
         <div class='field'>
           <label for='event-calendar'>Calendar</label>
-          <select id='event-calendar' value={form.calendar} disabled={event !== null} aria-describedby={event !== null ? 'event-calendar-hint' : undefined} onChange={(e) => set('calendar', (e.currentTarget as HTMLSelectElement).value)}>
+          <select id='event-calendar' value={form.calendar} disabled={event !== null} aria-describedby={event !== null ? 'event-calendar-hint' : undefined} onChange={(e) => { setCalendarPicked(true); set('calendar', (e.currentTarget as HTMLSelectElement).value) }}>
             {props.calendars.map((calendar) => <option key={calendar.key} value={calendar.key}>{calendar.name}</option>)}
             {!props.calendars.some((calendar) => calendar.key === form.calendar) && <option value={form.calendar}>Another calendar</option>}
           </select>
