@@ -134,20 +134,18 @@ export function createEmailBlock (parts: BlockParts): EmailBlock {
     }
   }
 
-  const settle = async (row: EmailSendDocument, update: Record<string, unknown>, stillQueued = true): Promise<void> => { await store.settle(row, update, stillQueued) }
-
   /** True when a mail went out. */
   async function work (row: EmailSendDocument): Promise<boolean> {
     const found = await recipientOf(row.userId)
     const decision = decideSend({ step: row.step, dueAt: row.dueAt, now: now(), profile, allowlist: config.allowlist, recipient: found?.recipient })
     if (decision.action === 'finish') {
-      await settle(row, { state: decision.state, reason: decision.reason })
+      await store.settle(row, { state: decision.state, reason: decision.reason })
       analytics.capture({ name: 'email_skipped', distinctId: row.userId, properties: { step: row.step, reason: decision.reason } })
       return false
     }
     if (decision.action === 'hold') {
       // Looked at again on a later tick, behind the rows that became due meanwhile.
-      await settle(row, { reason: decision.reason, nextAttemptAt: now() })
+      await store.settle(row, { reason: decision.reason, nextAttemptAt: now() })
       return false
     }
     const recipient = found!.recipient
@@ -162,7 +160,7 @@ export function createEmailBlock (parts: BlockParts): EmailBlock {
         idempotencyKey: row._id
       })
       // Sent is sent, even if an unsubscribe canceled the row while the mail was on its way.
-      await settle(row, { state: 'sent', sentAt: now(), vendorMessageId: id, attempts: row.attempts + 1, reason: null }, false)
+      await store.settle(row, { state: 'sent', sentAt: now(), vendorMessageId: id, attempts: row.attempts + 1, reason: null }, false)
       analytics.capture({ name: 'email_sent', distinctId: row.userId, properties: { step: row.step, attempts: row.attempts + 1 } })
       return true
     } catch (error) {
@@ -171,12 +169,12 @@ export function createEmailBlock (parts: BlockParts): EmailBlock {
       const logged = { rowId: row._id, step: row.step, attempts: outcome.attempts, status: error.status, reason: error.message }
       if (outcome.state === 'failed') {
         log.error(logged, 'email: send failed for good')
-        await settle(row, { state: 'failed', attempts: outcome.attempts, reason: error.message })
+        await store.settle(row, { state: 'failed', attempts: outcome.attempts, reason: error.message })
         analytics.capture({ name: 'email_failed', distinctId: row.userId, properties: { step: row.step, attempts: outcome.attempts, reason: error.message } })
       } else {
         const retryAt = error.retryAfterMs === null ? outcome.nextAttemptAt : new Date(Math.max(outcome.nextAttemptAt.getTime(), now().getTime() + error.retryAfterMs))
         log.warn({ ...logged, retryAt }, 'email: send failed; will retry')
-        await settle(row, { attempts: outcome.attempts, nextAttemptAt: retryAt, reason: error.message })
+        await store.settle(row, { attempts: outcome.attempts, nextAttemptAt: retryAt, reason: error.message })
       }
       return false
     }
