@@ -24,7 +24,7 @@ import openapiPlugin from './plugins/external/openapi.js'
 import syncProxyPlugin from './plugins/external/sync-proxy.js'
 import type { ChangeFeedOptions } from './services/change-feed-bridge.js'
 import type { SseBrokerOptions } from './services/sse-broker.js'
-import type { SessionRevocationOptions } from './plugins/app/session-revocations.js'
+import type { SessionRevocationOptions } from './services/session-revocations.js'
 import type { EmailOptions } from './services/email.js'
 
 const here = dirname(fileURLToPath(import.meta.url))

@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { FormatRegistry, type TSchema } from '@sinclair/typebox'
 import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
 import { ConfigSchema, SyncConfigSchema, type Config, type SyncConfig, type ServiceName } from '../schemas/config.js'
 import { checkCrossKeyRules, withoutIncompleteBlocks } from './config-rules.js'
-import { LOOPBACK_TEST_OVERRIDE, loopbackFindings, loopbackOverride } from './loopback.js'
+import { LOOPBACK_TEST_OVERRIDE, loopbackFindings } from './loopback.js'
 
 // Raised for every configuration problem; the message is one line naming the key and the rule,
 // never a value (values may be secrets).
@@ -103,27 +102,4 @@ export function parseConfig (text: string, service: ServiceName, options: ParseO
     warnings.push(`config: ${LOOPBACK_TEST_OVERRIDE} accepts loopback addresses for ${loopback.map((finding) => finding.key).join(', ')} in production; it is a test-only override, never set it in a deployment`)
   }
   return { config: withoutIncompleteBlocks(config), warnings }
-}
-
-export interface LoadConfigOptions<S extends ServiceName> {
-  argv: readonly string[]
-  env: NodeJS.ProcessEnv
-  service: S
-}
-
-export function loadConfig (options: LoadConfigOptions<'sync'>): LoadedConfig<SyncConfig> & { path: string }
-export function loadConfig (options: LoadConfigOptions<'backend'>): LoadedConfig<Config> & { path: string }
-export function loadConfig (options: LoadConfigOptions<ServiceName>): LoadedConfig<Config | SyncConfig> & { path: string } {
-  const { path } = resolveConfigPath(options.argv, options.env)
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch {
-    throw new ConfigError(`config: cannot read ${path} (pass --config FILE or set CONFIG_FILE)`)
-  }
-  const override = loopbackOverride(options.env[LOOPBACK_TEST_OVERRIDE], text)
-  if (override === 'mismatch') {
-    throw new ConfigError(`config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
-  }
-  return { ...parseConfig(text, options.service, { acceptLoopback: override === 'granted' }), path }
 }

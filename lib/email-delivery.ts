@@ -29,3 +29,5 @@ export function smtpSettings (config: Pick<Config, 'sessions'>) {
     from: { name: smtp.fromName, email: smtp.fromEmail }
   }
 }
+
+export type SmtpSettings = NonNullable<ReturnType<typeof smtpSettings>>

@@ -3,12 +3,12 @@ import { FIELD_LIMITS } from './limits.js'
 import { ProviderSignInSummarySchema } from './provider-auth.js'
 import { SECURITY, SessionRefusedResponse, anyRouteResponses, bodyResponses, errorResponse, rateLimitedResponse } from './responses.js'
 
-// The session library's routes under /api/auth (plugins/external/session.ts) are served by its
-// middleware, not by Fastify routes, so the OpenAPI document describes them from these schemas:
-// the requests and answers as this service configures the library (lib/auth-limits.ts lists the
-// routes it lets through; every other spelling is a 404). Its answers are 200 with a `status`;
-// only a malformed request (400 `{message}`), a missing session (401) and the service's own limits
-// use other statuses.
+// The session library's routes under /api/auth (plugins/external/session.ts, configured in
+// services/session-library/) are served by its middleware, not by Fastify routes, so the OpenAPI
+// document describes them from these schemas: the requests and answers as this service configures
+// the library (lib/auth-limits.ts lists the routes it lets through; every other spelling is a 404).
+// Its answers are 200 with a `status`; only a malformed request (400 `{message}`), a missing
+// session (401) and the service's own limits use other statuses.
 
 /** The session library's answer to form fields it refuses. */
 export const FieldErrorResponse = Type.Object({

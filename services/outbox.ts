@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import type { ClientSession, Collection, Db } from 'mongodb'
+import type { ClientSession } from 'mongodb'
 import type { FastifyBaseLogger } from 'fastify'
 import { SyncRequestError, SyncUnavailableError, type SyncClient } from '../clients/sync.js'
 import { backoffDelay, type BackoffPolicy } from '../lib/backoff.js'
-import { isDuplicateKeyError, withDatabaseDeadline } from '../stores/database.js'
-import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxLease, type OutboxRecord } from '../lib/outbox.js'
+import type { OutboxStore } from '../stores/outbox.js'
+import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxRecord } from '../lib/outbox.js'
 import { PeriodicTask } from '../lib/periodic-task.js'
 
-export const OUTBOX_COLLECTION = 'syncOutbox'
-export const OUTBOX_LEASES_COLLECTION = 'syncOutboxLeases'
 /**
  * How long a process's claim on a user's entries lasts unless renewed. The holder renews it every
  * third of that while it sends, so a delivery that takes longer keeps it; a crashed holder's claim
@@ -19,8 +17,7 @@ export const OUTBOX_LEASE_MS = 5000
 export type DeliverEntry = (userId: string, entry: OutboxEntry) => Promise<void>
 
 export interface OutboxOptions {
-  collection: Collection<OutboxRecord>
-  leases: Collection<OutboxLease>
+  store: OutboxStore
   deliver: DeliverEntry
   log: FastifyBaseLogger
   /** How often the sender looks for entries that are due (entries of this process are sent at once). */
@@ -71,7 +68,6 @@ function syncLacksRoute (error: SyncRequestError): boolean {
   return error.statusCode === 404 && error.code === 'NOT_FOUND'
 }
 
-const ORDER = { createdAt: 1, seq: 1, _id: 1 } as const
 const BATCH = 50
 
 /**
@@ -105,28 +101,13 @@ export class Outbox {
     })
   }
 
-  static collections (db: Db): Pick<OutboxOptions, 'collection' | 'leases'> {
-    return { collection: db.collection<OutboxRecord>(OUTBOX_COLLECTION), leases: db.collection<OutboxLease>(OUTBOX_LEASES_COLLECTION) }
-  }
-
-  async ensureIndexes (): Promise<void> {
-    await this.#options.collection.createIndexes([
-      { key: { user: 1, createdAt: 1, seq: 1 }, name: 'user_order' },
-      { key: { nextAttemptAt: 1 }, name: 'due' },
-      { key: { idempotencyKey: 1 }, name: 'idempotency_key_unique', unique: true }
-    ])
-  }
-
   /**
    * Stores entries for the user. Inside a transaction (`session`) they exist exactly when the
    * change they report does. Call `kick` once the write is complete to send them.
    */
   async add (userId: string, entries: NewOutboxEntry[], options: { session?: ClientSession, now?: Date } = {}): Promise<void> {
     if (entries.length === 0) return
-    const records = outboxRecords(userId, entries, options.now ?? this.#now())
-    // Called on people's requests (a write, a sign-out, a provider connect), which answer 503
-    // rather than wait on a silent database.
-    await withDatabaseDeadline(async () => await this.#options.collection.insertMany(records, options.session === undefined ? {} : { session: options.session }))
+    await this.#options.store.insert(outboxRecords(userId, entries, options.now ?? this.#now()), options.session)
   }
 
   start (): void {
@@ -165,7 +146,7 @@ export class Outbox {
 
   /** Delivers every user's due entries (what the timer does). */
   async flushDue (): Promise<void> {
-    const users = await this.#options.collection.distinct('user', { nextAttemptAt: { $lte: this.#now() } })
+    const users = await this.#options.store.dueUsers(this.#now())
     for (const userId of users) {
       if (this.#stopped) return
       await this.flush(userId)
@@ -173,10 +154,7 @@ export class Outbox {
   }
 
   async pending (userId?: string, kind?: OutboxEntryKind): Promise<number> {
-    return await this.#options.collection.countDocuments({
-      ...(userId === undefined ? {} : { user: userId }),
-      ...(kind === undefined ? {} : { 'entry.kind': kind })
-    })
+    return await this.#options.store.count(userId, kind)
   }
 
   async stop (): Promise<void> {
@@ -186,13 +164,13 @@ export class Outbox {
   }
 
   async #deliverAll (userId: string): Promise<void> {
-    if (await this.#claim(userId) === null) return
+    if (!await this.#options.store.claim(userId, this.#holder, new Date(this.#now().getTime() + this.#leaseMs), this.#now())) return
     const claim = this.#keepClaim(userId)
     try {
       while (!this.#stopped) {
         // Entries are read in batches in order; only the first can be waiting for a retry, since
         // delivery stops at the first entry Sync does not take.
-        const batch = await this.#options.collection.find({ user: userId }).sort(ORDER).limit(BATCH).toArray()
+        const batch = await this.#options.store.oldest(userId, BATCH)
         if (batch.length === 0) return
         for (const record of batch) {
           // A claim lost (this process stalled past the lease and another took over) ends the run:
@@ -203,7 +181,7 @@ export class Outbox {
       }
     } finally {
       await claim.end()
-      await this.#options.leases.deleteOne({ _id: userId, holder: this.#holder })
+      await this.#options.store.release(userId, this.#holder)
     }
   }
 
@@ -216,11 +194,8 @@ export class Outbox {
     let lost = false
     let renewing: Promise<void> = Promise.resolve()
     const timer = setInterval(() => {
-      renewing = this.#options.leases.updateOne(
-        { _id: userId, holder: this.#holder },
-        { $set: { until: new Date(this.#now().getTime() + this.#leaseMs) } }
-      ).then((renewed) => {
-        if (renewed.matchedCount === 0) lost = true
+      renewing = this.#options.store.extend(userId, this.#holder, new Date(this.#now().getTime() + this.#leaseMs)).then((renewed) => {
+        if (!renewed) lost = true
       }, (error: unknown) => {
         // The claim may still lapse; the next renewal tries again, and the run ends if it is lost.
         this.#options.log.warn({ err: error, userId }, 'outbox lease renewal failed')
@@ -237,37 +212,14 @@ export class Outbox {
     }
   }
 
-  /**
-   * Takes this process's claim on the user's entries; null while another process holds a live
-   * claim. A claim that was not renewed in time lapses, so a crashed process does not block the
-   * user's entries for longer than the lease.
-   */
-  async #claim (userId: string): Promise<Date | null> {
-    const now = this.#now()
-    const lease = { holder: this.#holder, until: new Date(now.getTime() + this.#leaseMs) }
-    const renewed = await this.#options.leases.updateOne(
-      { _id: userId, $or: [{ holder: this.#holder }, { until: { $lte: now } }] },
-      { $set: lease }
-    )
-    if (renewed.matchedCount === 1) return now
-    try {
-      await this.#options.leases.insertOne({ _id: userId, ...lease })
-      return now
-    } catch (error) {
-      // Another process holds a live claim.
-      if (isDuplicateKeyError(error)) return null
-      throw error
-    }
-  }
-
   /** Sends one entry; false when Sync did not take it and it waits for its retry. */
   async #send (record: OutboxRecord): Promise<boolean> {
-    const { collection, log } = this.#options
+    const { store, log } = this.#options
     const messages = MESSAGES[record.entry.kind]
     const fields = logFields(record.user, record.entry)
     try {
       await this.#options.deliver(record.user, record.entry)
-      await collection.deleteOne({ _id: record._id })
+      await store.remove(record._id)
       // A delivery after failures is news to an operator who saw the warnings; a first one is not.
       if (record.attempts > 0) log.info({ ...fields, attempts: record.attempts }, `${messages.delivered} after a retry`)
       else log.debug(fields, messages.delivered)
@@ -275,17 +227,14 @@ export class Outbox {
     } catch (error) {
       if (error instanceof SyncUnavailableError || (error instanceof SyncRequestError && (error.code === 'MAINTENANCE' || syncLacksRoute(error)))) {
         const delay = backoffDelay(record.attempts, this.#options.backoff, this.#random)
-        await collection.updateOne({ _id: record._id }, {
-          $inc: { attempts: 1 },
-          $set: { nextAttemptAt: new Date(this.#now().getTime() + delay), lastError: error.message }
-        })
+        await store.postpone(record._id, new Date(this.#now().getTime() + delay), error.message)
         log.warn({ ...fields, attempts: record.attempts + 1, retryInMs: delay, reason: error.message }, messages.retry)
         return false
       }
       if (error instanceof SyncRequestError) {
         // Sync answered and refused this entry for good (revoked connection, invalid report):
         // retrying cannot change the answer, and holding it would block the user's later entries.
-        await collection.deleteOne({ _id: record._id })
+        await store.remove(record._id)
         log.warn({ ...fields, statusCode: error.statusCode, code: error.code }, messages.refused)
         return true
       }

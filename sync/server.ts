@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig } from '../lib/config.js'
+import { ConfigError } from '../lib/config.js'
+import { loadConfig } from '../stores/config-file.js'
 
 // The specification accepts only UTC deployments; the process itself runs in UTC.
 process.env.TZ = 'UTC'

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { deliverThrough, Outbox, type OpenOutboxCredential } from '../../services/outbox.js'
+import { outboxCollections, OutboxStore } from '../../stores/outbox.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,15 +16,16 @@ function openerOf (key: string | undefined): OpenOutboxCredential | undefined {
 }
 
 export default fp(async function outbox (fastify) {
+  const store = new OutboxStore(outboxCollections(fastify.mongo.db))
+  await store.ensureIndexes()
   const outbox = new Outbox({
-    ...Outbox.collections(fastify.mongo.db),
+    store,
     // Without a configuration (the outbox alone, in tests) there are no credentials to carry.
     deliver: deliverThrough(fastify.syncClient, openerOf(fastify.hasDecorator('config') ? fastify.config.sync.credentialEncryptionKey : undefined)),
     log: fastify.log.child({ component: 'sync-outbox' }),
     pollIntervalMs: 2000,
     backoff: { baseMs: 500, capMs: 60_000 }
   })
-  await outbox.ensureIndexes()
   fastify.decorate('outbox', outbox)
   fastify.addHook('onReady', async () => { outbox.start() })
   fastify.addHook('onClose', async () => { await outbox.stop() })

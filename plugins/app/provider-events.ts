@@ -1,17 +1,5 @@
 import fp from 'fastify-plugin'
-import type { FastifyBaseLogger } from 'fastify'
-import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState } from '../../schemas/sync/index.js'
-import { planProviderBatch } from '../../lib/events/provider-apply.js'
-import { mintEventId } from '../../lib/events/ids.js'
-import { PROVIDER_PAGE_DEADLINE_MS } from '../../stores/database.js'
-
-export interface ProviderEvents {
-  /** Applies one page of a provider calendar's events to the user's data (lib/events/provider-apply.ts). */
-  applyBatch: (batch: ProviderEventBatch, log: FastifyBaseLogger) => Promise<ProviderEventBatchResult>
-  remove: (removal: ProviderCalendarRemoval) => Promise<number>
-  /** Marks the event whose change its provider does not have, or clears the mark; false when the event is gone. */
-  setWriteState: (state: ProviderWriteState) => Promise<boolean>
-}
+import { createProviderEvents, type ProviderEvents } from '../../services/provider-events.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,52 +7,6 @@ declare module 'fastify' {
   }
 }
 
-// What the Sync service learns from providers reaches the user's calendar here. Sync then appends
-// the invalidations that tell the user's tabs; the backend publishes nothing itself.
 export default fp(async function providerEvents (fastify) {
-  const store = fastify.eventStore
-
-  async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
-    const providerIds = batch.events.map((item) => item.providerEventId)
-    const masterIds = [...new Set(batch.events.flatMap((item) => item.recurringEventId === undefined ? [] : [item.recurringEventId]))]
-    // Only a series master can release exceptions that wait for it.
-    const seriesInBatch = batch.events.flatMap((item) => item.content?.recurrence === undefined ? [] : [item.providerEventId])
-    const linkedIds = batch.events.flatMap((item) => item.eventId === undefined ? [] : [item.eventId])
-    const [stored, waiting, linked, deleted] = await Promise.all([
-      store.findByProviderIds(batch.userId, batch.calendarId, [...new Set([...providerIds, ...masterIds])]),
-      store.findWaitingFor(batch.userId, batch.calendarId, seriesInBatch),
-      store.findByIds(batch.userId, linkedIds),
-      store.findTombstones(batch.userId, batch.calendarId, linkedIds, [...new Set([...providerIds, ...masterIds])])
-    ])
-    // The stored edits of the series whose exceptions this page brings, matched by original start.
-    const seriesOfExceptions = stored.filter((record) => record.recurrence?.rule !== undefined && masterIds.includes(record.providerEventId as string)).map((record) => record._id)
-    const edits = await store.findEditsOf(batch.userId, seriesOfExceptions)
-    const plan = planProviderBatch({ batch, stored, waiting, linked, edits, deleted, mintId: mintEventId })
-    const supersede = batch.complete === true && batch.generation !== undefined
-      ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
-      : undefined
-    const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
-    // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
-    await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
-    // Every page names its connection: this is how the backend learns of a connection made in Sync.
-    await fastify.users.recordProviderConnection(batch.userId, batch.connectionId)
-    for (const rejection of plan.rejections) {
-      log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
-    }
-    for (const skipped of plan.skippedExpansions) {
-      log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...skipped }, 'provider series kept without its occurrences')
-    }
-    return { ...plan.counts, deleted: plan.counts.deleted + superseded }
-  }
-
-  fastify.decorate('providerEvents', {
-    applyBatch,
-    remove: async (removal: ProviderCalendarRemoval) => {
-      const removed = await store.removeProviderEvents(removal.userId, removal.connectionId, removal.calendarId)
-      // Without a calendar, the whole connection's calendars went: the connection is gone.
-      if (removal.calendarId === undefined) await fastify.users.forgetProviderConnection(removal.userId, removal.connectionId)
-      return removed
-    },
-    setWriteState: async (state: ProviderWriteState) => await store.setSyncIssue(state.userId, state.eventId, state.issue)
-  })
+  fastify.decorate('providerEvents', createProviderEvents(fastify.eventStore, fastify.users))
 }, { name: 'provider-events', dependencies: ['event-store', 'users'] })

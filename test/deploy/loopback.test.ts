@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises'
 import { test } from 'tap'
-import { ConfigError, loadConfig, parseConfig } from '../../lib/config.js'
+import { ConfigError, parseConfig } from '../../lib/config.js'
+import { loadConfig } from '../../stores/config-file.js'
 import { configFingerprint, isLoopbackHost, LOOPBACK_TEST_OVERRIDE, loopbackOverride, mongoHostsOf } from '../../lib/loopback.js'
 import { writeTempFile } from '../processes.js'
 import { exampleWith } from '../config/fixtures.js'

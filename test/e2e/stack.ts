@@ -17,7 +17,7 @@ import { testConfig as syncTestConfig } from '../sync/helper.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 import { sessionOf } from '../backend/provider-fixtures.js'
 import { STARTUP_PLUGIN_DEADLINE_MS } from '../../lib/deadline.js'
-import { OUTBOX_COLLECTION } from '../../services/outbox.js'
+import { OUTBOX_COLLECTION } from '../../stores/outbox.js'
 import { waitUntil } from '../processes.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }

@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb'
 import { authFields, buildApp, freePort, startDependencies, testConfig, uniqueEmail } from '../helper.js'
 import { fetchPatiently, startScript, waitFor, waitUntil, writeTempFile } from '../processes.js'
 import { startSyncService } from './sync-service.js'
-import { OUTBOX_LEASES_COLLECTION } from '../../services/outbox.js'
+import { OUTBOX_LEASES_COLLECTION } from '../../stores/outbox.js'
 import { decodeJwt } from 'jose'
 
 // A backend process killed (kill -9) while it delivers a report holds that user's outbox lease;

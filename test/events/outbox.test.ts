@@ -5,6 +5,7 @@ import { waitUntil } from '../processes.js'
 import { ObjectId } from 'mongodb'
 import { isDuplicateKeyError } from '../../stores/database.js'
 import { Outbox, deliverThrough, type DeliverEntry, type OpenOutboxCredential } from '../../services/outbox.js'
+import { outboxCollections, OutboxStore } from '../../stores/outbox.js'
 import { SyncClient } from '../../clients/sync.js'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { outboxRecordsFor } from '../../lib/events/outbox.js'
@@ -67,13 +68,12 @@ test('the sender', async (t) => {
   const sync = await startRecordingSync(t)
   const { app, log } = await buildEventsInstance(t, { mongoUri: mongo.uri(databaseName()), syncUrl: sync.url })
   await app.outbox.stop()
-  const { collection, leases } = Outbox.collections(app.mongo.db)
+  const { records: collection, leases } = outboxCollections(app.mongo.db)
   let now = new Date('2026-03-01T00:00:00.000Z')
   const client = new SyncClient({ baseUrl: sync.url, internalAuthToken: 'x'.repeat(32), timeoutMs: 2000 })
   t.teardown(() => client.close())
   const sender = new Outbox({
-    collection,
-    leases,
+    store: new OutboxStore({ records: collection, leases }),
     deliver: deliverThrough(client, openCredential),
     log: app.log,
     pollIntervalMs: 60_000,
@@ -229,7 +229,7 @@ test('the sender', async (t) => {
         await deliver(userId, entry)
       }
       const backendProcess = (deliverEntry: DeliverEntry) => new Outbox({
-        collection, leases, deliver: deliverEntry, log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, now: () => now
+        store: new OutboxStore({ records: collection, leases }), deliver: deliverEntry, log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, now: () => now
       })
       const first = backendProcess(held)
       const second = backendProcess(deliver)
@@ -261,7 +261,7 @@ test('the sender', async (t) => {
     const deliver = deliverThrough(client, openCredential)
     // Real time here: the renewal runs on a timer.
     const backendProcess = (deliverEntry: DeliverEntry, leaseCollection = leases) => new Outbox({
-      collection, leases: leaseCollection, deliver: deliverEntry, log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, leaseMs: LEASE_MS
+      store: new OutboxStore({ records: collection, leases: leaseCollection }), deliver: deliverEntry, log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, leaseMs: LEASE_MS
     })
     function gate (): { opened: Promise<void>, open: () => void } {
       let open = (): void => {}
@@ -326,7 +326,7 @@ test('the sender', async (t) => {
     const down = new SyncClient({ baseUrl: 'http://127.0.0.1:9', internalAuthToken: 'x'.repeat(32), timeoutMs: 1000 })
     t.teardown(() => down.close())
     const unreachable = new Outbox({
-      collection, leases, deliver: deliverThrough(down), log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, now: () => now
+      store: new OutboxStore({ records: collection, leases }), deliver: deliverThrough(down), log: app.log, pollIntervalMs: 60_000, backoff: { baseMs: 1000, capMs: 8000 }, now: () => now
     })
     await collection.insertMany(outboxRecordsFor(USER, reportPlans('i1'), now))
     await unreachable.flush(USER)
@@ -354,7 +354,7 @@ test('after a backend restart every kind of entry arrives once, in order; one th
       const sync = await startRecordingSync(t)
       const second = await buildEventsInstance(t, { mongoUri: database, syncUrl: sync.url, credentialEncryptionKey: CREDENTIAL_KEY, start: false })
       // What the first process had sent before it died, without removing the record.
-      const inFlight = await Outbox.collections(second.app.mongo.db).collection.findOne({ user: USER, 'entry.kind': kind }, { sort: { seq: 1 } })
+      const inFlight = await outboxCollections(second.app.mongo.db).records.findOne({ user: USER, 'entry.kind': kind }, { sort: { seq: 1 } })
       if (inFlight === null) throw new Error('no entry in flight')
       const client = new SyncClient({ baseUrl: sync.url, internalAuthToken: 'x'.repeat(32), timeoutMs: 2000 })
       t.teardown(() => client.close())

@@ -6,7 +6,7 @@ import { eventChangeEntries } from '../../lib/events/outbox.js'
 import { planOccurrenceDelete } from '../../lib/events/apply-to.js'
 import { occurrenceAt, storageFields } from '../../lib/events/range.js'
 import type { EventRecord } from '../../lib/events/record.js'
-import { Outbox } from '../../services/outbox.js'
+import { outboxCollections } from '../../stores/outbox.js'
 import { buildEventsInstance, databaseName, startMongoServer, startRecordingSync } from './fixtures.js'
 import { instance, series, standalone, USER } from '../lib/events/fixtures.js'
 
@@ -28,7 +28,7 @@ for (const replicaSet of [true, false]) {
     await app.ready()
     await app.outbox.stop()
     const store = app.eventStore
-    const { collection: outboxRecords } = Outbox.collections(app.mongo.db)
+    const { records: outboxRecords } = outboxCollections(app.mongo.db)
     t.equal(app.mongo.transactional, replicaSet, 'transactions exactly when the deployment has them')
 
     const indexes = (await store.events.indexes()).map((index) => index.name).sort()

@@ -8,7 +8,7 @@ import { sendPlan } from '../web-plans.js'
 import { seriesIdOf, type ApplyTo, type CalendarEvent } from '../../web/src/lib/events.js'
 import type { OutboxRecord } from '../../lib/outbox.js'
 import { mintEventId } from '../../lib/events/ids.js'
-import { OUTBOX_COLLECTION } from '../../services/outbox.js'
+import { OUTBOX_COLLECTION } from '../../stores/outbox.js'
 
 // Edits of a series that lives at a provider, sent as the web client sends them: its own plans
 // (web/src/lib/series-edit.ts planEdit) turned into its own requests (pending-writes.ts stepsOf),

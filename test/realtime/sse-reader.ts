@@ -39,6 +39,23 @@ export class RawSseReader {
   #pending = ''
   #waiters = new Set<() => void>()
 
+  /**
+   * Opens the stream as a client does against a process that just started on a loaded machine: a
+   * 503 (a shed request) is tried again after the Retry-After it names, for up to `patienceMs`
+   * (test/processes.ts fetchPatiently). Any other answer is returned as it came.
+   */
+  static async openPatiently (url: string, headers: Record<string, string> = {}, patienceMs = 30_000): Promise<RawSseReader> {
+    const until = Date.now() + patienceMs
+    for (;;) {
+      const reader = await RawSseReader.open(url, headers)
+      const seconds = Number(reader.headers['retry-after'])
+      const wait = (Number.isFinite(seconds) && seconds > 0 ? seconds : 1) * 1000
+      if (reader.status !== 503 || Date.now() + wait > until) return reader
+      reader.close()
+      await sleep(wait)
+    }
+  }
+
   static async open (url: string, headers: Record<string, string> = {}, options: { localAddress?: string } = {}): Promise<RawSseReader> {
     const reader = new RawSseReader()
     await new Promise<void>((resolve, reject) => {

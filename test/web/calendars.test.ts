@@ -1,8 +1,9 @@
 // In Chromium against the whole system with the Google stand-in: after connecting a Google account
 // with two calendars (primary and "Family", each with its colour at Google), the calendar list
 // names both with their colours, events are drawn in their calendar's colour, a calendar hidden
-// stays hidden across a reload (kept for this account), and a new event made in "Family" through
-// the dialog's calendar picker reaches Family at Google.
+// stays hidden across a reload (kept for this account), a new event made in "Family" through
+// the dialog's calendar picker reaches Family at Google, and a dialog opened before the list
+// arrived takes the primary calendar once it does.
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
@@ -99,6 +100,31 @@ test('calendars of a Google account: names, colours, visibility kept, the picker
     t.equal(await edgeColor(page, 'Piano recital'), 'rgb(248, 58, 34)', 'drawn in Family\'s colour at once')
     await waitUntil(() => google.storedEvents(family.id).some((event) => event.summary === 'Piano recital'), 'the event in Family at Google', 20_000)
     t.notOk(google.storedEvents(email).some((event) => event.summary === 'Piano recital'), 'not in the primary calendar')
+  })
+
+  await t.test('a dialog opened before the calendar list arrives takes the primary calendar once it does', async (t) => {
+    let release = (): void => {}
+    const listHeld = new Promise<void>((resolve) => { release = resolve })
+    const calendarList = `${stack.backendOrigin}/api/calendars`
+    await page.route(calendarList, async (route) => {
+      await listHeld
+      await route.continue()
+    })
+    await page.reload()
+    await eventBlock(page, 'Dentist').waitFor()
+    await page.getByRole('button', { name: 'New event' }).click()
+    const dialog = page.getByRole('dialog', { name: 'New event' })
+    await dialog.getByLabel('Title').fill('Opened early')
+    t.equal(await dialog.getByLabel('Calendar').count(), 0, 'no picker while only the own calendar is known')
+    release()
+    const picker = dialog.getByLabel('Calendar')
+    await picker.waitFor({ timeout: 10_000 })
+    await waitUntil(async () => await picker.inputValue() === email, 'the picker on the primary calendar', 10_000)
+    t.equal(await picker.inputValue(), email, 'the account\'s primary calendar, as for a dialog opened after the list arrived')
+    t.equal(await dialog.getByLabel('Title').inputValue(), 'Opened early', 'what was typed stays')
+    await page.unroute(calendarList)
+    await page.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'detached' })
   })
 
   // The session library's first look for a session, signed out, answers 401 (as in the neighbouring tests).

@@ -6,7 +6,7 @@
 import type { Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { DateTime } from 'luxon'
-import { eventBlock, eventTitles } from './ui.js'
+import { eventBlock, eventTitles, openEvent as openEventByClick } from './ui.js'
 import { waitFor, waitUntil } from '../processes.js'
 
 export const ZONE = 'Europe/Berlin'
@@ -72,7 +72,7 @@ export const OWN_WEEKS_AFTER_SPLIT = [['Planning'], ['Planning'], ['Planning (v2
  * between the two clicks (seen here as a stray RECURRENCE-ID at 19:45, or an EXDATE past the cut).
  */
 export async function openEvent (page: Page, title: string): Promise<void> {
-  await eventBlock(page, title).click({ delay: 150 })
+  await openEventByClick(page, title, 30_000, 150)
 }
 
 /** Renames the occurrence titled `title` on `day` to `renamed`, for `scope`, in the edit dialog, and waits for the grid to show the new title. */

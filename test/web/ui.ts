@@ -63,12 +63,13 @@ export function eventBlock (page: Page, title: string) {
 /**
  * Opens an event's dialog by clicking its block, as a person does: once more if the dialog does not
  * open, since a block that a live update draws again under the pointer takes the click with it.
+ * `holdMs`: how long the button stays down (a person's click lasts about 100-150 ms).
  */
-export async function openEvent (page: Page, title: string, timeoutMs = 30_000) {
+export async function openEvent (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
   const dialog = page.getByRole('dialog', { name: 'Edit event' })
   const until = Date.now() + timeoutMs
   for (;;) {
-    await eventBlock(page, title).click({ timeout: Math.max(1, until - Date.now()) })
+    await eventBlock(page, title).click({ timeout: Math.max(1, until - Date.now()), delay: holdMs })
     try {
       await dialog.waitFor({ timeout: Math.min(5_000, Math.max(1, until - Date.now())) })
       return dialog
