@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchResult, ProviderWriteState } from '../schemas/sync/index.js'
 import { planProviderBatch } from '../lib/events/provider-apply.js'
 import { mintEventId } from '../lib/events/ids.js'
-import { PROVIDER_PAGE_DEADLINE_MS } from '../stores/database.js'
+import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS } from '../stores/database.js'
 import type { EventStore } from '../stores/events.js'
 import type { UserStore } from '../stores/users.js'
 
@@ -16,8 +16,23 @@ export interface ProviderEvents {
 
 // What the Sync service learns from providers reaches the user's calendar here. Sync then appends
 // the invalidations that tell the user's tabs; the backend publishes nothing itself.
+/** How often a page is planned again when another page stored one of its new events first. */
+const PAGE_PLAN_ATTEMPTS = 3
+
 export function createProviderEvents (store: EventStore, users: Pick<UserStore, 'recordProviderConnection' | 'forgetProviderConnection'>): ProviderEvents {
   async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await applyOnce(batch, log)
+      } catch (error) {
+        // Another page brought the same new event meanwhile (an import beside a pull, two Sync
+        // processes) and stored it first: planned again, this page finds it stored.
+        if (!isDuplicateKeyError(error) || attempt === PAGE_PLAN_ATTEMPTS) throw error
+      }
+    }
+  }
+
+  async function applyOnce (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
     const providerIds = batch.events.map((item) => item.providerEventId)
     const masterIds = [...new Set(batch.events.flatMap((item) => item.recurringEventId === undefined ? [] : [item.recurringEventId]))]
     // Only a series master can release exceptions that wait for it.

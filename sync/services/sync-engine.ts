@@ -217,8 +217,9 @@ export class SyncEngine {
   }
 
   /**
-   * Queues the next step for each live connection of a user (the refresh button), and tries the
-   * provider again now for the jobs waiting for it; returns how many connections are queued.
+   * Queues the next step for each live connection of a user (the refresh button), due now even
+   * when one was waiting for its retry, and tries the provider again now for the jobs waiting for
+   * it; returns how many connections are queued.
    */
   async restart (userId: string): Promise<number> {
     const { connections, queue } = this.#parts
@@ -228,11 +229,14 @@ export class SyncEngine {
       const id = connection._id.toHexString()
       await connections.tryProviderNow(id)
       await queue.release(id)
+      const coalescingKey = connection.state === 'importing' ? jobKeys.import(id) : jobKeys.pull(id)
       if (connection.state === 'importing') {
-        await queue.enqueue({ type: 'import', coalescingKey: jobKeys.import(id), userId, connectionId: id, payload: { operation: 'full', run: randomUUID() } })
+        await queue.enqueue({ type: 'import', coalescingKey, userId, connectionId: id, payload: { operation: 'full', run: randomUUID() } })
       } else {
-        await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(id), userId, connectionId: id })
+        await queue.enqueue({ type: 'pull', coalescingKey, userId, connectionId: id })
       }
+      // One already waiting for its retry runs now too: the person asked for it.
+      await queue.dueNow(coalescingKey)
       queued++
     }
     return queued

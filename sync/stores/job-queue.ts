@@ -175,6 +175,19 @@ export class JobQueue {
   }
 
   /**
+   * Makes the queued job under `coalescingKey` due now, also one waiting for its retry: the person
+   * asked for it (the refresh button). A job waiting for its provider is left to `release`.
+   */
+  async dueNow (coalescingKey: string): Promise<void> {
+    const now = this.#clock.now()
+    const moved = await databaseCall(async () => await this.#rows.updateOne(
+      { coalescingKey, status: 'queued', waitingForProvider: { $ne: true }, runAt: { $gt: now } },
+      { $set: { runAt: now, updatedAt: now } }
+    ))
+    if (moved.modifiedCount === 1) this.announceDue()
+  }
+
+  /**
    * Moves a queued job's start to `runAt` (never earlier than it was, never later than `latest`):
    * a debounce, for requests that keep arriving while the job waits. A running job is left alone.
    */

@@ -473,3 +473,23 @@ test('pages that cross a change made here: an echo of our own write, a page read
     t.same(await titles(), ['2026-05-20T09:00:00+02:00 Single, edited here'])
   })
 })
+
+test('pages that bring the same new event at once (an import beside a pull, two Sync processes): each is taken, the event is stored once', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('same-page'), password: 'pw-for-same-page-1' })
+  const send = async (events: ProviderEvent[]) => await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })
+  const stored = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string }>)
+    .map((event) => event.title).sort()
+  for (const round of [1, 2, 3]) {
+    const page = [item(`dinner-${round}`), item(`lunch-${round}`, { content: { title: `lunch-${round}`, startDate: '2026-05-05T12:00:00+02:00', endDate: '2026-05-05T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })]
+    const answers = await Promise.all([send(page), send(page), send(page)])
+    t.same(answers.map((answer) => answer.statusCode), [200, 200, 200], `round ${round}: every page is taken`)
+  }
+  t.same(await stored(), ['dinner-1', 'dinner-2', 'dinner-3', 'lunch-1', 'lunch-2', 'lunch-3'], 'each event once')
+})

@@ -199,6 +199,23 @@ test('a read failure makes a healthy connection delayed with lastReadFailureAt; 
   t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', reason: null, lastReadFailureAt: null, lastHealthyAt: built.clock.now() })
 })
 
+test('a pull waiting for its retry runs at once when the person asks for a refresh', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  const connectionId = await connectHealthy(built, userId)
+  provider.scriptPull('primary', new Error('503 from provider'))
+  await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  await built.app.syncJobWorker.tick()
+  const [waiting] = await built.app.syncJobQueue.list()
+  t.match(waiting, { type: 'pull', status: 'queued', attempts: 1 })
+  t.ok((waiting?.runAt.getTime() ?? 0) > built.clock.now().getTime(), 'its retry is later')
+
+  const refreshed = await built.signed({ method: 'POST', url: `/internal/users/${userId}/sync/restart`, body: {}, userId })
+  t.same(refreshed.json(), { queued: 1 })
+  t.equal(await built.app.syncJobWorker.tick(), 1, 'the pull runs now, not at its retry')
+  t.same(await built.app.syncJobQueue.list(), [])
+  t.match(await built.app.syncConnections.get(connectionId), { state: 'healthy', reason: null })
+})
+
 test('the connection\'s own pull meets the provider unavailable: it waits for it, its recovery makes the connection healthy with no second pull queued', async (t) => {
   const { built, provider, userId } = await setup(t)
   const connectionId = await connectHealthy(built, userId)
