@@ -9,7 +9,8 @@ import { createRemoteJWKSet, jwtVerify } from 'jose'
 import type { JWTVerifyGetKey } from 'jose'
 import { MAINTENANCE_TOKEN_ALGORITHM, MAINTENANCE_TOKEN_MAX_AGE_S } from '../../lib/maintenance-token.js'
 import { inBackground } from '../stores/database-calls.js'
-import type { MaintenanceReport, SyncEngine } from './sync-engine.js'
+import type { MaintenanceReport } from './connection-watches.js'
+import type { SyncEngine } from './sync-engine.js'
 import { PeriodicTask } from '../../lib/periodic-task.js'
 
 export class MaintenanceUnauthorizedError extends Error {

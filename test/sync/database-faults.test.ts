@@ -12,7 +12,7 @@ import { ed25519KeyPair, signMaintenanceToken } from '../../lib/maintenance-toke
 import { SyncClient, SyncUnavailableError } from '../../clients/sync.js'
 import type { ProviderContext, Watch, WatchRequest } from '../../sync/lib/providers/port.js'
 import { CalDavAdapter } from '../../sync/providers/caldav/adapter.js'
-import { jobKeys } from '../../sync/services/sync-engine.js'
+import { jobKeys } from '../../sync/services/connection-jobs.js'
 import { buildApp, listen, signUp, startDependencies, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 import { startDatabaseProcess } from '../database-process.js'

@@ -1,0 +1,182 @@
+// The jobs that read a connection's calendars: the import (the weeks around today first, then
+// every page, resumable from a checkpoint) and the pull of what changed since the last cursor,
+// which reads a calendar again when its provider forgot the cursor.
+import type { ImportOperation, ProviderEvent } from '../../schemas/sync/index.js'
+import type { ConnectionRecord } from '../lib/connections/record.js'
+import { importWindow } from '../lib/provider-sync.js'
+import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
+import type { PullOutcome } from '../lib/pull-rule.js'
+import { ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
+import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort } from '../lib/providers/port.js'
+import type { CalendarRecord, ImportCheckpoint } from '../stores/calendars.js'
+import type { JobRecord } from '../stores/job-queue.js'
+import { calendarOf, jobKeys, NothingToDo, type ConnectionJobs, type SyncEngineParts } from './connection-jobs.js'
+import type { ConnectionWatches } from './connection-watches.js'
+
+/**
+ * An import's progress after a page is recorded at most this often. The backend's bridge reads the
+ * feed every few seconds and keeps only a connection's latest progress of each read, so more would
+ * be three database writes a page that no tab ever sees. The start, each calendar's end and the
+ * completion are always recorded.
+ */
+export const PAGE_PROGRESS_INTERVAL_MS = 1000
+
+/** Imports and pulls of a connection's calendars, handed to the backend page by page. */
+export class CalendarReads {
+  readonly #parts: SyncEngineParts
+  readonly #jobs: ConnectionJobs
+  readonly #watches: ConnectionWatches
+
+  constructor (parts: SyncEngineParts, jobs: ConnectionJobs, watches: ConnectionWatches) {
+    this.#parts = parts
+    this.#jobs = jobs
+    this.#watches = watches
+  }
+
+  async import (job: JobRecord, connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
+    if (connection.state !== 'importing') throw new NothingToDo()
+    const { calendars, connections, feed, queue, clock } = this.#parts
+    const operation: ImportOperation = job.payload.operation === 'repair' ? 'repair' : 'full'
+    // A job from before runs were named is its own run.
+    const run = job.payload.run ?? job._id.toHexString()
+    const found = await provider.listCalendars(context)
+    const stored = new Map((await calendars.listByConnection(context.connectionId)).map((record) => [record.calendarId, record]))
+    const counts = { calendarsDone: 0, calendarsTotal: found.length, eventsImported: 0 }
+    // A run that crashed goes on after the calendars it finished.
+    const pending = found.filter((calendar) => stored.get(calendar.calendarId)?.importedInRun !== run)
+    counts.calendarsDone = found.length - pending.length
+    let recordedAt = clock.now().getTime()
+    const recordProgress = async (): Promise<void> => {
+      recordedAt = clock.now().getTime()
+      await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
+    }
+    await recordProgress()
+    for (const calendar of pending) {
+      const before = counts.eventsImported
+      await this.#importCalendar(context, provider, calendar, { run, window: true, expiryStreak: 0 }, async (imported) => {
+        counts.eventsImported = before + imported
+        if (clock.now().getTime() - recordedAt >= PAGE_PROGRESS_INTERVAL_MS) await recordProgress()
+      })
+      counts.calendarsDone++
+      // An initial import always tells the user's tabs (pull rule).
+      await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+      await recordProgress()
+    }
+    await connections.recordImport(connection, { phase: 'completed', operation, counts: { ...counts } })
+    await connections.apply(context.connectionId, { type: 'importFinished' })
+    await this.#watches.ensureWatches(provider, context, found)
+    await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(context.connectionId), userId: context.userId, connectionId: context.connectionId })
+  }
+
+  /**
+   * Imports one calendar under a new generation: the weeks around today first (when `window`), then
+   * every page of the whole calendar, each page one batch, the last with `complete: true`. A
+   * checkpoint after each applied page lets a crashed run go on where it stopped; a replayed page
+   * is idempotent at the backend. Returns the events handed over.
+   */
+  async #importCalendar (
+    context: ProviderContext,
+    provider: ProviderPort,
+    calendar: ProviderCalendar,
+    options: { run: string, window: boolean, expiryStreak: number },
+    progress: (imported: number) => Promise<void> = async () => {}
+  ): Promise<number> {
+    const { calendars, clock } = this.#parts
+    const facts = { connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }
+    let checkpoint: ImportCheckpoint = await calendars.beginImport(facts, options.run, clock.now())
+    if (!options.window && checkpoint.pass === 'window') checkpoint = { ...checkpoint, pass: 'full' }
+    let windowEvents = checkpoint.pass === 'window' ? checkpoint.eventsImported : 0
+    const shown = () => Math.max(windowEvents, checkpoint.pass === 'full' ? checkpoint.eventsImported : 0)
+
+    // The full pass reads the window's events again; those unchanged since are not handed over a
+    // second time (a resumed run, which has no record of them, sends them again, harmlessly).
+    const sentInWindow = new Map<string, string>()
+    const versionOf = (event: ProviderEvent) => `${event.etag ?? ''}|${event.updated}`
+    const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {
+      const last = pass === 'full' && page.nextPageToken === null
+      const fresh = pass === 'window'
+        ? page.events
+        : page.events.filter((event) => sentInWindow.get(event.providerEventId) !== versionOf(event))
+      if (pass === 'window') for (const event of page.events) sentInWindow.set(event.providerEventId, versionOf(event))
+      if (fresh.length > 0 || last) await this.#jobs.send(context, provider.provider, calendar.calendarId, fresh, { id: checkpoint.generation, complete: last })
+      const eventsImported = checkpoint.eventsImported + page.events.length
+      if (pass === 'window') windowEvents = eventsImported
+      checkpoint = pass === 'window' && page.nextPageToken === null
+        ? { ...checkpoint, pass: 'full', pageToken: null, eventsImported: 0 }
+        : { ...checkpoint, pass, pageToken: page.nextPageToken, eventsImported }
+      // The last page's checkpoint is the promotion below.
+      if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
+      if (page.events.length > 0) await progress(shown())
+    }
+
+    if (checkpoint.pass === 'window') {
+      await provider.importCalendar(context, calendar, { window: importWindow(clock.now()), pageToken: checkpoint.pageToken }, take('window'))
+    }
+    const result = await provider.importCalendar(context, calendar, { pageToken: checkpoint.pageToken }, take('full'))
+    if (result.cursor === null) throw new Error(`the provider gave no sync cursor after importing calendar ${calendar.calendarId}`)
+    await calendars.promoteImport(context.connectionId, calendar.calendarId, { cursor: result.cursor, run: options.run, expiryStreak: options.expiryStreak }, clock.now())
+    return shown()
+  }
+
+  async pull (job: JobRecord, connection: ConnectionRecord, context: ProviderContext, provider: ProviderPort): Promise<void> {
+    if (connection.state === 'importing') throw new NothingToDo()
+    const { calendars, connections, feed, clock } = this.#parts
+    const only = job.payload.calendarId
+    const bootstrap = connection.state === 'catchingUp'
+    const records = (await calendars.listByConnection(context.connectionId)).filter((record) => only === undefined || record.calendarId === only)
+    for (const calendar of records) {
+      if (calendar.cursor === null) continue
+      let outcome: PullOutcome
+      try {
+        let changed = 0
+        let deleted = 0
+        const pulled = await provider.pullChanges(context, calendarOf(calendar), calendar.cursor, async (page) => {
+          if (page.events.length === 0) return
+          const applied = await this.#jobs.send(context, provider.provider, calendar.calendarId, page.events)
+          changed += applied.created + applied.updated
+          deleted += applied.deleted
+        })
+        // Saved only now: every page of this pass reached the backend.
+        await calendars.recordPull(calendar, pulled.cursor, clock.now())
+        outcome = {
+          operation: bootstrap ? 'bootstrapCatchUp' : 'incremental',
+          changed,
+          deleted,
+          expiryStreakCleared: calendar.expiryStreak > 0,
+          generationPromoted: false
+        }
+      } catch (error) {
+        if (error instanceof ProviderNotFoundError) {
+          await this.#dropCalendar(context, calendar)
+          continue
+        }
+        if (!(error instanceof ProviderCursorExpiredError)) throw error
+        // The provider forgot our cursor: read the calendar again beside the old data; its last page
+        // switches to the new generation at once. A crash resumes the same run.
+        const imported = await this.#importCalendar(context, provider, calendarOf(calendar), {
+          run: `repair-${calendar.generation}-${calendar.expiryStreak}`,
+          window: false,
+          expiryStreak: calendar.expiryStreak + 1
+        })
+        outcome = { operation: 'repair', changed: imported, deleted: 0, expiryStreakCleared: false, generationPromoted: true }
+      }
+      if (appendsCalendarInvalidation(outcome)) {
+        await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+      }
+    }
+    // A pull of one calendar does not end the catch-up of the whole connection.
+    if (only === undefined || !bootstrap) await connections.apply(context.connectionId, { type: 'pullSucceeded' })
+  }
+
+  /** The calendar is gone at the provider: its events leave the user's data, its channel stops. */
+  async #dropCalendar (context: ProviderContext, calendar: CalendarRecord): Promise<void> {
+    const { calendars, watches, feed, log } = this.#parts
+    await this.#jobs.backend().removeCalendar({ userId: context.userId, connectionId: context.connectionId, calendarId: calendar.calendarId })
+    for (const watch of await watches.listByConnection(context.connectionId)) {
+      if (watch.calendarId === calendar.calendarId) await this.#watches.stopWatch(watch)
+    }
+    await calendars.remove(context.connectionId, calendar.calendarId)
+    await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+    log.info({ connectionId: context.connectionId }, 'a calendar is gone at the provider; its events were removed')
+  }
+}
