@@ -14,7 +14,7 @@ export async function createAnalytics (block: { key?: string | undefined, host?:
 }
 
 /** Writes each event as one info line named after the event. */
-export class LogAnalytics implements Analytics {
+class LogAnalytics implements Analytics {
   readonly #log: FastifyBaseLogger
 
   constructor (log: FastifyBaseLogger) {

@@ -6,7 +6,7 @@ import { retryAfterMs } from '../lib/backoff.js'
 import { EmailSendError, type EmailSender, type OutgoingEmail } from '../lib/email-vendor.js'
 import { redactUrl } from '../lib/logging.js'
 
-export const RESEND_API_BASE = 'https://api.resend.com'
+const RESEND_API_BASE = 'https://api.resend.com'
 /** Resend answers within seconds; a send that takes longer is retried under the same key. */
 const SEND_DEADLINE_MS = 15_000
 

@@ -7,7 +7,7 @@ import { decodeJwt } from 'jose'
  * answers (a hung process; the kernel still accepts). With these, a call to a silent core fails
  * within seconds and the request is answered 503 with Retry-After instead of hanging.
  */
-export const SESSION_CORE_DEADLINES = {
+const SESSION_CORE_DEADLINES = {
   /** Opening a connection. */
   connectTimeoutMs: 2000,
   /** From the request sent to the answer's headers; the core answers in milliseconds when it is well. */

@@ -7,7 +7,7 @@ import {
   billingUnavailable, VendorRefusal, WebhookSignatureError, type BillingVendor, type VendorCheckoutSession, type VendorSubscription
 } from '../lib/billing-vendor.js'
 
-export const STRIPE_API_VERSION = '2026-10-28.endive' as const
+const STRIPE_API_VERSION = '2026-10-28.endive' as const
 
 function isVendorDown (error: unknown): boolean {
   if (error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeAPIError ||

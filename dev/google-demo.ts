@@ -24,7 +24,7 @@ interface DemoEvent {
 }
 
 /** The events of both calendars for a stack started at `now`, in the person's time zone. */
-export function demoEvents (now: DateTime): { primary: DemoEvent[], family: DemoEvent[] } {
+function demoEvents (now: DateTime): { primary: DemoEvent[], family: DemoEvent[] } {
   const zone = now.zoneName ?? 'UTC'
   const today = now.startOf('day')
   const at = (day: DateTime, hour: number, minute = 0): EventTime =>

@@ -27,7 +27,7 @@ interface DemoGraphEvent {
 const GRAPH_WEEKDAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']
 
 /** The events of the default calendar for a stack started at `now`, in the person's time zone. */
-export function microsoftDemoEvents (now: DateTime): DemoGraphEvent[] {
+function microsoftDemoEvents (now: DateTime): DemoGraphEvent[] {
   const zone = now.zoneName ?? 'UTC'
   const today = now.startOf('day')
   const at = (day: DateTime, hour: number, minute = 0): GraphTime =>

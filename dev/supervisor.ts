@@ -21,7 +21,7 @@ export interface SupervisorClock {
   clearTimeout (handle: unknown): void
 }
 
-export const systemClock: SupervisorClock = {
+const systemClock: SupervisorClock = {
   now: () => Date.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => { clearTimeout(handle as NodeJS.Timeout) }
@@ -56,8 +56,8 @@ export interface Supervisor {
 }
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 500, capMs: 30_000 }
-export const DEFAULT_STABLE_AFTER_MS = 30_000
-export const DEFAULT_KILL_AFTER_MS = 10_000
+const DEFAULT_STABLE_AFTER_MS = 30_000
+const DEFAULT_KILL_AFTER_MS = 10_000
 
 function describeExit (child: SupervisedChild, code: number | null, signal: NodeJS.Signals | null): string {
   const pid = child.pid === undefined ? '' : ` (pid ${child.pid})`

@@ -2,7 +2,7 @@
 // events"). One small interface, so the analytics client is one class behind it
 // (clients/analytics.ts chooses it); without a client the events are log lines with the same fields.
 
-export interface OAuthCallbackEvent {
+interface OAuthCallbackEvent {
   name: 'oauth_callback'
   /** The user when the state named one, else the correlation id. */
   distinctId: string
@@ -18,7 +18,7 @@ export interface OAuthCallbackEvent {
 }
 
 /** The email block's events (plugins/app/email.ts); the distinct id is the user's. */
-export interface EmailEvent {
+interface EmailEvent {
   name: 'email_sent' | 'email_skipped' | 'email_failed' | 'email_bounced' | 'email_complained' | 'email_unsubscribed' | 'email_delivered'
   distinctId: string
   properties: {
@@ -31,7 +31,7 @@ export interface EmailEvent {
 }
 
 /** Once per poller tick: how many sends are still queued. */
-export interface EmailHeartbeatEvent {
+interface EmailHeartbeatEvent {
   name: 'email_heartbeat'
   distinctId: 'email-poller'
   properties: { queueDepth: number }

@@ -27,7 +27,7 @@ export interface VendorCheckoutSession {
   fixesSubscriptionId: string | undefined
 }
 
-export interface VendorInvoice {
+interface VendorInvoice {
   id: string
   status: string
   subscriptionId: string | undefined
@@ -81,7 +81,7 @@ export class VendorRefusal extends Error {
   }
 }
 
-export const BILLING_RETRY_AFTER_SECONDS = 5
+const BILLING_RETRY_AFTER_SECONDS = 5
 
 /** Stripe did not answer, or answered that it cannot now: the client may try again; nothing changed. */
 export function billingUnavailable (): TypedHttpError {

@@ -8,7 +8,7 @@ export const TRIAL_DAYS = 7
 const DAY_MS = 24 * 60 * 60 * 1000
 
 /** Stripe refuses a Checkout trial that ends less than 48 hours ahead (subscription_data.trial_end). */
-export const MIN_CHECKOUT_TRIAL_MS = 48 * 60 * 60 * 1000
+const MIN_CHECKOUT_TRIAL_MS = 48 * 60 * 60 * 1000
 
 /** Stripe's webhook tolerance: a signature older than this is a replay. */
 export const WEBHOOK_TOLERANCE_SECONDS = 300

@@ -5,7 +5,7 @@ import type { SyncCalendar, SyncCalendarList } from '../schemas/sync/index.js'
 import type { CalendarListView, CalendarView } from '../schemas/calendar.js'
 
 /** The colour a provider draws a calendar in when the calendar names none. */
-export const PROVIDER_COLORS: Record<SyncCalendar['provider'], string> = {
+const PROVIDER_COLORS: Record<SyncCalendar['provider'], string> = {
   google: '#039be5',
   microsoft: '#0078d4',
   caldav: '#8e8e93'

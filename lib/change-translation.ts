@@ -68,7 +68,7 @@ export function resyncMessages (): ServerMessage[] {
 }
 
 /** What the client shows for a connection that moved to a new state. */
-export function connectionStatusMessages (invalidation: ConnectionInvalidation): SyncStatusChangedMessage[] {
+function connectionStatusMessages (invalidation: ConnectionInvalidation): SyncStatusChangedMessage[] {
   const { connectionId, provider, unsyncedWrites } = invalidation
   if (isRevocation(invalidation)) return revocationMessages(connectionId, provider)
   // Named when the feed knows it, so a tab that did not make the connection labels it right.

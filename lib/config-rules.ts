@@ -44,7 +44,7 @@ function bothOrNone (block: 'extprovider' | 'extprovider2', config: AnyConfig): 
   return findings
 }
 
-export function isProviderConfigured (config: Pick<AnyConfig, 'extprovider' | 'extprovider2'>): boolean {
+function isProviderConfigured (config: Pick<AnyConfig, 'extprovider' | 'extprovider2'>): boolean {
   return [config.extprovider, config.extprovider2].some((credentials) =>
     isRealValue(credentials?.clientId) && isRealValue(credentials?.clientSecret))
 }
@@ -68,7 +68,7 @@ function originOf (url: string): string {
   return new URL(url).origin
 }
 
-export const crossKeyRules: CrossKeyRule[] = [
+const crossKeyRules: CrossKeyRule[] = [
   {
     services: ['backend'],
     check: ({ web, backend }) => {

@@ -4,7 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { isCanonicalUserId } from './identity.js'
 
-export const UNSUBSCRIBE_PATH = '/email/unsubscribe'
+const UNSUBSCRIBE_PATH = '/email/unsubscribe'
 export const RESEND_WEBHOOK_PATH = '/email/webhooks/resend'
 
 function signature (secret: string, userId: string): Buffer {

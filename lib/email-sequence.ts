@@ -91,7 +91,7 @@ export function decideSend (input: { step: EmailStepKey, dueAt: Date, now: Date,
 }
 
 /** 60 s, doubling, capped at 30 min; the fifth failure is final. */
-export const SEND_RETRY: BackoffPolicy & { maxAttempts: number } = { baseMs: 60_000, capMs: 30 * 60_000, jitter: 'equal', maxAttempts: 5 }
+const SEND_RETRY: BackoffPolicy & { maxAttempts: number } = { baseMs: 60_000, capMs: 30 * 60_000, jitter: 'equal', maxAttempts: 5 }
 
 export type FailureOutcome =
   | { state: 'queued', nextAttemptAt: Date, attempts: number }

@@ -33,7 +33,7 @@ export class EmailSendError extends Error {
   }
 }
 
-export interface VerifiedWebhook {
+interface VerifiedWebhook {
   /** The webhook's own id (svix-id): the same on every retry of one event. */
   id: string
   payload: unknown

@@ -50,7 +50,7 @@ export function grantsMicrosoftScope (granted: string, wanted: string): boolean 
 export const MICROSOFT_SCOPES = ['openid', 'email', 'profile', 'offline_access', MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE]
 
 /** Google's OAuth 2.0 and OpenID Connect endpoints on an origin that serves Google's paths. */
-export function googleEndpointsAt (origin: string) {
+function googleEndpointsAt (origin: string) {
   return {
     oidcDiscoveryEndpoint: `${origin}/.well-known/openid-configuration`,
     authorizationEndpoint: `${origin}/o/oauth2/v2/auth`,

@@ -14,7 +14,7 @@ const SCHEME = 'v1'
 /** Clock difference tolerated between the two services, in either direction. */
 export const DEFAULT_FRESHNESS_MS = 5 * 60 * 1000
 
-export type RequestBody = string | Uint8Array | undefined | null
+type RequestBody = string | Uint8Array | undefined | null
 
 export interface SignedRequest {
   secret: string
@@ -26,7 +26,7 @@ export interface SignedRequest {
   userId?: string | null
 }
 
-export type VerifyFailure = 'missing' | 'malformed' | 'stale' | 'forged'
+type VerifyFailure = 'missing' | 'malformed' | 'stale' | 'forged'
 
 export type VerifyResult =
   | { ok: true, userId: string | null }

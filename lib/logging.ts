@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { LoggerOptions } from 'pino'
 
 // Everything that can carry a credential, wherever it appears in a log object.
-export const redactedPaths = [
+const redactedPaths = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["sx-access-token"]',

@@ -19,7 +19,7 @@ export interface Ed25519PrivateJwk extends Ed25519PublicJwk {
 /** The signature algorithm of these tokens (RFC 8037's name, which jose and every verifier know). */
 export const MAINTENANCE_TOKEN_ALGORITHM = 'EdDSA'
 /** How long a token is good for: long enough for clock skew between containers, too short to hoard. */
-export const MAINTENANCE_TOKEN_LIFETIME_S = 5 * 60
+const MAINTENANCE_TOKEN_LIFETIME_S = 5 * 60
 /** The Sync service refuses a token issued longer ago than this, whatever its expiry says. */
 export const MAINTENANCE_TOKEN_MAX_AGE_S = 10 * 60
 

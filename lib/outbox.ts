@@ -21,7 +21,7 @@ export type OutboxEntry =
  * A credential as it waits in the outbox: the refresh token sealed (lib/credential-cipher.ts,
  * bound to the user's outbox) so it is never at rest in the clear; it is opened only to be sent.
  */
-export interface StoredCredentialHandOver {
+interface StoredCredentialHandOver {
   provider: Provider
   providerAccountId: string
   sealedRefreshToken: string

@@ -181,7 +181,7 @@ export function backendConfigText (configText: string): string {
 }
 
 /** What the scheduler reads (SCHEDULER_FILE); undefined without the keys selfHostFindings requires. */
-export function schedulerFile (config: Config): SchedulerFile | undefined {
+function schedulerFile (config: Config): SchedulerFile | undefined {
   const { scheduler, sync } = config
   if (scheduler === undefined || sync.maintenanceCaller === undefined) return undefined
   return {

@@ -21,7 +21,7 @@ export interface SetupAnswers {
 export const SETUP_DEFAULTS = { version: 'latest', webPort: 9080, backendPort: 3000 } as const
 
 // Names inside the stack; compose.yaml gives its services these names.
-export const STACK_HOSTS = { mongo: 'mongo:27017', sessionCore: 'session-core:3567', sync: 'sync', backend: 'backend' } as const
+const STACK_HOSTS = { mongo: 'mongo:27017', sessionCore: 'session-core:3567', sync: 'sync', backend: 'backend' } as const
 export const STACK_NAMES = {
   apiDatabase: 'calendar',
   syncDatabase: 'sync',
@@ -33,7 +33,7 @@ export const STACK_NAMES = {
   // The `iss` and `email` of the scheduler's maintenance tokens; .invalid, as it is no mailbox.
   maintenanceCaller: 'scheduler@calendar.invalid'
 } as const
-export const SYNC_PORT = 3010
+const SYNC_PORT = 3010
 
 export type RandomSource = (size: number) => Buffer
 

@@ -7,7 +7,7 @@ export const SUBSCRIPTION_STATUSES = [
   'trialing', 'active', 'past_due', 'incomplete', 'incomplete_expired', 'unpaid', 'paused', 'canceled', 'trial_expired'
 ] as const
 
-export const SubscriptionStatusSchema = Type.Union(SUBSCRIPTION_STATUSES.map((status) => Type.Literal(status)), {
+const SubscriptionStatusSchema = Type.Union(SUBSCRIPTION_STATUSES.map((status) => Type.Literal(status)), {
   description: 'trialing, active and past_due may write; the rest are read-only. trialing without a subscription is the card-less trial; trial_expired is its end with no subscription'
 })
 

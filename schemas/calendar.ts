@@ -19,7 +19,7 @@ export const CalendarListView = Type.Object({
 
 // Which calendars the user hid in the list: kept with the account, so every browser and device
 // shows the same choice. `own` is the user's own calendar; any other key is a provider calendarId.
-export const HIDDEN_CALENDARS_MAX = 500
+const HIDDEN_CALENDARS_MAX = 500
 export const HiddenCalendarsView = Type.Object({
   hidden: Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
     maxItems: HIDDEN_CALENDARS_MAX,

@@ -12,12 +12,12 @@ function section<T extends TProperties> (properties: T, description: string): TO
   return Type.Object(properties, { additionalProperties: false, description })
 }
 
-export const LogLevel = Type.Union(
+const LogLevel = Type.Union(
   ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
   { default: 'info', description: 'At debug, health-check requests appear in logs; otherwise they are hidden.' }
 )
 
-export const RuntimeSchema = section({
+const RuntimeSchema = section({
   version: Type.String({ minLength: 1, default: 'latest', description: 'Image tag of the self-host stack.' }),
   nodeEnv: Type.Union([Type.Literal('production'), Type.Literal('development'), Type.Literal('test')], {
     description: 'production for self-host and staging, development for local development, test for test runs'
@@ -28,12 +28,12 @@ export const RuntimeSchema = section({
   logLevel: LogLevel
 }, 'Process-wide settings')
 
-export const WebSchema = section({
+const WebSchema = section({
   port: Port(9080, 'Host port bound to the web container on 127.0.0.1'),
   url: Url('Public frontend URL as seen by the backend')
 }, 'The web frontend')
 
-export const BackendSchema = section({
+const BackendSchema = section({
   port: Port(3000, 'Host port bound to the backend on 127.0.0.1'),
   apiUrl: Type.String({
     format: 'url',
@@ -47,14 +47,14 @@ export const BackendSchema = section({
   serviceToken: Secret('Bearer token protecting the backend\'s internal endpoints')
 }, 'The backend API')
 
-export const DatabaseSchema = section({
+const DatabaseSchema = section({
   uri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'MongoDB connection string of the API database' }),
   username: Type.Optional(Type.String({ minLength: 1, description: 'Root username created at first start (self-host)' })),
   password: Type.Optional(Secret('Root password (self-host)')),
   replicaSetKey: Type.Optional(Secret('Shared secret between replica set members (self-host)'))
 }, 'The API database')
 
-export const SessionsSchema = section({
+const SessionsSchema = section({
   uri: Url('Session core URL as seen by the backend'),
   key: Secret('API key shared by the backend and the session core'),
   db: Type.Optional(section({
@@ -80,7 +80,7 @@ const ProviderCredentials = (name: string) => section({
   endpointBase: Type.Optional(Url(`Development only: the origin of a ${name} stand-in that serves ${name}'s own paths; refused when runtime.nodeEnv is production`))
 }, `${name}: both keys set to real values, or neither`)
 
-export const IdSignInSchema = section({
+const IdSignInSchema = section({
   servicesId: Type.Optional(Type.String()),
   teamId: Type.Optional(Type.String()),
   keyId: Type.Optional(Type.String()),
@@ -106,7 +106,7 @@ export const SchedulerSchema = section({
   }, { additionalProperties: false, description: 'Private Ed25519 JWK the scheduler signs its watch-maintenance ID tokens with; its public half is sync.maintenanceKey. Only the scheduler\'s container receives it.' })
 }, 'The self-host stack\'s watch-maintenance scheduler (compose service `scheduler`)')
 
-export const SyncSchema = section({
+const SyncSchema = section({
   port: Port(3010, 'HTTP port of the Sync service'),
   databaseUri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'Isolated Sync database URI; never the API database' }),
   internalAuthToken: Secret('Shared secret for the Sync service\'s internal routes'),
@@ -134,16 +134,16 @@ export const SyncSchema = section({
   maintenanceKey: Type.Optional(Ed25519PublicJwk('Public Ed25519 JWK whose holder may call POST {callbackBaseUrl}/maintenance with an ID token it signs itself (iss and email: sync.maintenanceCaller); the self-host stack\'s scheduler holds the private half. An alternative to maintenanceIssuer'))
 }, 'The Sync service')
 
-export const AnalyticsSchema = section({
+const AnalyticsSchema = section({
   key: Type.Optional(Type.String()),
   host: Type.Optional(Type.String())
 }, 'Analytics injected into the web bundle')
 
-export const MapsSchema = section({
+const MapsSchema = section({
   placesApiKey: Type.Optional(Type.String())
 }, 'Places lookup for the event form')
 
-export const BillingSchema = section({
+const BillingSchema = section({
   secretKey: Type.Optional(Type.String({ secret: true })),
   webhookSecret: Type.Optional(Type.String({ secret: true })),
   priceId: Type.Optional(Type.String()),
@@ -152,7 +152,7 @@ export const BillingSchema = section({
   endpointBase: Type.Optional(Url('Development only: the origin of a Stripe stand-in that serves Stripe\'s own paths; refused when runtime.nodeEnv is production'))
 }, 'Billing: all four keys or the block is omitted')
 
-export const EmailSchema = section({
+const EmailSchema = section({
   provider: Type.Union([Type.Literal('mailer'), Type.Literal('log')]),
   apiKey: Type.Optional(Type.String({ secret: true })),
   from: Type.Optional(Type.String()),

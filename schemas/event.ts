@@ -8,8 +8,8 @@ import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PA
 const DATE_ONLY = '\\d{4}-\\d{2}-\\d{2}'
 const DATE_TIME = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})'
 
-export const DATE_ONLY_PATTERN = `^${DATE_ONLY}$`
-export const DATE_TIME_PATTERN = `^${DATE_TIME}$`
+const DATE_ONLY_PATTERN = `^${DATE_ONLY}$`
+const DATE_TIME_PATTERN = `^${DATE_TIME}$`
 
 export const EVENT_LIMITS = {
   titleLength: 1024,
@@ -35,7 +35,7 @@ export const EVENT_LIMITS = {
 // Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.
 // A control character in a title or a place is never meant, breaks other calendars' parsers and
 // can hide text from a reader (a lone carriage return, an escape sequence in a terminal).
-export const PLAIN_TEXT_PATTERN = '^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$'
+const PLAIN_TEXT_PATTERN = '^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$'
 
 function plainText (maxLength: number, description?: string) {
   return Type.String({ maxLength, pattern: PLAIN_TEXT_PATTERN, ...(description === undefined ? {} : { description }) })
@@ -44,14 +44,14 @@ function plainText (maxLength: number, description?: string) {
 /** What an item of a range answer costs beside its free text (ids, dates, flags as JSON). */
 export const RANGE_ITEM_OVERHEAD = 400
 
-export const ObjectIdString = Type.String({
+const ObjectIdString = Type.String({
   pattern: OBJECT_ID_PATTERN,
   description: 'A 24-hex-character object id'
 })
 
 // A stored event is addressed by its 24-hex id; an occurrence of a series that was never edited
 // is addressed by `<seriesId>_<original start>` (UTC `YYYYMMDDTHHMMSSZ`, or `YYYYMMDD` all-day).
-export const EventPathId = Type.String({
+const EventPathId = Type.String({
   pattern: EVENT_PATH_ID_PATTERN,
   description: 'Event id, or `<seriesId>_<originalStart>` for an occurrence of a recurring series'
 })
@@ -60,7 +60,7 @@ export const EventPathId = Type.String({
 export const TIME_ZONE_FORMAT = 'iana-time-zone'
 
 /** An RFC 3339 date-time with an explicit offset, checked as a real date (`format`) of the one spelling stored (`pattern`). */
-export function dateTimeString (description: string, examples?: string[]) {
+function dateTimeString (description: string, examples?: string[]) {
   return Type.String({ format: 'date-time', pattern: DATE_TIME_PATTERN, maxLength: 40, description, ...(examples === undefined ? {} : { examples }) })
 }
 
@@ -75,27 +75,27 @@ function timeZoneName (description: string) {
   return Type.String({ minLength: 1, maxLength: 64, format: TIME_ZONE_FORMAT, description })
 }
 
-export const EventDateString = eventDate('RFC 3339 date-time with offset (timed) or YYYY-MM-DD (all-day, end exclusive)')
+const EventDateString = eventDate('RFC 3339 date-time with offset (timed) or YYYY-MM-DD (all-day, end exclusive)')
 
-export const EventOrigin = Type.Union([
+const EventOrigin = Type.Union([
   Type.Literal('compass'),
   Type.Literal('provider'),
   Type.Literal('providerImport')
 ], { description: 'Where the event was created' })
 
-export const EventPriority = Type.Union([
+const EventPriority = Type.Union([
   Type.Literal('unassigned'),
   Type.Literal('work'),
   Type.Literal('self'),
   Type.Literal('relationships')
 ])
 
-export const EventStatus = Type.Union([
+const EventStatus = Type.Union([
   Type.Literal('confirmed'),
   Type.Literal('cancelled')
 ], { description: '`cancelled` on an occurrence removes it from its series; on any other event it deletes it' })
 
-export const Recurrence = Type.Object({
+const Recurrence = Type.Object({
   rule: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: EVENT_LIMITS.ruleLineLength }), {
     minItems: 1,
     maxItems: EVENT_LIMITS.ruleLines,
@@ -198,7 +198,7 @@ export const EventList = Type.Array(Event)
 
 export const EventParams = Type.Object({ id: EventPathId }, { additionalProperties: false })
 
-export const ApplyTo = Type.Union([
+const ApplyTo = Type.Union([
   Type.Literal('this'),
   Type.Literal('thisAndFollowing'),
   Type.Literal('all')
@@ -217,6 +217,3 @@ export type EventChangeInput = Static<typeof EventChange>
 export type EventChangeBodyInput = Static<typeof EventChangeBody>
 export type EventView = Static<typeof Event>
 export type EventApplyTo = Static<typeof ApplyTo>
-export type EventStatusValue = Static<typeof EventStatus>
-export type EventOriginValue = Static<typeof EventOrigin>
-export type EventPriorityValue = Static<typeof EventPriority>

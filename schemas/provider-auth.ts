@@ -4,11 +4,11 @@ import { GoogleAuthModeSchema } from './sync/credentials.js'
 // Provider sign-in (through the session library's sign-in-up route) and provider connect from a
 // signed-in session (POST /api/auth/extprovider/connect).
 
-export const IdentityProviderSchema = Type.Union([Type.Literal('google'), Type.Literal('microsoft'), Type.Literal('apple')], {
+const IdentityProviderSchema = Type.Union([Type.Literal('google'), Type.Literal('microsoft'), Type.Literal('apple')], {
   description: 'Sign-in provider (the session library\'s `thirdPartyId`)'
 })
 
-export const CalendarEffectSchema = Type.Union([
+const CalendarEffectSchema = Type.Union([
   Type.Literal('import'), Type.Literal('incremental'), Type.Literal('repair'), Type.Literal('none')
 ], { description: 'What the Sync service was asked to do with the user\'s calendar of this provider: nothing for Apple sign-in, nor for a sign-in that brought no calendar access' })
 
@@ -37,7 +37,6 @@ export const ProviderConnectResponseSchema = Type.Object({
   calendar: CalendarEffectSchema
 }, { additionalProperties: false, description: 'The Google account is linked to the signed-in user; sync restarts in the background' })
 
-export type IdentityProviderName = Static<typeof IdentityProviderSchema>
 export type CalendarEffect = Static<typeof CalendarEffectSchema>
 export type ProviderSignInSummary = Static<typeof ProviderSignInSummarySchema>
 export type ProviderConnectRequest = Static<typeof ProviderConnectRequestSchema>

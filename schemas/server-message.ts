@@ -13,7 +13,7 @@ export const MAX_IDS_PER_MESSAGE = 100
 const IdList = <T extends typeof EventIdSchema | typeof CalendarIdSchema | typeof ConnectionIdSchema>(id: T, description: string) =>
   Type.Array(id, { minItems: 1, maxItems: MAX_IDS_PER_MESSAGE, uniqueItems: true, description })
 
-export const InvalidationReasonSchema = Type.Union([
+const InvalidationReasonSchema = Type.Union([
   Type.Literal('event'),
   Type.Literal('calendar'),
   Type.Literal('connection'),
@@ -22,7 +22,7 @@ export const InvalidationReasonSchema = Type.Union([
 
 const Reasons = Type.Array(InvalidationReasonSchema, { minItems: 1, maxItems: 4, uniqueItems: true, description: 'Why, in the order first seen' })
 
-export const EventsChangedMessageSchema = Type.Object({
+const EventsChangedMessageSchema = Type.Object({
   type: Type.Literal('eventsChanged'),
   reasons: Reasons,
   refetchAll: Type.Boolean({ description: 'true: refetch every event query; false: only the queries touching the listed ids' }),
@@ -31,7 +31,7 @@ export const EventsChangedMessageSchema = Type.Object({
   connectionIds: Type.Optional(IdList(ConnectionIdSchema, 'Connections any of whose events may have changed'))
 }, { additionalProperties: false, description: 'Calendar grid data should be refetched' })
 
-export const CalendarsChangedMessageSchema = Type.Object({
+const CalendarsChangedMessageSchema = Type.Object({
   type: Type.Literal('calendarsChanged'),
   reasons: Reasons,
   refetchAll: Type.Boolean({ description: 'true: refetch the whole calendar list' }),
@@ -44,7 +44,7 @@ export const CONNECTION_REVOKED = 'CONNECTION_REVOKED'
 /** Legacy name of CONNECTION_REVOKED, sent as a second message for one release, then dropped. */
 export const LEGACY_CONNECTION_REVOKED = 'GOOGLE_REVOKED'
 
-export const AttentionCodeSchema = Type.String({
+const AttentionCodeSchema = Type.String({
   pattern: '^[A-Z][A-Z0-9_]{1,63}$',
   description: `Why a connection needs attention. ${CONNECTION_REVOKED}: the provider grant was revoked and the user must reconnect; ` +
     `for one release the same condition is also sent as a second message with the legacy code ${LEGACY_CONNECTION_REVOKED}`
@@ -65,7 +65,7 @@ const SyncStatusCommon = {
   }))
 }
 
-export const SyncStatusChangedMessageSchema = Type.Union([
+const SyncStatusChangedMessageSchema = Type.Union([
   Type.Object({
     ...SyncStatusCommon,
     status: Type.Literal('syncing'),
@@ -86,14 +86,14 @@ export const SyncStatusChangedMessageSchema = Type.Union([
   }, { additionalProperties: false })
 ], { description: 'Connection health changed (syncing, healthy, attention)' })
 
-export const ImportCompletedMessageSchema = Type.Object({
+const ImportCompletedMessageSchema = Type.Object({
   type: Type.Literal('importCompleted'),
   connectionId: ConnectionIdSchema,
   operation: ImportOperationSchema,
   counts: ImportCountsSchema
 }, { additionalProperties: false, description: 'A full, incremental or repair import finished' })
 
-export const UserMetadataChangedMessageSchema = Type.Object({
+const UserMetadataChangedMessageSchema = Type.Object({
   type: Type.Literal('userMetadataChanged'),
   session: Type.Object({
     userId: UserIdSchema,
@@ -107,7 +107,7 @@ export const UserMetadataChangedMessageSchema = Type.Object({
   })
 }, { additionalProperties: false, description: 'Replays or pushes session and sync metadata' })
 
-export const ServerMessageSchema = Type.Union([
+const ServerMessageSchema = Type.Union([
   EventsChangedMessageSchema,
   CalendarsChangedMessageSchema,
   SyncStatusChangedMessageSchema,
@@ -122,7 +122,6 @@ export type SyncStatusChangedMessage = Static<typeof SyncStatusChangedMessageSch
 export type ImportCompletedMessage = Static<typeof ImportCompletedMessageSchema>
 export type UserMetadataChangedMessage = Static<typeof UserMetadataChangedMessageSchema>
 export type ServerMessage = Static<typeof ServerMessageSchema>
-export type ServerMessageType = ServerMessage['type']
 
 // Compiled once at load; every frame goes through it before it is written.
 export const serverMessageCheck = TypeCompiler.Compile(ServerMessageSchema)

@@ -17,7 +17,7 @@ export const FieldErrorResponse = Type.Object({
 }, { description: 'A form field was refused; `error` says why' })
 
 /** A request the library cannot read (a missing or mistyped parameter). */
-export const LibraryBadRequestResponse = Type.Object({
+const LibraryBadRequestResponse = Type.Object({
   message: Type.String()
 }, { description: 'The library could not read the request (`Missing input param: formFields`, ...)' })
 

@@ -24,7 +24,7 @@ export interface ChangeFeedOptions {
   readyTimeoutMs: number
 }
 
-export const defaultChangeFeedOptions: ChangeFeedOptions = {
+const defaultChangeFeedOptions: ChangeFeedOptions = {
   pollIntervalMs: 2000,
   joinDelayMs: 20,
   backoffBaseMs: 1000,

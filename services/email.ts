@@ -17,17 +17,17 @@ import type { EmailRecipientDocument, EmailSendDocument, EmailStore } from '../s
 import type { UserDocument, UserStore } from '../stores/users.js'
 
 /** Rows claimed per tick, and the pause between two sends (the vendor's rate limit is per second). */
-export const EMAIL_BATCH = 50
+const EMAIL_BATCH = 50
 export const EMAIL_SEND_SPACING_MS = 250
 export const EMAIL_POLL_INTERVAL_MS = { real: 60_000, fast: 10_000 } as const satisfies Record<ScheduleProfile, number>
 
-export interface TickReport {
+interface TickReport {
   enrolled: number
   claimed: number
   sent: number
 }
 
-export type WebhookOutcome =
+type WebhookOutcome =
   | { status: 'refused', reason: string }
   | { status: 'duplicate' }
   | { status: 'applied', type: string, matched: boolean }

@@ -13,7 +13,7 @@ type RecipeUserId = ReturnType<typeof supertokens.convertToRecipeUserId>
 type CreateNewSession = Parameters<typeof Session.createNewSession>
 
 /** The part of the session library's answer for a new login that the mapping rewrites. */
-export interface NewLoginResult {
+interface NewLoginResult {
   user: { id: string, loginMethods: Array<{ recipeUserId: RecipeUserId }> }
   recipeUserId: RecipeUserId
 }
@@ -27,14 +27,14 @@ export interface LibraryRequest {
 }
 
 /** A provider login as the identity decorator records it. */
-export interface ProviderLoginFacts extends ProviderLogin {
+interface ProviderLoginFacts extends ProviderLogin {
   name: string | undefined
   /** A refresh token the provider issued at this login (Google), in the clear; stored sealed. */
   refreshToken: string | undefined
 }
 
 /** What a provider login found and did. */
-export interface AdoptedProviderLogin {
+interface AdoptedProviderLogin {
   session: Session.SessionContainer
   userId: string
   via: Resolution['via']

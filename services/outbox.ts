@@ -12,7 +12,7 @@ import { PeriodicTask } from '../lib/periodic-task.js'
  * third of that while it sends, so a delivery that takes longer keeps it; a crashed holder's claim
  * lapses this soon, and the next sweep (every 2 s) of any process takes the entries over.
  */
-export const OUTBOX_LEASE_MS = 5000
+const OUTBOX_LEASE_MS = 5000
 
 export type DeliverEntry = (userId: string, entry: OutboxEntry) => Promise<void>
 

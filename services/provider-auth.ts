@@ -30,7 +30,7 @@ export class ConnectConflictError extends Error {
 }
 
 /** A Google sign-in the identity decorator has adopted. */
-export interface GoogleSignIn {
+interface GoogleSignIn {
   userId: string
   accountId: string
   email: string
@@ -64,7 +64,7 @@ export interface ProviderAuth {
 }
 
 /** The session flags a successful connect sets, read by clients from the user metadata. */
-export const RESTART_FLAGS = { sync: { importGCal: 'RESTART', incrementalGCalSync: 'RESTART' } } as const
+const RESTART_FLAGS = { sync: { importGCal: 'RESTART', incrementalGCalSync: 'RESTART' } } as const
 
 // A sign-in asks Sync how the user's sync is doing; it does not wait longer than this for the answer.
 const SYNC_VIEW_DEADLINE_MS = 3000

@@ -34,7 +34,7 @@ async function asked<T> (call: () => Promise<T>): Promise<T> {
 /** A CalDAV connect may wait on a silent server for about this long: a refused one tries again then. */
 const CONNECT_RETRY_AFTER_SECONDS = 10
 /** CalDAV connects one user may have under way in this process (each holds a socket to Sync and Sync's requests to the server). */
-export const CALDAV_CONNECTS_UNDER_WAY_PER_USER = 2
+const CALDAV_CONNECTS_UNDER_WAY_PER_USER = 2
 
 /** Connecting and listing provider calendars, asked of Sync on the user's behalf. */
 export function createProviderConnections (sync: Pick<SyncClient, 'beginConnection' | 'connectCalDav' | 'restartSync' | 'calendars'>): ProviderConnections {

@@ -36,7 +36,7 @@ export interface SessionRevocationOptions {
 export const defaultSessionRevocationOptions: SessionRevocationOptions = { revocationPollMs: 1000 }
 
 /** The session core's default access-token lifetime (access_token_validity, 3600 s). */
-export const DEFAULT_ACCESS_TOKEN_LIFETIME_MS = 60 * 60 * 1000
+const DEFAULT_ACCESS_TOKEN_LIFETIME_MS = 60 * 60 * 1000
 /**
  * Each read asks again for what was written this long before the newest row it saw: a row is
  * stamped when it is written and may become visible a little later, after a row stamped later.

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 
-export interface SignedOut { userId: string, sessionHandle: string }
-export type SignOutListener = (signedOut: SignedOut) => void | Promise<void>
+interface SignedOut { userId: string, sessionHandle: string }
+type SignOutListener = (signedOut: SignedOut) => void | Promise<void>
 
 export interface SignOut {
   /** Adds something to do after every sign-out. */

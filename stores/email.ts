@@ -6,14 +6,14 @@ import type { Collection, Db } from 'mongodb'
 import type { EmailSendState, EmailStepKey } from '../lib/email-sequence.js'
 import { insertOnce, isDuplicateKeyError } from './database.js'
 
-export const EMAIL_SENDS_COLLECTION = 'emailSends'
-export const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'
-export const EMAIL_WEBHOOKS_COLLECTION = 'emailWebhookEvents'
+const EMAIL_SENDS_COLLECTION = 'emailSends'
+const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'
+const EMAIL_WEBHOOKS_COLLECTION = 'emailWebhookEvents'
 
 /** How long a process's claim on a row lasts: a process that dies mid-send gives the row back this soon. */
 export const EMAIL_LEASE_MS = 120_000
 /** A webhook id is remembered this long; the vendor's retries of one event end well within it. */
-export const WEBHOOK_MEMORY_SECONDS = 7 * 24 * 60 * 60
+const WEBHOOK_MEMORY_SECONDS = 7 * 24 * 60 * 60
 
 export interface EmailSendDocument {
   _id: string

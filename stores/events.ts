@@ -20,7 +20,7 @@ export interface OutboxWriter {
   add: (userId: string, entries: NewOutboxEntry[], options?: { session?: ClientSession, now?: Date }) => Promise<void>
 }
 
-export const EVENTS_COLLECTION = 'events'
+const EVENTS_COLLECTION = 'events'
 const PROVIDER_EVENT_INDEX = 'user_provider_event_unique'
 const KEYING_BATCH = 500
 /** Changes made once to the stored data at a start, each noted here by name when done. */
@@ -35,7 +35,7 @@ const KEYED_BY_OWNER = 'events-keyed-by-owner'
 type StoredEvent = ProviderRecord & StorageFields & { eventId: string }
 
 /** The document key of a user's event. */
-export function storageKey (userId: string, eventId: string): string {
+function storageKey (userId: string, eventId: string): string {
   return `${userId}:${eventId}`
 }
 
@@ -45,7 +45,7 @@ function fromStorage<T extends { _id: string, eventId?: string }> (document: T):
   return eventId === undefined ? record : { ...record, _id: eventId }
 }
 
-export const TOMBSTONES_COLLECTION = 'eventTombstones'
+const TOMBSTONES_COLLECTION = 'eventTombstones'
 
 /**
  * How long a deletion made here is remembered: far longer than a provider page can be in flight,

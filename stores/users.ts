@@ -32,7 +32,7 @@ export interface UserDocument {
 }
 
 /** Called after a write that created a user record (awaited; a listener handles its own errors). */
-export type SignUpListener = (user: UserDocument) => Promise<void>
+type SignUpListener = (user: UserDocument) => Promise<void>
 
 /** What a user has proven to hold: an email address (verified) and provider accounts (signed in to). */
 export interface ProvenIdentities {
@@ -42,7 +42,7 @@ export interface ProvenIdentities {
 }
 
 /** Called after a user proved an identity (awaited: its failure fails the step that proved it). */
-export type ProvenListener = (proven: ProvenIdentities) => Promise<void>
+type ProvenListener = (proven: ProvenIdentities) => Promise<void>
 
 export interface UserStoreOptions {
   /** Mark new records for the email block's enrollment (only while the block is on). */
@@ -93,7 +93,7 @@ function accountsOf (user: UserDocument): Record<IdentityProvider, string | unde
 }
 
 /** The identities a user record says its user proved. */
-export function provenIdentitiesOf (user: UserDocument): ProvenIdentities {
+function provenIdentitiesOf (user: UserDocument): ProvenIdentities {
   const accounts = accountsOf(user)
   return {
     userId: user._id.toHexString(),

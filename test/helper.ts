@@ -94,7 +94,7 @@ export interface ConfigOverrides {
 }
 
 export const WEB_URL = 'http://localhost:9080'
-export const API_URL = 'http://localhost:3000/api'
+const API_URL = 'http://localhost:3000/api'
 
 // A configuration that went through the real loader, so tests run what production validates.
 export function testConfig (deps: Dependencies, overrides: ConfigOverrides = {}): Config {
@@ -165,12 +165,12 @@ export const IN_PROCESS_LOAD_SHEDDING = { maxEventLoopDelayMs: 0 }
 // For the same reason a database call on a request gets 20 s here, not production's 2.5 s: the
 // tests' database stand-in answers on the test's own event loop, which waits for a core while three
 // other files run. The tests of that deadline set production's again (both database-faults files).
-export const TEST_REQUEST_DATABASE_DEADLINE_MS = 20_000
+const TEST_REQUEST_DATABASE_DEADLINE_MS = 20_000
 setRequestDatabaseDeadline(TEST_REQUEST_DATABASE_DEADLINE_MS)
 // And an event route's whole deadline (production's 3 s) as long: a range read that expands series
 // on a loaded machine took longer (e2e/microsoft-moved-occurrence). The database-faults file gives
 // production's back.
-export const TEST_EVENT_REQUEST_DEADLINE_MS = 20_000
+const TEST_EVENT_REQUEST_DEADLINE_MS = 20_000
 
 export async function buildApp (
   t: Test,

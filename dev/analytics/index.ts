@@ -6,7 +6,7 @@
 import { gunzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 
-export interface CapturedEvent {
+interface CapturedEvent {
   apiKey: string | null
   event: string
   distinctId: string | null

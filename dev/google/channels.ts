@@ -55,7 +55,7 @@ export interface DeliveryCounts {
 }
 
 /** events.watch's documented default time-to-live: 604800 seconds (one week). */
-export const DEFAULT_CHANNEL_TTL_SEC = 604800
+const DEFAULT_CHANNEL_TTL_SEC = 604800
 const SUCCESS = new Set([102, 200, 201, 202, 204])
 const RETRIED = new Set([500, 502, 503, 504])
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]'])

@@ -2,7 +2,7 @@
 // the Calendar API's JSON error envelope, and the OAuth 2.0 token/revoke endpoints' flat
 // `{ error, error_description }` (RFC 6749 section 5.2).
 
-export interface ApiErrorItem {
+interface ApiErrorItem {
   domain: string
   reason: string
   message: string

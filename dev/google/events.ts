@@ -5,9 +5,9 @@ import { apiErrors } from './errors.js'
 import { checkRecurrence, lastOccurrenceStart } from './recurrence.js'
 import { formatDateTime } from './zones.js'
 
-export type EventStatus = 'confirmed' | 'tentative' | 'cancelled'
+type EventStatus = 'confirmed' | 'tentative' | 'cancelled'
 
-export interface EventTime {
+interface EventTime {
   date?: string
   dateTime?: string
   timeZone?: string
@@ -44,7 +44,7 @@ export interface StoredEvent {
 }
 
 /** Fields kept and returned as given, so a client's own markers (extendedProperties...) survive a round trip. */
-export const PASS_THROUGH_FIELDS = [
+const PASS_THROUGH_FIELDS = [
   'colorId', 'transparency', 'visibility', 'attendees', 'extendedProperties', 'reminders', 'source',
   'guestsCanModify', 'guestsCanInviteOthers', 'guestsCanSeeOtherGuests', 'anyoneCanAddSelf', 'attachments',
   'conferenceData', 'eventType', 'endTimeUnspecified', 'locked', 'privateCopy'
@@ -64,7 +64,7 @@ export function isValidZone (zone: string): boolean {
 }
 
 /** Parses an EventTime; `field` names it in Google's messages ("Missing end time."). */
-export function parseEventTime (value: unknown, field: 'start' | 'end' | 'originalStartTime', fallbackZone: string, zoneRequired: boolean): StoredTime {
+function parseEventTime (value: unknown, field: 'start' | 'end' | 'originalStartTime', fallbackZone: string, zoneRequired: boolean): StoredTime {
   const label = field === 'originalStartTime' ? 'original start' : field
   if (!isRecord(value)) throw apiErrors.required(`Missing ${label} time.`)
   const { date, dateTime, timeZone } = value

@@ -1,14 +1,9 @@
 // Google's side of armed faults: the statuses and quota reasons it answers with, and the error
 // each of its endpoint families gives for them.
 import { ControlError } from '../stand-in/control.js'
-import { Counters, Faults, readFaultInput as readCommonFaultInput } from '../stand-in/faults.js'
-import type { Fault as ArmedFault, FaultInput as CommonFaultInput, OperationCount } from '../stand-in/faults.js'
+import { readFaultInput as readCommonFaultInput } from '../stand-in/faults.js'
+import type { Fault as ArmedFault, FaultInput as CommonFaultInput } from '../stand-in/faults.js'
 import { ApiError, OAuthError } from './errors.js'
-
-export { Counters, Faults }
-export type { OperationCount }
-
-export type FaultKind = 'rateLimitExceeded' | 'userRateLimitExceeded' | 'backendError' | 'serviceUnavailable'
 
 export interface FaultInput extends CommonFaultInput<403 | 429 | 500 | 503> {
   /** For 403 and 429: `rateLimitExceeded` (default) or `userRateLimitExceeded`. */

@@ -91,7 +91,7 @@ export const PROFILE_SCOPE = 'https://www.googleapis.com/auth/userinfo.profile'
 const GOOGLE_SCOPE_PREFIX = 'https://www.googleapis.com/auth/'
 
 /** Google keeps at most this many refresh tokens per account and client; a new one ends the oldest. */
-export const REFRESH_TOKENS_PER_GRANT = 100
+const REFRESH_TOKENS_PER_GRANT = 100
 
 /** Splits and normalises a `scope` parameter; undefined when a scope is not one Google knows. */
 export function parseScopes (scope: string): string[] | undefined {

@@ -7,9 +7,7 @@ import { createSigningKeys } from './keys.js'
 import { GoogleState } from './state.js'
 import type { AccountSetup } from './state.js'
 
-export type { AccountSetup, AccountView, CalendarView, ChannelView, SeedGenerator, SeedResult } from './state.js'
-export type { ClientRegistration } from './identity.js'
-export type { FaultInput } from './faults.js'
+export type { AccountSetup, } from './state.js'
 
 export interface GoogleOptions extends StandInOptions<ClientRegistration, AccountSetup> {
   /** Accounts to create at start (each gets its primary calendar, plus `calendars`). */
@@ -27,7 +25,7 @@ export interface GoogleOptions extends StandInOptions<ClientRegistration, Accoun
 }
 
 /** The control surface in process: the same operations as the HTTP paths under /_control. */
-export type GoogleControl = Pick<GoogleState,
+type GoogleControl = Pick<GoogleState,
   'registerClient' | 'createAccount' | 'listAccounts' | 'addCalendar' | 'deleteCalendar' | 'insertEvent' | 'patchEvent' |
   'deleteEvent' | 'seed' | 'storedEvents' | 'revoke' | 'expireAccessTokens' | 'expireSyncTokens' | 'armFault' | 'counts' |
   'resetCounts' | 'listChannels'>

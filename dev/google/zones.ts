@@ -3,7 +3,7 @@
 import { cachedZoneOffsets } from '../stand-in/zones.js'
 
 /** The zone's offset from UTC at the instant, in minutes. */
-export const offsetMinutes = cachedZoneOffsets(100_000)
+const offsetMinutes = cachedZoneOffsets(100_000)
 
 function offsetText (minutes: number): string {
   if (minutes === 0) return 'Z'

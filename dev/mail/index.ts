@@ -12,7 +12,6 @@ import { extractLinks, PAGE_CSP, renderPage, type CaughtMail } from './page.js'
 import { registerResendApi, type ResendApiOptions, type WebhookTarget, type WebhookType } from './resend.js'
 
 export type { CaughtMail } from './page.js'
-export type { WebhookTarget, WebhookType } from './resend.js'
 
 export interface MailCatcherOptions {
   /** 0 or absent: any free port. */

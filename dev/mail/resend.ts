@@ -9,7 +9,7 @@ import { Value } from '@sinclair/typebox/value'
 import { Webhook } from 'standardwebhooks'
 import { extractLinks, type CaughtMail } from './page.js'
 
-export const WEBHOOK_TYPES = ['email.delivered', 'email.bounced', 'email.complained'] as const
+const WEBHOOK_TYPES = ['email.delivered', 'email.bounced', 'email.complained'] as const
 export type WebhookType = typeof WEBHOOK_TYPES[number]
 
 export interface WebhookTarget {

@@ -61,7 +61,7 @@ const missing = (name: string): RedirectedError =>
   new RedirectedError('invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`)
 
 /** Whether an account may sign in through the tenant named in the path. */
-export function tenantAdmits (tenant: string, account: Account): boolean {
+function tenantAdmits (tenant: string, account: Account): boolean {
   if (tenant === 'common') return true
   if (tenant === 'consumers') return account.kind === 'personal'
   if (tenant === 'organizations') return account.kind === 'work'

@@ -88,7 +88,7 @@ export type Target =
 type InstanceTarget = Extract<Target, { kind: 'instance' }>
 
 export type ChangeType = 'created' | 'updated' | 'deleted'
-export interface ChangeNotice { changeType: ChangeType, eventId: string, changeKey: string }
+interface ChangeNotice { changeType: ChangeType, eventId: string, changeKey: string }
 export type ChangeListener = (calendar: Calendar, notices: ChangeNotice[]) => void
 
 /** A delta item: an event as it is now, or the id of one that left the view. */
@@ -103,7 +103,7 @@ export interface DeltaPosition {
 
 const COLORS = ['auto', 'lightBlue', 'lightGreen', 'lightOrange', 'lightGray', 'lightYellow', 'lightTeal', 'lightPink', 'lightBrown', 'lightRed']
 
-export const overlaps = (content: Content, fromMs: number, toMs: number): boolean => {
+const overlaps = (content: Content, fromMs: number, toMs: number): boolean => {
   const { start, end } = content
   if (end.ms === start.ms) return start.ms >= fromMs && start.ms < toMs
   return start.ms < toMs && end.ms > fromMs
@@ -421,7 +421,7 @@ function itemInstance (event: StoredEvent): Instance {
 }
 
 /** An occurrence (or, with its record, an exception) of a series. */
-export function occurrenceInstance (master: StoredEvent, originalStartMs: number, exception: ExceptionRecord | undefined): Instance {
+function occurrenceInstance (master: StoredEvent, originalStartMs: number, exception: ExceptionRecord | undefined): Instance {
   const occurrence = occurrenceContent(master.content, originalStartMs)
   const changed = exception !== undefined && !exception.cancelled
   return {

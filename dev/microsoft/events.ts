@@ -41,7 +41,7 @@ export interface EventWrite {
   transactionId?: string
 }
 
-export type EventType = 'singleInstance' | 'occurrence' | 'exception' | 'seriesMaster'
+type EventType = 'singleInstance' | 'occurrence' | 'exception' | 'seriesMaster'
 
 /** One event as answered: a single event, a series master, an occurrence or an exception. */
 export interface Instance {
@@ -82,7 +82,7 @@ function bodyReadError (message: string): Error {
 }
 
 /** Reads a dateTimeTimeZone (`{ dateTime, timeZone }`). */
-export function readTime (value: unknown, field: string): EventTime {
+function readTime (value: unknown, field: string): EventTime {
   if (!isRecord(value)) throw bodyReadError(`Cannot convert the literal for '${field}' to the expected type 'microsoft.graph.dateTimeTimeZone'.`)
   const { dateTime, timeZone } = value
   const zoneName = typeof timeZone === 'string' ? timeZone : ''
@@ -212,12 +212,12 @@ export function mergeContent (current: Content, patch: ContentPatch): Content {
 }
 
 /** A time moved to another instant, read in the same zone. */
-export function timeAt (time: EventTime, ms: number): EventTime {
+function timeAt (time: EventTime, ms: number): EventTime {
   return { ...time, ms, wall: millisToWall(time.zone, ms) }
 }
 
 /** The whole days an all-day span covers, by its wall dates. */
-export function daysBetween (start: Wall, end: Wall): number {
+function daysBetween (start: Wall, end: Wall): number {
   return Math.round((Date.UTC(end.y, end.m - 1, end.d) - Date.UTC(start.y, start.m - 1, start.d)) / 86_400_000)
 }
 

@@ -1,13 +1,10 @@
 // Microsoft's side of armed faults: the statuses Graph and the identity platform answer with, and
 // the error each family gives for them.
-import { Counters, Faults, readFaultInput as readCommonFaultInput } from '../stand-in/faults.js'
-import type { Fault as ArmedFault, FaultInput as CommonFaultInput, OperationCount } from '../stand-in/faults.js'
+import { readFaultInput as readCommonFaultInput } from '../stand-in/faults.js'
+import type { Fault as ArmedFault, FaultInput as CommonFaultInput } from '../stand-in/faults.js'
 import { GraphError, TokenError, graphErrors } from './errors.js'
 
-export { Counters, Faults }
-export type { OperationCount }
-
-export type FaultStatus = 429 | 500 | 503 | 504
+type FaultStatus = 429 | 500 | 503 | 504
 
 /** `pathPrefix` e.g. `/v1.0/me/calendars/` or `/common/oauth2/v2.0/token`. */
 export type FaultInput = CommonFaultInput<FaultStatus>

@@ -45,8 +45,8 @@ export interface Account {
 
 /** The tenant of every personal Microsoft account, as documented for the `tid` claim. */
 export const CONSUMERS_TENANT = '9188040d-6c67-4c5b-b112-36a304b66dad'
-export const GRAPH_RESOURCE = 'https://graph.microsoft.com/'
-export const OIDC_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access'])
+const GRAPH_RESOURCE = 'https://graph.microsoft.com/'
+const OIDC_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access'])
 
 // Graph permissions are matched without regard to case and answered in their canonical spelling.
 const KNOWN_PERMISSIONS = [

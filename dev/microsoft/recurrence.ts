@@ -9,10 +9,10 @@ import type { Wall } from './zones.js'
 
 const { RRule } = rrule
 
-export type PatternType = 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly'
-export type RangeType = 'endDate' | 'noEnd' | 'numbered'
-export type DayOfWeek = 'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday'
-export type WeekIndex = 'first' | 'second' | 'third' | 'fourth' | 'last'
+type PatternType = 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly'
+type RangeType = 'endDate' | 'noEnd' | 'numbered'
+type DayOfWeek = 'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday'
+type WeekIndex = 'first' | 'second' | 'third' | 'fourth' | 'last'
 
 /** As Graph answers it: every property present, unused ones at their defaults (0, `0001-01-01`...). */
 export interface Recurrence {
@@ -39,7 +39,7 @@ const RANGES = new Set<string>(['endDate', 'noEnd', 'numbered'])
 const DAYS: DayOfWeek[] = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday']
 const INDEXES: WeekIndex[] = ['first', 'second', 'third', 'fourth', 'last']
 const DATE = /^\d{4}-\d{2}-\d{2}$/
-export const NO_DATE = '0001-01-01'
+const NO_DATE = '0001-01-01'
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 

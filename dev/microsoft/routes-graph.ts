@@ -16,7 +16,7 @@ import type { Subscription, Watched } from './subscriptions.js'
 import { ianaZone, parseInstant } from './zones.js'
 import { decodeOpaque, encodeOpaque } from '../stand-in/opaque.js'
 
-export interface GraphCaller {
+interface GraphCaller {
   account: Account
   clientId: string
   permissions: Set<string>

@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { randomText } from '../stand-in/secrets.js'
 
-export { digest, randomText, safeEqual } from '../stand-in/secrets.js'
+export { randomText, safeEqual } from '../stand-in/secrets.js'
 export const newGuid = (): string => randomUUID()
 
 // The prefixes follow what Microsoft accounts hand out (`EwB` access tokens, `M.C5` codes,

@@ -65,7 +65,7 @@ export interface DeliveryCounts {
 }
 
 /** Outlook message, event and contact subscriptions last at most 10,080 minutes (under 7 days). */
-export const MAX_LIFETIME_MINUTES = 10_080
+const MAX_LIFETIME_MINUTES = 10_080
 const CHANGE_TYPES = new Set<string>(['created', 'updated', 'deleted'])
 const TLS_VERSIONS = new Set(['v1_0', 'v1_1', 'v1_2', 'v1_3'])
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]'])

@@ -36,7 +36,7 @@ export function windowsName (iana: string): string {
 }
 
 /** The zone's offset from UTC at the instant, in minutes. */
-export const offsetMinutes = cachedZoneOffsets(200_000)
+const offsetMinutes = cachedZoneOffsets(200_000)
 
 /** A wall-clock time as its parts. Months are 1-based. */
 export interface Wall {

@@ -220,7 +220,7 @@ const COMMAND_ACTIONS: Record<string, Action> = {
   replSetGetStatus: 'replicaSetStatus'
 }
 
-export function roleAllows (roles: Role[], action: Action, db: string): boolean {
+function roleAllows (roles: Role[], action: Action, db: string): boolean {
   return roles.some((role) => {
     const grant = ROLE_ACTIONS[role.role]
     if (grant === undefined || !grant.actions.includes(action)) return false

@@ -192,7 +192,7 @@ export interface Candidates {
   index: IndexSpec | undefined
 }
 
-export const ID_INDEX: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' }
+const ID_INDEX: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' }
 
 export class Collection {
   readonly db: string

@@ -1,7 +1,7 @@
 // Server errors shaped as mongod shapes them, so the driver takes its real code paths.
 import type { Document } from 'bson'
 
-export const CODE_NAMES: Record<number, string> = {
+const CODE_NAMES: Record<number, string> = {
   2: 'BadValue',
   9: 'FailedToParse',
   11: 'UserNotFound',

@@ -12,7 +12,7 @@ import type { Doc } from './values.js'
 
 // How long a change may wait before it is on disk; a crash loses at most this much. When writing
 // takes long (large collections are rewritten whole), the wait grows to keep the disk load bounded.
-export const FLUSH_DELAY_MS = 200
+const FLUSH_DELAY_MS = 200
 const FLUSH_LOAD_FACTOR = 5
 
 interface Meta { options: Doc, indexes: IndexSpec[] }

@@ -16,7 +16,7 @@ const STATE_CODES: Record<MemberState, number> = { STARTUP: 0, SECONDARY: 2, PRI
 
 // A one-member set elects itself at once on mongod, yet not within the replSetInitiate reply:
 // clients must wait for isWritablePrimary, so the stand-in makes them wait too.
-export const ELECTION_DELAY_MS = 300
+const ELECTION_DELAY_MS = 300
 
 // Commands that write, so only a primary runs them (mongod: NotWritablePrimary, "not primary").
 const NEEDS_PRIMARY = new Set([

@@ -87,16 +87,6 @@ function collect (value: unknown, segments: string[], depth: number, out: unknow
   if (isPlainObject(value) && segment in value) collect(value[segment], segments, depth + 1, out)
 }
 
-/** The value at a dotted path without array expansion (for building documents). */
-export function getPath (document: Doc, path: string): unknown {
-  let value: unknown = document
-  for (const segment of path.split('.')) {
-    if (!isPlainObject(value) && !Array.isArray(value)) return undefined
-    value = (value as Doc)[segment]
-  }
-  return value
-}
-
 export function setPath (document: Doc, path: string, value: unknown): void {
   const segments = path.split('.')
   let target: Doc = document
@@ -137,7 +127,7 @@ export function formatKeyValue (keyValue: Doc): string {
   return parts.length === 0 ? '{}' : '{ ' + parts.join(', ') + ' }'
 }
 
-export function isOperatorObject (value: unknown): value is Doc {
+function isOperatorObject (value: unknown): value is Doc {
   if (!isPlainObject(value)) return false
   const keys = Object.keys(value)
   return keys.length > 0 && keys.every((k) => k.startsWith('$'))

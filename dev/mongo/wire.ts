@@ -3,15 +3,15 @@
 import { deserialize, serialize, Long } from 'bson'
 import type { Document } from 'bson'
 
-export const OP_REPLY = 1
-export const OP_QUERY = 2004
-export const OP_MSG = 2013
+const OP_REPLY = 1
+const OP_QUERY = 2004
+const OP_MSG = 2013
 
 const HEADER_SIZE = 16
 const FLAG_CHECKSUM_PRESENT = 1
-export const FLAG_MORE_TO_COME = 2
+const FLAG_MORE_TO_COME = 2
 // A generous ceiling: mongod accepts 48 MB messages and advertises that size in its handshake.
-export const MAX_MESSAGE_SIZE = 48_000_000
+const MAX_MESSAGE_SIZE = 48_000_000
 
 export interface QueryMessage {
   kind: 'query'
@@ -27,7 +27,7 @@ export interface CommandMessage {
   command: Document
 }
 
-export class ProtocolError extends Error {}
+class ProtocolError extends Error {}
 
 function readCString (buffer: Buffer, start: number): { value: string, end: number } {
   const nul = buffer.indexOf(0, start)

@@ -11,9 +11,9 @@ import type { JSONWebKeySet, JWTPayload } from 'jose'
 import { listenOnLoopback, refuseProduction } from '../stand-in/index.js'
 import { rsaPrivateKey } from '../rsa-keys.js'
 
-export type OidcPreset = 'microsoft' | 'apple'
+type OidcPreset = 'microsoft' | 'apple'
 
-export interface OidcClient {
+interface OidcClient {
   clientId: string
   /** Microsoft: the client secret. Apple authenticates clients with a signed JWT instead (below). */
   clientSecret?: string
@@ -27,7 +27,7 @@ export interface OidcClient {
   publicKeyPem?: string
 }
 
-export interface OidcAccountSetup {
+interface OidcAccountSetup {
   email: string
   name?: string
   /** Default true. Microsoft says so with its optional claim `xms_edov`, Apple with `email_verified`. */
@@ -43,7 +43,7 @@ export interface OidcOptions {
   accounts?: OidcAccountSetup[]
 }
 
-export interface OidcControl {
+interface OidcControl {
   createAccount: (account: OidcAccountSetup) => void
   /** Ends every refresh token of the account (refresh answers invalid_grant). */
   revoke: (email: string) => void

@@ -17,7 +17,6 @@ export type CdiReply<P extends CdiPath, M extends CdiMethod> =
   Operation<P, M> extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never
 
 export type CdiUser = NonNullable<Extract<CdiReply<'/user/id', 'get'>, { status: 'OK' }>['user']>
-export type CdiLoginMethod = CdiUser['loginMethods'][number]
 export type CdiSession = NonNullable<Extract<CdiReply<'/<tenantId>/recipe/session', 'post'>, { status: 'OK' }>['session']>
 export type CdiTokenInfo = NonNullable<Extract<CdiReply<'/<tenantId>/recipe/session', 'post'>, { status: 'OK' }>['accessToken']>
 

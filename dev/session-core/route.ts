@@ -3,7 +3,7 @@ import type { CdiBody, CdiMethod, CdiPath, CdiQuery, CdiReply } from './cdi.js'
 import type { CoreContext } from './context.js'
 import { BadRequest } from './input.js'
 
-export interface CdiRequest<P extends CdiPath, M extends CdiMethod> {
+interface CdiRequest<P extends CdiPath, M extends CdiMethod> {
   body: CdiBody<P, M> | undefined
   query: CdiQuery<P, M> | undefined
   tenantId: string

@@ -14,7 +14,7 @@ import { BadRequest, isPlainObject, safeEqual, sha256 } from './input.js'
 import type { SessionRecord } from './storage.js'
 
 /** Claims the core owns in a v5 access token; a custom payload may not set them. */
-export const PROTECTED_CLAIMS = [
+const PROTECTED_CLAIMS = [
   'sub', 'exp', 'iat', 'sessionHandle', 'refreshTokenHash1', 'parentRefreshTokenHash1', 'antiCsrfToken', 'tId', 'rsub'
 ]
 

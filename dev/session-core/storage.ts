@@ -2,7 +2,7 @@
 // Every multi-step rule that must not race (refresh-token rotation, single-use tokens, unique
 // emails) is one atomic storage call here, not a read followed by a write in the handlers.
 
-export type RecipeId = 'emailpassword' | 'thirdparty'
+type RecipeId = 'emailpassword' | 'thirdparty'
 
 export interface UserRecord {
   id: string

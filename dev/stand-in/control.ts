@@ -22,7 +22,7 @@ export const objectBody = (request: FastifyRequest): Record<string, unknown> => 
 
 export const param = (request: FastifyRequest, name: string): string => ((request.params ?? {}) as Record<string, string>)[name] ?? ''
 
-export interface SeedInput<G> {
+interface SeedInput<G> {
   events?: unknown[]
   generate?: G
 }

@@ -12,7 +12,7 @@ export interface ClientRegistration {
 }
 
 /** The registered clients; each provider's identity adds its own token endpoint rules on top. */
-export class ClientRegistry {
+class ClientRegistry {
   private readonly clients = new Map<string, ClientRegistration>()
 
   registerClient (client: ClientRegistration): void {
@@ -30,7 +30,7 @@ export class ClientRegistry {
   }
 }
 
-export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
+const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 
 /**
  * The registered clients and the accounts that sign in to them. `idOf` names an account by the

@@ -7,7 +7,7 @@ import { listenOnLoopback } from './index.js'
 const SWEEP_INTERVAL_MS = 60 * 1000
 
 /** A request URL with the values of `secretParameters` replaced, for logging. */
-export function scrubUrl (url: string, secretParameters: readonly string[]): string {
+function scrubUrl (url: string, secretParameters: readonly string[]): string {
   const question = url.indexOf('?')
   if (question < 0) return url
   const params = new URLSearchParams(url.slice(question + 1))
@@ -18,7 +18,7 @@ export function scrubUrl (url: string, secretParameters: readonly string[]): str
 /** Headers every stand-in redacts if request headers are ever logged; a provider may add its own. */
 export const COMMON_LOG_REDACT = ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]']
 
-export function loggerOptions (
+function loggerOptions (
   logger: FastifyServerOptions['logger'],
   secretParameters: readonly string[],
   redact: string[]
@@ -82,7 +82,7 @@ export function createServer (logger: FastifyServerOptions['logger'], secretPara
   return Fastify({ logger: loggerOptions(logger, secretParameters, redact) })
 }
 
-export interface ServeOptions {
+interface ServeOptions {
   /** Registers the routes and the start-up clients and accounts; a throw closes the server. */
   setUp: () => Promise<void>
   /** Drops what expired (codes, tokens, subscriptions); runs every minute. */
@@ -95,7 +95,7 @@ export interface ServeOptions {
 }
 
 /** Sets the app up and listens on the loopback address; answers the base URL. */
-export async function serve (app: FastifyInstance, options: ServeOptions): Promise<string> {
+async function serve (app: FastifyInstance, options: ServeOptions): Promise<string> {
   try {
     await options.setUp()
     const sweep = setInterval(options.sweep, SWEEP_INTERVAL_MS)

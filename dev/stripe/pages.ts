@@ -14,7 +14,7 @@ function page (title: string, body: string): string {
     `<meta name="viewport" content="width=device-width, initial-scale=1"><style>${STYLE}</style></head><body>${body}</body></html>`
 }
 
-export function formatAmount (price: StripeObject | undefined): string {
+function formatAmount (price: StripeObject | undefined): string {
   if (price === undefined) return ''
   const amount = Number(price['unit_amount']) / 100
   const currency = String(price['currency']).toUpperCase()

@@ -15,7 +15,7 @@ export interface StripeEvent extends StripeObject {
 }
 
 /** A card number whose charges are declined (Stripe's test card 4000 0000 0000 0341 attaches, then fails). */
-export const DECLINING_CARDS = new Set(['4000000000000002', '4000000000000341'])
+const DECLINING_CARDS = new Set(['4000000000000002', '4000000000000341'])
 
 const DAY = 24 * 60 * 60
 

@@ -13,7 +13,6 @@ export function normalizeEventId (id: string): string {
 }
 
 export const mintEventId = mintObjectId
-export { isObjectIdString }
 
 export type EventAddress =
   | { kind: 'stored', eventId: string }

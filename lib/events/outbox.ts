@@ -24,7 +24,7 @@ export function eventContentOf (event: EventRecord): EventContent {
  * provider"): the content after the change (none for a delete), the provider identity it has,
  * and for an occurrence its series' provider id and original start.
  */
-export function providerWriteSubject (event: EventRecord, operation: EventOperation, series: EventRecord | undefined, now: Date): ProviderWriteSubject {
+function providerWriteSubject (event: EventRecord, operation: EventOperation, series: EventRecord | undefined, now: Date): ProviderWriteSubject {
   const subject: ProviderWriteSubject = { lastUpdated: operation === 'delete' ? now.toISOString() : event.lastUpdated }
   if (operation !== 'delete') {
     subject.content = eventContentOf(event)

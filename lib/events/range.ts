@@ -97,13 +97,13 @@ export interface SeriesWithEdits {
 }
 
 /** Refused when a range read would hold more than EVENT_LIMITS allows: the client narrows the range. */
-export function rangeTooLarge (): EventRequestError {
+function rangeTooLarge (): EventRequestError {
   return new EventRequestError(400, 'RANGE_TOO_LARGE',
     `The range holds more than ${EVENT_LIMITS.rangeItems} events or ${EVENT_LIMITS.rangeCharacters / 1024 / 1024} MB of text; narrow the range`)
 }
 
 /** Refused when the series of a range read take more walking than EVENT_LIMITS.rangePeriods. */
-export function rangeTooCostly (): EventRequestError {
+function rangeTooCostly (): EventRequestError {
   return new EventRequestError(400, 'RANGE_TOO_LARGE',
     `The series in the range take more than ${EVENT_LIMITS.rangePeriods} steps of their rules to expand; narrow the range`)
 }

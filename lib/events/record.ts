@@ -8,9 +8,9 @@ import type { EventContent, WriteIssue } from '../../schemas/sync/index.js'
 export type EventRecord = EventView
 
 /** A change with every defaulted field filled in (the HTTP layer fills them too; lib does not rely on it). */
-export type CompleteEventChange = EventChangeInput & Required<Pick<EventChangeInput, keyof typeof EVENT_DEFAULTS>>
+type CompleteEventChange = EventChangeInput & Required<Pick<EventChangeInput, keyof typeof EVENT_DEFAULTS>>
 
-export function withDefaults (change: EventChangeInput): CompleteEventChange {
+function withDefaults (change: EventChangeInput): CompleteEventChange {
   return {
     ...change,
     title: change.title ?? EVENT_DEFAULTS.title,

@@ -179,7 +179,7 @@ function compileFresh (shape: SeriesShape, meter: WalkMeter | undefined): Compil
  */
 
 /** Periods (YEARLY counting 8) a rule may walk at write time to find its first (and, with COUNT, last) match. */
-export const RULE_SEARCH_BUDGET = 2000
+const RULE_SEARCH_BUDGET = 2000
 const YEARLY_PERIOD_WEIGHT = 8
 /** Periods walked per piece of an expansion, so that a long range is expanded in short steps. */
 const PERIODS_PER_PIECE = 100

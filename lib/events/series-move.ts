@@ -35,7 +35,7 @@ export function isStill (move: SeriesMove): boolean {
 }
 
 /** A wall-clock time of the series moved as its start moved: by the days, then to the shifted time of day, whatever the offset does between. */
-export function shifted (dateTime: DateTime, move: SeriesMove): DateTime {
+function shifted (dateTime: DateTime, move: SeriesMove): DateTime {
   const minutes = dateTime.hour * 60 + dateTime.minute + move.minutes
   const carry = Math.floor(minutes / 1440)
   const timeOfDay = minutes - carry * 1440
@@ -43,7 +43,7 @@ export function shifted (dateTime: DateTime, move: SeriesMove): DateTime {
 }
 
 /** An event date of the series (an original start, an occurrence's start) moved with it. */
-export function movedDate (value: string, series: Pick<EventRecord, 'isAllDay' | 'timeZone'>, move: SeriesMove): string {
+function movedDate (value: string, series: Pick<EventRecord, 'isAllDay' | 'timeZone'>, move: SeriesMove): string {
   return formatEventDate(shifted(eventDateTime(value, series.isAllDay, series.timeZone), move), series.isAllDay)
 }
 
@@ -124,7 +124,7 @@ export function exceptionMover (before: SeriesTiming, after: SeriesTiming): ((ex
 }
 
 /** What a series' change of text reaches in its exceptions. */
-export const FOLLOWED_FIELDS = ['title', 'description', 'location'] as const
+const FOLLOWED_FIELDS = ['title', 'description', 'location'] as const
 export type FollowedFields = Partial<Record<typeof FOLLOWED_FIELDS[number], string>>
 
 /**

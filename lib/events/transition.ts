@@ -29,7 +29,7 @@ export type ReportOperation = 'create' | 'update' | 'delete'
  * - noop: nothing to change;
  * - refuse: the change is not allowed.
  */
-export type TransitionAction = 'insert' | 'replace' | 'replaceSeries' | 'replaceDetach' | 'delete' | 'deleteSeries' | 'tombstone' | 'noop' | 'refuse'
+type TransitionAction = 'insert' | 'replace' | 'replaceSeries' | 'replaceDetach' | 'delete' | 'deleteSeries' | 'tombstone' | 'noop' | 'refuse'
 
 export interface TransitionCell {
   action: TransitionAction

@@ -9,7 +9,7 @@ import {
 // stream messages (event -> eventsChanged; calendar and connection -> calendarsChanged + eventsChanged;
 // importProgress -> syncStatusChanged or importCompleted).
 
-export const EventInvalidationSchema = Type.Object({
+const EventInvalidationSchema = Type.Object({
   kind: Type.Literal('event'),
   at: IsoDateTimeSchema,
   eventId: Type.Optional(EventIdSchema),
@@ -17,14 +17,14 @@ export const EventInvalidationSchema = Type.Object({
   calendarId: Type.Optional(CalendarIdSchema)
 }, { additionalProperties: false, description: 'Events of the user changed (own write reported by the backend, or a provider pull)' })
 
-export const CalendarInvalidationSchema = Type.Object({
+const CalendarInvalidationSchema = Type.Object({
   kind: Type.Literal('calendar'),
   at: IsoDateTimeSchema,
   connectionId: ConnectionIdSchema,
   calendarId: Type.Optional(CalendarIdSchema)
 }, { additionalProperties: false, description: 'The calendar list or a whole calendar of a connection changed' })
 
-export const ConnectionInvalidationSchema = Type.Object({
+const ConnectionInvalidationSchema = Type.Object({
   kind: Type.Literal('connection'),
   at: IsoDateTimeSchema,
   connectionId: ConnectionIdSchema,
@@ -34,7 +34,7 @@ export const ConnectionInvalidationSchema = Type.Object({
   unsyncedWrites: Type.Optional(Type.Integer({ minimum: 0, description: 'Set when the count of events not written to the provider changed' }))
 }, { additionalProperties: false, description: 'A connection moved to a new state, or its count of unwritten changes changed; reason `authorizationRevoked` means CONNECTION_REVOKED' })
 
-export const ImportProgressInvalidationSchema = Type.Object({
+const ImportProgressInvalidationSchema = Type.Object({
   kind: Type.Literal('importProgress'),
   at: IsoDateTimeSchema,
   connectionId: ConnectionIdSchema,
@@ -45,29 +45,25 @@ export const ImportProgressInvalidationSchema = Type.Object({
   counts: ImportCountsSchema
 }, { additionalProperties: false, description: 'An import of a connection advanced or finished' })
 
-export const InvalidationSchema = Type.Union([
+const InvalidationSchema = Type.Union([
   EventInvalidationSchema, CalendarInvalidationSchema, ConnectionInvalidationSchema, ImportProgressInvalidationSchema
 ], { description: 'One change-feed entry' })
 
-export const InvalidationKindSchema = Type.Union([
-  Type.Literal('event'), Type.Literal('calendar'), Type.Literal('connection'), Type.Literal('importProgress')
-])
-
-export const CursorSchema = Type.String({
+const CursorSchema = Type.String({
   minLength: 1,
   maxLength: 200,
   description: 'Opaque, monotonic change-feed position of one user; pass it back unchanged'
 })
 
 export const CHANGES_PAGE_DEFAULT_LIMIT = 100
-export const CHANGES_PAGE_MAX_LIMIT = 500
+const CHANGES_PAGE_MAX_LIMIT = 500
 // One backend process polls every user it holds streams for in one request per tick; a process
 // holds at most about 20k sockets, so 10k users (about 2.5 MB of cursors) covers a busy one.
 export const CHANGES_BATCH_MAX_USERS = 10_000
 // Request body limit of the batched route, sized for CHANGES_BATCH_MAX_USERS cursors at their longest.
 export const CHANGES_BATCH_BODY_LIMIT = 4 * 1024 * 1024
 
-export const PageLimitSchema = Type.Integer({
+const PageLimitSchema = Type.Integer({
   minimum: 1,
   maximum: CHANGES_PAGE_MAX_LIMIT,
   default: CHANGES_PAGE_DEFAULT_LIMIT,
@@ -94,7 +90,7 @@ export const ChangesPageSchema = Type.Object({
   })
 }, { additionalProperties: false, description: 'One user\'s page of invalidations after a cursor' })
 
-export const CursorRequestSchema = Type.Object({
+const CursorRequestSchema = Type.Object({
   userId: UserIdSchema,
   cursor: Type.Union([CursorSchema, Type.Null()], { description: 'null means "from now": the answer is a watermark' })
 }, { additionalProperties: false })
@@ -108,14 +104,9 @@ export const ChangesBatchResponseSchema = Type.Object({
   pages: Type.Array(ChangesPageSchema, { description: 'One page per requested user, in request order' })
 }, { additionalProperties: false })
 
-export type EventInvalidation = Static<typeof EventInvalidationSchema>
-export type CalendarInvalidation = Static<typeof CalendarInvalidationSchema>
 export type ConnectionInvalidation = Static<typeof ConnectionInvalidationSchema>
 export type ImportProgressInvalidation = Static<typeof ImportProgressInvalidationSchema>
 export type Invalidation = Static<typeof InvalidationSchema>
-export type InvalidationKind = Static<typeof InvalidationKindSchema>
-export type ChangesQuery = Static<typeof ChangesQuerySchema>
 export type ChangesPage = Static<typeof ChangesPageSchema>
 export type CursorRequest = Static<typeof CursorRequestSchema>
 export type ChangesBatchRequest = Static<typeof ChangesBatchRequestSchema>
-export type ChangesBatchResponse = Static<typeof ChangesBatchResponseSchema>

@@ -58,8 +58,6 @@ export const IsoDateTimeSchema = Type.String({
   description: 'ISO-8601 instant in UTC, as produced by Date.prototype.toISOString'
 })
 
-export type UserId = Static<typeof UserIdSchema>
-export type ConnectionId = Static<typeof ConnectionIdSchema>
 export type Provider = Static<typeof ProviderSchema>
 export type ConnectionState = Static<typeof ConnectionStateSchema>
 export type ConnectionReason = Static<typeof ConnectionReasonSchema>

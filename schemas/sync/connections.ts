@@ -4,14 +4,14 @@ import {
   CalendarIdSchema, ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema
 } from './common.js'
 
-export const ImportProgressSchema = Type.Object({
+const ImportProgressSchema = Type.Object({
   phase: Type.Union([Type.Literal('progress'), Type.Literal('completed')]),
   operation: ImportOperationSchema,
   counts: ImportCountsSchema,
   updatedAt: IsoDateTimeSchema
 }, { additionalProperties: false })
 
-export const ConnectionSummarySchema = Type.Object({
+const ConnectionSummarySchema = Type.Object({
   connectionId: ConnectionIdSchema,
   provider: ProviderSchema,
   state: ConnectionStateSchema,
@@ -43,7 +43,7 @@ export const SyncMetadataSchema = Type.Object({
   connections: Type.Array(ConnectionSummarySchema, { description: 'Every connection of the user, oldest first' })
 }, { additionalProperties: false, description: 'A user\'s sync metadata, source of userMetadataChanged' })
 
-export const SyncCalendarSchema = Type.Object({
+const SyncCalendarSchema = Type.Object({
   connectionId: ConnectionIdSchema,
   provider: ProviderSchema,
   calendarId: CalendarIdSchema,
@@ -114,11 +114,9 @@ export const RestartSyncResponseSchema = Type.Object({
   queued: Type.Integer({ minimum: 0, description: 'Sync jobs queued (or already waiting) for the user\'s live connections' })
 }, { additionalProperties: false })
 
-export type ImportProgress = Static<typeof ImportProgressSchema>
 export type ConnectionSummary = Static<typeof ConnectionSummarySchema>
 export type SyncMetadata = Static<typeof SyncMetadataSchema>
 export type BeginConnectionRequest = Static<typeof BeginConnectionRequestSchema>
-export type BeginConnectionResponse = Static<typeof BeginConnectionResponseSchema>
 export type SyncBeginConnectionResponse = Static<typeof SyncBeginConnectionResponseSchema>
 export type CalDavConnectRequest = Static<typeof CalDavConnectRequestSchema>
 export type CalDavConnectResponse = Static<typeof CalDavConnectResponseSchema>

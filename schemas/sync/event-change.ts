@@ -3,7 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, UserIdSchema } from './common.js'
 import { ProviderWriteSubjectSchema } from './provider-events.js'
 
-export const EventOperationSchema = Type.Union([
+const EventOperationSchema = Type.Union([
   Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')
 ], { description: 'What the backend did to its own copy of the event' })
 

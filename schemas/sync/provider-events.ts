@@ -8,13 +8,13 @@ import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema,
 // database. Both services import these schemas, so the two sides cannot drift.
 
 /** `YYYY-MM-DD` (all-day, end exclusive) or an RFC 3339 date-time with an offset. */
-export const ProviderDateSchema = Type.String({
+const ProviderDateSchema = Type.String({
   pattern: '^(\\d{4}-\\d{2}-\\d{2}|\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))$',
   maxLength: 40
 })
 
 /** An event's content in the backend's own terms (schemas/event.ts), as far as providers carry it. */
-export const EventContentSchema = Type.Object({
+const EventContentSchema = Type.Object({
   title: Type.String({ maxLength: 1024 }),
   description: Type.Optional(Type.String({ maxLength: 8192 })),
   location: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -27,7 +27,7 @@ export const EventContentSchema = Type.Object({
 }, { additionalProperties: false })
 
 /** One event of a provider calendar, as the provider last described it. */
-export const ProviderEventSchema = Type.Object({
+const ProviderEventSchema = Type.Object({
   providerEventId: Type.String({ minLength: 1, maxLength: 1024, description: 'The provider\'s id of the event within the calendar' }),
   iCalUID: Type.Optional(Type.String({ maxLength: 1024, description: 'Kept so copies of one meeting in two connected accounts are recognised' })),
   etag: Type.Optional(Type.String({ maxLength: 256 })),
@@ -46,7 +46,7 @@ export const ProviderEventSchema = Type.Object({
   }))
 }, { additionalProperties: false })
 
-export const PROVIDER_EVENT_BATCH_MAX = 2500
+const PROVIDER_EVENT_BATCH_MAX = 2500
 
 /**
  * One page of a calendar's events, applied by the backend as one bulk write, idempotently, keyed
@@ -118,7 +118,7 @@ export const ProviderWriteSubjectSchema = Type.Object({
 }, { additionalProperties: false })
 
 /** Why a change made here is not at its provider (yet). */
-export const WriteIssueReasonSchema = Type.Union([
+const WriteIssueReasonSchema = Type.Union([
   Type.Literal('readOnly'),
   Type.Literal('refused'),
   Type.Literal('calendarGone'),
@@ -165,7 +165,6 @@ export type ProviderEventBatchResult = Static<typeof ProviderEventBatchResultSch
 export type ProviderCalendarRemoval = Static<typeof ProviderCalendarRemovalSchema>
 export type ProviderCalendarRemovalResult = Static<typeof ProviderCalendarRemovalResultSchema>
 export type ProviderWriteSubject = Static<typeof ProviderWriteSubjectSchema>
-export type WriteIssueReason = Static<typeof WriteIssueReasonSchema>
 export type WriteIssue = Static<typeof WriteIssueSchema>
 export type ProviderWriteState = Static<typeof ProviderWriteStateSchema>
 export type ProviderWriteStateResult = Static<typeof ProviderWriteStateResultSchema>

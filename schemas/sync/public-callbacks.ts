@@ -21,7 +21,7 @@ export const GoogleWebhookHeadersSchema = Type.Object({
 
 // Graph's validation tokens are opaque text of a few hundred characters; the bound only keeps
 // arbitrary input out of the echo.
-export const MAX_VALIDATION_TOKEN = 4096
+const MAX_VALIDATION_TOKEN = 4096
 
 export const MicrosoftWebhookQuerySchema = Type.Object({
   validationToken: Type.Optional(Type.String({ maxLength: MAX_VALIDATION_TOKEN }))

@@ -31,7 +31,7 @@ export interface BackendPort {
 }
 
 /** The backend did not apply the request; nothing of it may be taken as done. */
-export class BackendRequestError extends Error {
+class BackendRequestError extends Error {
   override name = 'BackendRequestError'
   readonly statusCode: number | null
 

@@ -14,7 +14,7 @@ export interface Modes {
 
 export type Refusal = { kind: 'refused', code: Extract<SyncErrorCode, 'CONNECTION_REVOKED' | 'MAINTENANCE'>, connectionId: string | null }
 /** The change waits for the user to reconnect the revoked connection (sync/stores/held-writes.ts). */
-export type Held = { kind: 'held', connectionId: string }
+type Held = { kind: 'held', connectionId: string }
 export type Outcome = { kind: 'accepted', providerWriteQueued: boolean } | Held | Refusal
 
 /** What identifies the change a key was first used for; the same key with another change is a reuse. */

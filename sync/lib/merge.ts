@@ -37,7 +37,7 @@ const PARTS: Record<string, { read: Part, write: (into: EventContent, from: Even
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b)
 
 /** Whether two versions show the same event, part by part. */
-export function sameContent (a: EventContent, b: EventContent): boolean {
+function sameContent (a: EventContent, b: EventContent): boolean {
   return Object.values(PARTS).every((part) => same(part.read(a), part.read(b)))
 }
 

@@ -5,7 +5,7 @@
 const DAY_MS = 24 * 60 * 60_000
 
 /** An import reads the weeks around today first, so they show within seconds, then the rest. */
-export const IMPORT_WINDOW = { beforeMs: 14 * DAY_MS, afterMs: 42 * DAY_MS }
+const IMPORT_WINDOW = { beforeMs: 14 * DAY_MS, afterMs: 42 * DAY_MS }
 
 export function importWindow (now: Date): { from: Date, to: Date } {
   return { from: new Date(now.getTime() - IMPORT_WINDOW.beforeMs), to: new Date(now.getTime() + IMPORT_WINDOW.afterMs) }
@@ -14,7 +14,7 @@ export function importWindow (now: Date): { from: Date, to: Date } {
 /** What the service asks of a channel's lifetime (Google's default and longest for events: 7 days). */
 export const WATCH_LIFETIME_MS = 7 * DAY_MS
 /** Channels expiring within this are renewed by watch maintenance. */
-export const WATCH_RENEW_BEFORE_MS = DAY_MS
+const WATCH_RENEW_BEFORE_MS = DAY_MS
 /** Users not seen for this many days lose their channels (sync.inactiveUserDays overrides it). */
 export const DEFAULT_INACTIVE_USER_DAYS = 30
 

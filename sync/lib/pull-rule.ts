@@ -1,7 +1,7 @@
 // Specification, "Change feed to message translation", item 3: when a pull appends a `calendar`
 // invalidation. Idle pulls must not wake open tabs.
 
-export type PullOperation = 'incremental' | 'initialImport' | 'repair' | 'bootstrapCatchUp'
+type PullOperation = 'incremental' | 'initialImport' | 'repair' | 'bootstrapCatchUp'
 
 export interface PullOutcome {
   operation: PullOperation

@@ -103,6 +103,6 @@ function oneChunk (bytes: Uint8Array): ReadableStream<Uint8Array> {
  * Google's and Microsoft's answers (a page of up to 2,500 events, a batch of 20 requests) stay
  * far below this; it bounds what a misbehaving endpoint can make Sync hold.
  */
-export const CLOUD_PROVIDER_ANSWER_LIMIT_BYTES = 32 * 1024 * 1024
+const CLOUD_PROVIDER_ANSWER_LIMIT_BYTES = 32 * 1024 * 1024
 
 export const bufferedFetch: ProviderFetch = providerFetch({ maxBytes: CLOUD_PROVIDER_ANSWER_LIMIT_BYTES })

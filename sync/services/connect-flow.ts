@@ -23,14 +23,14 @@ import type { SyncEngine } from './sync-engine.js'
 import type { BackendPort } from '../clients/backend.js'
 
 /** The signed-in user of the browser, added (and signed) by the backend's `/sync/*` proxy. */
-export const SESSION_USER_HEADER = 'x-calendar-session-user'
+const SESSION_USER_HEADER = 'x-calendar-session-user'
 
 /**
  * `wrong_browser`: the callback came to a browser other than the one that began (no binder, or
  * another's); `conflict`: the provider account is another user's; `mismatch`: a browser signed in
  * as another user, or the account's email is not the user's.
  */
-export type CallbackStatus = 'connected' | 'denied' | 'expired' | 'mismatch' | 'conflict' | 'wrong_browser' | 'error'
+type CallbackStatus = 'connected' | 'denied' | 'expired' | 'mismatch' | 'conflict' | 'wrong_browser' | 'error'
 
 export interface CallbackRequest {
   provider: Provider
@@ -89,10 +89,10 @@ function calDavAccount (credential: ProviderCredential): string {
  * A user's CalDAV connects checked at once (per process): each may wait on a silent server for the
  * adapter's deadline, so one user cannot hold more of Sync's outbound requests than this.
  */
-export const CALDAV_CONNECTS_PER_USER = 2
+const CALDAV_CONNECTS_PER_USER = 2
 
 /** A failed CalDAV connect answers no sooner than this after it began (about a real server's round trips). */
-export const CALDAV_FAILURE_MIN_MS = 1_000
+const CALDAV_FAILURE_MIN_MS = 1_000
 
 export class ConnectFlow {
   readonly #parts: ConnectFlowParts

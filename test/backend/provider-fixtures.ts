@@ -13,8 +13,8 @@ import { decodeJwt } from 'jose'
 
 export const CALLBACK = `${WEB_URL}/auth/extprovider/callback`
 export const GOOGLE_CLIENT = { clientId: '123456789012-web.apps.googleusercontent.com', clientSecret: 'GOCSPX-web-test-secret' }
-export const MICROSOFT_CLIENT = { clientId: '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b', clientSecret: 'microsoft-test-secret-0123456789' }
-export const APPLE = { servicesId: 'com.example.calendar.web', teamId: 'TEAM123456', keyId: 'KEY1234567' }
+const MICROSOFT_CLIENT = { clientId: '0f3c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b', clientSecret: 'microsoft-test-secret-0123456789' }
+const APPLE = { servicesId: 'com.example.calendar.web', teamId: 'TEAM123456', keyId: 'KEY1234567' }
 
 export interface Providers {
   google: GoogleStandIn

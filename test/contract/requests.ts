@@ -46,7 +46,7 @@ addFormats.default(ajv)
 for (const [name, format] of Object.entries(SCHEMA_FORMATS)) ajv.addFormat(name, format)
 const compiled = new WeakMap<Schema, ValidateFunction>()
 
-export function validatorOf (schema: Schema): ValidateFunction {
+function validatorOf (schema: Schema): ValidateFunction {
   let validate = compiled.get(schema)
   if (validate === undefined) {
     validate = ajv.compile(schema)
@@ -55,7 +55,7 @@ export function validatorOf (schema: Schema): ValidateFunction {
   return validate
 }
 
-export function isValid (schema: Schema, value: unknown): boolean {
+function isValid (schema: Schema, value: unknown): boolean {
   return validatorOf(schema)(value)
 }
 
@@ -76,7 +76,7 @@ const generators = {
 }
 
 /** A value of the schema, checked against it (the generator does not honour every keyword together); undefined when none came. */
-export function validValue (schema: Schema, from: keyof typeof generators = 'random'): unknown {
+function validValue (schema: Schema, from: keyof typeof generators = 'random'): unknown {
   for (let attempt = 0; attempt < 20; attempt += 1) {
     const value = generators[from].generate(schema)
     if (isValid(schema, value)) return value

@@ -28,9 +28,9 @@ const WEEK_MS = 7 * DAY_MS
 // After the provider answers again, sync has this long to bring both sides together.
 const SETTLE_MS = 45_000
 
-export interface Body { title: string, startDate: string, endDate: string, timeZone: string, recurrence?: { rule: string[] } }
+interface Body { title: string, startDate: string, endDate: string, timeZone: string, recurrence?: { rule: string[] } }
 /** `deleted`: deleted here by the person, so it must stay gone on both sides (nothing at the provider touches it after). */
-export interface Made { id: string, body: Body, removed: boolean, deleted?: true, titles: string[] }
+interface Made { id: string, body: Body, removed: boolean, deleted?: true, titles: string[] }
 export interface Model { made: Made[], titles: number, down: boolean }
 
 /**
@@ -154,7 +154,7 @@ async function openOccurrence (model: Model, real: Real, pick: number, week: num
 }
 
 /** "This event": one occurrence renamed, as the web client's dialog sends it. */
-export class EditOccurrenceHere implements Command {
+class EditOccurrenceHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
@@ -171,7 +171,7 @@ export class EditOccurrenceHere implements Command {
 }
 
 /** "This and following": the series cut at one occurrence, renamed from there, as the web client sends it. */
-export class EditFollowingHere implements Command {
+class EditFollowingHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
@@ -208,7 +208,7 @@ export class DeleteHere implements Command {
 }
 
 /** "This event" deleted, through the client module: the occurrence stays gone on both sides whatever the series does next. */
-export class DeleteOccurrenceHere implements Command {
+class DeleteOccurrenceHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
@@ -219,7 +219,7 @@ export class DeleteOccurrenceHere implements Command {
   toString = () => `DeleteOccurrenceHere(#${this.pick}, week ${this.week})`
 }
 
-export class ThisAndFollowingHere implements Command {
+class ThisAndFollowingHere implements Command {
   constructor (readonly pick: number, readonly week: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
@@ -248,7 +248,7 @@ export class EditTitleThere implements Command {
   toString = () => `EditTitleThere(#${this.pick})`
 }
 
-export class MoveOccurrenceThere implements Command {
+class MoveOccurrenceThere implements Command {
   constructor (readonly pick: number, readonly week: number, readonly hours: number) {}
   check = (model: Readonly<Model>) => liveSeries(model).length > 0
   async run (model: Model, real: Real): Promise<void> {
@@ -277,7 +277,7 @@ export class CancelOccurrenceThere implements Command {
 }
 
 /** The provider starts answering Sync 503; the operations after it happen during the outage. */
-export class ProviderDown implements Command {
+class ProviderDown implements Command {
   check = (model: Readonly<Model>) => !model.down
   async run (model: Model, real: Real): Promise<void> {
     model.down = true
@@ -288,7 +288,7 @@ export class ProviderDown implements Command {
 }
 
 /** The provider answers again (also done before settling when a sequence ends during an outage). */
-export class ProviderBack implements Command {
+class ProviderBack implements Command {
   check = (model: Readonly<Model>) => model.down
   async run (model: Model, real: Real): Promise<void> {
     model.down = false
@@ -305,7 +305,7 @@ const week = fc.integer({ min: 1, max: 4 })
  * Sequences of up to eight operations on both sides, an outage of the provider among them.
  * `occurrenceEdits`: "this event" and "this and following" renames here among them.
  */
-export function commandsOf (occurrenceEdits: boolean): fc.Arbitrary<Iterable<Command>> {
+function commandsOf (occurrenceEdits: boolean): fc.Arbitrary<Iterable<Command>> {
   return fc.commands<Model, Real, false>([
     fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 6 }), fc.integer({ min: 8, max: 16 })).map(([series, day, hour]) => new CreateHere(series, day, hour)),
     pick.map((index) => new EditTitleHere(index)),

@@ -39,7 +39,7 @@ export async function startMongoServer (t: Test, options: { replicaSet: boolean 
   }
 }
 
-export type SyncBehaviour = 'accept' | 'unavailable' | 'maintenance' | 'revoked'
+type SyncBehaviour = 'accept' | 'unavailable' | 'maintenance' | 'revoked'
 
 /** A Sync service stand-in for the event-change endpoint that records what it applied. */
 export interface RecordingSync {

@@ -12,7 +12,7 @@ export interface SseBlock {
   retry: string | undefined
 }
 
-export function parseBlock (raw: string): SseBlock {
+function parseBlock (raw: string): SseBlock {
   const block: SseBlock = { raw, comments: [], event: undefined, data: undefined, retry: undefined }
   for (const line of raw.split('\n')) {
     if (line.startsWith(':')) {

@@ -19,7 +19,7 @@ import { NOTIFICATION_PULL_DELAY_MS } from '../../sync/lib/provider-sync.js'
 import { SERVICE_TOKEN, startBackendStandIn, type BackendStandIn } from './backend-stand-in.js'
 import { databaseUri, freePort, INTERNAL_TOKEN, ManualClock, newUserId, startDatabase, testConfig } from './helper.js'
 
-export const WEB_ORIGIN = 'https://web.example.test'
+const WEB_ORIGIN = 'https://web.example.test'
 
 export interface SyncUnderTest {
   backend: BackendStandIn

@@ -15,9 +15,9 @@ type Property = InstanceType<typeof ICAL.Property>
 type Time = InstanceType<typeof ICAL.Time>
 
 /** Carries the backend's id of an event the Sync service wrote, like Google's private property. */
-export const EVENT_ID_PROPERTY = 'x-calendar-event-id'
+const EVENT_ID_PROPERTY = 'x-calendar-event-id'
 /** The zone of an event whose date-times are written in UTC (a UTC event; before, every event): it reads back in that zone. */
-export const TIME_ZONE_PROPERTY = 'x-calendar-time-zone'
+const TIME_ZONE_PROPERTY = 'x-calendar-time-zone'
 
 const LIMITS = { title: 1024, description: 8192, location: 1024, recurrenceLines: 20, id: 1024, etag: 256 }
 const RECURRENCE_PROPERTIES = ['rrule', 'rdate', 'exdate'] as const
@@ -55,7 +55,7 @@ export function resourceNameFor (connectionId: string, eventId: string): string 
  * time with the offset its zone has then. The zone comes from the TZID when it is an IANA name,
  * else from the resource's VTIMEZONE, else (floating time) from the calendar.
  */
-export function timeOf (property: Property, calendar: Component, calendarTimeZone: string, writtenZone: string | null = null): { value: string, zone: string, isDate: boolean } | null {
+function timeOf (property: Property, calendar: Component, calendarTimeZone: string, writtenZone: string | null = null): { value: string, zone: string, isDate: boolean } | null {
   const time = property.getFirstValue() as Time | null
   if (time === null || typeof time !== 'object' || !('isDate' in time)) return null
   const date = `${pad(time.year, 4)}-${pad(time.month)}-${pad(time.day)}`
@@ -118,7 +118,7 @@ function zoneMatching (definition: Component, tzid: string, calendarTimeZone: st
  * otherwise the zone whose offsets the resource's own definition has. The calendar's zone when
  * nothing says more.
  */
-export function zoneOfTzid (calendar: Component, tzid: string, calendarTimeZone: string): string {
+function zoneOfTzid (calendar: Component, tzid: string, calendarTimeZone: string): string {
   if (isIanaZone(tzid)) return tzid
   const windows = ianaZoneOf(tzid)
   if (windows !== null) return windows

@@ -108,7 +108,7 @@ export function insertIdFor (connectionId: string, eventId: string): string {
 }
 
 /** Google's error reasons that mean "slow down" rather than "forbidden". */
-export const RATE_LIMIT_REASONS: ReadonlySet<string> = new Set(['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded'])
+const RATE_LIMIT_REASONS: ReadonlySet<string> = new Set(['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded'])
 
 export interface GoogleFailure {
   status: number | null

@@ -8,7 +8,7 @@ import { utcIsoOf } from '../../../lib/events/time.js'
 import { ianaZoneOf, windowsZoneOf } from '../windows-zones.js'
 
 /** A Graph `dateTimeTimeZone`. */
-export interface GraphDateTime {
+interface GraphDateTime {
   dateTime: string
   timeZone: string
 }
@@ -256,7 +256,7 @@ export function toProviderEvent (event: GraphEvent, calendarTimeZone: string, re
 }
 
 /** An exception's original start (Graph: UTC) in the series' zone, or its date for an all-day series. */
-export function originalStartOf (event: GraphEvent, calendarTimeZone: string): string {
+function originalStartOf (event: GraphEvent, calendarTimeZone: string): string {
   const original = DateTime.fromISO(event.originalStart ?? '', { zone: 'UTC' })
   if (!original.isValid) return event.start?.dateTime.slice(0, 10) ?? '1970-01-01'
   if (event.isAllDay === true) return original.toISODate() ?? '1970-01-01'

@@ -120,13 +120,13 @@ export function occurrenceKey (instance: GraphEvent, content: EventContent): str
 }
 
 /** The number of occurrences of a rule of one RRULE with a COUNT (Graph's numbered range); null for any other. */
-export function occurrenceCount (rule: string[]): number | null {
+function occurrenceCount (rule: string[]): number | null {
   const count = rule.length === 1 ? /^RRULE:(?:.*;)?COUNT=(\d+)(?:;|$)/.exec(rule[0] ?? '')?.[1] : undefined
   return count === undefined ? null : Number(count)
 }
 
 /** EXDATE lines of the given values, as few as fit the contract's line length. */
-export function exdateLines (head: string, values: string[]): string[] {
+function exdateLines (head: string, values: string[]): string[] {
   const lines: string[] = []
   let current: string[] = []
   for (const value of values) {

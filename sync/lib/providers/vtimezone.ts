@@ -19,7 +19,7 @@ export function isUtcZone (zone: string): boolean {
 }
 
 /** Every offset change of the zone between two instants, to the minute. */
-export function transitionsOf (zone: string, fromMs: number, toMs: number): Transition[] {
+function transitionsOf (zone: string, fromMs: number, toMs: number): Transition[] {
   const iana = IANAZone.create(zone)
   const found: Transition[] = []
   let previousMs = fromMs

@@ -71,7 +71,7 @@ export class CalDavDiscoveryError extends Error {
   override name = 'CalDavDiscoveryError'
 }
 
-export const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
+const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
 /** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
 const WRITE_ATTEMPTS = 3
 /**

@@ -23,7 +23,7 @@ export interface DavAnswer {
 }
 
 /** Answers smaller than this parse on the main thread: a few milliseconds, less than a round trip to the worker. */
-export const INLINE_ANSWER_BYTES = 64 * 1024
+const INLINE_ANSWER_BYTES = 64 * 1024
 
 /**
  * The most XML elements an answer may hold; past it the answer fails before it is parsed, as one
@@ -32,14 +32,14 @@ export const INLINE_ANSWER_BYTES = 64 * 1024
  * element as an object, so this bounds the worker's memory (a flood of 760,000 empty elements
  * took it to 190 MB) and what comes back.
  */
-export const DAV_ELEMENT_LIMIT = 500_000
+const DAV_ELEMENT_LIMIT = 500_000
 
 /**
  * Objects, arrays and strings per piece sent back: the main thread copies a piece in one go, a
  * few milliseconds at this size. A single response larger than a piece (a real one holds a few
  * dozen) fails the answer.
  */
-export const DAV_PIECE_NODES = 5_000
+const DAV_PIECE_NODES = 5_000
 
 const MAX_RAW = 4096
 

@@ -26,7 +26,7 @@ import type {
 } from '../../lib/providers/port.js'
 import { idTokenIdentity } from '../../lib/providers/id-token.js'
 
-export const GOOGLE_CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
+const GOOGLE_CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
 const SCOPES = ['openid', 'email', GOOGLE_CALENDAR_SCOPE]
 
 /** A connection's access tokens are kept this many connections deep, so each job does not refresh. */
@@ -44,7 +44,7 @@ export interface GoogleAdapterOptions {
 }
 
 /** The insufficient scopes of a grant: the user unticked the calendar on the consent page. */
-export class GoogleScopeMissingError extends Error {
+class GoogleScopeMissingError extends Error {
   override name = 'GoogleScopeMissingError'
 }
 

@@ -3,7 +3,7 @@
 // delta queries and change-notification subscriptions, over plain HTTP (fetch). Production talks to
 // login.microsoftonline.com and graph.microsoft.com; a development configuration
 // (extprovider2.endpointBase) points both at one origin that serves Microsoft's paths.
-import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE } from '../../../lib/identity-providers.js'
+import { grantsMicrosoftScope, MICROSOFT_CALENDAR_SCOPE } from '../../../lib/identity-providers.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { idTokenIdentity } from '../../lib/providers/id-token.js'
 import { toProviderEvent } from '../../lib/providers/microsoft-mapping.js'
@@ -18,8 +18,6 @@ import { takePagesReadingAhead } from '../read-ahead.js'
 import { CONSENT_SCOPES, MicrosoftGraph, type MicrosoftGraphOptions } from './graph.js'
 import { MicrosoftSeriesReader, type GraphPage, type SeriesPrefetch, type SeriesRead } from './series-reader.js'
 import { MicrosoftWriter } from './writes.js'
-
-export { MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE }
 
 /**
  * Series read at once while a page is mapped. Outlook serves 4 concurrent requests per app and
@@ -59,7 +57,7 @@ export interface MicrosoftAdapterOptions extends MicrosoftGraphOptions {
 }
 
 /** The grant does not include the calendar permission (the person unticked it on the consent page). */
-export class MicrosoftScopeMissingError extends Error {
+class MicrosoftScopeMissingError extends Error {
   override name = 'MicrosoftScopeMissingError'
 }
 

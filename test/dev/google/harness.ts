@@ -46,7 +46,7 @@ export function oauthClient (google: GoogleStandIn, options: { basic?: boolean, 
 }
 
 /** Where the authorization endpoint sent the browser. */
-export type Redirect = Visit
+type Redirect = Visit
 
 export interface Connection {
   client: OAuth2Client
@@ -80,7 +80,7 @@ export async function connect (google: GoogleStandIn, email: string, scopes: str
   return { client, tokens, redirect }
 }
 
-export interface ReceivedMessage {
+interface ReceivedMessage {
   headers: Record<string, string>
   body: string
   at: number

@@ -8,7 +8,6 @@ import { control, startWebhookServer, visit, waitForCount } from '../stand-in-ha
 import type { Teardown, Visit } from '../stand-in-harness.js'
 
 export { control, testClock, visit } from '../stand-in-harness.js'
-export type { Visit } from '../stand-in-harness.js'
 
 export const CLIENT = {
   clientId: '8f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e',
@@ -16,7 +15,7 @@ export const CLIENT = {
   redirectUris: ['http://127.0.0.1:3000/auth/extprovider2/callback']
 }
 export const REDIRECT_URI = CLIENT.redirectUris[0] ?? ''
-export const SCOPES = 'offline_access openid email profile Calendars.ReadWrite User.Read'
+const SCOPES = 'offline_access openid email profile Calendars.ReadWrite User.Read'
 
 export async function startStandIn (t: Teardown, options: MicrosoftOptions = {}): Promise<MicrosoftStandIn> {
   const microsoft = await startMicrosoft({ clients: [CLIENT], ...options })
@@ -45,7 +44,7 @@ export async function tokenRequest (microsoft: MicrosoftStandIn, form: Record<st
   return { status: response.status, headers: response.headers, body: await response.json() as Record<string, unknown> }
 }
 
-export interface Tokens {
+interface Tokens {
   access_token: string
   refresh_token: string
   id_token: string
@@ -91,7 +90,7 @@ export async function defaultCalendarId (microsoft: MicrosoftStandIn, email: str
   return calendar.id
 }
 
-export interface Received {
+interface Received {
   path: string
   query: URLSearchParams
   headers: Record<string, string>

@@ -17,13 +17,13 @@ import UserMetadata from 'supertokens-node/recipe/usermetadata'
 import type { Target } from './target.js'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 
-export interface CapturedEmail {
+interface CapturedEmail {
   type: string
   email: string
   link: string
 }
 
-export interface ProviderAccount {
+interface ProviderAccount {
   thirdPartyUserId: string
   email: string
   isVerified: boolean

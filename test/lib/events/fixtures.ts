@@ -3,7 +3,7 @@ import type { EventRecord } from '../../../lib/events/record.js'
 export const USER = 'aaaaaaaaaaaaaaaaaaaaaaaa'
 
 let counter = 0
-export function nextId (): string {
+function nextId (): string {
   counter += 1
   return counter.toString(16).padStart(24, '0')
 }

@@ -24,7 +24,7 @@ export interface CalDavStack extends Stack {
   intercept: (interceptor: Interceptor | null) => void
 }
 
-export type Interceptor = (input: string | URL | Request, init: RequestInit, forward: typeof bufferedFetch) => Promise<Response>
+type Interceptor = (input: string | URL | Request, init: RequestInit, forward: typeof bufferedFetch) => Promise<Response>
 
 export async function startCalDavStack (t: Test, options: StackOptions = {}): Promise<CalDavStack> {
   const radicale = await startRadicale(t)

@@ -11,8 +11,8 @@ import type { SyncUnderTest } from '../provider-harness.js'
 
 export { consent, followCallback } from '../provider-harness.js'
 export const CLIENT_ID = '123456789012-sync.apps.googleusercontent.com'
-export const CLIENT_SECRET = 'GOCSPX-sync-test-secret'
-export { SERVICE_TOKEN } from '../backend-stand-in.js'
+const CLIENT_SECRET = 'GOCSPX-sync-test-secret'
+
 export const WEB_CALLBACK = 'https://web.example.test/auth/extprovider/callback'
 export const ALICE = 'alice@example.com'
 

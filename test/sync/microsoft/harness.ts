@@ -12,7 +12,7 @@ import type { SyncUnderTest } from '../provider-harness.js'
 export { consent, followCallback } from '../provider-harness.js'
 export const CLIENT_ID = '8f1c2d3e-4b5a-4c6d-9e8f-0a1b2c3d4e5f'
 export const CLIENT_SECRET = 'microsoft-sync-test-secret'
-export { SERVICE_TOKEN } from '../backend-stand-in.js'
+
 export const WEB_CALLBACK = 'https://web.example.test/auth/extprovider2/callback'
 export const ALICE = 'alice@example.com'
 

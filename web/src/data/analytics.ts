@@ -16,7 +16,7 @@ function distinctId (): string {
   }
 }
 
-export const analyticsEnabled = buildConfig.analyticsKey !== null && buildConfig.analyticsHost !== null
+const analyticsEnabled = buildConfig.analyticsKey !== null && buildConfig.analyticsHost !== null
 
 export function track (event: AnalyticsEvent): void {
   if (!analyticsEnabled) return

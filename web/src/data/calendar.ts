@@ -55,7 +55,7 @@ function localOperation (apply: (data: LocalData) => LocalData): Promise<void> {
   }
 }
 
-export const localSource: CalendarSource = {
+const localSource: CalendarSource = {
   mode: 'local',
   range: async (from, to) => localRange(localData(), from, to),
   get: async (id) => localGet(localData(), id),
@@ -65,7 +65,7 @@ export const localSource: CalendarSource = {
   isDemo: (id) => isLocalDemo(localData(), id)
 }
 
-export const accountSource: CalendarSource = {
+const accountSource: CalendarSource = {
   mode: 'account',
   range: async (from, to) => {
     const state = session.get()
@@ -99,7 +99,7 @@ export function currentSource (): CalendarSource {
   return session.get().status === 'signedIn' ? accountSource : localSource
 }
 
-export function eventsKey (mode: Mode, from: Date, to: Date): QueryKey {
+function eventsKey (mode: Mode, from: Date, to: Date): QueryKey {
   return ['events', mode, from.toISOString(), to.toISOString()]
 }
 
@@ -242,7 +242,7 @@ async function makeChange (effect: Effect, options: { record: boolean, demo?: bo
   return ok
 }
 
-export function describeError (error: unknown): string {
+function describeError (error: unknown): string {
   if (error instanceof ApiError) {
     if (error.code === 'CONNECTION_REVOKED') return 'The calendar connection was revoked. Reconnect it to change this event.'
     if (error.code === 'MAINTENANCE') return 'Provider calendars are in maintenance. Try again later.'

@@ -15,7 +15,7 @@ import type { CalendarListView, CalendarView, HiddenCalendarsView } from '../../
 
 /** The key of the calendar an event is in: its provider calendar's id, or the own calendar. */
 export const OWN_CALENDAR = 'own'
-export const OWN_COLOR = '#1d4ed8'
+const OWN_COLOR = '#1d4ed8'
 
 export interface ShownCalendar {
   key: string
@@ -100,7 +100,7 @@ function signedInUserId (): string | null {
 }
 
 /** The account's choice from the server, unless this browser holds one it has not sent yet. */
-export async function loadHiddenCalendars (): Promise<void> {
+async function loadHiddenCalendars (): Promise<void> {
   const userId = signedInUserId()
   if (userId === null) return
   if (hasUnsentChoice()) {
@@ -140,7 +140,7 @@ export function setCalendarShown (key: string, shown: boolean): void {
   sendHidden([...next]).catch(() => {})
 }
 
-export function calendarsKey (userId: string): QueryKey {
+function calendarsKey (userId: string): QueryKey {
   return ['calendars', userId]
 }
 

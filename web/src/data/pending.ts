@@ -90,7 +90,7 @@ let again = false
  * Sends what is queued. One tab at a time (a Web Lock, where the browser has them): two tabs
  * sending the same queue could put an older change of an event after a newer one.
  */
-export async function flushWrites (): Promise<void> {
+async function flushWrites (): Promise<void> {
   if (flushing !== null) {
     again = true
     return await flushing

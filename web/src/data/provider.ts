@@ -39,7 +39,7 @@ async function leaveFor (kind: IntentKind, provider: SignInProvider, returnPath:
 }
 
 /** Leaves for Google: sign-in, or the calendar connect from a session. */
-export async function startGoogle (kind: IntentKind, returnPath: string = currentPath()): Promise<void> {
+async function startGoogle (kind: IntentKind, returnPath: string = currentPath()): Promise<void> {
   const clientId = buildConfig.googleClientId
   if (clientId === null) return
   await leaveFor(kind, 'google', returnPath, (state, proof) => googleAuthorizationUrl({

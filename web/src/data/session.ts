@@ -21,7 +21,7 @@ export type SessionState =
 
 export const session = createStore<SessionState>({ status: 'unknown' })
 
-export interface Profile { id: string, email: string, name?: string, providerConnected: boolean }
+interface Profile { id: string, email: string, name?: string, providerConnected: boolean }
 
 let initialised = false
 

@@ -121,7 +121,7 @@ async function refreshConnections (options: RefreshOptions): Promise<void> {
 
 export const refreshCoordinator = createRefreshCoordinator(refreshConnections)
 
-export const focusRefresh = createFocusRefresh({ coordinator: refreshCoordinator, clock: { now: () => Date.now() } })
+const focusRefresh = createFocusRefresh({ coordinator: refreshCoordinator, clock: { now: () => Date.now() } })
 
 export function wireFocusRefresh (): () => void {
   const onVisibility = () => focusRefresh.visibility(document.visibilityState === 'hidden' ? 'hidden' : 'visible')

@@ -38,7 +38,7 @@ export function loadAuthState (store: KeyValueStore): AuthState {
   return state
 }
 
-export function saveAuthState (store: KeyValueStore, state: AuthState): void {
+function saveAuthState (store: KeyValueStore, state: AuthState): void {
   store.setItem(AUTH_STATE_KEY, JSON.stringify(state))
 }
 

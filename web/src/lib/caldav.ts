@@ -25,7 +25,7 @@ export function normaliseServerUrl (input: string): string | null {
 }
 
 /** Which field a refusal is about, so that field is marked and gets the focus. */
-export type CalDavField = 'serverUrl' | 'credentials' | null
+type CalDavField = 'serverUrl' | 'credentials' | null
 
 export interface CalDavFailure {
   message: string

@@ -41,7 +41,7 @@ export function createRefreshCoordinator (refresh: (options: RefreshOptions) => 
   }
 }
 
-export function isRefreshable (status: ClientConnectionStatus | null): boolean {
+function isRefreshable (status: ClientConnectionStatus | null): boolean {
   return status === 'HEALTHY' || status === 'ATTENTION'
 }
 

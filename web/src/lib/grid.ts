@@ -6,7 +6,6 @@ import { DateTime } from 'luxon'
 import type { CalendarEvent } from './events.js'
 
 export type View = 'day' | 'week' | 'month'
-export const VIEWS: readonly View[] = ['day', 'week', 'month']
 export const SNAP_MINUTES = 15
 export const DAY_MINUTES = 24 * 60
 

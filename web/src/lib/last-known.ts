@@ -6,12 +6,12 @@ import { DateTime } from 'luxon'
 import { readJson, type KeyValueStore } from './storage.js'
 import type { CalendarEvent } from './events.js'
 
-export const LAST_KNOWN_PREFIX = 'lastEvents:'
+const LAST_KNOWN_PREFIX = 'lastEvents:'
 export const MAX_RANGES = 8
 /** Characters of JSON (local storage holds about 5 million per site, shared with everything else). */
-export const MAX_CHARS = 750_000
+const MAX_CHARS = 750_000
 
-export interface KeptRange {
+interface KeptRange {
   /** The range read, as ISO instants (the query's own bounds). */
   from: string
   to: string

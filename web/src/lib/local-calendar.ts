@@ -9,7 +9,7 @@ import type { LocalData, LocalEntry } from './local-events.js'
 
 const OCCURRENCE_LIMIT = 2000
 
-export class LocalEventError extends Error {
+class LocalEventError extends Error {
   constructor (readonly code: 'EVENT_NOT_FOUND' | 'EVENT_INVALID', message: string) {
     super(message)
   }

@@ -6,7 +6,7 @@ import { DateTime } from 'luxon'
 import { readJson, type KeyValueStore } from './storage.js'
 import { newEventId, seriesIdOf, type CalendarEvent, type EventChange } from './events.js'
 
-export const LOCAL_EVENTS_KEY = 'localEvents'
+const LOCAL_EVENTS_KEY = 'localEvents'
 
 export interface LocalEntry {
   event: CalendarEvent
@@ -49,11 +49,6 @@ export function demoEvents (today: DateTime, timeZone: string, id: () => string 
 export function withDemoSeed (data: LocalData, events: CalendarEvent[]): LocalData {
   if (data.seeded) return data
   return { version: 1, seeded: true, entries: [...data.entries, ...events.map((event) => ({ event, demo: true as const }))] }
-}
-
-/** Whether a user-created local event is waiting to go to the account. */
-export function hasPendingLocalEvents (data: LocalData): boolean {
-  return carrySelection(data).length > 0
 }
 
 /**

@@ -177,7 +177,7 @@ export function newCorrelationId (): string {
   return newState().slice(0, 12)
 }
 
-export const PENDING_CONNECT_KEY = 'pendingConnect'
+const PENDING_CONNECT_KEY = 'pendingConnect'
 
 /** Before leaving for a Sync-started authorization: which kind of connect, so the return can say. */
 export function savePendingConnect (store: KeyValueStore, intent: ConnectIntent, now: number): void {
@@ -244,8 +244,8 @@ export function scopesComplete (granted: string | null, wanted: string[]): boole
 
 // The backend's lists (lib/identity-providers.ts, MICROSOFT_SCOPES and Apple's client scope); the
 // web tests hold the two equal. Microsoft's sign-in asks for the calendar too, so one consent covers both.
-export const MICROSOFT_SIGN_IN_SCOPES = ['openid', 'email', 'profile', 'offline_access', 'Calendars.ReadWrite', 'MailboxSettings.Read']
-export const APPLE_SIGN_IN_SCOPES = ['name', 'email']
+const MICROSOFT_SIGN_IN_SCOPES = ['openid', 'email', 'profile', 'offline_access', 'Calendars.ReadWrite', 'MailboxSettings.Read']
+const APPLE_SIGN_IN_SCOPES = ['name', 'email']
 
 /**
  * Microsoft's authorization-code request (identity platform v2.0, common tenant), with PKCE and a

@@ -15,7 +15,7 @@ function overlaps (event: CalendarEvent, from: number, to: number, zone: string)
   return eventStart(event, zone).toMillis() < to && eventEnd(event, zone).toMillis() > from
 }
 
-export function asEvent (change: EventChange, id: string): CalendarEvent {
+function asEvent (change: EventChange, id: string): CalendarEvent {
   const { user: _user, lastUpdated: _lastUpdated, ...fields } = change
   return { title: '', isAllDay: false, timeZone: 'UTC', status: 'confirmed', origin: 'compass', priority: 'unassigned', ...fields, _id: id }
 }

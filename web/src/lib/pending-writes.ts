@@ -26,7 +26,7 @@ export interface WriteStep {
  * `retryAt`; failed: the server refused, the person retries or discards; sent: the server has it,
  * kept until the lists are read again so the grid does not flicker back.
  */
-export type WriteState = 'queued' | 'waiting' | 'delayed' | 'failed' | 'sent'
+type WriteState = 'queued' | 'waiting' | 'delayed' | 'failed' | 'sent'
 
 /** What a delayed write's event says. */
 const DELAYED_REASON = 'Not saved yet: the server asked to wait. It is sent again by itself.'
@@ -34,7 +34,7 @@ const DELAYED_REASON = 'Not saved yet: the server asked to wait. It is sent agai
 /** How many waits a server may ask of one write before it is marked not saved (with Retry). */
 export const MAX_AUTOMATIC_RETRIES = 5
 /** A longer wait than this is not waited out by itself: the write is marked not saved, with Retry. */
-export const MAX_AUTOMATIC_WAIT_MS = 10 * 60_000
+const MAX_AUTOMATIC_WAIT_MS = 10 * 60_000
 
 export interface PendingWrite {
   seq: number
@@ -104,7 +104,7 @@ export function enqueue (data: PendingData, userId: string, effect: Effect): Pen
 }
 
 /** The events and series a write touches: two writes sharing one must go in order. */
-export function keysOf (write: PendingWrite): string[] {
+function keysOf (write: PendingWrite): string[] {
   const keys = new Set<string>(shownOn(write.effect))
   if (write.effect.kind === 'delete') {
     keys.add(write.effect.event._id)

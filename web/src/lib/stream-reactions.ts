@@ -5,11 +5,11 @@
 import type { ServerMessage, SyncStatusChangedMessage } from '../../../schemas/server-message.js'
 import type { ClientConnectionStatus } from './focus-refresh.js'
 
-export const CONNECTION_REVOKED = 'CONNECTION_REVOKED'
+const CONNECTION_REVOKED = 'CONNECTION_REVOKED'
 /** The legacy alias of CONNECTION_REVOKED, sent for one release: the same condition. */
-export const LEGACY_CONNECTION_REVOKED = 'GOOGLE_REVOKED'
+const LEGACY_CONNECTION_REVOKED = 'GOOGLE_REVOKED'
 
-export interface ImportProgress {
+interface ImportProgress {
   operation: string
   calendarsDone: number
   calendarsTotal: number
@@ -44,7 +44,7 @@ export interface Reaction {
   refetch: Refetch
 }
 
-export function isRevokedCode (code: string | undefined): boolean {
+function isRevokedCode (code: string | undefined): boolean {
   return code === CONNECTION_REVOKED || code === LEGACY_CONNECTION_REVOKED
 }
 
@@ -58,7 +58,7 @@ interface SummaryLike {
 }
 
 /** The client status of a connection as the Sync service summarises it in the metadata. */
-export function statusFromSummary (summary: SummaryLike): ConnectionView {
+function statusFromSummary (summary: SummaryLike): ConnectionView {
   const revoked = summary.reason === 'authorizationRevoked'
   const view: ConnectionView = { connectionId: summary.connectionId, provider: summary.provider, status: 'HEALTHY', revoked }
   switch (summary.state) {

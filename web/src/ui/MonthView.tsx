@@ -9,7 +9,7 @@ import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 import { eventClass, type DaysViewProps } from './TimeGrid.js'
 
 /** Events a day cell shows before "+N more" takes the last line. */
-export const MONTH_CELL_EVENTS = 3
+const MONTH_CELL_EVENTS = 3
 
 export function MonthView (props: DaysViewProps & {
   month: DateTime

@@ -22,7 +22,7 @@ function progressText (connection: ConnectionView): string {
 }
 
 /** "5 s", "2 min": what is left of a wait, as the status line counts it down. */
-export function waitLeft (retryAt: number, now: number): string {
+function waitLeft (retryAt: number, now: number): string {
   const seconds = Math.max(0, Math.ceil((retryAt - now) / 1000))
   return seconds < 60 ? `${seconds} s` : `${Math.ceil(seconds / 60)} min`
 }
@@ -40,7 +40,7 @@ function useSecondTicks (ticking: boolean): number {
 }
 
 /** "Offline: showing events as last seen at 14:03" (or "on 2 Mar at 14:03" for another day). */
-export function lastSeenText (readAt: number, now: number): string {
+function lastSeenText (readAt: number, now: number): string {
   const seen = DateTime.fromMillis(readAt).setZone(userZone)
   const day = seen.toISODate() === DateTime.fromMillis(now).setZone(userZone).toISODate() ? '' : `on ${seen.toFormat('d LLL')} `
   return `Offline: showing events as last seen ${day}at ${seen.toFormat('HH:mm')}`

@@ -14,7 +14,7 @@ import { applyPlan, userZone } from '../data/calendar.js'
 import { WriteMark } from './Safety.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 
-export const HOUR_PX = 48
+const HOUR_PX = 48
 const PX_PER_MINUTE = HOUR_PX / 60
 
 interface Drag {
