@@ -13,7 +13,8 @@ import {
   binderMatches, newBrowserBinder, newCorrelationId, newNonce, OAUTH_STATE_LIFETIME_MS, oauthRedirectUri, pkcePair, readOAuthState, signOAuthState
 } from '../lib/oauth-state.js'
 import type { ProviderRegistry } from '../lib/providers/port.js'
-import { CalDavAdapter, CalDavCredentialsRefusedError, CalDavDiscoveryError } from '../providers/caldav/adapter.js'
+import { CalDavAdapter, CalDavCredentialsRefusedError } from '../providers/caldav/adapter.js'
+import { CalDavDiscoveryError } from '../providers/caldav/dav-client.js'
 import type { ConnectionStore } from '../stores/connections.js'
 import type { CredentialStore } from '../stores/credentials.js'
 import type { ProviderCredential } from '../lib/credentials.js'

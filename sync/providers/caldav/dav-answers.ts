@@ -1,7 +1,7 @@
 // A DAV answer's multistatus, parsed off the event loop. tsdav parses with xml-js, synchronously:
 // a 1 MB answer held Sync's event loop about 300 ms, one of 10 MB (CALDAV_ANSWER_LIMIT_BYTES) about
 // 1.5 s, so one server could stall every other user's requests. The answer is still fetched on the
-// main thread (address guard, byte limit, origin pin, deadline: the adapter's #dav); its bytes then
+// main thread (address guard, byte limit, origin pin, deadline: CalDavClient in dav-client.ts); its bytes then
 // go to one long-lived worker thread, which runs tsdav's own davRequest over them and sends the
 // DAVResponse[] back in pieces small enough to copy in a few milliseconds each, one piece per turn
 // of the loop. Answers under INLINE_ANSWER_BYTES are parsed here at once, the same way.

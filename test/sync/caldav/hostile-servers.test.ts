@@ -9,7 +9,8 @@ import { test } from 'tap'
 import { buildSyncApp, newUserId, startDatabase } from '../helper.js'
 import { addressPolicy } from '../../../sync/providers/address-guard.js'
 import { providerFetch, type ProviderFetch } from '../../../sync/providers/buffered-fetch.js'
-import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
+import { CALDAV_ANSWER_LIMIT_BYTES } from '../../../sync/providers/caldav/dav-client.js'
 import { startHostileDav, type HostileDav } from './hostile-dav.js'
 
 /** Sync whose CalDAV adapter is the production one, allowed to reach `localhost` by name only. */
