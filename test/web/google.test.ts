@@ -65,8 +65,17 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     // their own timeouts must not end the process the other files of its batch share.
     callback.catch(() => {})
     connect.catch(() => {})
+    const seen: string[] = []
+    page.on('requestfinished', (request) => {
+      request.response().then((response) => { seen.push(`${request.method()} ${request.url()} ${response?.status() ?? '-'}`) }, () => {})
+    })
+    page.on('requestfailed', (request) => { seen.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText ?? ''}`) })
     await page.getByRole('button', { name: 'Connect Google Calendar' }).click()
-    await consent(page, stack.google.url, email)
+    await consent(page, stack.google.url, email).catch(async (error: unknown) => {
+      // What the page did instead of leaving for Google, for whoever reads the failure.
+      t.comment(`requests after the click: ${seen.join(' | ')}; shown: ${(await page.getByRole('status').allTextContents()).join(' | ')}`)
+      throw error
+    })
     t.same(order.slice(0, 2), ['carry', 'google'], 'the pending event was posted before the page left for Google')
     t.match(new URL((await callback).url()).searchParams.get('code'), /.+/, 'the stand-in sent the browser back with a code')
     const connected = await (await connect).response()
