@@ -42,11 +42,11 @@ export function grantIsRefreshToken (provider: Provider): boolean {
 export const MICROSOFT_CALENDAR_SCOPE = 'Calendars.ReadWrite'
 /** Reads the mailbox's time zone (Get user mailbox settings), which the calendars are shown in. */
 export const MICROSOFT_MAILBOX_SETTINGS_SCOPE = 'MailboxSettings.Read'
-// offline_access brings the refresh token; openid/email/profile the ID token that names the account.
 /** Whether a granted scope list holds `wanted`; Microsoft names Graph permissions with their resource (https://graph.microsoft.com/Calendars.ReadWrite). */
 export function grantsMicrosoftScope (granted: string, wanted: string): boolean {
   return granted.split(' ').some((entry) => entry === wanted || entry.endsWith(`/${wanted}`))
 }
+// offline_access brings the refresh token; openid/email/profile the ID token that names the account.
 export const MICROSOFT_SCOPES = ['openid', 'email', 'profile', 'offline_access', MICROSOFT_CALENDAR_SCOPE, MICROSOFT_MAILBOX_SETTINGS_SCOPE]
 
 /** Google's OAuth 2.0 and OpenID Connect endpoints on an origin that serves Google's paths. */

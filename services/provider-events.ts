@@ -14,11 +14,11 @@ export interface ProviderEvents {
   setWriteState: (state: ProviderWriteState) => Promise<boolean>
 }
 
-// What the Sync service learns from providers reaches the user's calendar here. Sync then appends
-// the invalidations that tell the user's tabs; the backend publishes nothing itself.
 /** How often a page is planned again when another page stored one of its new events first. */
 const PAGE_PLAN_ATTEMPTS = 3
 
+// What the Sync service learns from providers reaches the user's calendar here. Sync then appends
+// the invalidations that tell the user's tabs; the backend publishes nothing itself.
 export function createProviderEvents (store: EventStore, users: Pick<UserStore, 'recordProviderConnection' | 'forgetProviderConnection'>): ProviderEvents {
   async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
     for (let attempt = 1; ; attempt++) {

@@ -273,19 +273,18 @@ export class SseBroker {
 
   /** Ends every stream opened with this session (logout, revocation); returns how many. */
   closeSession (sessionHandle: string): number {
-    const streams = this.#bySession.get(sessionHandle)
-    if (streams === undefined) return 0
-    const toClose = [...streams]
-    for (const stream of toClose) this.#end(stream, 'session')
-    return toClose.length
+    return this.#endEach(this.#bySession.get(sessionHandle), 'session')
   }
 
   /** Ends every stream of a user; returns how many. */
   closeUser (userId: string): number {
-    const streams = this.#byUser.get(userId)
-    if (streams === undefined) return 0
-    const toClose = [...streams]
-    for (const stream of toClose) this.#end(stream, 'user')
+    return this.#endEach(this.#byUser.get(userId), 'user')
+  }
+
+  /** Ends the streams of a set that ending them shrinks, so it is copied first. */
+  #endEach (streams: Set<SseStream> | undefined, reason: StreamCloseReason): number {
+    const toClose = [...streams ?? []]
+    for (const stream of toClose) this.#end(stream, reason)
     return toClose.length
   }
 
