@@ -25,7 +25,7 @@ import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml
 import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/setup-stack.js'
 import { ed25519KeyPair } from '../../lib/maintenance-token.js'
 import { freePort } from '../ports.js'
-import { waitFor, waitUntil } from '../processes.js'
+import { fetchPatiently, waitFor, waitUntil } from '../processes.js'
 import { pageConfig } from '../web-page.js'
 
 const root = resolve(new URL('../../', import.meta.url).pathname)
@@ -333,7 +333,9 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     const healthBody = await (await fetch(`${api}/health`)).json() as { status: string }
     t.equal(healthBody.status, 'ok', 'GET /api/health')
     const email = `someone-${Date.now()}@example.com`
-    const signup = await fetch(`${api}/auth/signup`, {
+    // A process just started beside other test files may shed its first requests (503 with
+    // Retry-After): they are tried again as a client does.
+    const signup = await fetchPatiently(`${api}/auth/signup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', rid: 'emailpassword', 'sx-auth-mode': 'header' },
       body: JSON.stringify({ formFields: [{ id: 'name', value: 'Grace Hopper' }, { id: 'email', value: email }, { id: 'password', value: 'correct horse 1' }] })
@@ -342,7 +344,7 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     t.equal((await signup.json() as { status: string }).status, 'OK')
     const token = signup.headers.get('sx-access-token')
     t.type(token, 'string', 'with an access token')
-    const profile = await fetch(`${api}/user/profile`, { headers: { authorization: `Bearer ${token ?? ''}` } })
+    const profile = await fetchPatiently(`${api}/user/profile`, { headers: { authorization: `Bearer ${token ?? ''}` } })
     t.equal(profile.status, 200, 'which opens the profile')
     t.equal((await profile.json() as { email: string }).email, email)
 
