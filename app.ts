@@ -33,6 +33,9 @@ const here = dirname(fileURLToPath(import.meta.url))
 // import .ts files; built output is plain .js and needs nothing.
 if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
 
+/** The process's session library, configured by whatever program builds the app, before it does. */
+export { initSessionLibrary } from './services/session-library/index.js'
+
 /** Every realtime setting; one object of this type goes to the stream broker, the change-feed bridge and the revocation poller. */
 export type RealtimeOptions = Partial<SseBrokerOptions & ChangeFeedOptions & SessionRevocationOptions>
 

@@ -20,7 +20,7 @@ function loadOrExit () {
 const { config, warnings } = loadOrExit()
 // The service's code is loaded once the configuration is known to be good: a refused one costs
 // the operator no wait for everything the service imports.
-const [{ default: Fastify }, { default: fp }, { default: closeWithGrace }, { default: app, serverOptions }] = await Promise.all([
+const [{ default: Fastify }, { default: fp }, { default: closeWithGrace }, { default: app, initSessionLibrary, serverOptions }] = await Promise.all([
   import('fastify'), import('fastify-plugin'), import('close-with-grace'), import('./app.js')
 ])
 const server = Fastify(serverOptions(config))
@@ -33,6 +33,8 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 })
 
 try {
+  // The session library is the process's: configured here, once, before the app is built.
+  initSessionLibrary(config, server.log)
   await server.register(fp(app), { config })
   // In a container HOST is 0.0.0.0 and the host publishes the port on 127.0.0.1 only.
   await server.listen({ port: config.backend.port, host: process.env.HOST ?? '127.0.0.1' })

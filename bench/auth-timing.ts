@@ -5,7 +5,7 @@
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
@@ -22,6 +22,7 @@ const { config } = parseConfig(stringify({
   sync: { databaseUri: mongo.uri.replace(/\/(\?|$)/, '/sync_bench$1'), internalAuthToken: 'bench-internal-auth-token-0123456789', callbackBaseUrl: 'http://localhost:3000/sync', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: 'http://127.0.0.1:9' }
 }), 'backend')
 const backend = Fastify({ ...serverOptions(config), logger: { level: 'error' } })
+initSessionLibrary(config, backend.log)
 await backend.register(fp(app), { config })
 await backend.ready()
 

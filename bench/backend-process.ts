@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import { startSessionCore } from '../dev/session-core/index.js'
 
@@ -56,6 +56,7 @@ export async function startBenchBackend (database: string): Promise<BenchBackend
   }), 'backend')
   const backend = Fastify({ ...serverOptions(config), logger: { level: 'fatal' } })
   // What is measured is the work of a request, not whether a busy machine sheds it.
+  initSessionLibrary(config, backend.log)
   await backend.register(fp(app), { config, loadShedding: { maxEventLoopDelayMs: 10_000 } })
   await backend.ready()
   return {

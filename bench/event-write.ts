@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions } from '../app.js'
 import syncApp from '../sync/app.js'
 import { parseConfig } from '../lib/config.js'
 import { startMongo } from '../dev/mongo/index.js'
@@ -56,6 +56,7 @@ const { config } = parseConfig(stringify({
 
 let benchUserId = ''
 const backend = Fastify({ ...serverOptions(config), logger: { level: 'error' } })
+initSessionLibrary(config, backend.log)
 await backend.register(fp(app), { config })
 // The baseline: the same write through the same decorator the route calls, for a fixed user,
 // without session verification or the body schema.

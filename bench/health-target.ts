@@ -7,7 +7,7 @@ import { connectMongo } from '../plugins/external/mongo.js'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import { startSessionCore } from '../dev/session-core/index.js'
 
@@ -24,6 +24,7 @@ const { config } = parseConfig(stringify({
 }), 'backend')
 
 const backend = Fastify({ ...serverOptions(config), logger: { level: 'warn' } })
+initSessionLibrary(config, backend.log)
 await backend.register(fp(app), { config })
 await backend.listen({ port: 0, host: '127.0.0.1' })
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
-import app, { serverOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import { documentText } from '../plugins/external/openapi.js'
 import { startMongo } from './mongo/index.js'
@@ -29,6 +29,7 @@ const { config } = parseConfig(stringify({
 }), 'backend')
 
 const server = Fastify({ ...serverOptions(config), logger: false })
+initSessionLibrary(config, server.log)
 await server.register(fp(app), { config })
 await server.ready()
 writeFileSync(OPENAPI_FILE, documentText(server))

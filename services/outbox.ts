@@ -6,6 +6,7 @@ import { backoffDelay, type BackoffPolicy } from '../lib/backoff.js'
 import type { OutboxStore } from '../stores/outbox.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxRecord } from '../lib/outbox.js'
 import { PeriodicTask } from '../lib/periodic-task.js'
+import { keepLease } from '../lib/lease-keeper.js'
 
 /**
  * How long a process's claim on a user's entries lasts unless renewed. The holder renews it every
@@ -165,7 +166,12 @@ export class Outbox {
 
   async #deliverAll (userId: string): Promise<void> {
     if (!await this.#options.store.claim(userId, this.#holder, new Date(this.#now().getTime() + this.#leaseMs), this.#now())) return
-    const claim = this.#keepClaim(userId)
+    // Only a claim this process still holds is renewed: one that lapsed and was taken over is lost, never taken back.
+    const claim = keepLease({
+      leaseMs: this.#leaseMs,
+      renew: async () => await this.#options.store.extend(userId, this.#holder, new Date(this.#now().getTime() + this.#leaseMs)),
+      onRenewalError: (error) => this.#options.log.warn({ err: error, userId }, 'outbox lease renewal failed')
+    })
     try {
       while (!this.#stopped) {
         // Entries are read in batches in order; only the first can be waiting for a retry, since
@@ -182,33 +188,6 @@ export class Outbox {
     } finally {
       await claim.end()
       await this.#options.store.release(userId, this.#holder)
-    }
-  }
-
-  /**
-   * Renews this process's claim every third of the lease while a run lasts, however long one
-   * delivery takes. Only a claim this process still holds is renewed: one that lapsed and was
-   * taken over is lost, never taken back.
-   */
-  #keepClaim (userId: string): { readonly lost: boolean, end: () => Promise<void> } {
-    let lost = false
-    let renewing: Promise<void> = Promise.resolve()
-    const timer = setInterval(() => {
-      renewing = this.#options.store.extend(userId, this.#holder, new Date(this.#now().getTime() + this.#leaseMs)).then((renewed) => {
-        if (!renewed) lost = true
-      }, (error: unknown) => {
-        // The claim may still lapse; the next renewal tries again, and the run ends if it is lost.
-        this.#options.log.warn({ err: error, userId }, 'outbox lease renewal failed')
-      })
-    }, this.#leaseMs / 3)
-    timer.unref()
-    return {
-      get lost () { return lost },
-      end: async () => {
-        clearInterval(timer)
-        // A renewal under way would otherwise outlive the release and hold the claim on.
-        await renewing
-      }
     }
   }
 

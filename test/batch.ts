@@ -9,6 +9,7 @@ import { readdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { test } from 'tap'
+import { forgetSessionLibraryConfiguration } from '../services/session-library/index.js'
 import { FILE_END_PREFIX } from './batch-marks.js'
 
 const require = createRequire(import.meta.url)
@@ -30,6 +31,7 @@ function resetSessionLibrary (): void {
   } finally {
     delete process.env['TEST_MODE']
   }
+  forgetSessionLibraryConfiguration()
 }
 
 async function load (files: string[]): Promise<void> {

@@ -6,7 +6,7 @@ import supertokens from 'supertokens-node'
 import EmailVerification from 'supertokens-node/recipe/emailverification'
 import { stringify } from 'yaml'
 import tap, { type Test } from 'tap'
-import app, { serverOptions, type AppOptions } from '../app.js'
+import app, { initSessionLibrary, serverOptions, type AppOptions } from '../app.js'
 import { parseConfig } from '../lib/config.js'
 import type { Config } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
@@ -189,6 +189,7 @@ export async function buildApp (
   instance.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url })
   })
+  initSessionLibrary(config, instance.log)
   await instance.register(fp(app), { eventRequestDeadlineMs: TEST_EVENT_REQUEST_DEADLINE_MS, ...appOptions, config, loadShedding: IN_PROCESS_LOAD_SHEDDING })
   extend?.(instance)
   await instance.ready()

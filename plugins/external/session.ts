@@ -4,7 +4,7 @@ import { plugin as supertokensPlugin, errorHandler as supertokensErrorHandler } 
 import Session from 'supertokens-node/recipe/session'
 import { verifySession } from 'supertokens-node/recipe/session/framework/fastify'
 import { errorBody, notFoundBody } from '../../lib/error-bodies.js'
-import { AUTH_BASE_PATH, initSessionLibrary, signInSummaries } from '../../services/session-library/index.js'
+import { AUTH_BASE_PATH, assertSessionLibraryServes, signInSummaries } from '../../services/session-library/index.js'
 
 export { isSessionLibraryError, sessionCoreUnavailable } from '../../services/session-library/index.js'
 
@@ -42,7 +42,9 @@ function sessionVerifier (options: { checkDatabase: boolean }) {
 export const sessionErrorHandler = supertokensErrorHandler()
 
 export default fp(async function session (fastify) {
-  initSessionLibrary(fastify.config, fastify.log)
+  // The library is the process's, configured by its entry (server.ts): an app whose settings
+  // differ would be served with another app's.
+  assertSessionLibraryServes(fastify.config)
 
   // The library answers its own routes (sign-up, sign-in, sign-out, refresh, password reset,
   // provider sign-in) under /api/auth. They are not Fastify routes: they are served from this

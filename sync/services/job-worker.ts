@@ -7,6 +7,7 @@ import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-qu
 import { WaitForProviderError } from '../lib/jobs/rules.js'
 import { inBackground } from '../stores/database-calls.js'
 import { PeriodicTask } from '../../lib/periodic-task.js'
+import { keepLease } from '../../lib/lease-keeper.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -148,10 +149,11 @@ export class JobWorker {
     const { queue, handlers, log } = this.#options
     const context = { jobId: job._id.toHexString(), type: job.type, attempt: job.attempts }
     // Long jobs keep their lease; a worker that dies stops renewing and the lease runs out.
-    const heartbeat = setInterval(() => {
-      queue.renewLease(job, this.id).catch((error: unknown) => log.warn({ ...context, err: error }, 'job lease renewal failed'))
-    }, Math.max(1, Math.floor(queue.leaseMs / 3)))
-    heartbeat.unref()
+    const lease = keepLease({
+      leaseMs: queue.leaseMs,
+      renew: async () => await queue.renewLease(job, this.id),
+      onRenewalError: (error) => log.warn({ ...context, err: error }, 'job lease renewal failed')
+    })
     try {
       let failure: string | null = null
       let waitUntil: Date | null = null
@@ -161,7 +163,7 @@ export class JobWorker {
         failure = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
         if (error instanceof WaitForProviderError) waitUntil = error.retryAt
       }
-      clearInterval(heartbeat)
+      await lease.end()
       if (waitUntil !== null && failure !== null) {
         log.info({ ...context, reason: failure, retryAt: waitUntil.toISOString() }, 'job waits for its provider to answer again')
         await queue.waitForProvider(job, this.id, failure, waitUntil)
@@ -179,7 +181,7 @@ export class JobWorker {
       // The queue itself failed; the lease runs out and the job is claimed again.
       log.error({ ...context, err: error }, 'job outcome could not be recorded')
     } finally {
-      clearInterval(heartbeat)
+      await lease.end()
     }
   }
 }

@@ -39,10 +39,11 @@ test('GET /api/config', async (t) => {
     t.same(dropped, { providers: { google: false, microsoft: false, apple: false }, placesLookup: false, analytics: false }, `without ${missing}: no billing block`)
   }
   const { priceId: _dropped, ...incomplete } = BILLING
-  const { app: incompleteApp } = await buildApp(t, deps, { extra: { billing: incomplete } })
+  // The same sign-in provider as the first app: the process's session library serves one set.
+  const { app: incompleteApp } = await buildApp(t, deps, { extra: { billing: incomplete, extprovider: { clientId: 'google-client-id.apps.example', clientSecret: 'google-client-secret' } } })
   const other = await signUp(incompleteApp, { email: uniqueEmail('config-incomplete'), password: 'pw-for-config-2' })
   const answered = await incompleteApp.inject({ method: 'GET', url: '/api/config', headers: other.headers })
   t.equal(answered.statusCode, 200)
-  t.same(answered.json(), { providers: { google: false, microsoft: false, apple: false }, placesLookup: false, analytics: false }, 'over HTTP: no billing block, nothing else on')
+  t.same(answered.json(), { providers: { google: true, microsoft: false, apple: false }, placesLookup: false, analytics: false }, 'over HTTP: no billing block, nothing else on but the provider')
   t.notOk(answered.body.includes(BILLING.publishableKey), 'not even the publishable key')
 })

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type InjectOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { test, type Test } from 'tap'
-import app, { serverOptions, type AppOptions } from '../../app.js'
+import app, { initSessionLibrary, serverOptions, type AppOptions } from '../../app.js'
 import { captureLog, IN_PROCESS_LOAD_SHEDDING, signUp, startDependencies, testConfig, uniqueEmail } from '../helper.js'
 
 // What one user can ask of the backend costs what the answer is worth, never what the data
@@ -22,6 +22,7 @@ async function build (t: Test, options: Partial<AppOptions> = {}) {
   const { stream, log } = captureLog()
   const base = serverOptions(config)
   const instance = Fastify({ ...base, logger: { ...(base.logger as object), transport: undefined, stream } })
+  initSessionLibrary(config, instance.log)
   await instance.register(fp(app), { config, ...options })
   await instance.ready()
   t.teardown(() => instance.close())
