@@ -1,7 +1,7 @@
 // The layering the code follows (docs/design.md), checked by `npm run lint`. Each service reads
 // top-down: routes/ and plugins/ call services/, which call stores/ and clients/, over lib/ rules;
 // schemas/ are the contracts both sides share.
-const PRODUCT = '^(app|server|setup|stack)[.]ts$|^(plugins|routes|services|stores|clients|schemas|lib|sync|client)/'
+const PRODUCT = '^(app|server)[.]ts$|^(bin|plugins|routes|services|stores|clients|schemas|lib|sync|client)/'
 const STAND_INS = '^dev/(analytics|google|mail|microsoft|mongo|oidc|session-core|stand-in|stripe)/'
 
 module.exports = {
@@ -18,7 +18,7 @@ module.exports = {
       severity: 'error',
       comment: 'lib/ holds rules: no Fastify, no database, no outside servers, nothing above it. A type of theirs may describe what a rule reads.',
       from: { path: '^(sync/)?lib/' },
-      to: { dependencyTypesNot: ['type-only'], path: '^(plugins|routes|services|stores|clients)/|^sync/(plugins|routes|services|stores|clients|providers)/|^(app|server)[.]ts$|node_modules/(fastify|fastify-plugin|@fastify/[^/]+|mongodb|undici|supertokens-node|stripe|posthog-node|tsdav|@googleapis/[^/]+|google-auth-library)/' }
+      to: { dependencyTypesNot: ['type-only'], path: '^(bin|plugins|routes|services|stores|clients)/|^sync/(plugins|routes|services|stores|clients|providers)/|^(app|server)[.]ts$|node_modules/(fastify|fastify-plugin|@fastify/[^/]+|mongodb|undici|supertokens-node|stripe|posthog-node|tsdav|@googleapis/[^/]+|google-auth-library)/' }
     },
     {
       name: 'lib-does-no-io',
@@ -47,6 +47,13 @@ module.exports = {
       comment: 'Plugins wire services into Fastify; a service never reaches back up to its wiring.',
       from: { path: '^(sync/)?(services|clients)/' },
       to: { path: '^(sync/)?(plugins|routes)/' }
+    },
+    {
+      name: 'commands-on-top',
+      severity: 'error',
+      comment: 'bin/ holds the commands an operator runs (npm run setup, the stack\'s steps); nothing in the product is built on them.',
+      from: { path: PRODUCT, pathNot: '^bin/' },
+      to: { path: '^bin/' }
     },
     {
       name: 'stand-ins-stand-alone',

@@ -21,8 +21,8 @@ import { startMongo } from '../../dev/mongo/index.js'
 import { startSessionCore } from '../../dev/session-core/index.js'
 import { parseConfig } from '../../lib/config.js'
 import { configFingerprint, LOOPBACK_TEST_OVERRIDE } from '../../lib/loopback.js'
-import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, WEB_BUILD_ARGS, variableNameOf } from '../../lib/setup.js'
-import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/setup-stack.js'
+import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, WEB_BUILD_ARGS, variableNameOf } from '../../lib/production-config.js'
+import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/stack-steps.js'
 import { ed25519KeyPair } from '../../lib/maintenance-token.js'
 import { freePort } from '../ports.js'
 import { fetchPatiently, waitFor, waitUntil } from '../processes.js'
@@ -201,7 +201,7 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
 
   await t.test('the compiled import graphs hold no dev/ module, no devDependency and no tsx', async (t) => {
     const devDependencies = Object.keys(manifest.devDependencies)
-    for (const entry of ['server.js', 'sync/server.js', 'stack.js']) {
+    for (const entry of ['server.js', 'sync/server.js', 'bin/stack-steps.js']) {
       const graph = importGraph([join(dist, entry)])
       t.same(graph.missing, [], `${entry}: every module it imports was built`)
       t.ok(graph.files.size > 5, `${entry} loads ${graph.files.size} modules`)
@@ -253,14 +253,14 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
   const allSecrets = Object.values(secrets)
 
   await t.test('the config step derives each container\'s secret files, and stops on a stale .env', async (t) => {
-    const stale = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv, BACKEND_PORT: '1' })
+    const stale = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv, BACKEND_PORT: '1' })
     t.equal(stale.code, 1, 'a stale .env stops the step')
     t.equal(stale.output.trim(), 'config: .env gives BACKEND_PORT another value than backend.port in config.yaml; run `npm run setup -- --env-only` and start again')
-    const refused = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], composeEnv)
+    const refused = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], composeEnv)
     t.equal(refused.code, 1, 'without the override the stand-ins\' loopback addresses are refused')
     t.match(refused.output, /^config: database\.uri points at a loopback address/)
 
-    const { code, output } = await finished(t, app, ['dist/stack.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv })
+    const { code, output } = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv })
     t.equal(code, 0, 'the step succeeds')
     t.equal(output, 'stack: wrote the secret files of backend, sync, mongo, sessions-db, session-core, scheduler\n')
     const backendCopy = await readFile(join(stackDir, 'backend/config.yaml'), 'utf8')
@@ -287,10 +287,10 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
 
   await t.test('the database step initiates rs0 and creates the Sync user once, and finds both after', async (t) => {
     const env = { CONFIG_FILE: backendConfig, ...override(backendConfig) }
-    const first = await finished(t, app, ['dist/stack.js', 'database'], env)
+    const first = await finished(t, app, ['dist/bin/stack-steps.js', 'database'], env)
     t.equal(first.code, 0, 'the first run succeeds')
     t.equal(first.output, `stack: replica set rs0 initiated with member 127.0.0.1:${mongo.port}\nstack: created the Sync database user "sync" (readWrite on sync only)\n`)
-    const again = await finished(t, app, ['dist/stack.js', 'database'], env)
+    const again = await finished(t, app, ['dist/bin/stack-steps.js', 'database'], env)
     t.equal(again.code, 0, 'so does the next')
     t.equal(again.output, 'stack: replica set rs0 already initiated\nstack: the Sync database user "sync" exists\n')
     t.same(allSecrets.filter((secret) => first.output.includes(secret) || again.output.includes(secret)), [], 'no secret is printed')
@@ -319,7 +319,7 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
   await t.test('Sync and the backend start in production mode, answer their health checks and sign a user up', async (t) => {
     const syncProcess = run(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig, ...override(syncConfig) })
     const health = async (service: string, file: string) =>
-      (await finished(t, app, ['dist/stack.js', 'health', service], { CONFIG_FILE: file, ...override(file) })).code === 0
+      (await finished(t, app, ['dist/bin/stack-steps.js', 'health', service], { CONFIG_FILE: file, ...override(file) })).code === 0
     await waitUntil(async () => syncProcess.child.exitCode === null ? await health('sync', syncConfig) : true, 'the Sync health check', 30_000)
     if (syncProcess.child.exitCode !== null) t.comment(syncProcess.output())
     t.equal(syncProcess.child.exitCode, null, 'Sync runs and answers its health check')
@@ -351,20 +351,20 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     // The scheduler's step, as compose runs it, against this Sync process: its call is accepted; a
     // caller file whose key is not the configured one is refused.
     const callerPath = join(stackDir, `scheduler/${SCHEDULER_FILE}`)
-    const once = await finished(t, app, ['dist/stack.js', 'maintenance', '--once', '--caller', callerPath])
+    const once = await finished(t, app, ['dist/bin/stack-steps.js', 'maintenance', '--once', '--caller', callerPath])
     t.equal(once.code, 0, once.output)
     t.equal(once.output, 'stack: maintenance: renewed 0, stopped 0, failed 0\n', 'Sync accepts the scheduler\'s token: 200 {renewed, stopped, failed}')
     const impostorPath = join(work, 'impostor.json')
     const caller = JSON.parse(await readFile(callerPath, 'utf8')) as Record<string, unknown>
     await writeFile(impostorPath, JSON.stringify({ ...caller, signingKey: ed25519KeyPair(randomBytes(32)).privateJwk }))
-    const impostor = await finished(t, app, ['dist/stack.js', 'maintenance', '--once', '--caller', impostorPath])
+    const impostor = await finished(t, app, ['dist/bin/stack-steps.js', 'maintenance', '--once', '--caller', impostorPath])
     t.equal(impostor.code, 1, 'a token signed by another key is refused')
     t.equal(impostor.output, `stack: maintenance: http://127.0.0.1:${syncPort}/maintenance answered 401\n`)
     // The long-running loop compose starts: healthy once its first call was accepted.
     const statusDir = await temporaryDir(t, 'calendar-scheduler-')
-    const schedulerHealthy = async () => (await finished(t, app, ['dist/stack.js', 'health', 'scheduler'], { TMPDIR: statusDir })).code === 0
+    const schedulerHealthy = async () => (await finished(t, app, ['dist/bin/stack-steps.js', 'health', 'scheduler'], { TMPDIR: statusDir })).code === 0
     t.notOk(await schedulerHealthy(), 'a scheduler that has made no call is not healthy')
-    const scheduler = run(t, app, ['dist/stack.js', 'maintenance', '--caller', callerPath, '--every-minutes', '30'], { TMPDIR: statusDir })
+    const scheduler = run(t, app, ['dist/bin/stack-steps.js', 'maintenance', '--caller', callerPath, '--every-minutes', '30'], { TMPDIR: statusDir })
     await waitUntil(async () => scheduler.child.exitCode !== null || await schedulerHealthy(), 'the scheduler\'s health check', 30_000)
     t.equal(scheduler.child.exitCode, null, 'the scheduler keeps running')
     t.equal(scheduler.output(), `stack: maintenance: calling http://127.0.0.1:${syncPort}/maintenance every 30 min\nstack: maintenance: renewed 0, stopped 0, failed 0\n`)

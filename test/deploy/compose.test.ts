@@ -7,8 +7,8 @@ import { Ajv } from 'ajv'
 import type { TSchema } from '@sinclair/typebox'
 import { parse } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
-import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/setup.js'
-import { SCHEDULER_FILE, STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/setup-stack.js'
+import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/production-config.js'
+import { SCHEDULER_FILE, STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/stack-steps.js'
 import { ConfigSchema } from '../../schemas/config.js'
 import { bundleValues, valuesFromConfigFile, valuesFromEnvironment, type WebValues } from '../../web/build.js'
 import { writeTempFile } from '../processes.js'
@@ -181,7 +181,7 @@ test('each container reads exactly the secret files the config step writes into 
   const written = (volume: StackVolume) => files.filter((file) => file.volume === volume).map((file) => file.name)
 
   const step = raw.services.config as Service
-  t.same(step.command, ['node', 'dist/stack.js', 'files', '--config', '/run/secrets/config.yaml', '--out', '/stack'])
+  t.same(step.command, ['node', 'dist/bin/stack-steps.js', 'files', '--config', '/run/secrets/config.yaml', '--out', '/stack'])
   t.same(step.secrets, [{ source: 'config', target: 'config.yaml' }])
   t.same(step.volumes, STACK_VOLUMES.map((volume) => `${volume}-secrets:/stack/${volume}`), 'the step writes every volume')
   t.equal(step.network_mode, 'none')
@@ -212,9 +212,9 @@ test('the scheduler calls watch maintenance with a key only its container holds;
   const { config } = parseConfig(text, 'backend')
   const files = stackFiles(text, parse(text) as Record<string, unknown>, config)
   const scheduler = raw.services.scheduler as Service
-  t.same(scheduler.command, ['node', 'dist/stack.js', 'maintenance', '--caller', `/run/calendar/${SCHEDULER_FILE}`, '--every-minutes', '30'], 'a long-running loop of the backend image')
+  t.same(scheduler.command, ['node', 'dist/bin/stack-steps.js', 'maintenance', '--caller', `/run/calendar/${SCHEDULER_FILE}`, '--every-minutes', '30'], 'a long-running loop of the backend image')
   t.same(scheduler.volumes, ['scheduler-secrets:/run/calendar:ro'])
-  t.same(scheduler.healthcheck?.test, ['CMD', 'node', 'dist/stack.js', 'health', 'scheduler'])
+  t.same(scheduler.healthcheck?.test, ['CMD', 'node', 'dist/bin/stack-steps.js', 'health', 'scheduler'])
 
   const privateHalf = config.scheduler?.signingKey.d ?? ''
   t.ok(privateHalf.length > 0, 'the sample configuration has a scheduler key')
@@ -335,7 +335,7 @@ test('both images are multi-stage, run as node under tini, and start compiled Ja
   for (const [name, service] of services) {
     if (OURS(service) && service.command !== undefined) {
       t.equal(service.command[0], 'node', `${name} runs node`)
-      t.match(service.command[1], /^dist\/[\w/]+\.js$/, `${name} runs compiled output`)
+      t.match(service.command[1], /^dist\/[\w/-]+\.js$/, `${name} runs compiled output`)
     }
   }
   const ignored = read('.dockerignore').split('\n')

@@ -8,14 +8,14 @@ import { test, type Test } from 'tap'
 import { parse, parseDocument, stringify } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
 import { ed25519KeyPair, isKeyPair } from '../../lib/maintenance-token.js'
-import { generateSecrets, productionConfig, renderConfigYaml } from '../../lib/setup.js'
-import { schedulerFindings, stackFiles } from '../../lib/setup-stack.js'
+import { generateSecrets, productionConfig, renderConfigYaml } from '../../lib/production-config.js'
+import { schedulerFindings, stackFiles } from '../../lib/stack-steps.js'
 import { startScript, temporaryDirectory } from '../processes.js'
 
 const answers = { webUrl: 'https://calendar.example.org', apiUrl: 'https://calendar.example.org/api', version: 'latest', webPort: 9080, backendPort: 3000 }
 
 async function setup (t: Test, args: string[]) {
-  const run = startScript(t, 'setup.ts', args)
+  const run = startScript(t, 'bin/setup.ts', args)
   const code = await run.exited
   return { code, stdout: run.stdout(), stderr: run.stderr() }
 }

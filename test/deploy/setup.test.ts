@@ -7,8 +7,8 @@ import type { TSchema } from '@sinclair/typebox'
 import { parse, stringify } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
 import { isKeyPair } from '../../lib/maintenance-token.js'
-import { COMPOSE_VARIABLES, composeEnvironment, variableNameOf } from '../../lib/setup.js'
-import { selfHostFindings, syncConfigDocument, syncDatabaseUser } from '../../lib/setup-stack.js'
+import { COMPOSE_VARIABLES, composeEnvironment, variableNameOf } from '../../lib/production-config.js'
+import { selfHostFindings, syncConfigDocument, syncDatabaseUser } from '../../lib/stack-steps.js'
 import { ConfigSchema } from '../../schemas/config.js'
 import { startScript, temporaryDirectory, waitUntil } from '../processes.js'
 
@@ -19,7 +19,7 @@ async function freshDir (): Promise<string> {
 }
 
 async function setup (t: Test, args: string[]) {
-  const run = startScript(t, 'setup.ts', args)
+  const run = startScript(t, 'bin/setup.ts', args)
   const code = await run.exited
   return { code, stdout: run.stdout(), stderr: run.stderr() }
 }
@@ -141,7 +141,7 @@ test('without a terminal setup asks nothing and takes the local URLs of the publ
 test('on a terminal setup asks for the public URLs, offering defaults', { skip: existsSync('/usr/bin/script') ? false : 'needs script(1) for a terminal' }, async (t) => {
   const dir = await freshDir()
   // script(1) gives the command a pseudo-terminal and forwards what is written to its input.
-  const child = spawn('script', ['-qec', `${process.execPath} --import tsx setup.ts --dir ${dir}`, '/dev/null'], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn('script', ['-qec', `${process.execPath} --import tsx bin/setup.ts --dir ${dir}`, '/dev/null'], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] })
   t.teardown(() => { child.kill('SIGKILL') })
   let output = ''
   child.stdout.on('data', (chunk) => { output += chunk })

@@ -1,9 +1,9 @@
-// The rules of lib/setup.ts and lib/setup-stack.ts, without processes.
+// The rules of lib/production-config.ts and lib/stack-steps.ts, without processes.
 import { test } from 'tap'
 import { parse } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
-import { checkAnswers, composeEnvironment, defaultApiUrl, defaultWebUrl, environmentDrift, generateSecrets, productionConfig, renderConfigYaml, renderEnvFile, variableNameOf } from '../../lib/setup.js'
-import { parseMongoUri, rootConnection, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser } from '../../lib/setup-stack.js'
+import { checkAnswers, composeEnvironment, defaultApiUrl, defaultWebUrl, environmentDrift, generateSecrets, productionConfig, renderConfigYaml, renderEnvFile, variableNameOf } from '../../lib/production-config.js'
+import { parseMongoUri, rootConnection, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser } from '../../lib/stack-steps.js'
 import type { Config } from '../../schemas/config.js'
 
 const answers = { webUrl: 'https://calendar.example.org', apiUrl: 'https://calendar.example.org/api', version: 'latest', webPort: 9080, backendPort: 3000 }

@@ -1,8 +1,8 @@
 // The self-host stack's own steps, run from the backend image by compose.yaml:
-//   node dist/stack.js files --config FILE --out DIR   derive every container's secret files from config.yaml
-//   node dist/stack.js database                        initiate the replica set and create the Sync user
-//   node dist/stack.js health backend|sync|scheduler   the containers' health checks
-//   node dist/stack.js maintenance [--caller FILE] [--every-minutes N] [--once]
+//   node dist/bin/stack-steps.js files --config FILE --out DIR   derive every container's secret files from config.yaml
+//   node dist/bin/stack-steps.js database                        initiate the replica set and create the Sync user
+//   node dist/bin/stack-steps.js health backend|sync|scheduler   the containers' health checks
+//   node dist/bin/stack-steps.js maintenance [--caller FILE] [--every-minutes N] [--once]
 //                                                      the scheduler: POST /maintenance to the Sync
 //                                                      service with an ID token it signs, every N minutes
 // Each prints one line per thing it did and never a secret.
@@ -13,16 +13,16 @@ import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { MongoClient } from 'mongodb'
 import { parse as parseYaml, stringify } from 'yaml'
-import { ConfigError, parseConfig } from './lib/config.js'
-import { loadConfig } from './stores/config-file.js'
-import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from './lib/loopback.js'
-import { environmentDrift } from './lib/setup.js'
+import { ConfigError, parseConfig } from '../lib/config.js'
+import { loadConfig } from '../stores/config-file.js'
+import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from '../lib/loopback.js'
+import { environmentDrift } from '../lib/production-config.js'
 import {
   rootConnection, SCHEDULER_FILE, schedulerFindings, SchedulerFileSchema, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser,
   type SchedulerFile
-} from './lib/setup-stack.js'
-import { signMaintenanceToken } from './lib/maintenance-token.js'
-import { DATABASE_DEADLINES } from './stores/database.js'
+} from '../lib/stack-steps.js'
+import { signMaintenanceToken } from '../lib/maintenance-token.js'
+import { DATABASE_DEADLINES } from '../stores/database.js'
 
 class StackError extends Error {}
 
@@ -234,7 +234,7 @@ async function main (argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   } else if (command === 'maintenance') {
     await maintenance(resolve(values.caller ?? `/run/calendar/${SCHEDULER_FILE}`), Number(values['every-minutes'] ?? '30'), values.once === true)
   } else {
-    throw new StackError('usage: node dist/stack.js files [--config FILE] [--out DIR] | database | health backend|sync|scheduler | maintenance [--caller FILE] [--every-minutes N] [--once]')
+    throw new StackError('usage: node dist/bin/stack-steps.js files [--config FILE] [--out DIR] | database | health backend|sync|scheduler | maintenance [--caller FILE] [--every-minutes N] [--once]')
   }
 }
 

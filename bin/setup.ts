@@ -16,14 +16,14 @@ import { join, resolve } from 'node:path'
 import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
 import { parse as parseYaml, parseDocument, stringify } from 'yaml'
-import { ConfigError, parseConfig, type LoadedConfig } from './lib/config.js'
+import { ConfigError, parseConfig, type LoadedConfig } from '../lib/config.js'
 import {
   checkAnswers, composeEnvironment, defaultApiUrl, defaultWebUrl, generateSecrets, nextSteps,
   productionConfig, renderConfigYaml, renderEnvFile, SETUP_DEFAULTS, STACK_NAMES, type SetupAnswers
-} from './lib/setup.js'
-import { ed25519KeyPair } from './lib/maintenance-token.js'
-import { schedulerFindings, selfHostFindings, syncConfigDocument } from './lib/setup-stack.js'
-import type { Config } from './schemas/config.js'
+} from '../lib/production-config.js'
+import { ed25519KeyPair } from '../lib/maintenance-token.js'
+import { schedulerFindings, selfHostFindings, syncConfigDocument } from '../lib/stack-steps.js'
+import type { Config } from '../schemas/config.js'
 
 class SetupError extends Error {}
 

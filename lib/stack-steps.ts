@@ -1,12 +1,12 @@
-// What the self-host stack's one-shot steps (stack.ts, run by compose.yaml) derive from the one
+// What the self-host stack's one-shot steps (bin/stack-steps.ts, run by compose.yaml) derive from the one
 // config.yaml: the files each container reads its secrets from, the Sync service's narrower copy
-// of the configuration, and the database users. Rules only; stack.ts writes and connects.
+// of the configuration, and the database users. Rules only; bin/stack-steps.ts writes and connects.
 import { Type, type Static } from '@sinclair/typebox'
 import { parseDocument, stringify } from 'yaml'
 import { SchedulerSchema, type Config } from '../schemas/config.js'
 import { databaseNameOf, type RuleFinding } from './config-rules.js'
 import { maintenanceAudience } from './maintenance-token.js'
-import { STACK_NAMES } from './setup.js'
+import { STACK_NAMES } from './production-config.js'
 
 // The users the images run as: node in ours, mongodb and postgres (999) in the database images.
 export const STACK_UIDS = { root: 0, node: 1000, database: 999 } as const

@@ -1,6 +1,6 @@
 // The rules of `npm run setup`: what a production configuration of the self-host stack holds, how
 // each secret is made, and which values compose.yaml reads from it through `.env`. No file system
-// and no terminal here; setup.ts does those.
+// and no terminal here; bin/setup.ts does those.
 import { randomBytes } from 'node:crypto'
 import { stringify } from 'yaml'
 import type { Config } from '../schemas/config.js'
