@@ -11,9 +11,9 @@ import { planWrite } from '../../lib/merge.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
 import { decodeCursor, encodeCursor, overrideStarts, type KnownOverrides } from '../../lib/providers/caldav-cursor.js'
 import {
-  addTimeZones, applyContent, contentOf, eventsOfResource, exclusionsOf, masterOf, moveExclusions, moveOverrides, newResource, occurrenceProperty,
-  overrideId, overrideOf, parseResource, removeExclusion, removedResource, resourceNameFor, resourceOf, stampVersion, versionOf
+  addTimeZones, applyContent, contentOf, eventsOfResource, newResource, overrideId, parseResource, removedResource, resourceNameFor, resourceOf, stampVersion, versionOf
 } from '../../lib/providers/caldav-mapping.js'
+import { exclusionsOf, masterOf, moveExclusions, moveOverrides, occurrenceProperty, overrideOf, removeExclusion } from '../../lib/providers/caldav-series.js'
 import {
   colorOf, ProviderAuthorizationRevokedError, ProviderNotFoundError, ProviderRejectedError, ProviderUnavailableError, ProviderVersionConflictError,
   type GrantedCredential, type ImportRequest, type ImportResult, type ProviderCalendar, type ProviderContext, type ProviderEventSink,

@@ -4,7 +4,8 @@
 // The resource is written as another client writes it: several values on one EXDATE line.
 import { test } from 'tap'
 import ICAL from 'ical.js'
-import { applyContent, contentOf, exclusionsOf, masterOf, moveExclusions, parseResource, removeExclusion } from '../../../sync/lib/providers/caldav-mapping.js'
+import { applyContent, contentOf, parseResource } from '../../../sync/lib/providers/caldav-mapping.js'
+import { exclusionsOf, masterOf, moveExclusions, removeExclusion } from '../../../sync/lib/providers/caldav-series.js'
 import type { EventContent } from '../../../schemas/sync/index.js'
 
 const ZONE = 'Europe/Berlin'

@@ -4,7 +4,8 @@ import { test } from 'tap'
 import ICAL from 'ical.js'
 import { DateTime } from 'luxon'
 import { vtimezoneFor } from '../../../sync/lib/providers/vtimezone.js'
-import { addTimeZones, applyContent, eventsOfResource, masterOf, newResource, occurrenceProperty, parseResource } from '../../../sync/lib/providers/caldav-mapping.js'
+import { addTimeZones, applyContent, eventsOfResource, newResource, parseResource } from '../../../sync/lib/providers/caldav-mapping.js'
+import { masterOf, occurrenceProperty } from '../../../sync/lib/providers/caldav-series.js'
 import { BERLIN, ics } from './harness.js'
 
 /** The offset (minutes) ical.js gives a wall time under the definition. */
