@@ -10,7 +10,7 @@ import {
   type CompiledSeries, type RuleBounds, type SeriesShape, type WalkMeter
 } from './series-rule.js'
 
-export { RecurrenceRuleError, type CompiledSeries, type RecurrenceRefusal, type SeriesShape, type WalkMeter } from './series-rule.js'
+export { RecurrenceRuleError, type CompiledSeries, type SeriesShape, type WalkMeter } from './series-rule.js'
 
 const { RRule } = rrule
 
