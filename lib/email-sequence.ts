@@ -53,6 +53,7 @@ export interface EnrollmentRow {
   nextAttemptAt: Date
   state: 'queued'
   attempts: number
+  leaseOwner: null
   leaseUntil: null
   enrolledAt: Date
 }
@@ -61,7 +62,7 @@ export interface EnrollmentRow {
 export function enrollmentRows (userId: string, signedUpAt: Date, profile: ScheduleProfile, now: Date): EnrollmentRow[] {
   return EMAIL_STEPS.map((step) => {
     const dueAt = new Date(signedUpAt.getTime() + step.day * dayLength(profile))
-    return { _id: sendRowId(userId, step.key), userId, step: step.key, dueAt, nextAttemptAt: dueAt, state: 'queued', attempts: 0, leaseUntil: null, enrolledAt: now }
+    return { _id: sendRowId(userId, step.key), userId, step: step.key, dueAt, nextAttemptAt: dueAt, state: 'queued', attempts: 0, leaseOwner: null, leaseUntil: null, enrolledAt: now }
   })
 }
 

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
 import type { EmailSendState, EmailStepKey } from '../lib/email-sequence.js'
 import { insertOnce, isDuplicateKeyError } from './database.js'
+import { leaseIsFree, leaseTo, NO_LEASE } from '../lib/leases.js'
 
 const EMAIL_SENDS_COLLECTION = 'emailSends'
 const EMAIL_RECIPIENTS_COLLECTION = 'emailRecipients'
@@ -25,8 +26,9 @@ export interface EmailSendDocument {
   nextAttemptAt: Date
   state: EmailSendState
   attempts: number
+  /** Which claim holds the row (each claim has an id of its own), and until when: lib/leases.ts. */
+  leaseOwner?: string | null
   leaseUntil: Date | null
-  leaseToken?: string
   enrolledAt: Date
   /** Why a row was held, skipped, canceled, went stale or failed. */
   reason?: string
@@ -88,7 +90,7 @@ export class EmailStore {
    */
   async suppress (userId: string, reason: EmailRecipientDocument['reason'], at: Date): Promise<{ first: boolean, canceled: number }> {
     const result = await this.#recipients.updateOne({ _id: userId }, { $setOnInsert: { suppressedAt: at, reason } }, { upsert: true })
-    const canceled = await this.#sends.updateMany({ userId, state: 'queued' }, { $set: { state: 'canceled', reason, leaseUntil: null } })
+    const canceled = await this.#sends.updateMany({ userId, state: 'queued' }, { $set: { state: 'canceled', reason, ...NO_LEASE } })
     return { first: result.upsertedCount === 1, canceled: canceled.modifiedCount }
   }
 
@@ -99,15 +101,15 @@ export class EmailStore {
   /** Claims the row due first that no live lease holds, for EMAIL_LEASE_MS. */
   async claimDue (at: Date): Promise<EmailSendDocument | null> {
     return await this.#sends.findOneAndUpdate(
-      { state: 'queued', nextAttemptAt: { $lte: at }, $or: [{ leaseUntil: null }, { leaseUntil: { $lte: at } }] },
-      { $set: { leaseUntil: new Date(at.getTime() + EMAIL_LEASE_MS), leaseToken: randomUUID() } },
+      { state: 'queued', nextAttemptAt: { $lte: at }, ...leaseIsFree(at) },
+      { $set: leaseTo(randomUUID(), at, EMAIL_LEASE_MS) },
       { sort: { nextAttemptAt: 1 }, returnDocument: 'after' }
     )
   }
 
   /** Writes the outcome of a claim, as long as the claim is still this process's and (unless told otherwise) the row still queued. */
   async settle (row: EmailSendDocument, update: Record<string, unknown>, stillQueued = true): Promise<void> {
-    await this.#sends.updateOne({ _id: row._id, leaseToken: row.leaseToken, ...(stillQueued ? { state: 'queued' } : {}) }, { $set: { ...update, leaseUntil: null } })
+    await this.#sends.updateOne({ _id: row._id, leaseOwner: row.leaseOwner, ...(stillQueued ? { state: 'queued' } : {}) }, { $set: { ...update, ...NO_LEASE } })
   }
 
   async queueDepth (): Promise<number> {

@@ -10,10 +10,11 @@ import { ATTEMPT_BUDGET, retryDelayMs, sweepAction } from '../lib/jobs/rules.js'
 import type { JobStatus } from '../lib/jobs/rules.js'
 import { databaseCall } from './database-calls.js'
 import type { InTransaction } from './database-calls.js'
+import { leaseTo, NO_LEASE, type Lease } from '../../lib/leases.js'
 
 export type JobType = 'import' | 'pull' | 'providerWrite'
 
-export interface JobRecord {
+export interface JobRecord extends Lease {
   _id: ObjectId
   type: JobType
   coalescingKey: string
@@ -25,8 +26,6 @@ export interface JobRecord {
   attempts: number
   requeueCount: number
   runAt: Date
-  leaseOwner: string | null
-  leaseUntil: Date | null
   /** Enqueued again while running: run once more after this run instead of being deleted. */
   rerun: boolean
   /**
@@ -124,8 +123,7 @@ export class JobQueue {
       attempts: 0,
       requeueCount: 0,
       runAt: request.runAt ?? now,
-      leaseOwner: null,
-      leaseUntil: null,
+      ...NO_LEASE,
       rerun: false,
       lastError: null,
       failedAt: null,
@@ -227,7 +225,7 @@ export class JobQueue {
             ...(skipUsers.length === 0 ? {} : { userId: { $nin: [...skipUsers] } })
           }
       const job = await databaseCall(async () => await this.#rows.findOneAndUpdate(due, {
-        $set: { status: 'running', leaseOwner: owner, leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now },
+        $set: { status: 'running', ...leaseTo(owner, now, this.#leaseMs), updatedAt: now },
         $inc: { attempts: 1 }
       }, { sort: { runAt: 1, _id: 1 }, returnDocument: 'after' }))
       if (oldestFirst !== undefined && job === null) {
@@ -269,7 +267,7 @@ export class JobQueue {
   /** Undoes a claim that must wait: queued as it was, the attempt given back. */
   async #putBack (job: JobRecord, owner: string): Promise<void> {
     await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { status: 'queued', leaseOwner: null, leaseUntil: null, updatedAt: this.#clock.now() },
+      $set: { status: 'queued', ...NO_LEASE, updatedAt: this.#clock.now() },
       $inc: { attempts: -1 }
     }))
   }
@@ -278,7 +276,7 @@ export class JobQueue {
   async renewLease (job: JobRecord, owner: string): Promise<boolean> {
     const now = this.#clock.now()
     const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { leaseUntil: new Date(now.getTime() + this.#leaseMs), updatedAt: now }
+      $set: { ...leaseTo(owner, now, this.#leaseMs), updatedAt: now }
     }))
     return result.modifiedCount === 1
   }
@@ -301,7 +299,7 @@ export class JobQueue {
     if (deleted.deletedCount === 1) return 'done'
     const now = this.#clock.now()
     const again = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running', rerun: true }, {
-      $set: { status: 'queued', rerun: false, attempts: 0, runAt: now, leaseOwner: null, leaseUntil: null, updatedAt: now }
+      $set: { status: 'queued', rerun: false, attempts: 0, runAt: now, ...NO_LEASE, updatedAt: now }
     }))
     return again.modifiedCount === 1 ? 'again' : false
   }
@@ -312,7 +310,7 @@ export class JobQueue {
     if (job.attempts >= ATTEMPT_BUDGET) return await this.#markFailed(job, owner, reason, now)
     const runAt = new Date(now.getTime() + retryDelayMs(job.attempts, this.#random))
     const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { status: 'queued', runAt, waitingForProvider: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now }
+      $set: { status: 'queued', runAt, waitingForProvider: false, ...NO_LEASE, lastError: reason, updatedAt: now }
     }))
     return result.modifiedCount === 1
   }
@@ -325,7 +323,7 @@ export class JobQueue {
     const now = this.#clock.now()
     const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
       // A report that came in meanwhile is in the payload the next try writes: no second run for it.
-      $set: { status: 'queued', runAt, waitingForProvider: true, rerun: false, leaseOwner: null, leaseUntil: null, lastError: reason, updatedAt: now },
+      $set: { status: 'queued', runAt, waitingForProvider: true, rerun: false, ...NO_LEASE, lastError: reason, updatedAt: now },
       $inc: { attempts: -1 }
     }))
     return result.modifiedCount === 1
@@ -410,7 +408,7 @@ export class JobQueue {
 
   async #markFailed (job: JobRecord, owner: string, reason: string, now: Date): Promise<boolean> {
     const result = await databaseCall(async () => await this.#rows.updateOne({ _id: job._id, leaseOwner: owner, status: 'running' }, {
-      $set: { status: 'failed', failedAt: now, leaseOwner: null, leaseUntil: null, lastError: reason, rerun: false, updatedAt: now }
+      $set: { status: 'failed', failedAt: now, ...NO_LEASE, lastError: reason, rerun: false, updatedAt: now }
     }))
     return result.modifiedCount === 1
   }
