@@ -6,7 +6,7 @@ import { toEventRecord, validateEventChange, type EventRecord } from '../lib/eve
 import { categoryOf, planTransition, reportFor, type PersistencePlan, type TransitionResult } from '../lib/events/transition.js'
 import { planOccurrenceDelete } from '../lib/events/apply-to.js'
 import { expandableSeries, occurrenceAt } from '../lib/events/range.js'
-import { eventChangeEntries } from '../lib/events/outbox.js'
+import { eventChangeEntries } from '../lib/events/change-reports.js'
 import { eventInstant } from '../lib/events/time.js'
 import { hasOccurrenceAt } from '../lib/events/recurrence.js'
 import { eventNotFound, invalidEvent, planned } from '../lib/events/errors.js'

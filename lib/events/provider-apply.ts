@@ -3,7 +3,7 @@ import type { EventRecord, ProviderFields, ProviderRecord } from './record.js'
 import { validateEventChange } from './record.js'
 import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
 import { isoInZone } from '../zone-offsets.js'
-import { eventContentOf } from './outbox.js'
+import { eventContentOf } from './change-reports.js'
 
 // How a page of a provider calendar's events becomes the user's own data (docs/design.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying

@@ -8,7 +8,7 @@ import { Outbox, deliverThrough, type DeliverEntry, type OpenOutboxCredential } 
 import { outboxCollections, OutboxStore } from '../../stores/outbox.js'
 import { SyncClient } from '../../clients/sync.js'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
-import { outboxRecordsFor } from '../../lib/events/outbox.js'
+import { outboxRecordsFor } from '../../lib/events/change-reports.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntryKind } from '../../lib/outbox.js'
 import type { PersistencePlan } from '../../lib/events/transition.js'
 import { buildEventsInstance, databaseName, startMongoServer, startRecordingSync } from './fixtures.js'

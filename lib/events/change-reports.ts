@@ -1,3 +1,6 @@
+// What Sync is told of an event write: the change report each plan of a request owes it (the
+// event's content in the contract's terms, what was done, which provider copy it concerns), as
+// outbox entries written with the change itself.
 import type { EventContent, EventOperation, ProviderWriteSubject } from '../../schemas/sync/index.js'
 import type { ProviderRecord } from './record.js'
 import type { NewOutboxEntry, OutboxRecord } from '../outbox.js'
