@@ -1,10 +1,11 @@
-// The day and week grids: an all-day row, then 24 hours with each timed event placed in its day
-// column. Events are buttons (click or Enter to edit); dragging moves them, the bottom edge
-// resizes them, and Alt+arrow keys do the same from the keyboard (15 minutes, or a day). Pressing
-// on empty time and dragging creates an event of the dragged span; a click creates an hour. Where
-// more events overlap than fit side by side, the rest are gathered into "+N more". From the
-// keyboard, the grid's time slots are one tab stop (a roving focus over half hours): the arrow
-// keys move between times and days, Enter creates an hour there.
+// The day and week grids: an all-day row (an event over several days is one bar across them, in
+// lanes), then 24 hours with each timed event placed in its day column. Events are buttons (click
+// or Enter to edit); dragging moves them, the bottom edge resizes them, and Alt+arrow keys do the
+// same from the keyboard (15 minutes, or a day). Pressing on empty time and dragging creates an
+// event of the dragged span; a click creates an hour. Where more events overlap than fit side by
+// side, the rest are gathered into "+N more". From the keyboard, the grid's time slots are one
+// tab stop (a roving focus over half hours): the arrow keys move between times and days, Enter
+// creates an hour there.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { allDayOn, DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
@@ -13,8 +14,12 @@ import { draftOf, planEdit } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
 import { WriteMark } from './Safety.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
+import { assignLanes, lanesUsed, limitLanes, spansOf } from '../lib/lanes.js'
+import './month.css'
 
 const HOUR_PX = 48
+/** Lanes of the all-day row before "+N more": it sits above the hours, which need the room. */
+const ALL_DAY_LANES = 3
 const PX_PER_MINUTE = HOUR_PX / 60
 
 interface Drag {
@@ -163,8 +168,9 @@ function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<
   )
 }
 
-function MoreButton (props: { events: CalendarEvent[], label: string, style?: Record<string, string>, onMore: (events: CalendarEvent[], label: string) => void }) {
-  const count = props.events.length
+function MoreButton (props: { events: CalendarEvent[], count?: number, label: string, style?: Record<string, string>, onMore: (events: CalendarEvent[], label: string) => void }) {
+  // The all-day row's count is of the events left out, and its list is the day's whole list.
+  const count = props.count ?? props.events.length
   return (
     <button type='button' class='more' style={props.style} aria-label={`${count} more events, ${props.label}`} onClick={(click) => { click.stopPropagation(); props.onMore(props.events, props.label) }}>
       +{count} more
@@ -299,6 +305,9 @@ export function TimeGrid (props: DaysViewProps & {
   }
 
   const placedByDay = useMemo(() => layoutDays(props.events, props.days, userZone), [props.events, props.days])
+  const allDayLaned = useMemo(() => assignLanes(spansOf(props.events.filter((event) => event.isAllDay), props.days, userZone)), [props.events, props.days])
+  const allDay = limitLanes(allDayLaned, props.days.length, ALL_DAY_LANES)
+  const allDayLanes = lanesUsed(allDay.shown, allDay.more, ALL_DAY_LANES)
   const maxColumns = MAX_COLUMNS[props.view][narrow ? 'narrow' : 'wide']
   const today = now.toISODate()
   const zoneLabel = now.toFormat('ZZZZ')
@@ -340,27 +349,37 @@ export function TimeGrid (props: DaysViewProps & {
           </div>
         ))}
       </div>
-      <div class='all-day-row' style={{ gridTemplateColumns: columns }}>
-        <div class='gutter all-day-label'>All day</div>
-        {props.days.map((day) => {
+      <div class='all-day-row' style={{ gridTemplateColumns: columns, gridTemplateRows: `repeat(${allDayLanes}, auto) auto` }}>
+        <div class='gutter all-day-label' style={{ gridRow: '1 / -1' }}>All day</div>
+        {props.days.map((day, index) => <div key={day.toISODate()} class='all-day-cell' style={{ gridColumn: `${index + 2}`, gridRow: '1 / -1' }} aria-hidden='true' />)}
+        {allDay.shown.map((item) => (
+          <div key={item.event._id} class='all-day-slot' style={{ gridColumn: `${item.first + 2} / span ${item.last - item.first + 1}`, gridRow: `${item.lane + 1}` }}>
+            <button
+              type='button' title={item.event.title === '' ? '(No title)' : item.event.title} style={calendarStyle(item.event, colors)} onClick={() => props.onOpen(item.event)}
+              class={`${eventClass(item.event)} all-day-event${item.continuesBefore ? ' continues-before' : ''}${item.continuesAfter ? ' continues-after' : ''}`}
+            >
+              {item.event.title === '' ? '(No title)' : item.event.title}
+            </button>
+            <WriteMark event={item.event} />
+          </div>
+        ))}
+        {allDay.more.map((entry) => {
+          const day = props.days[entry.day] as DateTime
           const label = day.toLocaleString(DateTime.DATE_HUGE)
-          const allDay = allDayOn(props.events, day, userZone)
-          const shown = allDay.length > 3 ? allDay.slice(0, 2) : allDay
           return (
-            <ul key={day.toISODate()} class='all-day-cell' aria-label={`All-day events, ${label}`}>
-              {shown.map((event) => (
-                <li key={event._id}>
-                  <button type='button' class={`${eventClass(event)} all-day-event`} style={calendarStyle(event, colors)} onClick={() => props.onOpen(event)}>
-                    {event.title === '' ? '(No title)' : event.title}
-                  </button>
-                  <WriteMark event={event} />
-                </li>
-              ))}
-              {shown.length < allDay.length && <li><MoreButton events={allDay.slice(shown.length)} label={`all day, ${label}`} onMore={props.onMore} /></li>}
-              <li class='all-day-add'>
-                <button type='button' class='ghost' aria-label={`Add an all-day event on ${label}`} onClick={() => props.onCreate(day.startOf('day'), day.startOf('day').plus({ days: 1 }), true)}>+</button>
-              </li>
-            </ul>
+            <div key={`more-${entry.day}`} class='all-day-slot' style={{ gridColumn: `${entry.day + 2}`, gridRow: `${ALL_DAY_LANES}` }}>
+              <MoreButton events={allDayOn(props.events, day, userZone)} count={entry.events.length} label={`all day, ${label}`} onMore={props.onMore} />
+            </div>
+          )
+        })}
+        {props.days.map((day, index) => {
+          const label = day.toLocaleString(DateTime.DATE_HUGE)
+          return (
+            <button
+              key={day.toISODate()} type='button' class='ghost all-day-add' style={{ gridColumn: `${index + 2}`, gridRow: `${allDayLanes + 1}` }}
+              aria-label={`Add an all-day event on ${label}`} onClick={() => props.onCreate(day.startOf('day'), day.startOf('day').plus({ days: 1 }), true)}
+            >+
+            </button>
           )
         })}
       </div>
