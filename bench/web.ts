@@ -5,7 +5,8 @@
 //   events (session checked, events read from the API), median of 5 cold loads (no HTTP cache),
 //   at most 1 s.
 // - with 500 events in one week (a crowded calendar): no long task (the browser's Long Tasks API)
-//   above 100 ms while going to the next week and back, or while opening the event dialog.
+//   above 100 ms while going to the next week and back, while opening the event dialog, or while
+//   showing those events in the month view (and going to the next month and back).
 // `--screenshot FILE` also saves a picture of /day with those events; `--screenshots DIR` saves
 // day, week, month and dark pictures (screenshot-day.png, ...) of a more ordinary week.
 import { join } from 'node:path'
@@ -189,6 +190,16 @@ try {
   await measure('close it', async () => {
     await busy.getByRole('button', { name: 'Cancel' }).click()
     await busy.getByRole('dialog', { name: 'Edit event' }).waitFor({ state: 'hidden' })
+  })
+  // The same 500 events in the month: laid out in lanes week by week, as many as the rows hold.
+  await measure('the month view', async () => {
+    await busy.getByRole('navigation', { name: 'View' }).getByRole('link', { name: 'Month' }).click()
+    await busy.locator('.month-event').first().waitFor()
+  })
+  await measure('next month and back', async () => {
+    await busy.getByRole('button', { name: 'Next month' }).click()
+    await busy.getByRole('button', { name: 'Previous month' }).click()
+    await busy.locator('.month-event').first().waitFor()
   })
   const longest = Math.max(0, ...Object.values(longTasks).flat())
 
