@@ -29,6 +29,16 @@ export function defaultRepeat (start: DateTime, frequency: Frequency | '' = ''):
   return { frequency, interval: 1, weekdays: [WEEKDAYS[start.weekday - 1] as Weekday], ends: 'never', until: start.plus({ months: 3 }).toISODate() as string, count: 10 }
 }
 
+/**
+ * The form once the start moved from `before` to `start`: a weekly repeat on the old start's weekday
+ * alone moves to the new start's, as a new rule's first day is the start's; other days were chosen.
+ */
+export function followStart (form: RepeatForm, before: DateTime, start: DateTime): RepeatForm {
+  const previous = WEEKDAYS[before.weekday - 1] as Weekday
+  if (form.weekdays.length !== 1 || form.weekdays[0] !== previous) return form
+  return { ...form, weekdays: [WEEKDAYS[start.weekday - 1] as Weekday] }
+}
+
 function ruleLine (rule: string[] | undefined): string | undefined {
   return rule?.find((line) => line.startsWith('RRULE:'))
 }

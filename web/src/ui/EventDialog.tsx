@@ -7,7 +7,7 @@ import { Dialog } from './Dialog.js'
 import { LocationInput } from './LocationInput.js'
 import { FREQUENCIES, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type CalendarEvent, type Frequency } from '../lib/events.js'
 import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/series-edit.js'
-import { defaultRepeat, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
+import { defaultRepeat, followStart, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, defaultCalendarOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 
@@ -26,6 +26,8 @@ interface Form {
   repeat: RepeatForm
   /** The user changed a repeat field: the form's rule replaces the series' own. */
   repeatChanged: boolean
+  /** The person ticked or unticked a weekday: the weekdays no longer follow the start. */
+  weekdaysPicked: boolean
   calendar: string
   location: string
   description: string
@@ -44,6 +46,7 @@ function formFrom (state: EventDialogState, rule: string[] | undefined, newCalen
       isAllDay: state.isAllDay,
       repeat: defaultRepeat(state.start),
       repeatChanged: false,
+      weekdaysPicked: false,
       calendar: newCalendar,
       location: '',
       description: '',
@@ -62,6 +65,7 @@ function formFrom (state: EventDialogState, rule: string[] | undefined, newCalen
     isAllDay: event.isAllDay,
     repeat: repeatFormOf(rule, start, userZone) ?? defaultRepeat(start),
     repeatChanged: false,
+    weekdaysPicked: false,
     calendar: calendarKeyOf(event),
     location: event.location ?? '',
     description: event.description ?? '',
@@ -71,6 +75,29 @@ function formFrom (state: EventDialogState, rule: string[] | undefined, newCalen
     endDay: end.toISODate() as string,
     endTime: event.isAllDay ? '10:00' : end.toFormat('HH:mm')
   }
+}
+
+/**
+ * The form with the start moved: the end moves with it, keeping the event's length (in days, then
+ * time, so an all-day event across a clock change keeps its days), and a repeat's weekday follows
+ * the start until the person ticks days.
+ */
+function withStart (form: Form, startDay: string, startTime: string): Form {
+  const before = DateTime.fromISO(`${form.startDay}T${form.startTime}`, { zone: userZone })
+  const after = DateTime.fromISO(`${startDay}T${startTime}`, { zone: userZone })
+  const end = DateTime.fromISO(`${form.endDay}T${form.endTime}`, { zone: userZone })
+  const next = { ...form, startDay, startTime }
+  // A field half typed (an empty date) moves nothing: the next full value moves from there.
+  if (!before.isValid || !after.isValid) return next
+  if (end.isValid && end >= before) {
+    const moved = after.plus(end.diff(before, ['days', 'hours', 'minutes']))
+    next.endDay = moved.toISODate() as string
+    next.endTime = moved.toFormat('HH:mm')
+  }
+  const repeat = form.weekdaysPicked ? form.repeat : followStart(form.repeat, before, after)
+  // An edited weekly series moved to another weekday repeats on that day, so its rule is written.
+  if (repeat !== form.repeat) return { ...next, repeat, repeatChanged: form.repeatChanged || repeat.frequency === 'WEEKLY' }
+  return next
 }
 
 /** The dialog's fields as dates in the API's forms, or the reason they are not valid. */
@@ -103,9 +130,9 @@ function inCalendar (plan: EditPlan, calendar: string): EditPlan {
   return plan.kind === 'create' && calendar !== OWN_CALENDAR ? { ...plan, change: { ...plan.change, calendarId: calendar } } : plan
 }
 
-function RepeatFields (props: { form: RepeatForm, disabled: boolean, hintId?: string, onChange: (next: RepeatForm) => void }) {
+function RepeatFields (props: { form: RepeatForm, disabled: boolean, hintId?: string, onChange: (next: RepeatForm, field: keyof RepeatForm) => void }) {
   const { form } = props
-  const set = <K extends keyof RepeatForm>(key: K, value: RepeatForm[K]) => props.onChange({ ...form, [key]: value })
+  const set = <K extends keyof RepeatForm>(key: K, value: RepeatForm[K]) => props.onChange({ ...form, [key]: value }, key)
   const frequency = form.frequency
   return (
     <>
@@ -234,12 +261,12 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
         <legend>When</legend>
         <div class='field'>
           <label for='event-start-day'>Start date</label>
-          <input id='event-start-day' type='date' required value={form.startDay} onInput={(e) => set('startDay', (e.currentTarget as HTMLInputElement).value)} />
+          <input id='event-start-day' type='date' required value={form.startDay} onInput={(e) => { const value = (e.currentTarget as HTMLInputElement).value; setForm((previous) => withStart(previous, value, previous.startTime)) }} />
         </div>
         {!form.isAllDay && (
           <div class='field'>
             <label for='event-start-time'>Start time</label>
-            <input id='event-start-time' type='time' required step={300} value={form.startTime} onInput={(e) => set('startTime', (e.currentTarget as HTMLInputElement).value)} />
+            <input id='event-start-time' type='time' required step={300} value={form.startTime} onInput={(e) => { const value = (e.currentTarget as HTMLInputElement).value; setForm((previous) => withStart(previous, previous.startDay, value)) }} />
           </div>
         )}
         <div class='field'>
@@ -264,7 +291,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
           {event !== null && <p id='event-calendar-hint' class='hint'>An event stays in the calendar it was made in.</p>}
         </div>
       )}
-      <RepeatFields form={form.repeat} disabled={repeatDisabled} hintId={repeatDisabled ? 'event-repeat-hint' : undefined} onChange={(repeat) => setForm((previous) => ({ ...previous, repeat, repeatChanged: true }))} />
+      <RepeatFields form={form.repeat} disabled={repeatDisabled} hintId={repeatDisabled ? 'event-repeat-hint' : undefined} onChange={(repeat, field) => setForm((previous) => ({ ...previous, repeat, repeatChanged: true, weekdaysPicked: previous.weekdaysPicked || field === 'weekdays' }))} />
       {repeatDisabled && <p id='event-repeat-hint' class='hint'>To change how the series repeats, apply the change to all events or to the following ones.</p>}
       <LocationInput value={form.location} onInput={(value) => set('location', value)} />
       <div class='field'>
