@@ -131,7 +131,14 @@ test('what a failed answer means', async (t) => {
   t.match(outcomeOf(post, { kind: 'status', status: 503, code: 'MAINTENANCE', message: 'maintenance' }), { state: 'failed', reason: /maintenance/ })
   t.same(outcomeOf(post, { kind: 'status', status: 429, message: 'Too many requests; try again in 30 seconds' }), { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' })
   t.same(outcomeOf(post, { kind: 'status', status: 502, message: 'Bad Gateway' }), { state: 'failed', reason: 'Not saved: the server could not take it (502). Retry in a moment.' })
-  t.same(outcomeOf(post, { kind: 'status', status: 400, message: 'body/endDate must be after startDate' }), { state: 'failed', reason: 'Not saved: body/endDate must be after startDate' })
+  // A refusal is said in words for the person, from the API's code: never its message.
+  t.same(outcomeOf(post, { kind: 'status', status: 400, message: 'body/endDate must be after startDate' }), { state: 'failed', reason: 'Not saved: the calendar did not accept the event\'s details. Discard, then make the change again.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 409, code: 'EVENT_ID_TAKEN', message: 'Event id 6a1b2c3d4e5f60718293a4b5 is already in use' }), { state: 'failed', reason: 'Not saved: this event was being saved from another tab or device at the same time. Retry to send it again.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 400, code: 'EVENT_CHANGE_NOT_ALLOWED', message: 'cannot turn a single event into an occurrence' }), { state: 'failed', reason: 'Not saved: this kind of change cannot be made to this event. Discard it and make the change another way.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 403, code: 'BILLING_REQUIRED', message: 'Billing required' }), { state: 'failed', reason: 'Not saved: your calendar is read-only until you subscribe.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 404, message: 'Not Found' }), { state: 'failed', reason: 'Not saved: this event is no longer in your calendar; it may have been deleted elsewhere.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 403, message: 'Forbidden' }), { state: 'failed', reason: 'Not saved: this account may not make this change.' })
+  t.same(outcomeOf(post, { kind: 'status', status: 418, code: 'SOMETHING_NEW', message: 'teapot' }), { state: 'failed', reason: 'Not saved: the server refused this change (418). Retry, or discard it.' })
 })
 
 test('discard gives up a write and what was made on top of it, nothing else', async (t) => {

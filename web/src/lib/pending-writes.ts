@@ -181,7 +181,7 @@ export type Outcome =
  */
 export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), delays = 0): Outcome {
   if (failure.kind === 'network') return { state: 'waiting', reason: 'Not saved yet: no connection. It is sent when the connection returns.' }
-  const { status, code, message } = failure
+  const { status, code } = failure
   // Gone already: what the deletion wanted (a retry after an answer that never arrived, or another tab).
   if (step.method === 'DELETE' && status === 404) return { state: 'done' }
   if (status === 401) return { state: 'waiting', reason: 'Not saved yet: sign in again to send it.' }
@@ -191,7 +191,30 @@ export function outcomeOf (step: WriteStep, failure: Failure, now = Date.now(), 
   if (asked !== null && asked <= MAX_AUTOMATIC_WAIT_MS && delays < MAX_AUTOMATIC_RETRIES) return { state: 'delayed', reason: DELAYED_REASON, retryAt: now + asked }
   if (status === 429) return { state: 'failed', reason: 'Not saved: too many changes at once (429). Retry in a moment.' }
   if (status >= 500) return { state: 'failed', reason: `Not saved: the server could not take it (${status}). Retry in a moment.` }
-  return { state: 'failed', reason: `Not saved: ${message}` }
+  return { state: 'failed', reason: refusalReason(status, code) }
+}
+
+/**
+ * A refusal in words for the person who made the change: the API's codes (docs/events.md), never
+ * its message, which names ids and fields.
+ */
+const REFUSALS: Record<string, string> = {
+  EVENT_ID_TAKEN: 'Not saved: this event was being saved from another tab or device at the same time. Retry to send it again.',
+  EVENT_CHANGED: 'Not saved: this event was changed or deleted elsewhere in the meantime. Discard to see it as it is now.',
+  EVENT_NOT_FOUND: 'Not saved: this event is no longer in your calendar; it may have been deleted elsewhere.',
+  EVENT_INVALID: 'Not saved: the calendar did not accept the event\'s dates or repeat. Discard, then make the change again.',
+  FST_ERR_VALIDATION: 'Not saved: the calendar did not accept the event\'s details. Discard, then make the change again.',
+  EVENT_CHANGE_NOT_ALLOWED: 'Not saved: this kind of change cannot be made to this event. Discard it and make the change another way.',
+  BILLING_REQUIRED: 'Not saved: your calendar is read-only until you subscribe.'
+}
+
+function refusalReason (status: number, code: string | undefined): string {
+  const known = code === undefined ? undefined : REFUSALS[code]
+  if (known !== undefined) return known
+  if (status === 400) return REFUSALS['FST_ERR_VALIDATION'] as string
+  if (status === 404) return REFUSALS['EVENT_NOT_FOUND'] as string
+  if (status === 403) return 'Not saved: this account may not make this change.'
+  return `Not saved: the server refused this change (${status}). Retry, or discard it.`
 }
 
 export function stepFailed (data: PendingData, seq: number, outcome: Exclude<Outcome, { state: 'done' }>): PendingData {

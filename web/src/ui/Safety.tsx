@@ -1,6 +1,6 @@
 // What keeps a change from being lost or regretted: the mark on an event whose change the server
 // has not taken (with Retry and Discard) or its provider calendar does not have, and the toast that undoes the last change (also Ctrl/Cmd+Z).
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useId, useState } from 'preact/hooks'
 import './safety.css'
 import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
@@ -16,6 +16,7 @@ const TOAST_MS = 8000
 export function WriteMark (props: { event: CalendarEvent }) {
   const state = useStore(session)
   const data = useStore(pendingWrites)
+  const reasonId = useId()
   if (state.status !== 'signedIn') return null
   const mark = markOf(data, state.userId, props.event._id)
   const title = props.event.title === '' ? '(No title)' : props.event.title
@@ -31,12 +32,14 @@ export function WriteMark (props: { event: CalendarEvent }) {
     )
   }
   const label = mark.deletion ? 'Deletion not saved' : 'Not saved'
+  // The reason is on the page (no pointer needed to read it) and describes both buttons, so a
+  // screen reader says it on reaching either; the label above it already says "Not saved".
   return (
-    <div class={`write-mark write-mark-${mark.state}`} role='group' aria-label={`${label}: ${title}`} title={mark.reason}>
+    <div class={`write-mark write-mark-${mark.state}`} role='group' aria-label={`${label}: ${title}`}>
       <span class='write-mark-text'>{label}</span>
-      <span class='sr-only'>. {mark.reason}</span>
-      <button type='button' onClick={() => retryWrite(mark.seq)}>Retry</button>
-      <button type='button' onClick={() => { discardWrite(mark.seq).catch(() => {}) }}>Discard</button>
+      <button type='button' aria-describedby={reasonId} onClick={() => retryWrite(mark.seq)}>Retry</button>
+      <button type='button' aria-describedby={reasonId} onClick={() => { discardWrite(mark.seq).catch(() => {}) }}>Discard</button>
+      <p class='write-mark-reason' id={reasonId}>{mark.reason.replace(/^Not saved( yet)?: /, '')}</p>
     </div>
   )
 }
