@@ -2,6 +2,7 @@
 // with the card fix, the read-only explanation with the checkout in the same place, and a
 // cancellation at period end with its resume. Every failure is said on the page.
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import { ApiError } from '../data/api.js'
 import {
   checkoutUrl, daysLeft, endTrialNow, fetchBillingOffer, fetchBillingStatus, formatPrice, setCancelAtPeriodEnd, takeCheckoutReturn,
   type BillingOffer, type BillingStatus
@@ -17,17 +18,30 @@ function dateOf (iso: string | null): string {
   return iso === null ? '' : new Date(iso).toLocaleDateString(undefined, { dateStyle: 'medium' })
 }
 
+/** Why the state could not be read, for the person: fetch rejects only when no answer came. */
+function loadFailure (failure: unknown): string {
+  return failure instanceof ApiError
+    ? `Billing status could not be loaded: the server answered ${failure.status}.`
+    : 'Billing status could not be loaded: no connection. It is read again when the connection returns.'
+}
+
 export function BillingBanner (props: { signedIn: boolean }) {
   const [status, setStatus] = useState<BillingStatus | null>(null)
   const [offer, setOffer] = useState<BillingOffer | null>(null)
   const [busy, setBusy] = useState<string | null>(null)
   const [error, setError] = useState<string | null>(null)
   const [note, setNote] = useState<string | null>(null)
+  const [loadError, setLoadError] = useState<string | null>(null)
+  // Each attempt reads the offer and the state anew: Retry, or the connection coming back.
+  const [attempt, setAttempt] = useState(0)
   const alive = useRef(true)
 
   const load = useCallback(async () => {
     const next = await fetchBillingStatus()
-    if (alive.current) setStatus(next)
+    if (alive.current) {
+      setStatus(next)
+      setLoadError(null)
+    }
     return next
   }, [])
 
@@ -35,12 +49,15 @@ export function BillingBanner (props: { signedIn: boolean }) {
     alive.current = true
     if (!props.signedIn) {
       setStatus(null)
+      setLoadError(null)
       return
     }
     const outcome = takeCheckoutReturn()
     if (outcome === 'cancelled') setNote('Checkout was cancelled; nothing was charged.')
     let timer: ReturnType<typeof setInterval> | undefined
     const onVisible = () => { if (document.visibilityState === 'visible') load().catch(() => {}) }
+    const onOnline = () => setAttempt((count) => count + 1)
+    window.addEventListener('online', onOnline)
     // A deployment without billing says so in /config: then no status is asked for, now or later.
     fetchBillingOffer().then(async (billingOffer) => {
       if (billingOffer === null || !alive.current) return
@@ -61,15 +78,16 @@ export function BillingBanner (props: { signedIn: boolean }) {
         await new Promise((resolve) => setTimeout(resolve, RETURN_POLL_MS))
       }
       setNote('Stripe has not confirmed yet; this updates by itself.')
-    }).catch((failure: unknown) => setError(`Billing status could not be loaded: ${(failure as Error).message}`))
+    }).catch((failure: unknown) => { if (alive.current) setLoadError(loadFailure(failure)) })
     return () => {
       alive.current = false
       clearInterval(timer)
       document.removeEventListener('visibilitychange', onVisible)
+      window.removeEventListener('online', onOnline)
     }
-  }, [props.signedIn, load])
+  }, [props.signedIn, load, attempt])
 
-  if (!props.signedIn || (status === null && error === null)) return null
+  if (!props.signedIn || (status === null && error === null && loadError === null)) return null
 
   async function go (kind: 'subscribe' | 'fix-card') {
     setBusy(kind)
@@ -162,7 +180,13 @@ export function BillingBanner (props: { signedIn: boolean }) {
     <section class='billing-panel' aria-label='Subscription'>
       {body}
       {note !== null && <p class='banner billing-note' role='status'>{note}</p>}
-      {error !== null && <p class='form-error' role='alert'>{error}</p>}
+      {loadError !== null && (
+        <div class='banner billing-error' role='alert'>
+          <p>{loadError}</p>
+          <button type='button' onClick={() => setAttempt((count) => count + 1)}>Retry</button>
+        </div>
+      )}
+      {error !== null && <p class='banner billing-error' role='alert'>{error}</p>}
     </section>
   )
 }
