@@ -203,7 +203,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
                 <span class='account-email'>{state.email ?? 'Signed in'}</span>
                 {providerEnabled && !googleConnected && <button type='button' onClick={() => { startConnect().catch(() => notify(providerStartFailure('google', globalThis.isSecureContext), 'error')) }}>Connect Google Calendar</button>}
                 <button type='button' onClick={() => setCalDav({ connectionId: null })}>Connect CalDAV calendar</button>
-                <button type='button' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
+                <button type='button' class='sign-out' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
               </div>
               )
             : state.status === 'signedOut'
