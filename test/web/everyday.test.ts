@@ -1,0 +1,144 @@
+// In Chromium against the whole system, what a long-time Google Calendar user expects of the new
+// event dialog, of a change the server refused, and of a phone: a weekly repeat on the weekday of
+// the start as it was moved, an end that keeps the event's length as the start moves, the reason a
+// change was not saved in words on the page, and a week on a 390 px phone whose titles are never
+// broken inside a word, whose "Sign out" is on screen, with one h1.
+import { test } from 'tap'
+import type { ObjectId } from 'bson'
+import { launchBrowser, newContext, collectErrors } from './browser.js'
+import { startWebStack } from './stack.js'
+import { EVENTUALLY_MS, createEventThroughUi, eventBlock, signInThroughUi } from './ui.js'
+import { signUp, uniqueEmail } from '../helper.js'
+import { waitFor } from '../processes.js'
+
+const ZONE = 'Europe/Berlin'
+const SATURDAY = '2026-11-28'
+
+test('the event dialog, a refused change and a phone, as a Google Calendar user expects them', async (t) => {
+  const stack = await startWebStack(t)
+  const { app } = stack.backend
+  const user = { email: uniqueEmail('everyday'), password: 'everyday password 1' }
+  const account = await signUp(app, { ...user, name: 'Eve Everyday' })
+  const events = app.mongo.db.collection<{ _id: ObjectId, title: string, startDate: string, endDate: string, recurrence?: { rule?: string[] } }>('events')
+  const stored = async (filter: Record<string, unknown>) => await waitFor(async () => await events.countDocuments(filter) === 1, EVENTUALLY_MS)
+  const answer = await app.inject({
+    method: 'POST',
+    url: '/api/event',
+    headers: { ...account.headers, 'content-type': 'application/json' },
+    payload: JSON.stringify([{ title: 'Standup', startDate: '2026-03-04T09:00:00+01:00', endDate: '2026-03-04T09:30:00+01:00', timeZone: ZONE }])
+  })
+  t.equal(answer.statusCode, 204, 'the phone\'s week has an event')
+
+  const browser = await launchBrowser(t)
+  const context = await newContext(browser, { timezoneId: ZONE })
+  const page = await context.newPage()
+  const errors = collectErrors(page)
+  await page.setViewportSize({ width: 1440, height: 900 })
+  await page.goto(`${stack.webUrl}/day?date=${SATURDAY}&auth=login`)
+  await signInThroughUi(page, user)
+  await page.getByRole('banner').getByText(user.email, { exact: true }).waitFor()
+
+  await t.test('a new weekly repeat is on the weekday of the start as it was changed', async (t) => {
+    await page.getByRole('button', { name: 'New event' }).click()
+    const dialog = page.getByRole('dialog', { name: 'New event' })
+    await dialog.getByLabel('Title').fill('Choir')
+    t.equal(await dialog.getByLabel('Start date').inputValue(), SATURDAY, 'opened on the Saturday shown')
+    await dialog.getByLabel('Start date').fill('2026-12-01')
+    await dialog.getByLabel('Repeat').selectOption('WEEKLY')
+    t.same([await dialog.getByLabel('Tuesday').isChecked(), await dialog.getByLabel('Saturday').isChecked()], [true, false], 'Tuesday is ticked, Saturday no longer')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    await dialog.waitFor({ state: 'hidden' })
+    t.ok(await stored({ title: 'Choir', startDate: '2026-12-01T09:00:00+01:00', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;BYDAY=TU'] }), 'a series from Tuesday 1 December, on Tuesdays')
+    await page.goto(`${stack.webUrl}/day?date=2026-12-01`)
+    await eventBlock(page, 'Choir').waitFor()
+    t.pass('drawn on 1 December')
+
+    // Days the person ticks stay as they are when the start moves afterwards.
+    await page.getByRole('button', { name: 'New event' }).click()
+    await dialog.getByLabel('Repeat').selectOption('WEEKLY')
+    await dialog.getByLabel('Thursday').check()
+    await dialog.getByLabel('Start date').fill('2026-12-02')
+    t.same([await dialog.getByLabel('Tuesday').isChecked(), await dialog.getByLabel('Wednesday').isChecked(), await dialog.getByLabel('Thursday').isChecked()], [true, false, true], 'ticked days are the person\'s')
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+  })
+
+  await t.test('the end keeps the event\'s length as the start moves', async (t) => {
+    await page.goto(`${stack.webUrl}/day?date=${SATURDAY}`)
+    await page.getByRole('button', { name: 'New event' }).click()
+    const dialog = page.getByRole('dialog', { name: 'New event' })
+    await dialog.getByLabel('Title').fill('Long lunch')
+    await dialog.getByLabel('End time').fill('11:30')
+    await dialog.getByLabel('Start time').fill('12:00')
+    t.same([await dialog.getByLabel('End date').inputValue(), await dialog.getByLabel('End time').inputValue()], [SATURDAY, '14:30'], 'a later start moves the end: two and a half hours still')
+    await dialog.getByLabel('Start date').fill('2026-11-29')
+    t.same([await dialog.getByLabel('End date').inputValue(), await dialog.getByLabel('End time').inputValue()], ['2026-11-29', '14:30'], 'the next day moves the end to the next day')
+    await dialog.getByLabel('Start time').fill('23:00')
+    t.same([await dialog.getByLabel('End date').inputValue(), await dialog.getByLabel('End time').inputValue()], ['2026-11-30', '01:30'], 'across midnight')
+    await dialog.getByLabel('End time').fill('02:00')
+    t.equal(await dialog.getByLabel('Start time').inputValue(), '23:00', 'the end alone changes the length, not the start')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    await dialog.waitFor({ state: 'hidden' })
+    t.ok(await stored({ title: 'Long lunch', startDate: '2026-11-29T23:00:00+01:00', endDate: '2026-11-30T02:00:00+01:00' }), 'saved with no complaint about the end')
+  })
+
+  await t.test('a refused change says why in a sentence, on the page, for a keyboard and a screen reader', async (t) => {
+    const cors = { 'access-control-allow-origin': stack.webUrl, 'access-control-allow-credentials': 'true', 'content-type': 'application/json' }
+    await page.route('**/api/event**', async (route) => {
+      if (route.request().method() !== 'POST') return await route.fallback()
+      await route.fulfill({ status: 409, headers: cors, body: JSON.stringify({ statusCode: 409, code: 'EVENT_ID_TAKEN', error: 'Conflict', message: 'Event id 6a1b2c3d4e5f60718293a4b5 is already in use' }) })
+    })
+    await page.goto(`${stack.webUrl}/day?date=${SATURDAY}`)
+    await createEventThroughUi(page, { title: 'Dentist', day: SATURDAY, start: '15:00', end: '16:00' })
+    const mark = page.getByRole('group', { name: 'Not saved: Dentist' })
+    await mark.waitFor()
+    const reason = mark.locator('.write-mark-reason')
+    t.ok(await reason.isVisible(), 'the reason is shown, not only in a tooltip')
+    const box = await reason.boundingBox()
+    t.ok(box !== null && box.width > 40 && box.height > 8, 'the reason takes room on the page (not visually hidden)')
+    const text = await reason.textContent() ?? ''
+    t.notMatch(text, /Event id|already in use|409|EVENT_ID_TAKEN/, `written for a person: "${text}"`)
+    t.match(text, /at the same time/, 'it says what happened')
+    const retry = mark.getByRole('button', { name: 'Retry' })
+    const describedBy = await retry.getAttribute('aria-describedby')
+    t.ok(describedBy !== null && describedBy !== '', 'Retry is described by the reason')
+    t.equal(await page.locator(`[id="${describedBy ?? ''}"]`).textContent(), text, 'a screen reader reads the reason on reaching Retry by keyboard')
+    t.equal(await mark.getAttribute('title'), null, 'no tooltip standing in for the text')
+    await page.unroute('**/api/event**')
+    await retry.click()
+    t.ok(await stored({ title: 'Dentist' }), 'Retry stores it')
+  })
+
+  await t.test('a 390 px phone: whole words in week titles, Sign out on screen, one h1', async (t) => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${stack.webUrl}/week?date=2026-03-04`)
+    const title = eventBlock(page, 'Standup').locator('.event-title')
+    await title.waitFor()
+    // The root project has no DOM library: the page's globals are reached through the element.
+    const lines = await title.evaluate((element) => {
+      const range = element.ownerDocument.createRange()
+      range.selectNodeContents(element)
+      const tops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)))
+      return { lines: tops.size, cut: element.scrollWidth > element.clientWidth + 1, textOverflow: element.ownerDocument.defaultView?.getComputedStyle(element).textOverflow }
+    })
+    t.equal(lines.lines, 1, '"Standup" is on one line, not broken inside the word')
+    t.ok(!lines.cut || lines.textOverflow === 'ellipsis', 'cut, it ends with an ellipsis')
+
+    const signOut = page.getByRole('button', { name: 'Sign out' })
+    const onScreen = await signOut.evaluate((button) => {
+      const rect = button.getBoundingClientRect()
+      const { innerWidth, innerHeight } = button.ownerDocument.defaultView ?? { innerWidth: 0, innerHeight: 0 }
+      const inView = rect.left >= 0 && rect.right <= innerWidth && rect.top >= 0 && rect.bottom <= innerHeight
+      const hit = button.ownerDocument.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
+      return inView && hit !== null && button.contains(hit)
+    })
+    t.ok(onScreen, 'Sign out is on screen, nothing scrolled over it')
+    t.equal(await page.getByRole('heading', { level: 1 }).count(), 1, 'one h1 for the page')
+    t.equal(await page.locator('h1').count(), 1, 'and only one in the document')
+
+    await page.setViewportSize({ width: 1440, height: 900 })
+    t.ok(await page.getByRole('heading', { level: 1 }).isVisible(), 'the h1 is seen on a wide screen')
+  })
+
+  // The session library's first look for a session, signed out, answers 401; the routed 409 is the test's.
+  t.same(errors.filter((error) => !/status of (401|409)/.test(error)), [], 'no errors in the page')
+})
