@@ -93,7 +93,9 @@ test('month cells and multi-day bars, at 1440x900 and on a phone', async (t) => 
     t.ok(inside(await boxOf(event), await boxOf(cell)), 'the event lies within Tuesday\'s cell')
     t.notOk(overlap(await boxOf(event), await boxOf(region(page, 'Wednesday, 4 March 2026'))), 'nothing of it over Wednesday')
     const title = await event.locator('.event-title').evaluate((element) => {
-      const style = getComputedStyle(element)
+      // The page's own function (the tests' TypeScript has no DOM library).
+      const view = element.ownerDocument.defaultView as unknown as { getComputedStyle: (of: unknown) => { lineHeight: string, textOverflow: string } }
+      const style = view.getComputedStyle(element)
       return { shown: element.clientWidth, needed: element.scrollWidth, height: element.getBoundingClientRect().height, lineHeight: parseFloat(style.lineHeight), ellipsis: style.textOverflow }
     })
     t.ok(title.needed > title.shown, `cut (${title.shown} of ${title.needed} px shown)`)
