@@ -1,7 +1,7 @@
 import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
 import type { EventRecord, ProviderFields, ProviderRecord } from './record.js'
 import { validateEventChange } from './record.js'
-import { eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
+import { dateMillis, eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
 import { isoInZone } from '../zone-offsets.js'
 import { eventContentOf } from './change-reports.js'
 
@@ -233,6 +233,12 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     if (originalStartDate === undefined) {
       counts.rejected++
       rejections.push({ providerEventId: item.providerEventId, reason: 'an exception without its original start' })
+      return
+    }
+    // The contract's pattern lets through dates no calendar has (February 30th, hour 25).
+    if (timedMillis(originalStartDate) === null && dateMillis(originalStartDate) === null) {
+      counts.rejected++
+      rejections.push({ providerEventId: item.providerEventId, reason: 'an exception whose original start is not a real date' })
       return
     }
     if (master === undefined) {

@@ -77,3 +77,21 @@ test('a cancelled timed occurrence: the master\'s length from its original start
 test('a cancelled all-day occurrence keeps its dates', async (t) => {
   t.same(cancelledDates(master('2026-03-02', '2026-03-04', 'Europe/Berlin', true), '2026-03-30'), ['2026-03-30', '2026-04-01'])
 })
+
+test('an exception whose original start is no real date is refused with its reason, with or without its master, and the rest of the page goes on', async (t) => {
+  for (const stored of [[master('2026-03-02T09:00:00+01:00', '2026-03-02T10:00:00+01:00', 'Europe/Berlin')], []]) {
+    const items: ProviderEvent[] = ['2026-02-30T09:00:00+01:00', '2026-03-09T25:00:00+01:00', '2026-13-01'].map((originalStartDate) => (
+      { providerEventId: `weekly_${originalStartDate}`, updated: '2026-06-01T00:00:00.000Z', status: 'cancelled', recurringEventId: 'weekly', originalStartDate }))
+    const plain: ProviderEvent = { providerEventId: 'lunch', updated: '2026-06-01T00:00:00.000Z', status: 'confirmed', content: { title: 'Lunch', startDate: '2026-03-03T12:00:00Z', endDate: '2026-03-03T13:00:00Z', isAllDay: false, timeZone: 'UTC' } }
+    const plan = planProviderBatch({
+      batch: { userId: USER, connectionId: 'connection-1', provider: 'google', calendarId: 'primary', events: [...items, plain] },
+      stored,
+      waiting: [],
+      linked: [],
+      edits: [],
+      mintId: mintEventId
+    })
+    t.same(plan.rejections.map((rejection) => rejection.reason), Array(3).fill('an exception whose original start is not a real date'), `refused (${stored.length === 0 ? 'master not here' : 'master here'})`)
+    t.match(plan.writes, [{ kind: 'insert', record: { title: 'Lunch' } }], 'the page\'s other event is written')
+  }
+})
