@@ -6,7 +6,7 @@ import { mintEventId } from '../lib/events/ids.js'
 import type { Static } from '@sinclair/typebox'
 import type { ErrorResponse } from '../schemas/errors.js'
 import type { FieldErrorResponse } from '../schemas/session-library.js'
-import type { EventApplyTo, EventChangeInput, EventView } from '../schemas/event.js'
+import type { EventApplyTo, EventChangeInput, EventView, SearchResultsView } from '../schemas/event.js'
 import type { UserProfile } from '../schemas/user.js'
 import { ApiError, SessionEndedError, UnavailableError } from './errors.js'
 import type { FetchLike, FetchResponse } from './fetch.js'
@@ -182,6 +182,16 @@ export class CalendarClient {
   /** Every event and occurrence overlapping [start, end), in start order. */
   async listEvents (range: EventRange): Promise<EventView[]> {
     return await this.request<EventView[]>('GET', '/event', { query: { start: range.start, end: range.end } })
+  }
+
+  /**
+   * The user's events found by the words of `query` (titles, locations, descriptions; each word a
+   * prefix), in start order; pass the answer's `next` as `cursor` for the page after.
+   */
+  async searchEvents (query: string, page: { limit?: number, cursor?: string } = {}): Promise<SearchResultsView> {
+    return await this.request<SearchResultsView>('GET', '/events/search', {
+      query: { q: query, ...(page.limit === undefined ? {} : { limit: String(page.limit) }), ...(page.cursor === undefined ? {} : { cursor: page.cursor }) }
+    })
   }
 
   async getEvent (id: string): Promise<EventView> {

@@ -213,6 +213,22 @@ export const RangeQuery = Type.Object({
   end: dateTimeString('RFC 3339 with offset, exclusive', ['2026-04-01T00:00:00+02:00'])
 }, { additionalProperties: false })
 
+/** The most results a page of a search holds, and how many it holds unless asked. */
+export const SEARCH_PAGE = { most: 100, usual: 25 } as const
+
+export const SearchQuery = Type.Object({
+  q: Type.String({ minLength: 1, maxLength: 200, description: 'Words to find in titles, locations and descriptions: an event matches when it holds a word beginning with each of them (case and accents ignored)', examples: ['stand berl'] }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_PAGE.most, default: SEARCH_PAGE.usual, description: 'Events per page' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'The `next` of the page before, for the page after it' }))
+}, { additionalProperties: false })
+
+export const SearchResults = Type.Object({
+  events: EventList,
+  next: Type.Union([Type.String(), Type.Null()], { description: 'The cursor of the next page; null on the last' })
+}, { additionalProperties: false })
+
+export type SearchQueryInput = Static<typeof SearchQuery>
+export type SearchResultsView = Static<typeof SearchResults>
 export type EventChangeInput = Static<typeof EventChange>
 export type EventChangeBodyInput = Static<typeof EventChangeBody>
 export type EventView = Static<typeof Event>

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { EventApplyTo, EventChangeBodyInput, EventChangeInput } from '../schemas/event.js'
+import { SEARCH_PAGE, type EventApplyTo, type EventChangeBodyInput, type EventChangeInput, type SearchQueryInput } from '../schemas/event.js'
 import { SyncRequestError, SyncUnavailableError, type SyncClient } from '../clients/sync.js'
 import { mintEventId, normalizeEventId, parseEventAddress } from '../lib/events/ids.js'
 import { toEventRecord, validateEventChange, type EventRecord } from '../lib/events/record.js'
@@ -16,6 +16,7 @@ import { isProviderConnected } from '../lib/provider-connection.js'
 import type { EventStore } from '../stores/events.js'
 import type { UserStore } from '../stores/users.js'
 import type { Outbox } from './outbox.js'
+import { decodeSearchCursor, encodeSearchCursor, searchTermsOf } from '../lib/events/search.js'
 
 /** Who writes, and when: every record of one request carries the same time. */
 export interface Owner { userId: string, now: Date }
@@ -82,6 +83,17 @@ export class EventService {
 
   async range (userId: string, from: Date, to: Date): Promise<EventRecord[]> {
     return await this.#store.findRange(userId, from, to)
+  }
+
+  /**
+   * The user's events (singles, series as one event, changed occurrences) found by the words of
+   * `query`, in start order, a page at a time; `next` is the cursor of the page after.
+   */
+  async search (userId: string, query: SearchQueryInput): Promise<{ events: EventRecord[], next: string | null }> {
+    const terms = searchTermsOf(query.q)
+    const after = query.cursor === undefined ? undefined : decodeSearchCursor(query.cursor)
+    const found = await this.#store.search(userId, terms, after, query.limit ?? SEARCH_PAGE.usual)
+    return { events: found.events, next: found.next === null ? null : encodeSearchCursor(found.next) }
   }
 
   /** POST: creates or updates each change, all or nothing. */

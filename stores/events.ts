@@ -7,10 +7,15 @@ import type { NewOutboxEntry } from '../lib/outbox.js'
 import { foldOccurrence, type ProviderWrite } from '../lib/events/provider-apply.js'
 import type { ProviderRecord } from '../lib/events/record.js'
 import type { MongoHandle } from './database.js'
-import { assembleRange, RangeBudget, storageFields, type StorageFields } from '../lib/events/range.js'
+import { assembleRange, RangeBudget, storageFields } from '../lib/events/range.js'
 import { eventInstant } from '../lib/events/time.js'
 import { movedExceptions } from '../lib/events/series-move.js'
 import { EVENT_LIMITS } from '../schemas/event.js'
+import type { SearchPosition } from '../lib/events/search.js'
+import { EventMigrations, MIGRATIONS_COLLECTION, PROVIDER_EVENT_INDEX } from './event-migrations.js'
+import { storageKey, type StoredEvent } from './event-documents.js'
+
+export { MIGRATIONS_COLLECTION }
 import type { WriteIssue } from '../schemas/sync/index.js'
 
 const DAY_MS = 86_400_000
@@ -21,23 +26,6 @@ export interface OutboxWriter {
 }
 
 const EVENTS_COLLECTION = 'events'
-const PROVIDER_EVENT_INDEX = 'user_provider_event_unique'
-const KEYING_BATCH = 500
-/** Changes made once to the stored data at a start, each noted here by name when done. */
-export const MIGRATIONS_COLLECTION = 'migrations'
-const KEYED_BY_OWNER = 'events-keyed-by-owner'
-
-/**
- * A stored event: keyed by its owner and its id, so an id is the user's own. Another user may
- * hold the same id, and a create with it is no different from one with a fresh id: the answer
- * cannot tell anyone which ids exist. `eventId` is the id the API shows.
- */
-type StoredEvent = ProviderRecord & StorageFields & { eventId: string }
-
-/** The document key of a user's event. */
-function storageKey (userId: string, eventId: string): string {
-  return `${userId}:${eventId}`
-}
 
 /** A stored document as the API shows it: its own id, without the owner's prefix. */
 function fromStorage<T extends { _id: string, eventId?: string }> (document: T): Omit<T, 'eventId'> {
@@ -62,7 +50,9 @@ export interface EventTombstone {
   deletedAt: Date
 }
 
-const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0 } as const
+const STORAGE_ONLY = { startsAt: 0, endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0, searchWords: 0 } as const
+/** STORAGE_ONLY but the start, which orders a search and names where its page ended. */
+const SEARCH_PROJECTION = { endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0, searchWords: 0 } as const
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
@@ -87,18 +77,18 @@ export class EventStore {
   readonly tombstones: Collection<EventTombstone>
   readonly #mongo: Pick<MongoHandle, 'withTransaction'>
   readonly #outbox: OutboxWriter
-  readonly #migrations: Collection<{ _id: string, doneAt: Date }>
+  readonly #migrations: EventMigrations
 
   constructor (mongo: Pick<MongoHandle, 'db' | 'withTransaction'>, outbox: OutboxWriter) {
     this.events = mongo.db.collection<StoredEvent>(EVENTS_COLLECTION)
     this.tombstones = mongo.db.collection<EventTombstone>(TOMBSTONES_COLLECTION)
-    this.#migrations = mongo.db.collection(MIGRATIONS_COLLECTION)
+    this.#migrations = new EventMigrations(this.events, mongo.db.collection(MIGRATIONS_COLLECTION))
     this.#mongo = mongo
     this.#outbox = outbox
   }
 
   async ensureIndexes (): Promise<void> {
-    await this.#keyByOwner()
+    await this.#migrations.keyByOwner()
     await this.tombstones.createIndexes([
       { key: { user: 1, eventId: 1 }, name: 'user_event' },
       { key: { user: 1, calendarId: 1, providerEventId: 1 }, name: 'user_provider_event', partialFilterExpression: { providerEventId: { $exists: true } } },
@@ -109,6 +99,8 @@ export class EventStore {
       { key: { user: 1, 'recurrence.eventId': 1, originalStartsAt: 1 }, name: 'user_series_occurrence' },
       { key: { user: 1, seriesEndsAt: 1 }, name: 'user_series_end' },
       // One stored event per provider event; also how a page of provider changes finds its events.
+      // A query's words are prefixes, each a range of this index (lib/events/search.ts).
+      { key: { user: 1, searchWords: 1 }, name: 'user_search_words' },
       {
         key: { user: 1, calendarId: 1, providerEventId: 1 },
         name: PROVIDER_EVENT_INDEX,
@@ -122,31 +114,8 @@ export class EventStore {
         partialFilterExpression: { waitingForSeries: { $exists: true } }
       }
     ])
-  }
-
-  /**
-   * Events stored when an id was unique across users were keyed by the id alone: each is stored
-   * again under its owner's key. A copy and its original name the same provider event, so the
-   * unique provider index goes first; ensureIndexes makes it again. A start that stops midway,
-   * or two starting at once, leave nothing behind: the copy is an upsert, and the original goes
-   * only after it.
-   */
-  async #keyByOwner (): Promise<void> {
-    // Once done, noted, so that later starts do not look through every event for none.
-    if (await this.#migrations.findOne({ _id: KEYED_BY_OWNER }) !== null) return
-    const unkeyed = { eventId: { $exists: false } }
-    if (await this.events.findOne(unkeyed, { projection: { _id: 1 } }) !== null) {
-      if (await this.events.indexExists(PROVIDER_EVENT_INDEX)) await this.events.dropIndex(PROVIDER_EVENT_INDEX)
-      const nextBatch = async () => await this.events.find(unkeyed).limit(KEYING_BATCH).toArray()
-      for (let batch = await nextBatch(); batch.length > 0; batch = await nextBatch()) {
-        await this.events.bulkWrite(batch.map((event) => {
-          const keyed = { ...event, _id: storageKey(event.user, event._id), eventId: event._id }
-          return { replaceOne: { filter: { _id: keyed._id }, replacement: keyed, upsert: true } }
-        }), { ordered: false })
-        await this.events.deleteMany({ _id: { $in: batch.map((event) => event._id) } })
-      }
-    }
-    await this.#migrations.updateOne({ _id: KEYED_BY_OWNER }, { $set: { doneAt: new Date() } }, { upsert: true })
+    // After the index: the words of events stored before search are added a batch at a time.
+    await this.#migrations.addSearchWords()
   }
 
   /** Events of a provider calendar by their provider ids. */
@@ -273,6 +242,26 @@ export class EventStore {
   async findById (userId: string, eventId: string): Promise<EventRecord | null> {
     const found = await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: storageKey(userId, eventId) }, { projection: STORAGE_ONLY, signal }))
     return found === null ? null : fromStorage(found)
+  }
+
+  /**
+   * The user's events holding a word that begins with each of `terms`, in start order after
+   * `after`: at most `limit`, and where the next page would begin. Cancelled events and
+   * exceptions still waiting for their series are not shown, as in a range read.
+   */
+  async search (userId: string, terms: string[], after: SearchPosition | undefined, limit: number): Promise<{ events: EventRecord[], next: SearchPosition | null }> {
+    const found = await withDatabaseDeadline(async (signal) => await this.events.find({
+      user: userId,
+      // A search term is letters and digits only (searchTermsOf), so it reads as itself in a pattern.
+      $and: terms.map((term) => ({ searchWords: { $regex: `^${term}` } })),
+      status: 'confirmed',
+      waitingForSeries: { $exists: false },
+      ...(after === undefined ? {} : { $or: [{ startsAt: { $gt: after.startsAt } }, { startsAt: after.startsAt, _id: { $gt: after.key } }] })
+    }, { sort: { startsAt: 1, _id: 1 }, limit: limit + 1, projection: SEARCH_PROJECTION, signal }).toArray())
+    const page = found.slice(0, limit)
+    const last = page.at(-1)
+    const next = found.length > limit && last !== undefined ? { startsAt: last.startsAt, key: last._id } : null
+    return { events: page.map((event) => { const { startsAt: _startsAt, ...shown } = event; return fromStorage(shown) }), next }
   }
 
   /** The stored edit (changed or cancelled) of one occurrence of a series, if there is one. */

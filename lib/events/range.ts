@@ -9,6 +9,7 @@ import { occurrenceId } from './ids.js'
 import { EventRequestError } from './errors.js'
 import { compileSeries, expandSeries, expansionPieces, RecurrenceRuleError, seriesEnd, type CompiledSeries, type Occurrence, type WalkMeter } from './recurrence.js'
 import { eventInstant, occurrenceKey } from './time.js'
+import { searchWordsOf } from './search.js'
 
 /** Fields kept next to each stored event so the database can answer range queries in UTC. */
 export interface StorageFields {
@@ -18,6 +19,8 @@ export interface StorageFields {
   seriesEndsAt: Date | null
   /** For an occurrence: the instant of its original start. */
   originalStartsAt: Date | null
+  /** The words the event is found by (search.ts). */
+  searchWords: string[]
 }
 
 /**
@@ -47,7 +50,8 @@ export function storageFields (event: EventRecord): StorageFields {
     seriesEndsAt: compiled === null ? endsAt : seriesEnd(compiled),
     originalStartsAt: category === 'instance' && event.originalStartDate !== undefined
       ? eventInstant(event.originalStartDate, event.isAllDay, event.timeZone)
-      : null
+      : null,
+    searchWords: searchWordsOf(event)
   }
 }
 

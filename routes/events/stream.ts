@@ -34,6 +34,7 @@ function sessionOf (request: FastifyRequest): SessionContainer | undefined {
 
 const stream: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/stream', {
+    config: { liveSession: true },
     schema: {
       description: 'Server-sent events: a `retry: 5000` hint, then `message` events whose data is a JSON ServerMessage, ' +
         '`: keepalive` comments every 15 s, and a planned close when the access token expires, after 20 minutes at most ' +

@@ -32,7 +32,7 @@ for (const replicaSet of [true, false]) {
     t.equal(app.mongo.transactional, replicaSet, 'transactions exactly when the deployment has them')
 
     const indexes = (await store.events.indexes()).map((index) => index.name).sort()
-    t.same(indexes, ['_id_', 'user_provider_event_unique', 'user_series_end', 'user_series_occurrence', 'user_start', 'user_waiting_for_series'])
+    t.same(indexes, ['_id_', 'user_provider_event_unique', 'user_search_words', 'user_series_end', 'user_series_occurrence', 'user_start', 'user_waiting_for_series'])
 
     await t.test('a write stores the events and their reports together', async (t) => {
       const single = standalone({ startDate: '2026-03-03T10:00:00Z', endDate: '2026-03-03T11:00:00Z' })

@@ -46,7 +46,8 @@ test('storage fields hold UTC instants for the database', async (t) => {
     startsAt: new Date('2026-03-02T08:00:00Z'),
     endsAt: new Date('2026-03-02T09:00:00Z'),
     seriesEndsAt: new Date('2026-03-09T09:00:00Z'),
-    originalStartsAt: null
+    originalStartsAt: null,
+    searchWords: ['standup']
   })
   t.equal(storageFields(series()).seriesEndsAt, null)
   const edit = instance(base, { originalStartDate: '2026-03-09T09:00:00+01:00' })
