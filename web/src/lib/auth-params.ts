@@ -51,7 +51,7 @@ export function withoutResetToken (href: string): string {
   return relative(url)
 }
 
-export type Route = 'day' | 'week' | 'month' | 'callback'
+export type Route = 'day' | '4days' | 'week' | 'month' | 'agenda' | 'callback'
 
 export const CALLBACK_PATH = '/auth/extprovider/callback'
 
@@ -65,6 +65,8 @@ export function routeOf (href: string): { route: Route, redirect: string | null 
   if (path === CALLBACK_PATH) return { route: 'callback', redirect: null }
   if (path === '/week') return { route: 'week', redirect: null }
   if (path === '/month') return { route: 'month', redirect: null }
+  if (path === '/4days') return { route: '4days', redirect: null }
+  if (path === '/agenda') return { route: 'agenda', redirect: null }
   if (path === '/day') return { route: 'day', redirect: null }
   url.pathname = '/day'
   return { route: 'day', redirect: relative(url) }

@@ -1,24 +1,35 @@
-// The geometry of the day, week and month grids, in the user's time zone: which days a view shows,
+// The geometry of the day, 4-day, week and month grids, in the user's time zone: which days a view shows,
 // where a timed event sits in its day column (minutes from midnight, side by side when they
 // overlap, the ones beyond a readable number of columns gathered as "+N more"), which events touch a
 // day, the `?date=` of the address read or corrected, and the snapping of drags.
 import { DateTime } from 'luxon'
 import type { CalendarEvent } from './events.js'
 
-export type View = 'day' | 'week' | 'month'
+export type View = 'day' | '4days' | 'week' | 'month' | 'agenda'
+/** The days the agenda reads at a time, and shows first: a page of "Show more". */
+export const AGENDA_DAYS = 30
+/** The events API's widest read. */
+export const MAX_READ_DAYS = 400
+/** Days a view shows from its anchor, for the views that start on the shown date itself. */
+const FROM_ANCHOR: Partial<Record<View, number>> = { day: 1, '4days': 4, agenda: AGENDA_DAYS }
 export const SNAP_MINUTES = 15
 export const DAY_MINUTES = 24 * 60
 
-/** The days a view shows around `anchor` (a week starts on Monday; a month shows its whole weeks). */
+/**
+ * The days a view shows around `anchor` (a week starts on Monday; a month shows its whole weeks;
+ * the day, the 4-day view and the agenda's first page start on the shown date).
+ */
 export function viewDays (anchor: DateTime, view: View): DateTime[] {
+  const fromAnchor = FROM_ANCHOR[view]
+  if (fromAnchor !== undefined) return Array.from({ length: fromAnchor }, (_, index) => anchor.startOf('day').plus({ days: index }))
   if (view === 'month') {
     const first = anchor.startOf('month').startOf('week')
     const last = anchor.endOf('month').startOf('week')
     const weeks = Math.round(last.diff(first, 'weeks').weeks) + 1
     return Array.from({ length: weeks * 7 }, (_, index) => first.plus({ days: index }))
   }
-  const first = view === 'day' ? anchor.startOf('day') : anchor.startOf('week')
-  return Array.from({ length: view === 'day' ? 1 : 7 }, (_, index) => first.plus({ days: index }))
+  const first = anchor.startOf('week')
+  return Array.from({ length: 7 }, (_, index) => first.plus({ days: index }))
 }
 
 /** The [from, to) instants a view reads. */
@@ -29,9 +40,25 @@ export function viewRange (anchor: DateTime, view: View): { from: Date, to: Date
   return { from: first.toJSDate(), to: last.plus({ days: 1 }).toJSDate() }
 }
 
-/** The next or previous day, week or month. */
+/** The next or previous day, week or month; the 4-day view and the agenda move by the days they show. */
 export function step (anchor: DateTime, view: View, direction: 1 | -1): DateTime {
-  return anchor.plus(view === 'day' ? { days: direction } : view === 'week' ? { weeks: direction } : { months: direction })
+  const fromAnchor = FROM_ANCHOR[view]
+  if (fromAnchor !== undefined) return anchor.plus({ days: direction * fromAnchor })
+  return anchor.plus(view === 'week' ? { weeks: direction } : { months: direction })
+}
+
+/** What the previous and next buttons move by, in their names ("Next 4 days"). */
+export function stepUnit (view: View): string {
+  return view === '4days' ? '4 days' : view === 'agenda' ? `${AGENDA_DAYS} days` : view
+}
+
+/** The toolbar's title of what is shown: a day, a span of days, or a month. */
+export function viewTitle (anchor: DateTime, view: View): string {
+  if (view === 'day') return anchor.toLocaleString(DateTime.DATE_HUGE)
+  if (view === 'month') return anchor.toLocaleString({ month: 'long', year: 'numeric' })
+  if (view === 'agenda') return `From ${anchor.toLocaleString(DateTime.DATE_MED)}`
+  const days = viewDays(anchor, view)
+  return `${days[0]?.toLocaleString({ day: 'numeric', month: 'short' })} – ${days[days.length - 1]?.toLocaleString(DateTime.DATE_MED)}`
 }
 
 /**

@@ -1,4 +1,4 @@
-// The day and week grids: an all-day row (an event over several days is one bar across them, in
+// The day, 4-day and week grids: an all-day row (an event over several days is one bar across them, in
 // lanes), then 24 hours with each timed event placed in its day column. Events are buttons (click
 // or Enter to edit); dragging moves them, the bottom edge resizes them, and Alt+arrow keys do the
 // same from the keyboard (15 minutes, or a day). Pressing on empty time and dragging creates an
@@ -95,9 +95,11 @@ export function eventKeyOf (event: CalendarEvent): string {
   return seriesId !== null && event.originalStartDate !== undefined ? `${seriesId}@${event.originalStartDate}` : event._id
 }
 
+export type GridView = Exclude<View, 'month' | 'agenda'>
+
 // Beyond these, a title shrinks to a letter or two (a week column is about 140 px at 1280 px,
 // 45 px on a phone, where overlapping events of a week go to "+N more" at once).
-const MAX_COLUMNS: Record<Exclude<View, 'month'>, { wide: number, narrow: number }> = { day: { wide: 4, narrow: 2 }, week: { wide: 2, narrow: 1 } }
+const MAX_COLUMNS: Record<GridView, { wide: number, narrow: number }> = { day: { wide: 4, narrow: 2 }, '4days': { wide: 3, narrow: 1 }, week: { wide: 2, narrow: 1 } }
 const NARROW = '(max-width: 700px)'
 
 function useNarrow (): boolean {
@@ -189,7 +191,7 @@ export interface DaysViewProps {
 }
 
 export function TimeGrid (props: DaysViewProps & {
-  view: Exclude<View, 'month'>
+  view: GridView
   onMoved: (moved: Moved) => void
   /** The block to give focus to once it is drawn (after a keyboard move), by eventKeyOf. */
   focusKey: string | null
@@ -247,7 +249,7 @@ export function TimeGrid (props: DaysViewProps & {
       const dy = pointer.clientY - current.startY
       const dx = pointer.clientX - current.startX
       const minutes = snap(dy / PX_PER_MINUTE)
-      const days = current.mode === 'move' && current.columnWidth > 0 && view === 'week' ? Math.round(dx / current.columnWidth) : 0
+      const days = current.mode === 'move' && current.columnWidth > 0 && view !== 'day' ? Math.round(dx / current.columnWidth) : 0
       const moved = current.moved || Math.abs(dy) > 4 || Math.abs(dx) > 4
       if (minutes === current.minutes && days === current.days && moved === current.moved) return
       current = { ...current, minutes, days, moved }
