@@ -1,10 +1,11 @@
 // The page: the toolbar (dates, view, status, account), the calendar list, the grid or month, and
-// the dialogs. The view and the shown date live in the URL (/day, /week or /month,
+// the dialogs. The view and the shown date live in the URL (/day, /4days, /week, /month or /agenda,
 // ?date=YYYY-MM-DD) so reloads and links keep them; a date that does not exist is corrected there.
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { TimeGrid, eventKeyOf, type Moved } from './TimeGrid.js'
 import { MonthView } from './MonthView.js'
+import { AgendaView } from './AgendaView.js'
 import { MoreDialog, type MoreDialogState } from './MoreDialog.js'
 import { ShortcutsDialog } from './ShortcutsDialog.js'
 import { CalendarList } from './CalendarList.js'
@@ -22,8 +23,8 @@ import { refreshCoordinator, syncView } from '../data/sync.js'
 import { providerEnabled, startConnect } from '../data/provider.js'
 import { providerStartFailure } from '../lib/oauth.js'
 import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
-import { eventStart, newEventStart, readDateParam, step, viewDays, viewRange, type View } from '../lib/grid.js'
-import type { AuthDialogKind } from '../lib/auth-params.js'
+import { eventStart, newEventStart, readDateParam, step, stepUnit, viewDays, viewRange, viewTitle, type View } from '../lib/grid.js'
+import { routeOf, type AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
 
 function anchorFromUrl (): DateTime {
@@ -43,8 +44,8 @@ function correctDateInUrl (view: View): void {
 }
 
 function routeView (): View {
-  const path = location.pathname.replace(/\/+$/, '')
-  return path === '/week' ? 'week' : path === '/month' ? 'month' : 'day'
+  const route = routeOf(location.href).route
+  return route === 'callback' ? 'day' : route
 }
 
 function urlFor (view: View, anchor: DateTime): string {
@@ -152,7 +153,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       case 'today': return go(DateTime.now().setZone(userZone).startOf('day'))
       case 'next': return go(step(anchor, view, 1))
       case 'previous': return go(step(anchor, view, -1))
-      case 'day': case 'week': case 'month': return props.onNavigate(urlFor(action, anchor))
+      case 'day': case 'week': case 'month': case '4days': case 'agenda': return props.onNavigate(urlFor(action, anchor))
       case 'help': return setShortcutsOpen(true)
     }
   })
@@ -171,12 +172,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     }
   }
 
-  const title = view === 'day'
-    ? anchor.toLocaleString(DateTime.DATE_HUGE)
-    : view === 'month'
-      ? anchor.toLocaleString({ month: 'long', year: 'numeric' })
-      : `${days[0]?.toLocaleString({ day: 'numeric', month: 'short' })} – ${days[6]?.toLocaleString(DateTime.DATE_MED)}`
-  const unit = view
+  const title = viewTitle(anchor, view)
+  const unit = stepUnit(view)
 
   return (
     <div class='app'>
@@ -191,8 +188,10 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
         </nav>
         <nav class='view-switch' aria-label='View'>
           <a href={urlFor('day', anchor)} aria-current={view === 'day' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('day', anchor)) }}>Day</a>
+          <a href={urlFor('4days', anchor)} aria-current={view === '4days' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('4days', anchor)) }}>4 days</a>
           <a href={urlFor('week', anchor)} aria-current={view === 'week' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('week', anchor)) }}>Week</a>
           <a href={urlFor('month', anchor)} aria-current={view === 'month' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('month', anchor)) }}>Month</a>
+          <a href={urlFor('agenda', anchor)} aria-current={view === 'agenda' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('agenda', anchor)) }}>Agenda</a>
         </nav>
         <div class='toolbar-end'>
           <ConnectionStatus lastKnownAt={lastKnownAt} />
@@ -227,7 +226,9 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
           {view === 'month'
             ? <MonthView month={anchor} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onDay={(day) => go(day, 'day')} />
-            : <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onMoved={moved} focusKey={focusKey} onFocused={focused} />}
+            : view === 'agenda'
+              ? <AgendaView anchor={anchor} mode={mode} onOpen={openEvent} onNew={newEvent} />
+              : <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onMoved={moved} focusKey={focusKey} onFocused={focused} />}
         </main>
       </div>
       <p class='sr-only' aria-live='polite'>{announcement}</p>
