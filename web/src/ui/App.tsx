@@ -8,6 +8,7 @@ import { MonthView } from './MonthView.js'
 import { AgendaView } from './AgendaView.js'
 import { MoreDialog, type MoreDialogState } from './MoreDialog.js'
 import { ShortcutsDialog } from './ShortcutsDialog.js'
+import { focusSearch, Search } from './Search.js'
 import { CalendarList } from './CalendarList.js'
 import { useShortcuts } from './shortcuts.js'
 import { EventDialog, type EventDialogState } from './EventDialog.js'
@@ -147,6 +148,12 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   }
   const focused = useCallback(() => setFocusKey(null), [])
 
+  // A search result opens as a click on it in the grid does, with the calendar on its day.
+  function openFound (event: CalendarEvent) {
+    go(eventStart(event, userZone).startOf('day'))
+    openEvent(event)
+  }
+
   useShortcuts((action) => {
     switch (action) {
       case 'create': return newEvent()
@@ -154,6 +161,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       case 'next': return go(step(anchor, view, 1))
       case 'previous': return go(step(anchor, view, -1))
       case 'day': case 'week': case 'month': case '4days': case 'agenda': return props.onNavigate(urlFor(action, anchor))
+      case 'search': return focusSearch()
       case 'help': return setShortcutsOpen(true)
     }
   })
@@ -193,6 +201,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           <a href={urlFor('month', anchor)} aria-current={view === 'month' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('month', anchor)) }}>Month</a>
           <a href={urlFor('agenda', anchor)} aria-current={view === 'agenda' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('agenda', anchor)) }}>Agenda</a>
         </nav>
+        <Search onOpen={openFound} />
         <div class='toolbar-end'>
           <ConnectionStatus lastKnownAt={lastKnownAt} />
           <button type='button' onClick={refresh} disabled={refreshing} aria-label='Refresh events'>{refreshing ? 'Refreshing…' : 'Refresh'}</button>
