@@ -15,7 +15,6 @@ import { MongoClient } from 'mongodb'
 import { parse as parseYaml, stringify } from 'yaml'
 import { ConfigError, parseConfig } from '../lib/config.js'
 import { loadConfig } from '../stores/config-file.js'
-import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from '../lib/loopback.js'
 import { environmentDrift } from '../lib/production-config.js'
 import {
   rootConnection, SCHEDULER_FILE, schedulerFindings, SchedulerFileSchema, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser,
@@ -37,10 +36,7 @@ async function files (configPath: string, outDir: string, env: NodeJS.ProcessEnv
   } catch {
     throw new ConfigError(`config: cannot read ${configPath} (compose mounts ./config.yaml there; run \`npm run setup\` first)`)
   }
-  const override = loopbackOverride(env[LOOPBACK_TEST_OVERRIDE], text)
-  if (override === 'mismatch') throw new ConfigError(`config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
-  const acceptLoopback = override === 'granted'
-  const { config } = parseConfig(text, 'backend', { acceptLoopback })
+  const { config } = parseConfig(text, 'backend')
   const problem = [...selfHostFindings(config), ...schedulerFindings(config)][0]
   if (problem !== undefined) throw new ConfigError(`config: ${problem.key} ${problem.rule}`)
   const drift = environmentDrift(config, env)[0]
@@ -48,7 +44,7 @@ async function files (configPath: string, outDir: string, env: NodeJS.ProcessEnv
 
   const document = parseYaml(text) as Record<string, unknown>
   // The Sync copy must pass the Sync service's own checks before any container reads it.
-  parseConfig(stringify(syncConfigDocument(document, config)), 'sync', { acceptLoopback })
+  parseConfig(stringify(syncConfigDocument(document, config)), 'sync')
 
   const asRoot = process.getuid?.() === 0
   const written = stackFiles(text, document, config)

@@ -4,7 +4,6 @@ import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
 import { ConfigSchema, SyncConfigSchema, type Config, type SyncConfig, type ServiceName } from '../schemas/config.js'
 import { checkCrossKeyRules, withoutIncompleteBlocks } from './config-rules.js'
-import { LOOPBACK_TEST_OVERRIDE, loopbackFindings } from './loopback.js'
 
 // Raised for every configuration problem; the message is one line naming the key and the rule,
 // never a value (values may be secrets).
@@ -70,15 +69,10 @@ export interface LoadedConfig<T> {
   warnings: string[]
 }
 
-export interface ParseOptions {
-  /** Granted only by the test-only override (lib/loopback.ts); production refuses loopback services otherwise. */
-  acceptLoopback?: boolean
-}
-
-export function parseConfig (text: string, service: 'sync', options?: ParseOptions): LoadedConfig<SyncConfig>
-export function parseConfig (text: string, service: 'backend', options?: ParseOptions): LoadedConfig<Config>
-export function parseConfig (text: string, service: ServiceName, options?: ParseOptions): LoadedConfig<Config | SyncConfig>
-export function parseConfig (text: string, service: ServiceName, options: ParseOptions = {}): LoadedConfig<Config | SyncConfig> {
+export function parseConfig (text: string, service: 'sync'): LoadedConfig<SyncConfig>
+export function parseConfig (text: string, service: 'backend'): LoadedConfig<Config>
+export function parseConfig (text: string, service: ServiceName): LoadedConfig<Config | SyncConfig>
+export function parseConfig (text: string, service: ServiceName): LoadedConfig<Config | SyncConfig> {
   let raw: unknown
   try {
     raw = parseYaml(text)
@@ -91,15 +85,11 @@ export function parseConfig (text: string, service: ServiceName, options: ParseO
   const config = service === 'backend'
     ? validate<Config>(ConfigSchema, raw)
     : validate<SyncConfig>(SyncConfigSchema, raw)
-  const loopback = loopbackFindings(config)
-  const findings = [...checkCrossKeyRules(config, service), ...(options.acceptLoopback === true ? [] : loopback)]
+  const findings = checkCrossKeyRules(config, service)
   const error = findings.find((finding) => finding.severity === 'error')
   if (error) throw new ConfigError(`config: ${error.key} ${error.rule}`)
   const warnings = findings
     .filter((finding) => finding.severity === 'warning')
     .map((finding) => `config: ${finding.key} ${finding.rule}`)
-  if (options.acceptLoopback === true && loopback.length > 0) {
-    warnings.push(`config: ${LOOPBACK_TEST_OVERRIDE} accepts loopback addresses for ${loopback.map((finding) => finding.key).join(', ')} in production; it is a test-only override, never set it in a deployment`)
-  }
   return { config: withoutIncompleteBlocks(config), warnings }
 }

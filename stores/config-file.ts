@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs'
 import { ConfigError, parseConfig, resolveConfigPath, type LoadedConfig } from '../lib/config.js'
-import { LOOPBACK_TEST_OVERRIDE, loopbackOverride } from '../lib/loopback.js'
 import type { Config, ServiceName, SyncConfig } from '../schemas/config.js'
 
 /** The configuration file a process starts with: `--config FILE`, else CONFIG_FILE, else ./config.yaml. */
@@ -20,9 +19,5 @@ export function loadConfig (options: LoadConfigOptions<ServiceName>): LoadedConf
   } catch {
     throw new ConfigError(`config: cannot read ${path} (pass --config FILE or set CONFIG_FILE)`)
   }
-  const override = loopbackOverride(options.env[LOOPBACK_TEST_OVERRIDE], text)
-  if (override === 'mismatch') {
-    throw new ConfigError(`config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
-  }
-  return { ...parseConfig(text, options.service, { acceptLoopback: override === 'granted' }), path }
+  return { ...parseConfig(text, options.service), path }
 }

@@ -5,6 +5,7 @@
 // Browsers post cross-origin, so it answers CORS preflights as the real endpoints do.
 import { gunzipSync } from 'node:zlib'
 import Fastify from 'fastify'
+import { refuseProduction } from '../stand-in/index.js'
 
 interface CapturedEvent {
   apiKey: string | null
@@ -27,7 +28,7 @@ function text (value: unknown): string | null {
 }
 
 export async function startAnalyticsStandIn (options: { port?: number } = {}): Promise<AnalyticsStandIn> {
-  if (process.env.NODE_ENV === 'production') throw new Error('the analytics stand-in is for development only')
+  refuseProduction('dev/analytics (PostHog)')
   const received: CapturedEvent[] = []
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 })
   // The body as sent, whatever its content type says (a beacon's Blob, posthog-node's gzip).

@@ -1,8 +1,7 @@
 // The production build, tested without a container engine: `npm run build`, then the compiled
 // processes run the way the images run them (production settings, the image's file layout with
 // production dependencies only) against the MongoDB and session-core stand-ins, which the test
-// starts itself. The stand-ins listen on loopback, which production refuses, so the processes get
-// the test-only override, bound to each configuration file's fingerprint.
+// starts itself on loopback, as a bare-metal install has its database on the same host.
 // The compiled processes run on the images' Node release line, not on whatever Node runs the tests:
 // the official binary of IMAGE_NODE_VERSION, fetched once from the npm registry (see imageNodeBinary).
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
@@ -20,7 +19,6 @@ import { parse } from 'yaml'
 import { startMongo } from '../../dev/mongo/index.js'
 import { startSessionCore } from '../../dev/session-core/index.js'
 import { parseConfig } from '../../lib/config.js'
-import { configFingerprint, LOOPBACK_TEST_OVERRIDE } from '../../lib/loopback.js'
 import { composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, WEB_BUILD_ARGS, variableNameOf } from '../../lib/production-config.js'
 import { backendConfigText, SCHEDULER_FILE, STACK_UIDS } from '../../lib/stack-steps.js'
 import { ed25519KeyPair } from '../../lib/maintenance-token.js'
@@ -246,21 +244,17 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
   const work = await temporaryDir(t, 'calendar-stack-')
   const configPath = join(work, 'config.yaml')
   await writeFile(configPath, text, { mode: 0o600 })
-  const composeEnv = composeEnvironment(parseConfig(text, 'backend', { acceptLoopback: true }).config)
+  const composeEnv = composeEnvironment(parseConfig(text, 'backend').config)
   const stackDir = join(work, 'stack')
-  const override = (file: string) => ({ [LOOPBACK_TEST_OVERRIDE]: configFingerprint(readFileSync(file, 'utf8')) })
   const production = { NODE_ENV: 'production', HOST: '127.0.0.1' }
   const allSecrets = Object.values(secrets)
 
   await t.test('the config step derives each container\'s secret files, and stops on a stale .env', async (t) => {
-    const stale = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv, BACKEND_PORT: '1' })
+    const stale = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...composeEnv, BACKEND_PORT: '1' })
     t.equal(stale.code, 1, 'a stale .env stops the step')
     t.equal(stale.output.trim(), 'config: .env gives BACKEND_PORT another value than backend.port in config.yaml; run `npm run setup -- --env-only` and start again')
-    const refused = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], composeEnv)
-    t.equal(refused.code, 1, 'without the override the stand-ins\' loopback addresses are refused')
-    t.match(refused.output, /^config: database\.uri points at a loopback address/)
 
-    const { code, output } = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...override(configPath), ...composeEnv })
+    const { code, output } = await finished(t, app, ['dist/bin/stack-steps.js', 'files', '--config', configPath, '--out', stackDir], { ...composeEnv })
     t.equal(code, 0, 'the step succeeds')
     t.equal(output, 'stack: wrote the secret files of backend, sync, mongo, sessions-db, session-core, scheduler\n')
     const backendCopy = await readFile(join(stackDir, 'backend/config.yaml'), 'utf8')
@@ -286,7 +280,7 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
   const syncConfig = join(stackDir, 'sync/config.yaml')
 
   await t.test('the database step initiates rs0 and creates the Sync user once, and finds both after', async (t) => {
-    const env = { CONFIG_FILE: backendConfig, ...override(backendConfig) }
+    const env = { CONFIG_FILE: backendConfig }
     const first = await finished(t, app, ['dist/bin/stack-steps.js', 'database'], env)
     t.equal(first.code, 0, 'the first run succeeds')
     t.equal(first.output, `stack: replica set rs0 initiated with member 127.0.0.1:${mongo.port}\nstack: created the Sync database user "sync" (readWrite on sync only)\n`)
@@ -307,24 +301,15 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     }
   })
 
-  await t.test('production refuses the stand-ins without the override, and with one for another file', async (t) => {
-    const backend = await finished(t, app, ['dist/server.js'], { ...production, CONFIG_FILE: backendConfig })
-    t.equal(backend.code, 1, 'the backend exits')
-    t.match(backend.output.trim(), /^config: database\.uri points at a loopback address, which a production process refuses/)
-    const syncRun = await finished(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig, ...override(backendConfig) })
-    t.equal(syncRun.code, 1, 'Sync exits')
-    t.equal(syncRun.output.trim(), `config: ${LOOPBACK_TEST_OVERRIDE} is a test-only override and does not match this configuration file; unset it`)
-  })
-
   await t.test('Sync and the backend start in production mode, answer their health checks and sign a user up', async (t) => {
-    const syncProcess = run(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig, ...override(syncConfig) })
+    const syncProcess = run(t, app, ['dist/sync/server.js'], { ...production, CONFIG_FILE: syncConfig })
     const health = async (service: string, file: string) =>
-      (await finished(t, app, ['dist/bin/stack-steps.js', 'health', service], { CONFIG_FILE: file, ...override(file) })).code === 0
+      (await finished(t, app, ['dist/bin/stack-steps.js', 'health', service], { CONFIG_FILE: file })).code === 0
     await waitUntil(async () => syncProcess.child.exitCode === null ? await health('sync', syncConfig) : true, 'the Sync health check', 30_000)
     if (syncProcess.child.exitCode !== null) t.comment(syncProcess.output())
     t.equal(syncProcess.child.exitCode, null, 'Sync runs and answers its health check')
 
-    const backendProcess = run(t, app, ['dist/server.js'], { ...production, CONFIG_FILE: backendConfig, ...override(backendConfig) })
+    const backendProcess = run(t, app, ['dist/server.js'], { ...production, CONFIG_FILE: backendConfig })
     await waitUntil(async () => backendProcess.child.exitCode === null ? await health('backend', backendConfig) : true, 'the backend health check', 30_000)
     if (backendProcess.child.exitCode !== null) t.comment(backendProcess.output())
     t.equal(backendProcess.child.exitCode, null, 'the backend runs and answers its health check')
@@ -373,7 +358,6 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     await scheduler.exited
 
     for (const [name, process] of [['Sync', syncProcess], ['backend', backendProcess]] as const) {
-      t.match(process.output(), new RegExp(`${LOOPBACK_TEST_OVERRIDE} accepts loopback addresses`), `${name} says at start that the override is in force`)
       t.same(allSecrets.filter((secret) => process.output().includes(secret)), [], `${name} logs no secret`)
       process.child.kill('SIGTERM')
       t.equal(await process.exited, 0, `${name} stops cleanly on SIGTERM`)

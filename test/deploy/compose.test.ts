@@ -227,7 +227,7 @@ test('the scheduler calls watch maintenance with a key only its container holds;
     caller: STACK_NAMES.maintenanceCaller,
     signingKey: config.scheduler?.signingKey
   }, 'it calls the Sync service inside the stack, for the public URL the Sync service expects as audience')
-  const syncCopy = parseConfig(files.find((file) => file.volume === 'sync')?.content ?? '', 'sync', { acceptLoopback: true }).config
+  const syncCopy = parseConfig(files.find((file) => file.volume === 'sync')?.content ?? '', 'sync').config
   t.same(syncCopy.sync.maintenanceKey, { kty: 'OKP', crv: 'Ed25519', x: config.scheduler?.signingKey.x }, 'the Sync service gets the public half')
   t.equal(syncCopy.sync.maintenanceCaller, STACK_NAMES.maintenanceCaller)
   const backendCopy = files.find((file) => file.volume === 'backend')?.content ?? ''

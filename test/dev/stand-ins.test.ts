@@ -18,7 +18,8 @@ test('every stand-in refuses to start when NODE_ENV is production', async (t) =>
     ['dev/session-core', async () => await startSessionCore()],
     ['dev/google', async () => await startGoogle()],
     ['dev/microsoft', async () => await (await import('../../dev/microsoft/index.js')).startMicrosoft()],
-    ['dev/mail', async () => await startMailCatcher()]
+    ['dev/mail', async () => await startMailCatcher()],
+    ['dev/analytics', async () => await (await import('../../dev/analytics/index.js')).startAnalyticsStandIn()]
   ]
   for (const [name, start] of starts) {
     await t.rejects(start(), new RegExp(`^${name}.* refuses to start when NODE_ENV is production$`), name)
