@@ -80,6 +80,7 @@ test('search from the toolbar', async (t) => {
     t.match(await items.nth(1).textContent(), /Thursday, 2 April 2026/, 'each result names its day for a screen reader')
     t.same(searchTermsIn(searches), ['revi'], 'one request for what was typed (the pause, not each letter)')
     t.same(await seriousViolations(page), [], 'axe: nothing serious with results shown')
+    if (process.env.SEARCH_SCREENSHOTS !== undefined) await page.screenshot({ path: `${process.env.SEARCH_SCREENSHOTS}/search.png` })
 
     await items.nth(1).click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
@@ -201,6 +202,29 @@ test('search from the toolbar', async (t) => {
     t.equal(await dialog.getByLabel('Title').inputValue(), 'Piano lesson', 'Enter opens the local event')
     t.equal(await dialog.getByLabel('Start date').inputValue(), '2026-06-17')
     await dialog.getByRole('button', { name: 'Cancel' }).click()
+    await dialog.waitFor({ state: 'hidden' })
+    await local.keyboard.press('Escape')
+
+    // A phone: the field waits behind a Search button, then takes the toolbar's width.
+    await local.setViewportSize({ width: 390, height: 844 })
+    t.notOk(await localField.isVisible(), 'on a phone the field is folded')
+    if (process.env.SEARCH_SCREENSHOTS !== undefined) await local.screenshot({ path: `${process.env.SEARCH_SCREENSHOTS}/search-phone-folded.png` })
+    const toggle = local.getByRole('button', { name: 'Search', exact: true })
+    await toggle.click()
+    t.equal(await toggle.getAttribute('aria-expanded'), 'true')
+    t.ok(await waitFor(async () => await focusedId(local) === 'search-input', 5_000), 'the Search button opens the field and focuses it')
+    await local.keyboard.type('lunch')
+    const phoneList = local.getByRole('list', { name: 'Search results for “lunch”' })
+    await phoneList.waitFor({ timeout: EVENTUALLY_MS })
+    const [panel, fieldBox] = [await local.locator('.search-results').boundingBox(), await localField.boundingBox()]
+    t.ok(panel !== null && panel.x >= 0 && panel.x + panel.width <= 390, 'the results fit the phone\'s width')
+    t.ok(fieldBox !== null && fieldBox.width > 250, 'the field takes the toolbar\'s width')
+    if (process.env.SEARCH_SCREENSHOTS !== undefined) await local.screenshot({ path: `${process.env.SEARCH_SCREENSHOTS}/search-phone.png` })
+    t.same(await seriousViolations(local), [], 'axe: nothing serious on the phone with results shown')
+    await local.keyboard.press('Escape')
+    await phoneList.waitFor({ state: 'hidden' })
+    t.notOk(await localField.isVisible(), 'Escape folds the field again')
+
     t.same(asked, [], 'no request to the server')
     t.same(localErrors, [], 'no errors in the signed-out page')
   })

@@ -92,7 +92,8 @@ export function Search (props: { onOpen: (event: CalendarEvent) => void, pageSiz
     const onDown = (press: PointerEvent) => {
       const target = press.target instanceof Element ? press.target : null
       if (target === null || root.current?.contains(target) === true || target.closest('dialog') !== null) return
-      setResults({ kind: 'closed' })
+      // A request still under way, or a pause still counting, would open them again.
+      close(false)
     }
     document.addEventListener('pointerdown', onDown)
     return () => document.removeEventListener('pointerdown', onDown)
