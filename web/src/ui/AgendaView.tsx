@@ -17,6 +17,10 @@ function titleOf (event: CalendarEvent): string {
   return event.title === '' ? '(No title)' : event.title
 }
 
+function hasLocation (event: CalendarEvent): boolean {
+  return event.location !== undefined && event.location !== ''
+}
+
 function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (event: CalendarEvent) => void, onCount: (key: string, count: number | null) => void }) {
   const { page, onCount } = props
   const key = page.first.toISODate() as string
@@ -31,26 +35,28 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (
   return (
     <>
       {days.map((day) => {
-        const label = day.day.toLocaleString(DateTime.DATE_HUGE)
+        // Named in words for a screen reader (the big number and the short weekday are for the eye).
+        const label = `${day.today ? 'Today, ' : ''}${day.day.toLocaleString(DateTime.DATE_HUGE)}`
         return (
           <section key={day.date} class={`agenda-day${day.today ? ' today' : ''}`} aria-labelledby={`agenda-${day.date}`}>
-            <h3 id={`agenda-${day.date}`} class='agenda-date'>
-              {day.today && <span class='agenda-today'>Today<span class='sr-only'>, </span></span>}
-              <span class='agenda-daynum' aria-hidden='true'>{day.day.toFormat('d')}</span>
-              <span class='agenda-weekday' aria-hidden='true'>{day.day.toFormat('ccc, LLL')}</span>
-              <span class='sr-only'>{label}</span>
+            <h3 id={`agenda-${day.date}`} class='agenda-date' aria-label={label}>
+              {day.today && <span class='agenda-today'>Today</span>}
+              <span class='agenda-daynum'>{day.day.toFormat('d')}</span>
+              <span class='agenda-weekday'>{day.day.toFormat('ccc, LLL')}</span>
             </h3>
             <ul class='agenda-events'>
               {day.events.map((event) => (
                 <li key={event._id} class='agenda-item'>
                   <button type='button' class={`agenda-event priority-${event.priority}`} style={calendarStyle(event, colors)} onClick={() => props.onOpen(event)}>
                     <span class='agenda-dot' aria-hidden='true' />
-                    {/* The hidden commas read the button as a sentence: "09:00 – 10:00, Standup, Room 4". */}
-                    <span class='agenda-time'>{timeLabel(event, userZone)}</span>
-                    <span class='sr-only'>, </span>
-                    <span class='event-title'>{titleOf(event)}</span>
-                    {isOccurrence(event) && <span class='sr-only'>, repeats</span>}
-                    {event.location !== undefined && event.location !== '' && <><span class='sr-only'>, </span><span class='agenda-location'>{event.location}</span></>}
+                    {/* The hidden commas make the name read as a sentence, as in the grid: "9:00 – 9:15, Standup, Room 4". */}
+                    <span class='agenda-time'>{timeLabel(event, userZone)}<span class='sr-only'>,</span></span>
+                    <span class='event-title'>
+                      <span class='agenda-title'>{titleOf(event)}</span>
+                      {isOccurrence(event) && <span class='sr-only'>, repeats</span>}
+                      {hasLocation(event) && <span class='sr-only'>,</span>}
+                    </span>
+                    {hasLocation(event) && <span class='agenda-location'>{event.location}</span>}
                   </button>
                   <WriteMark event={event} />
                 </li>
