@@ -12,6 +12,8 @@ import type { ErrorResponse } from './schemas/errors.js'
 import { isDatabaseUnavailableError } from './stores/database.js'
 import { requestBodies, validationOptions } from './plugins/external/request-bodies.js'
 import configPlugin from './plugins/external/config.js'
+import requestIdPlugin from './plugins/external/request-id.js'
+import { requestIdOf } from './lib/request-id.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
 import loadSheddingPlugin, { type LoadSheddingOptions } from './plugins/external/load-shedding.js'
@@ -74,6 +76,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
     requestTimeout: REQUEST_RECEIVE_DEADLINE_MS,
     return503OnClosing: true,
     pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS,
+    // A request's id is the one its caller sent (when well formed) or a fresh one (lib/request-id.ts).
+    genReqId: requestIdOf,
     ...validationOptions()
   }
 }
@@ -113,6 +117,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   // Node's own limit for headers (60 s) is longer than the whole request's, which would leave it unused.
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
+  await fastify.register(requestIdPlugin)
   fastify.decorate('eventRequestDeadlineMs', options.eventRequestDeadlineMs ?? EVENT_REQUEST_DEADLINE_MS)
   // Apple's form post to the session library's callback is the one form body the backend takes.
   await fastify.register(requestBodies)

@@ -15,6 +15,7 @@ import type {
   BeginConnectionRequest, SyncBeginConnectionResponse, CalDavConnectRequest, CalDavConnectResponse, ChangesPage, CredentialHandOver, CredentialHandOverResult, CursorRequest, EventChangeAccepted,
   EventChangeReport, RestartSyncResponse, StopWatchesResponse, SyncCalendarList, SyncErrorCode, SyncHealth, SyncMetadata
 } from '../schemas/sync/index.js'
+import { requestIdHeaders } from '../lib/request-id.js'
 
 /** The Sync service could not be reached, or answered with a 5xx that is not a typed refusal. */
 export class SyncUnavailableError extends Error {
@@ -199,7 +200,7 @@ export class SyncClient {
   ): Promise<Static<T>> {
     const path = this.#prefix + pathAndQuery
     const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers: Record<string, string> = { accept: 'application/json' }
+    const headers: Record<string, string> = { accept: 'application/json', ...requestIdHeaders() }
     if (payload !== undefined) headers['content-type'] = 'application/json'
     if (sign) Object.assign(headers, signInternalRequest({ secret: this.#secret, method, path, body: payload, userId }, this.#now()))
 

@@ -52,6 +52,8 @@ export interface OutboxRecord {
   attempts: number
   nextAttemptAt: Date
   lastError: string | null
+  /** The request that wrote it (lib/request-id.ts): its delivery, later and elsewhere, carries the id on. */
+  requestId?: string
 }
 
 /**
@@ -65,7 +67,7 @@ export interface OutboxLease {
   until: Date
 }
 
-export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: Date, mintKey: () => string = randomUUID): OutboxRecord[] {
+export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: Date, mintKey: () => string = randomUUID, requestId?: string): OutboxRecord[] {
   return entries.map((entry, seq) => {
     const idempotencyKey = mintKey()
     const stored: OutboxEntry = entry.kind === 'eventChange'
@@ -82,7 +84,8 @@ export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: D
       seq,
       attempts: 0,
       nextAttemptAt: now,
-      lastError: null
+      lastError: null,
+      ...(requestId === undefined ? {} : { requestId })
     }
   })
 }

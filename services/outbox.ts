@@ -7,6 +7,7 @@ import type { OutboxStore } from '../stores/outbox.js'
 import { outboxRecords, type NewOutboxEntry, type OutboxEntry, type OutboxEntryKind, type OutboxRecord } from '../lib/outbox.js'
 import { PeriodicTask } from '../lib/periodic-task.js'
 import { keepLease } from '../lib/lease-keeper.js'
+import { currentRequestId, withRequestId } from '../lib/request-id.js'
 
 /**
  * How long a process's claim on a user's entries lasts unless renewed. The holder renews it every
@@ -108,7 +109,7 @@ export class Outbox {
    */
   async add (userId: string, entries: NewOutboxEntry[], options: { session?: ClientSession, now?: Date } = {}): Promise<void> {
     if (entries.length === 0) return
-    await this.#options.store.insert(outboxRecords(userId, entries, options.now ?? this.#now()), options.session)
+    await this.#options.store.insert(outboxRecords(userId, entries, options.now ?? this.#now(), undefined, currentRequestId()), options.session)
   }
 
   start (): void {
@@ -197,7 +198,7 @@ export class Outbox {
     const messages = MESSAGES[record.entry.kind]
     const fields = logFields(record.user, record.entry)
     try {
-      await this.#options.deliver(record.user, record.entry)
+      await withRequestId(record.requestId, async () => { await this.#options.deliver(record.user, record.entry) })
       await store.remove(record._id)
       // A delivery after failures is news to an operator who saw the warnings; a first one is not.
       if (record.attempts > 0) log.info({ ...fields, attempts: record.attempts }, `${messages.delivered} after a retry`)

@@ -7,6 +7,8 @@ import type { SyncConfig } from '../schemas/config.js'
 import { loggerOptions } from '../lib/logging.js'
 import { STARTUP_PLUGIN_DEADLINE_MS } from '../lib/deadline.js'
 import { requestBodies, validationOptions } from '../plugins/external/request-bodies.js'
+import requestIdPlugin from '../plugins/external/request-id.js'
+import { requestIdOf } from '../lib/request-id.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
 import { errorBody, SyncServiceError } from './lib/errors.js'
@@ -72,6 +74,8 @@ export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     pluginTimeout: STARTUP_PLUGIN_DEADLINE_MS,
+    // The backend's request id, sent on each call, names the request here too (lib/request-id.ts).
+    genReqId: requestIdOf,
     ...validationOptions()
   }
 }
@@ -107,6 +111,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
   // Sync's bodies are JSON (the internal API, Microsoft's notifications); no route takes a form.
   await fastify.register(requestBodies)
+  await fastify.register(requestIdPlugin)
   // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
   await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}), ...(options.caldav ? { caldav: options.caldav } : {}) })

@@ -8,6 +8,7 @@ import { INTERNAL_AUTH_HEADERS, signInternalRequest } from '../../lib/internal-a
 import { errorBody } from '../../lib/error-bodies.js'
 import { binderCookieName, binderCookieOptions, callbackProvider } from '../../lib/connect-binder.js'
 import { BROWSER_BINDER_HEADER } from '../../schemas/sync/index.js'
+import { REQUEST_ID_HEADER } from '../../lib/request-id.js'
 
 // Specification, Endpoints: `/sync/*` are the Sync service's public OAuth and webhook callbacks,
 // proxied to it (sync.callbackBaseUrl points here) and verified inside the Sync service. Only
@@ -103,6 +104,8 @@ export default fp(async function syncProxy (fastify) {
           for (const name of STRIPPED) Reflect.deleteProperty(forwarded, name)
           if (!request.url.startsWith('/sync/maintenance')) Reflect.deleteProperty(forwarded, 'authorization')
           if (request.proxiedConnectBinder !== null) forwarded[BROWSER_BINDER_HEADER] = request.proxiedConnectBinder
+          // The callback's own id (made or accepted here) names it in Sync's log too.
+          forwarded[REQUEST_ID_HEADER] = request.id
           const userId = request.proxiedSessionUser
           if (userId !== null) {
             const path = request.url.replace(/^\/sync/, '')

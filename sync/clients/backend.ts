@@ -14,6 +14,7 @@ import type {
   GrantRevokedNotice, GrantRevokedResult, ProviderCalendarRemoval, ProviderCalendarRemovalResult, ProviderEventBatch, ProviderEventBatchResult,
   ProviderAccountClaim, ProviderAccountClaimResult, ProviderWriteState, ProviderWriteStateResult
 } from '../../schemas/sync/index.js'
+import { requestIdHeaders } from '../../lib/request-id.js'
 
 /** What the Sync service asks of the backend; tests may give a recording one. */
 export interface BackendPort {
@@ -102,7 +103,7 @@ export class BackendClient implements BackendPort {
       response = await this.#pool.request({
         method: 'POST',
         path: this.#prefix + path,
-        headers: { 'content-type': 'application/json', accept: 'application/json', authorization: this.#authorization },
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization: this.#authorization, ...requestIdHeaders() },
         body: JSON.stringify(body)
       })
       text = await response.body.text()

@@ -8,6 +8,7 @@ import { WaitForProviderError } from '../lib/jobs/rules.js'
 import { inBackground } from '../stores/database-calls.js'
 import { PeriodicTask } from '../../lib/periodic-task.js'
 import { keepLease } from '../../lib/lease-keeper.js'
+import { withRequestId } from '../../lib/request-id.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
 
@@ -147,7 +148,7 @@ export class JobWorker {
   /** Never rejects: a job's outcome, and any failure to record it, ends up in the queue or the log. */
   async #run (job: JobRecord): Promise<void> {
     const { queue, handlers, log } = this.#options
-    const context = { jobId: job._id.toHexString(), type: job.type, attempt: job.attempts }
+    const context = { jobId: job._id.toHexString(), type: job.type, attempt: job.attempts, ...(job.requestId === undefined ? {} : { requestId: job.requestId }) }
     // Long jobs keep their lease; a worker that dies stops renewing and the lease runs out.
     const lease = keepLease({
       leaseMs: queue.leaseMs,
@@ -158,7 +159,8 @@ export class JobWorker {
       let failure: string | null = null
       let waitUntil: Date | null = null
       try {
-        await handlers[job.type](job)
+        // Its calls (to the backend, the change feed) carry the id of the request that asked for it.
+        await withRequestId(job.requestId, async () => { await handlers[job.type](job) })
       } catch (error) {
         failure = error instanceof Error ? `${error.name}: ${error.message}` : 'job failed'
         if (error instanceof WaitForProviderError) waitUntil = error.retryAt

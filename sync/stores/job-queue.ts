@@ -11,6 +11,7 @@ import type { JobStatus } from '../lib/jobs/rules.js'
 import { databaseCall } from './database-calls.js'
 import type { InTransaction } from './database-calls.js'
 import { leaseTo, NO_LEASE, type Lease } from '../../lib/leases.js'
+import { currentRequestId } from '../../lib/request-id.js'
 
 export type JobType = 'import' | 'pull' | 'providerWrite'
 
@@ -28,6 +29,8 @@ export interface JobRecord extends Lease {
   runAt: Date
   /** Enqueued again while running: run once more after this run instead of being deleted. */
   rerun: boolean
+  /** The request that asked for it last (lib/request-id.ts), carried into the work's log lines and calls. */
+  requestId?: string
   /**
    * Waiting for its provider to answer again (it met the provider unavailable, or another job of
    * its connection did): released the moment the provider answers, and never made due earlier by
@@ -112,6 +115,9 @@ export class JobQueue {
   async #enqueue (request: JobRequest, options: InTransaction): Promise<{ job: JobRecord, coalesced: boolean }> {
     const { session } = options
     const now = this.#clock.now()
+    // The request that asked for the job (lib/request-id.ts); a later request it is coalesced with names it from then on.
+    const requestId = currentRequestId()
+    const asked = requestId === undefined ? {} : { requestId }
     const job: JobRecord = {
       _id: new ObjectId(),
       type: request.type,
@@ -128,7 +134,8 @@ export class JobQueue {
       lastError: null,
       failedAt: null,
       createdAt: now,
-      updatedAt: now
+      updatedAt: now,
+      ...asked
     }
     if (session === undefined) {
       try {
@@ -152,9 +159,9 @@ export class JobQueue {
     // Each update holds for the job's status at its moment; a job a worker claimed (or put back)
     // between the two is tried again, else the worker would run it with the older payload.
     for (;;) {
-      const running = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now } }, { session }))
+      const running = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'running' }, { $set: { rerun: true, payload: job.payload, updatedAt: now, ...asked } }, { session }))
       if (running.matchedCount === 1) break
-      const queued = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now } }, { session }))
+      const queued = await databaseCall(async () => await this.#rows.updateOne({ coalescingKey: job.coalescingKey, status: 'queued' }, { $set: { payload: job.payload, updatedAt: now, ...asked } }, { session }))
       if (queued.matchedCount === 1) break
       const current = await databaseCall(async (signal) => await this.#rows.findOne({ coalescingKey: job.coalescingKey }, { projection: { status: 1 }, session, signal }))
       // Gone meanwhile: queued anew below. Failed or exhausted: it keeps its payload, as before.
