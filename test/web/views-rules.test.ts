@@ -107,7 +107,8 @@ test('shortcuts: the Google Calendar keys; nothing while typing, in a dialog, or
   t.same(['c', 't', 'j', 'k', 'n', 'p', 'ArrowRight', 'ArrowLeft', 'd', 'w', 'm', '1', '2', '3', '?', 'C'].map((key) => press(key)),
     ['create', 'today', 'next', 'previous', 'next', 'previous', 'next', 'previous', 'day', 'week', 'month', 'day', 'week', 'month', 'help', 'create'])
   t.equal(press('/'), null, 'no search, so no search key')
-  t.equal(press('x'), null)
+  t.equal(press('x'), '4days', 'x: the 4-day view, Google\'s custom view')
+  t.equal(press('z'), null)
   t.equal(press('c', { typing: true }), null)
   t.equal(press('c', { inDialog: true }), null)
   t.equal(press('ArrowRight', { altKey: true }), null, 'Alt+arrows move a focused event')

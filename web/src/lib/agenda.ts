@@ -3,7 +3,7 @@
 // MAX_READ_DAYS), so "Show more" adds a read instead of reading everything again. A day lists every
 // event touching it, so an event over several days is under each of them, as in Google's list.
 import { DateTime } from 'luxon'
-import { AGENDA_DAYS, MAX_READ_DAYS, eventEnd, eventStart } from './grid.js'
+import { AGENDA_DAYS, MAX_READ_DAYS } from './grid.js'
 import type { CalendarEvent } from './events.js'
 
 export interface AgendaPage {
@@ -44,33 +44,40 @@ interface Entry {
 
 /**
  * The days of `page` that have events, in order, each with the events touching it. `today` is
- * today's date in the user's zone (the list marks it).
+ * today's date in the user's zone (the list marks it). A timed event's dates carry their offset and
+ * an all-day event's are dates, so neither is parsed with luxon: the agenda groups hundreds at once.
  */
 export function agendaDays (events: readonly CalendarEvent[], page: Pick<AgendaPage, 'first' | 'days'>, zone: string, today: string): AgendaDay[] {
   const first = page.first.setZone(zone).startOf('day')
-  const dates = Array.from({ length: page.days }, (_, index) => first.plus({ days: index }))
+  const dates = Array.from({ length: page.days + 1 }, (_, index) => first.plus({ days: index }))
   const starts = dates.map((day) => day.toMillis())
-  const pageEnd = first.plus({ days: page.days }).toMillis()
+  const isoDates = dates.map((day) => day.toISODate() as string)
   const byDay = new Map<number, Entry[]>()
+  const add = (index: number, entry: Entry) => {
+    const list = byDay.get(index)
+    if (list === undefined) byDay.set(index, [entry])
+    else list.push(entry)
+  }
   for (const event of events) {
-    const start = eventStart(event, zone).toMillis()
-    const end = eventEnd(event, zone).toMillis()
+    if (event.isAllDay) {
+      for (let index = 0; index < page.days; index++) {
+        const date = isoDates[index] as string
+        if (event.startDate <= date && event.endDate > date) add(index, { event, allDay: true, from: starts[index] as number, end: 0 })
+      }
+      continue
+    }
+    const start = Date.parse(event.startDate)
+    const end = Date.parse(event.endDate)
     // An event of no length still belongs to the day it is at.
     const last = Math.max(end, start + 1)
-    if (last <= (starts[0] as number) || start >= pageEnd) continue
-    for (let index = 0; index < starts.length; index++) {
+    for (let index = 0; index < page.days; index++) {
       const dayStart = starts[index] as number
-      const dayEnd = starts[index + 1] ?? pageEnd
-      if (start >= dayEnd || last <= dayStart) continue
-      const list = byDay.get(index) ?? []
-      list.push({ event, allDay: event.isAllDay, from: Math.max(start, dayStart), end })
-      byDay.set(index, list)
+      if (start < (starts[index + 1] as number) && last > dayStart) add(index, { event, allDay: false, from: Math.max(start, dayStart), end })
     }
   }
   return [...byDay.entries()].sort(([a], [b]) => a - b).map(([index, entries]) => {
-    const day = dates[index] as DateTime
-    const date = day.toISODate() as string
+    const date = isoDates[index] as string
     entries.sort((a, b) => Number(b.allDay) - Number(a.allDay) || a.from - b.from || a.end - b.end || a.event.title.localeCompare(b.event.title))
-    return { date, day, today: date === today, events: entries.map((entry) => entry.event) }
+    return { date, day: dates[index] as DateTime, today: date === today, events: entries.map((entry) => entry.event) }
   })
 }

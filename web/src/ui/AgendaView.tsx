@@ -10,12 +10,19 @@ import { isOccurrence, type CalendarEvent } from '../lib/events.js'
 import { useEvents, userZone, type Mode } from '../data/calendar.js'
 import { calendarKeyOf, calendarStyle, hiddenCalendars, useCalendarColors } from '../data/calendars.js'
 import { useStore } from '../data/store.js'
+import { session } from '../data/session.js'
+import { pendingWrites } from '../data/pending.js'
+import { markOf } from '../lib/pending-writes.js'
 import { WriteMark } from './Safety.js'
 import './agenda.css'
 
 function titleOf (event: CalendarEvent): string {
   return event.title === '' ? '(No title)' : event.title
 }
+
+/** Events drawn in the first task of a page (about two screenfuls), then in each task after it. */
+const FIRST_DRAWN = 60
+const DRAWN_PER_TASK = 80
 
 function hasLocation (event: CalendarEvent): boolean {
   return event.location !== undefined && event.location !== ''
@@ -32,9 +39,34 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (
   const days = useMemo(() => agendaDays(events, page, userZone, today), [events, page.first.toMillis(), page.days, today])
   const count = loading ? null : days.length
   useEffect(() => onCount(key, count), [key, count])
+  // A crowded month (hundreds of events) is drawn a few dozen events per task, so no task holds
+  // the page for long; later reads of the page draw it whole.
+  const [limit, setLimit] = useState(FIRST_DRAWN)
+  const total = useMemo(() => days.reduce((sum, day) => sum + day.events.length, 0), [days])
+  useEffect(() => {
+    if (total <= limit) return
+    const timer = setTimeout(() => setLimit((current) => current + DRAWN_PER_TASK), 0)
+    return () => clearTimeout(timer)
+  }, [total, limit])
+  const drawn = useMemo(() => {
+    if (total <= limit) return days
+    let left = limit
+    const shown: typeof days = []
+    for (const day of days) {
+      if (left <= 0) break
+      shown.push(day.events.length <= left ? day : { ...day, events: day.events.slice(0, left) })
+      left -= day.events.length
+    }
+    return shown
+  }, [days, total, limit])
+  // The mark of an unsent change is drawn only on the events that have one: hundreds of marks,
+  // each listening to the pending writes, would cost more than the list itself.
+  const state = useStore(session)
+  const pending = useStore(pendingWrites)
+  const marked = (event: CalendarEvent) => state.status === 'signedIn' && (event.syncIssue !== undefined || markOf(pending, state.userId, event._id) !== null)
   return (
     <>
-      {days.map((day) => {
+      {drawn.map((day) => {
         // Named in words for a screen reader (the big number and the short weekday are for the eye).
         const label = `${day.today ? 'Today, ' : ''}${day.day.toLocaleString(DateTime.DATE_HUGE)}`
         return (
@@ -58,7 +90,7 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (
                     </span>
                     {hasLocation(event) && <span class='agenda-location'>{event.location}</span>}
                   </button>
-                  <WriteMark event={event} />
+                  {marked(event) && <WriteMark event={event} />}
                 </li>
               ))}
             </ul>
