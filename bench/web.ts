@@ -6,7 +6,8 @@
 //   at most 1 s.
 // - with 500 events in one week (a crowded calendar): no long task (the browser's Long Tasks API)
 //   above 100 ms while going to the next week and back, while opening the event dialog, or while
-//   showing those events in the month view (and going to the next month and back).
+//   showing those events in the month view (and going to the next month and back), or in the agenda
+//   (and going to the next 30 days and back).
 // `--screenshot FILE` also saves a picture of /day with those events; `--screenshots DIR` saves
 // day, week, month and dark pictures (screenshot-day.png, ...) of a more ordinary week.
 import { join } from 'node:path'
@@ -200,6 +201,19 @@ try {
     await busy.getByRole('button', { name: 'Next month' }).click()
     await busy.getByRole('button', { name: 'Previous month' }).click()
     await busy.locator('.month-event').first().waitFor()
+  })
+  // The same 500 events in the agenda, from the crowded week's Monday: one button each, under five
+  // day headings. Reached as the browser's back and forward buttons do (the address, then popstate),
+  // so the step measures the agenda's drawing rather than a page load.
+  await measure('the agenda', async () => {
+    await busy.evaluate(`history.pushState(null, '', '/agenda?date=${monday.toISODate() as string}'); dispatchEvent(new PopStateEvent('popstate'))`)
+    await busy.locator('.agenda-title', { hasText: `Meeting ${CROWDED_EVENTS}` }).waitFor()
+  })
+  await measure('next 30 days and back', async () => {
+    await busy.getByRole('button', { name: 'Next 30 days' }).click()
+    await busy.locator('.agenda-title', { hasText: `Meeting ${CROWDED_EVENTS}` }).waitFor({ state: 'detached' })
+    await busy.getByRole('button', { name: 'Previous 30 days' }).click()
+    await busy.locator('.agenda-title', { hasText: `Meeting ${CROWDED_EVENTS}` }).waitFor()
   })
   const longest = Math.max(0, ...Object.values(longTasks).flat())
 
