@@ -158,10 +158,38 @@ async function maintainOnce (caller: SchedulerFile): Promise<void> {
   say(`maintenance: renewed ${String(report.renewed)}, stopped ${String(report.stopped)}, failed ${String(report.failed)}`)
 }
 
+/**
+ * Tells the operator a maintenance call failed (the specification: the caller reports an error
+ * by notification on failure), at scheduler.failureWebhook when one is set. A notice that cannot
+ * be sent is said on stderr; it never stops the loop.
+ */
+async function reportFailure (caller: SchedulerFile, reason: string): Promise<void> {
+  if (caller.failureWebhook === undefined) return
+  const notice = {
+    text: `Calendar: watch maintenance failed (${reason}); the scheduler tries again at its next run`,
+    event: 'maintenance_failed',
+    reason,
+    at: new Date().toISOString()
+  }
+  try {
+    const response = await fetch(caller.failureWebhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(notice), signal: AbortSignal.timeout(10_000) })
+    // Nothing of the answer is needed; dropped unread, so no answer's size matters.
+    await response.body?.cancel()
+    if (!response.ok) process.stderr.write(`stack: maintenance: the failure notice was answered ${response.status}\n`)
+  } catch (error) {
+    process.stderr.write(`stack: maintenance: the failure notice could not be sent (${(error as Error).message.split('\n')[0]})\n`)
+  }
+}
+
 async function maintenance (path: string, everyMinutes: number, once: boolean): Promise<void> {
   const caller = await readSchedulerFile(path)
   if (once) {
-    await maintainOnce(caller)
+    try {
+      await maintainOnce(caller)
+    } catch (error) {
+      await reportFailure(caller, (error as Error).message.split('\n')[0] ?? 'failed')
+      throw error
+    }
     return
   }
   if (!Number.isFinite(everyMinutes) || everyMinutes < 1) throw new StackError('--every-minutes must be a number of minutes, at least 1')
@@ -173,7 +201,9 @@ async function maintenance (path: string, everyMinutes: number, once: boolean): 
       await maintainOnce(caller)
     } catch (error) {
       ok = false
-      process.stderr.write(`stack: ${(error as Error).message.split('\n')[0]}; trying again in ${everyMinutes} min\n`)
+      const reason = (error as Error).message.split('\n')[0] ?? 'failed'
+      process.stderr.write(`stack: ${reason}; trying again in ${everyMinutes} min\n`)
+      await reportFailure(caller, reason)
     }
     const status: SchedulerStatus = { at: Date.now(), ok, everyMs }
     await writeFile(SCHEDULER_STATUS, JSON.stringify(status))

@@ -27,7 +27,9 @@ export const SchedulerFileSchema = Type.Object({
   /** The token's audience: the endpoint's public URL, which the Sync service expects. */
   audience: Type.String({ minLength: 1 }),
   caller: Type.String({ minLength: 3 }),
-  signingKey: SchedulerSchema.properties.signingKey
+  signingKey: SchedulerSchema.properties.signingKey,
+  /** scheduler.failureWebhook: where a failed call is reported. */
+  failureWebhook: Type.Optional(Type.String({ pattern: '^https?://' }))
 }, { additionalProperties: false })
 
 export type SchedulerFile = Static<typeof SchedulerFileSchema>
@@ -188,7 +190,8 @@ function schedulerFile (config: Config): SchedulerFile | undefined {
     url: `${sync.serviceUrl.replace(/\/+$/, '')}/maintenance`,
     audience: maintenanceAudience(sync.callbackBaseUrl),
     caller: sync.maintenanceCaller,
-    signingKey: scheduler.signingKey
+    signingKey: scheduler.signingKey,
+    ...(scheduler.failureWebhook === undefined ? {} : { failureWebhook: scheduler.failureWebhook })
   }
 }
 

@@ -103,7 +103,12 @@ export const SchedulerSchema = section({
     crv: Type.Literal('Ed25519'),
     x: Type.String(Base64Url32),
     d: Type.String({ ...Base64Url32, secret: true })
-  }, { additionalProperties: false, description: 'Private Ed25519 JWK the scheduler signs its watch-maintenance ID tokens with; its public half is sync.maintenanceKey. Only the scheduler\'s container receives it.' })
+  }, { additionalProperties: false, description: 'Private Ed25519 JWK the scheduler signs its watch-maintenance ID tokens with; its public half is sync.maintenanceKey. Only the scheduler\'s container receives it.' }),
+  failureWebhook: Type.Optional(Type.String({
+    format: 'url',
+    secret: true,
+    description: 'Where the scheduler reports a failed maintenance call: it POSTs a JSON notice ({text, event: "maintenance_failed", reason, at}) there, the shape chat and paging webhooks take. A secret, as such URLs carry their token'
+  }))
 }, 'The self-host stack\'s watch-maintenance scheduler (compose service `scheduler`)')
 
 const SyncSchema = section({

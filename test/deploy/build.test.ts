@@ -5,6 +5,8 @@
 // The compiled processes run on the images' Node release line, not on whatever Node runs the tests:
 // the official binary of IMAGE_NODE_VERSION, fetched once from the npm registry (see imageNodeBinary).
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { access, cp, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
@@ -345,6 +347,21 @@ test('the production build runs as the images run it', { timeout: 540_000 }, asy
     const impostor = await finished(t, app, ['dist/bin/stack-steps.js', 'maintenance', '--once', '--caller', impostorPath])
     t.equal(impostor.code, 1, 'a token signed by another key is refused')
     t.equal(impostor.output, `stack: maintenance: http://127.0.0.1:${syncPort}/maintenance answered 401\n`)
+    // With scheduler.failureWebhook, the failure is also reported there (a chat or paging webhook).
+    const notices: Array<Record<string, unknown>> = []
+    const hook = createServer((request, response) => {
+      let body = ''
+      request.on('data', (chunk: Buffer) => { body += chunk.toString() })
+      request.on('end', () => { notices.push({ ...JSON.parse(body) as Record<string, unknown>, contentType: request.headers['content-type'] }); response.end('ok') })
+    })
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => hook.close())
+    const reportedPath = join(work, 'impostor-reported.json')
+    await writeFile(reportedPath, JSON.stringify({ ...caller, signingKey: ed25519KeyPair(randomBytes(32)).privateJwk, failureWebhook: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks/secret-token` }))
+    const reported = await finished(t, app, ['dist/bin/stack-steps.js', 'maintenance', '--once', '--caller', reportedPath])
+    t.equal(reported.code, 1, 'still a failure')
+    t.match(notices, [{ event: 'maintenance_failed', reason: `maintenance: http://127.0.0.1:${syncPort}/maintenance answered 401`, text: /^Calendar: watch maintenance failed/, at: /^\d{4}-/, contentType: 'application/json' }], 'and the notice reached the webhook')
+    t.notOk(reported.output.includes('secret-token'), 'whose address (a secret) is not printed')
     // The long-running loop compose starts: healthy once its first call was accepted.
     const statusDir = await temporaryDir(t, 'calendar-scheduler-')
     const schedulerHealthy = async () => (await finished(t, app, ['dist/bin/stack-steps.js', 'health', 'scheduler'], { TMPDIR: statusDir })).code === 0

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { test } from 'tap'
 import { Ajv } from 'ajv'
 import type { TSchema } from '@sinclair/typebox'
-import { parse } from 'yaml'
+import { parse, stringify } from 'yaml'
 import { parseConfig } from '../../lib/config.js'
 import { COMPOSE_VARIABLES, composeEnvironment, generateSecrets, productionConfig, renderConfigYaml, STACK_NAMES, variableNameOf, WEB_BUILD_ARGS } from '../../lib/production-config.js'
 import { SCHEDULER_FILE, STACK_VOLUMES, stackFiles, type StackVolume } from '../../lib/stack-steps.js'
@@ -233,6 +233,14 @@ test('the scheduler calls watch maintenance with a key only its container holds;
   const backendCopy = files.find((file) => file.volume === 'backend')?.content ?? ''
   t.equal(parseConfig(backendCopy, 'backend').config.scheduler, undefined, 'the backend\'s copy has no scheduler block')
   t.match(backendCopy, /^# Production configuration of the calendar service/, 'and keeps config.yaml\'s comments')
+
+  // scheduler.failureWebhook reaches the scheduler's file, where a failed call is reported from.
+  const withHook = parse(text) as Record<string, Record<string, unknown>>
+  withHook['scheduler'] = { ...withHook['scheduler'], failureWebhook: 'https://chat.example.org/hooks/T0/B0/token' }
+  const hookText = stringify(withHook)
+  const hooked = stackFiles(hookText, withHook, parseConfig(hookText, 'backend').config)
+  t.match(JSON.parse(hooked.find((file) => file.volume === 'scheduler')?.content ?? '{}'), { failureWebhook: 'https://chat.example.org/hooks/T0/B0/token' }, 'the failure webhook is in the scheduler\'s file')
+  t.same(hooked.filter((file) => file.content.includes('hooks/T0/B0/token')).map((file) => file.volume), ['scheduler'], 'and in no other volume')
 })
 
 test('the stack starts in order: files, databases, the replica set, then the services', async (t) => {
