@@ -5,40 +5,13 @@
 // answers from the index whatever the calendar's size; MongoDB's text search would match whole
 // stemmed words only, which is not how people search a calendar.
 import { invalidEvent } from './errors.js'
-import type { EventRecord } from './record.js'
+import { queryWordsOf, SEARCH_QUERY_WORDS } from './search-words.js'
 
-/** Words kept per event: title and location first, then the description's, each distinct word once. */
-export const SEARCH_WORDS_KEPT = 300
-/** Characters kept of a word: enough to tell words apart, and a bound on the index's keys. */
-const SEARCH_WORD_LENGTH = 40
-/** Words a query may hold (each is one more condition on the same index). */
-const SEARCH_QUERY_WORDS = 8
-
-/** Lower case, accents and other marks dropped, so "Café" and "cafe" are the same word. */
-function folded (text: string): string {
-  return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase()
-}
-
-function wordsOf (text: string): string[] {
-  return folded(text).split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0).map((word) => word.slice(0, SEARCH_WORD_LENGTH))
-}
-
-/** The words an event is found by (stored with it; see the head of this file). */
-export function searchWordsOf (event: Pick<EventRecord, 'title' | 'location' | 'description'>): string[] {
-  const words = new Set<string>()
-  for (const text of [event.title, event.location, event.description]) {
-    if (typeof text !== 'string') continue
-    for (const word of wordsOf(text)) {
-      if (words.size >= SEARCH_WORDS_KEPT) return [...words]
-      words.add(word)
-    }
-  }
-  return [...words]
-}
+export { searchWordsOf, SEARCH_WORDS_KEPT } from './search-words.js'
 
 /** A query's words, each a prefix to match; throws EVENT_INVALID for a query with none or too many. */
 export function searchTermsOf (query: string): string[] {
-  const terms = [...new Set(wordsOf(query))]
+  const terms = queryWordsOf(query)
   if (terms.length === 0) throw invalidEvent('querystring/q', 'must hold at least one letter or digit')
   if (terms.length > SEARCH_QUERY_WORDS) throw invalidEvent('querystring/q', `must hold at most ${SEARCH_QUERY_WORDS} words`)
   return terms

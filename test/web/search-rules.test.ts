@@ -1,9 +1,8 @@
-// The search rule the signed-out calendar applies in the browser (web/src/lib/search.ts), held to
-// the server's (lib/events/search.ts): folded words, each query word the beginning of a word of the
+// The search rule the signed-out calendar applies in the browser (web/src/lib/search.ts), on the
+// server's own words (lib/events/search-words.ts): each query word the beginning of a word of the
 // event; the local pages in start order; what choosing a result opens; results under their day.
 import { test } from 'tap'
-import { searchWordsOf as serverWordsOf } from '../../lib/events/search.js'
-import { eventToOpen, groupByDay, matchesSearch, searchLocal, searchTermsOf, searchWordsOf } from '../../web/src/lib/search.js'
+import { eventToOpen, groupByDay, matchesSearch, searchLocal, searchTermsOf } from '../../web/src/lib/search.js'
 import type { CalendarEvent } from '../../web/src/lib/events.js'
 import type { LocalData } from '../../web/src/lib/local-events.js'
 
@@ -39,15 +38,6 @@ test('a word beginning with each query word, case and accents ignored', async (t
   t.notOk(matchesSearch(standUp, searchTermsOf('stand paris')), 'every word of the query must be there')
   t.notOk(matchesSearch(standUp, searchTermsOf('  -- ')), 'a query without letters or digits finds nothing')
   t.same(searchTermsOf('Plan plan, PLÄN'), ['plan'], 'the query\'s words folded, each once')
-})
-
-test('the same words as the server keeps for an event', async (t) => {
-  const samples = [
-    { title: 'Stand-up in Berlin', location: 'Café Zoë', description: 'Bring the ROADMAP; ½ hour, naïve Œuvre' },
-    { title: 'Ｆｕｌｌｗｉｄｔｈ ｔｉｔｌｅ 東京 会議', location: undefined, description: undefined },
-    { title: `${'x'.repeat(60)} short`, description: Array.from({ length: 400 }, (_, index) => `word${index}`).join(' ') }
-  ]
-  for (const sample of samples) t.same(searchWordsOf(sample), serverWordsOf(sample), `the words of "${sample.title.slice(0, 20)}"`)
 })
 
 test('the signed-out calendar searched a page at a time, in start order', async (t) => {

@@ -106,7 +106,7 @@ test('shortcuts: the Google Calendar keys; nothing while typing, in a dialog, or
   const press = (key: string, extra: Partial<KeyPress> = {}) => shortcutFor({ key, altKey: false, ctrlKey: false, metaKey: false, typing: false, inDialog: false, ...extra })
   t.same(['c', 't', 'j', 'k', 'n', 'p', 'ArrowRight', 'ArrowLeft', 'd', 'w', 'm', '1', '2', '3', '?', 'C'].map((key) => press(key)),
     ['create', 'today', 'next', 'previous', 'next', 'previous', 'next', 'previous', 'day', 'week', 'month', 'day', 'week', 'month', 'help', 'create'])
-  t.equal(press('/'), null, 'no search, so no search key')
+  t.equal(press('/'), 'search', '/: the search field, as Google Calendar')
   t.equal(press('x'), '4days', 'x: the 4-day view, Google\'s custom view')
   t.equal(press('z'), null)
   t.equal(press('c', { typing: true }), null)

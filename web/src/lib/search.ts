@@ -1,47 +1,22 @@
 // Search as GET /api/events/search answers it (lib/events/search.ts on the server), for the
 // signed-out calendar in browser storage and for the results list: words are folded (any case,
 // accents dropped) and an event matches when it holds a word beginning with each query word, so
-// "stand berl" finds "Stand-up in Berlin" and "tand" finds nothing. The server's folding and its
-// bounds are repeated here rather than imported: its module carries the API's errors and Node's
-// Buffer, which the bundle has no use for; test/web/search-rules.test.ts holds the two together.
+// "stand berl" finds "Stand-up in Berlin" and "tand" finds nothing. The words are the server's own
+// (lib/events/search-words.ts), so both find the same events.
 import { DateTime } from 'luxon'
 import { compileSeries, firstOccurrence } from '../../../lib/events/recurrence.js'
 import { eventInstant, occurrenceKey } from '../../../lib/events/time.js'
 import type { CalendarEvent } from './events.js'
+import { queryWordsOf, searchWordsOf } from '../../../lib/events/search-words.js'
+
+export { SEARCH_QUERY_WORDS } from '../../../lib/events/search-words.js'
 import type { LocalData } from './local-events.js'
 
-/** As the server: words kept per event, characters kept per word, words a query may hold. */
-const WORDS_KEPT = 300
-const WORD_LENGTH = 40
-export const SEARCH_QUERY_WORDS = 8
 /** The server's page size when the client names none. */
-export const SEARCH_PAGE_SIZE = 25
-
-function folded (text: string): string {
-  return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase()
-}
-
-function wordsOf (text: string): string[] {
-  return folded(text).split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0).map((word) => word.slice(0, WORD_LENGTH))
-}
-
-/** The words an event is found by: title and location first, then the description's. */
-export function searchWordsOf (event: Pick<CalendarEvent, 'title' | 'location' | 'description'>): string[] {
-  const words = new Set<string>()
-  for (const text of [event.title, event.location, event.description]) {
-    if (typeof text !== 'string') continue
-    for (const word of wordsOf(text)) {
-      if (words.size >= WORDS_KEPT) return [...words]
-      words.add(word)
-    }
-  }
-  return [...words]
-}
+const SEARCH_PAGE_SIZE = 25
 
 /** A query's distinct words, each the beginning of a word to find (none: nothing to search for). */
-export function searchTermsOf (query: string): string[] {
-  return [...new Set(wordsOf(query))]
-}
+export const searchTermsOf = queryWordsOf
 
 export function matchesSearch (event: Pick<CalendarEvent, 'title' | 'location' | 'description'>, terms: readonly string[]): boolean {
   if (terms.length === 0) return false
