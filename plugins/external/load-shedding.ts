@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import { TypedHttpError } from '../../lib/error-bodies.js'
-import { HEALTH_PROBE_PATHS } from '../../schemas/health.js'
 
 export interface LoadSheddingOptions {
   /** Mean event-loop delay over one sample, in milliseconds, past which requests are shed. */
@@ -15,6 +14,9 @@ export interface LoadSheddingOptions {
 export const LOAD_SHEDDING: LoadSheddingOptions = { maxEventLoopDelayMs: 100, sampleIntervalMs: 1000 }
 export const OVERLOAD_RETRY_AFTER_SECONDS = 5
 
+/** The uptime probe keeps answering under load: it is how an operator sees the process is alive. */
+const NEVER_SHED = new Set(['/api/health'])
+
 export default fp<Partial<LoadSheddingOptions>>(async function loadShedding (fastify, options) {
   const { maxEventLoopDelayMs, sampleIntervalMs } = { ...LOAD_SHEDDING, ...options }
   await fastify.register(underPressure, {
@@ -22,8 +24,7 @@ export default fp<Partial<LoadSheddingOptions>>(async function loadShedding (fas
     sampleInterval: sampleIntervalMs,
     retryAfter: OVERLOAD_RETRY_AFTER_SECONDS,
     pressureHandler: (request, _reply, type, value) => {
-      // The probes keep answering under load: they are how an operator and a load balancer see the process.
-      if (HEALTH_PROBE_PATHS.has(request.routeOptions.url ?? '')) return
+      if (NEVER_SHED.has(request.routeOptions.url ?? '')) return
       request.log.warn({ pressure: type, value }, 'request shed: the service is overloaded')
       // Thrown from the onRequest hook, it ends the request in the app's error handler, which
       // answers typed errors with their status, code and Retry-After, before any later hook runs.

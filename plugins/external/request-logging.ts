@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { HEALTH_PROBE_PATHS } from '../../schemas/health.js'
 
+const HEALTH_PATH = '/api/health'
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const
 
 function levelsFrom (threshold: string): readonly string[] {
@@ -14,7 +14,8 @@ export default fp(async function requestLogging (fastify) {
   // The level is fixed at start; deciding once keeps the per-request cost of a hidden line at zero.
   const logged = new Set(levelsFrom(fastify.log.level))
   fastify.addHook('onResponse', (request, reply, done) => {
-    const level = HEALTH_PROBE_PATHS.has(request.routeOptions.url ?? '') ? 'debug' : 'info'
+    const isHealthProbe = request.url === HEALTH_PATH || request.url.startsWith(`${HEALTH_PATH}?`)
+    const level = isHealthProbe ? 'debug' : 'info'
     if (logged.has(level)) request.log[level]({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
     done()
   })
