@@ -111,7 +111,7 @@ test('a CalDAV account in the browser: refused, connected, imported, password en
     await page.getByRole('link', { name: 'Week' }).click()
     await eventBlock(page, 'Dentist').waitFor()
     t.equal(await eventBlock(page, 'Team lunch').count(), 1, 'the week shows them too')
-    await page.getByRole('link', { name: 'Day' }).click()
+    await page.getByRole('link', { name: 'Day', exact: true }).click()
     t.equal(navigations, 0, 'no reload')
   })
 

@@ -104,7 +104,7 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     t.match(page.url(), /\/week\?date=2026-03-02$/)
     t.equal(await eventBlock(page, 'Weekly review').count(), 1, 'the week shows the series once, on Monday')
     t.equal(await eventBlock(page, 'Dentist').count(), 1)
-    await page.getByRole('link', { name: 'Day' }).click()
+    await page.getByRole('link', { name: 'Day', exact: true }).click()
   })
 
   await t.test('a change at Google appears without a reload', async (t) => {

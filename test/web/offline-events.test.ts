@@ -65,7 +65,7 @@ test('offline reload shows the events last seen, marked; never another account\'
     t.equal(await page.locator('.grid').getAttribute('aria-busy'), 'false', 'the grid is not left loading')
 
     // Wednesday, a day of the week seen, offline: its events only, from the same copy.
-    await page.getByRole('link', { name: 'Day' }).click()
+    await page.getByRole('link', { name: 'Day', exact: true }).click()
     await page.getByRole('heading', { name: 'Monday, 2 March 2026' }).waitFor()
     t.same(await drawn(page), ['Dentist'], 'Monday as a day of the week seen')
     await page.keyboard.press('ArrowRight')
