@@ -10,7 +10,8 @@ import { assignLanes, limitLanes, spansOf, type Laned } from '../lib/lanes.js'
 import type { CalendarEvent } from '../lib/events.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
-import { eventClass, type DaysViewProps } from './TimeGrid.js'
+import { eventClass } from './EventParts.js'
+import type { DaysViewProps } from './TimeGrid.js'
 import './month.css'
 
 /** Lanes drawn before the first measure of the rows (then as many as a row's height holds). */

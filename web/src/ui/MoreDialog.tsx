@@ -4,7 +4,7 @@ import { timeLabel } from '../lib/grid.js'
 import type { CalendarEvent } from '../lib/events.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
-import { eventClass } from './TimeGrid.js'
+import { eventClass } from './EventParts.js'
 
 export type MoreDialogState = { label: string, events: CalendarEvent[] } | null
 

@@ -8,18 +8,17 @@
 // creates an hour there.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
-import { allDayOn, DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
+import { DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
 import { frequencyOf, isOccurrence, seriesIdOf, type CalendarEvent } from '../lib/events.js'
 import { draftOf, planEdit } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
 import { WriteMark } from './Safety.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
-import { assignLanes, lanesUsed, limitLanes, spansOf } from '../lib/lanes.js'
+import { AllDayRow } from './AllDayRow.js'
+import { eventClass, MoreButton } from './EventParts.js'
 import './month.css'
 
 const HOUR_PX = 48
-/** Lanes of the all-day row before "+N more": it sits above the hours, which need the room. */
-const ALL_DAY_LANES = 3
 const PX_PER_MINUTE = HOUR_PX / 60
 
 interface Drag {
@@ -83,10 +82,6 @@ async function moveEvent (event: CalendarEvent, startMinutes: number, endMinutes
   const draft = { ...draftOf(event, frequencyOf(event.recurrence?.rule)), ...dates }
   // A drag changes the one event that was dragged; the dialog offers the wider scopes.
   await applyPlan(planEdit(event, draft, 'this', null, ''))
-}
-
-export function eventClass (event: CalendarEvent): string {
-  return `event priority-${event.priority}`
 }
 
 /** What finds an event's block again after a change re-read it (an edited occurrence may get a stored id). */
@@ -167,16 +162,6 @@ function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<
       <span class='resize-handle' aria-hidden='true' onPointerDown={(pointer) => pointerDown(pointer as PointerEvent, 'resize')} />
       <WriteMark event={event} />
     </div>
-  )
-}
-
-function MoreButton (props: { events: CalendarEvent[], count?: number, label: string, style?: Record<string, string>, onMore: (events: CalendarEvent[], label: string) => void }) {
-  // The all-day row's count is of the events left out, and its list is the day's whole list.
-  const count = props.count ?? props.events.length
-  return (
-    <button type='button' class='more' style={props.style} aria-label={`${count} more events, ${props.label}`} onClick={(click) => { click.stopPropagation(); props.onMore(props.events, props.label) }}>
-      +{count} more
-    </button>
   )
 }
 
@@ -307,9 +292,6 @@ export function TimeGrid (props: DaysViewProps & {
   }
 
   const placedByDay = useMemo(() => layoutDays(props.events, props.days, userZone), [props.events, props.days])
-  const allDayLaned = useMemo(() => assignLanes(spansOf(props.events.filter((event) => event.isAllDay), props.days, userZone)), [props.events, props.days])
-  const allDay = limitLanes(allDayLaned, props.days.length, ALL_DAY_LANES)
-  const allDayLanes = lanesUsed(allDay.shown, allDay.more, ALL_DAY_LANES)
   const maxColumns = MAX_COLUMNS[props.view][narrow ? 'narrow' : 'wide']
   const today = now.toISODate()
   const zoneLabel = now.toFormat('ZZZZ')
@@ -351,40 +333,7 @@ export function TimeGrid (props: DaysViewProps & {
           </div>
         ))}
       </div>
-      <div class='all-day-row' style={{ gridTemplateColumns: columns, gridTemplateRows: `repeat(${allDayLanes}, auto) auto` }}>
-        <div class='gutter all-day-label' style={{ gridRow: '1 / -1' }}>All day</div>
-        {props.days.map((day, index) => <div key={day.toISODate()} class='all-day-cell' style={{ gridColumn: `${index + 2}`, gridRow: '1 / -1' }} aria-hidden='true' />)}
-        {allDay.shown.map((item) => (
-          <div key={item.event._id} class='all-day-slot' style={{ gridColumn: `${item.first + 2} / span ${item.last - item.first + 1}`, gridRow: `${item.lane + 1}` }}>
-            <button
-              type='button' title={item.event.title === '' ? '(No title)' : item.event.title} style={calendarStyle(item.event, colors)} onClick={() => props.onOpen(item.event)}
-              class={`${eventClass(item.event)} all-day-event${item.continuesBefore ? ' continues-before' : ''}${item.continuesAfter ? ' continues-after' : ''}`}
-            >
-              {item.event.title === '' ? '(No title)' : item.event.title}
-            </button>
-            <WriteMark event={item.event} />
-          </div>
-        ))}
-        {allDay.more.map((entry) => {
-          const day = props.days[entry.day] as DateTime
-          const label = day.toLocaleString(DateTime.DATE_HUGE)
-          return (
-            <div key={`more-${entry.day}`} class='all-day-slot' style={{ gridColumn: `${entry.day + 2}`, gridRow: `${ALL_DAY_LANES}` }}>
-              <MoreButton events={allDayOn(props.events, day, userZone)} count={entry.events.length} label={`all day, ${label}`} onMore={props.onMore} />
-            </div>
-          )
-        })}
-        {props.days.map((day, index) => {
-          const label = day.toLocaleString(DateTime.DATE_HUGE)
-          return (
-            <button
-              key={day.toISODate()} type='button' class='ghost all-day-add' style={{ gridColumn: `${index + 2}`, gridRow: `${allDayLanes + 1}` }}
-              aria-label={`Add an all-day event on ${label}`} onClick={() => props.onCreate(day.startOf('day'), day.startOf('day').plus({ days: 1 }), true)}
-            >+
-            </button>
-          )
-        })}
-      </div>
+      <AllDayRow days={props.days} events={props.events} columns={columns} colors={colors} onOpen={props.onOpen} onMore={props.onMore} onCreate={props.onCreate} />
       <div class='grid-scroll' ref={scroller}>
         <div class='grid-body' style={{ gridTemplateColumns: columns, height: `${24 * HOUR_PX}px` }}>
           {/* One element for the slot the keyboard is on, drawn anew (its own key) at each move, so
