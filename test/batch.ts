@@ -34,18 +34,32 @@ function resetSessionLibrary (): void {
   forgetSessionLibraryConfiguration()
 }
 
-async function load (files: string[]): Promise<void> {
-  const [file, ...rest] = files
+const files = process.argv.slice(2)
+/**
+ * Each file's own time limit (the runner gives the batch one per file, TAP_TIMEOUT in all). tap's
+ * limit is the whole batch's, so a file that hangs would hold the run for every file's share;
+ * past its own, the process ends and the runner reports the batch failed at that file.
+ */
+const FILE_LIMIT_MS = Number(process.env['TAP_TIMEOUT'] ?? 600 * files.length) * 1000 / Math.max(1, files.length)
+
+async function load (remaining: string[]): Promise<void> {
+  const [file, ...rest] = remaining
   if (file === undefined) return
   resetSessionLibrary()
+  const limit = setTimeout(() => {
+    process.stderr.write(`test/batch.ts: ${file} did not end within ${FILE_LIMIT_MS / 1000} s; its batch stops here\n`)
+    process.exit(1)
+  }, FILE_LIMIT_MS)
+  limit.unref()
   let failure: unknown
   await import(pathToFileURL(resolve(file)).href).catch((error: unknown) => { failure = error })
   // Queued after the file's own tests: it runs once they have ended, and keeps the process's root
   // test from ending (it ends when idle) while the next file loads.
   test(`${FILE_END_PREFIX}${file}`, async (t) => {
+    clearTimeout(limit)
     if (failure !== undefined) t.error(failure, `${file} loads`)
     await load(rest)
   })
 }
 
-await load(process.argv.slice(2))
+await load(files)
