@@ -67,9 +67,9 @@ export interface OutboxLease {
   until: Date
 }
 
-export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: Date, mintKey: () => string = randomUUID, requestId?: string): OutboxRecord[] {
+export function outboxRecords (userId: string, entries: NewOutboxEntry[], now: Date, requestId?: string): OutboxRecord[] {
   return entries.map((entry, seq) => {
-    const idempotencyKey = mintKey()
+    const idempotencyKey = randomUUID()
     const stored: OutboxEntry = entry.kind === 'eventChange'
       ? { kind: 'eventChange', report: { userId, ...entry.report, idempotencyKey } }
       : entry.kind === 'credentialHandOver'

@@ -109,7 +109,7 @@ export class Outbox {
    */
   async add (userId: string, entries: NewOutboxEntry[], options: { session?: ClientSession, now?: Date } = {}): Promise<void> {
     if (entries.length === 0) return
-    await this.#options.store.insert(outboxRecords(userId, entries, options.now ?? this.#now(), undefined, currentRequestId()), options.session)
+    await this.#options.store.insert(outboxRecords(userId, entries, options.now ?? this.#now(), currentRequestId()), options.session)
   }
 
   start (): void {

@@ -2,7 +2,7 @@
 // midway and to run in two processes at once, and is noted by name in `migrations` when done, so
 // later starts do not look through every event again.
 import type { Collection } from 'mongodb'
-import { searchWordsOf } from '../lib/events/search.js'
+import { searchWordsOf } from '../lib/events/search-words.js'
 import { storageKey, type StoredEvent } from './event-documents.js'
 
 /** Changes made once to the stored data at a start, each noted here by name when done. */

@@ -9,7 +9,7 @@ import { occurrenceId } from './ids.js'
 import { EventRequestError } from './errors.js'
 import { compileSeries, expandSeries, expansionPieces, RecurrenceRuleError, seriesEnd, type CompiledSeries, type Occurrence, type WalkMeter } from './recurrence.js'
 import { eventInstant, occurrenceKey } from './time.js'
-import { searchWordsOf } from './search.js'
+import { searchWordsOf } from './search-words.js'
 
 /** Fields kept next to each stored event so the database can answer range queries in UTC. */
 export interface StorageFields {
@@ -19,7 +19,7 @@ export interface StorageFields {
   seriesEndsAt: Date | null
   /** For an occurrence: the instant of its original start. */
   originalStartsAt: Date | null
-  /** The words the event is found by (search.ts). */
+  /** The words the event is found by (search-words.ts). */
   searchWords: string[]
 }
 

@@ -7,8 +7,6 @@
 import { invalidEvent } from './errors.js'
 import { queryWordsOf, SEARCH_QUERY_WORDS } from './search-words.js'
 
-export { searchWordsOf, SEARCH_WORDS_KEPT } from './search-words.js'
-
 /** A query's words, each a prefix to match; throws EVENT_INVALID for a query with none or too many. */
 export function searchTermsOf (query: string): string[] {
   const terms = queryWordsOf(query)

@@ -1,5 +1,6 @@
 import { test } from 'tap'
-import { decodeSearchCursor, encodeSearchCursor, SEARCH_WORDS_KEPT, searchTermsOf, searchWordsOf } from '../../../lib/events/search.js'
+import { decodeSearchCursor, encodeSearchCursor, searchTermsOf } from '../../../lib/events/search.js'
+import { SEARCH_WORDS_KEPT, searchWordsOf } from '../../../lib/events/search-words.js'
 
 test('an event\'s words: folded, each once, title and location before the description, bounded', async (t) => {
   t.same(searchWordsOf({ title: 'Café with Zoë', location: 'Straße 5, Zürich', description: 'CAFÉ again; zoe’s 2nd visit' }),

@@ -9,13 +9,12 @@ import type { SearchResultsView } from '../../../schemas/event.js'
 
 const local = browserStore()
 
-export async function searchEvents (query: string, page: { limit?: number, cursor?: string | null } = {}): Promise<SearchPage> {
-  if (session.get().status !== 'signedIn') return searchLocal(loadLocalData(local), query, page)
+export async function searchEvents (query: string, cursor: string | null = null): Promise<SearchPage> {
+  if (session.get().status !== 'signedIn') return searchLocal(loadLocalData(local), query, { cursor })
   return await api<SearchResultsView>('/events/search', {
     query: {
       q: query,
-      ...(page.limit === undefined ? {} : { limit: String(page.limit) }),
-      ...(page.cursor === undefined || page.cursor === null ? {} : { cursor: page.cursor })
+      ...(cursor === null ? {} : { cursor })
     }
   })
 }

@@ -47,7 +47,7 @@ function titleOf (event: CalendarEvent): string {
   return event.title === '' ? '(No title)' : event.title
 }
 
-export function Search (props: { onOpen: (event: CalendarEvent) => void, pageSize?: number }) {
+export function Search (props: { onOpen: (event: CalendarEvent) => void }) {
   const [text, setText] = useState('')
   const [results, setResults] = useState<Results>({ kind: 'closed' })
   const [open, setOpen] = useState(false)
@@ -115,7 +115,7 @@ export function Search (props: { onOpen: (event: CalendarEvent) => void, pageSiz
     const request = ++latest.current
     setResults({ kind: 'loading', query, events: before })
     try {
-      const page = await searchEvents(query, { cursor, ...(props.pageSize === undefined ? {} : { limit: props.pageSize }) })
+      const page = await searchEvents(query, cursor)
       if (request === latest.current) setResults({ kind: 'shown', query, events: [...before, ...page.events], next: page.next })
     } catch (error) {
       if (request === latest.current) setResults({ kind: 'failed', query, events: before, next: null, cursor, reason: searchFailure(error) })
