@@ -8,6 +8,7 @@ import type { ErrorResponse } from '../schemas/errors.js'
 import type { FieldErrorResponse } from '../schemas/session-library.js'
 import type { EventApplyTo, EventChangeInput, EventView, SearchResultsView } from '../schemas/event.js'
 import type { UserProfile } from '../schemas/user.js'
+import type { UserPreferences } from '../schemas/preferences.js'
 import { ApiError, SessionEndedError, UnavailableError } from './errors.js'
 import type { FetchLike, FetchResponse } from './fetch.js'
 import { MemoryTokenStore, needsRefresh, readFrontToken, type SessionTokens, type TokenStore } from './tokens.js'
@@ -177,6 +178,16 @@ export class CalendarClient {
 
   async profile (): Promise<UserProfile> {
     return await this.request<UserProfile>('GET', '/user/profile')
+  }
+
+  /** The display preferences kept with the account; a field left out has not been chosen. */
+  async preferences (): Promise<UserPreferences> {
+    return await this.request<UserPreferences>('GET', '/user/preferences')
+  }
+
+  /** Replaces them whole (what is left out goes back to the device's own); answers what was stored (zones under their current name). */
+  async setPreferences (preferences: UserPreferences): Promise<UserPreferences> {
+    return await this.request<UserPreferences>('PUT', '/user/preferences', { body: preferences })
   }
 
   /** Every event and occurrence overlapping [start, end), in start order. */

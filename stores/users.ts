@@ -6,6 +6,7 @@ import {
   type ProviderPayload
 } from '../lib/identity.js'
 import { withDatabaseDeadline } from './database.js'
+import type { UserPreferences } from '../schemas/preferences.js'
 
 export interface UserDocument {
   _id: ObjectId
@@ -29,6 +30,8 @@ export interface UserDocument {
   emailEnrollmentPending?: true
   /** Calendars the user hid in the list beside the grid (keys as GET /api/calendars/hidden names them). */
   hiddenCalendars?: string[]
+  /** Display preferences and calendar colours (GET /api/user/preferences); absent until first chosen. */
+  preferences?: UserPreferences
 }
 
 /** Called after a write that created a user record (awaited; a listener handles its own errors). */
@@ -68,6 +71,8 @@ export interface UserStore {
   forgetProviderConnection: (userId: string, connectionId: string) => Promise<void>
   /** Replaces the set of calendars the user hid; false when there is no such user. */
   setHiddenCalendars: (userId: string, keys: readonly string[]) => Promise<boolean>
+  /** Replaces the user's display preferences; false when there is no such user. */
+  setPreferences: (userId: string, preferences: UserPreferences) => Promise<boolean>
   /** Records still marked for the email block's enrollment, oldest first. */
   markedForEmailEnrollment: (limit: number) => Promise<UserDocument[]>
   clearEmailEnrollmentMark: (userId: string) => Promise<void>
@@ -170,6 +175,11 @@ export function createUserStore (collection: Collection<UserDocument>, options: 
     async setHiddenCalendars (userId, keys) {
       if (!ObjectId.isValid(userId)) return false
       const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set: { hiddenCalendars: [...keys] } }))
+      return result.matchedCount === 1
+    },
+    async setPreferences (userId, preferences) {
+      if (!ObjectId.isValid(userId)) return false
+      const result = await withDatabaseDeadline(async () => await collection.updateOne({ _id: new ObjectId(userId) }, { $set: { preferences } }))
       return result.matchedCount === 1
     },
     async markedForEmailEnrollment (limit) {
