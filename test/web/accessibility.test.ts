@@ -59,9 +59,12 @@ test('accessibility', async (t) => {
     t.ok(reached.some((name) => name.startsWith('Deep work, ')), 'the events of the grid are reachable, with their time in the name')
 
     await page.keyboard.press('Enter')
+    await page.getByRole('dialog', { name: 'Deep work' }).waitFor()
+    t.equal(await focused(page), 'Edit', 'Enter shows the event\'s details, focus on Edit')
+    await page.keyboard.press('Enter')
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
     await dialog.waitFor()
-    t.equal(await focused(page), 'event-title-input', 'focus moves into the dialog, to the title')
+    t.equal(await focused(page), 'event-title-input', 'Edit moves focus into the form, to the title')
     await page.keyboard.press('Escape')
     await dialog.waitFor({ state: 'hidden' })
     t.match(await focused(page), /^Deep work, /, 'and comes back to the event that opened it')

@@ -5,7 +5,7 @@ import { test } from 'tap'
 import { ObjectId } from 'bson'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { createEventThroughUi, EVENTUALLY_MS, eventBlock, eventTitles, signUpThroughUi } from './ui.js'
+import { createEventThroughUi, EVENTUALLY_MS, eventBlock, eventTitles, openEvent, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -24,8 +24,7 @@ test('signed out, then signed up: local events carried over, then the account is
   t.match(page.url(), /\/day$/, '/ goes to /day')
   await eventBlock(page, 'Lunch with Sam').waitFor()
   t.ok((await eventTitles(page)).includes('Deep work'), 'signed out, the demo events of today are there')
-  await eventBlock(page, 'Lunch with Sam').click()
-  const demoDialog = page.getByRole('dialog', { name: 'Edit event' })
+  const demoDialog = await openEvent(page, 'Lunch with Sam')
   await demoDialog.getByLabel('Title').fill('Lunch with Sam and Kim')
   await demoDialog.getByRole('button', { name: 'Save' }).click()
   await eventBlock(page, 'Lunch with Sam and Kim').waitFor()
@@ -55,8 +54,7 @@ test('signed out, then signed up: local events carried over, then the account is
     await eventBlock(page, 'Team sync').waitFor()
     t.ok(await stored({ title: 'Team sync' }), 'created in the account')
 
-    await eventBlock(page, 'Team sync').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Team sync')
     t.equal(await dialog.getByLabel('Start time').inputValue(), '11:00')
     // No maps.placesApiKey in this bundle: the location is a plain input that asks no one.
     const placesAsked: string[] = []
@@ -90,8 +88,7 @@ test('signed out, then signed up: local events carried over, then the account is
     await eventBlock(page, 'Team sync (room 4)').filter({ hasText: '12:00 – 13:15' }).waitFor()
     t.ok(await stored({ title: 'Team sync (room 4)', endDate: '2026-03-02T13:15:00+01:00' }), 'resized from the keyboard')
 
-    await eventBlock(page, 'Team sync (room 4)').click()
-    await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click()
+    await (await openEvent(page, 'Team sync (room 4)')).getByRole('button', { name: 'Delete' }).click()
     await eventBlock(page, 'Team sync').waitFor({ state: 'detached' })
     t.ok(await stored({ title: /Team sync/ }, 0), 'deleted in the account')
   })
@@ -100,8 +97,7 @@ test('signed out, then signed up: local events carried over, then the account is
     await page.goto(`${stack.webUrl}/week?date=2026-03-16`)
     await eventBlock(page, 'Yoga').waitFor()
     t.equal(await eventBlock(page, 'Yoga').count(), 1, 'the weekly series shows in a later week')
-    await eventBlock(page, 'Yoga').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Yoga')
     await dialog.getByLabel('This and following events').check()
     await dialog.getByRole('button', { name: 'Delete' }).click()
     await eventBlock(page, 'Yoga').waitFor({ state: 'detached' })

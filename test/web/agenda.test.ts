@@ -100,9 +100,13 @@ test('agenda and 4-day views', async (t) => {
 
   await t.test('an event opens with the mouse, and with the keyboard alone', async (t) => {
     await page.getByRole('button', { name: named('14:00 – 15:00', 'Review') }).click()
+    const card = page.getByRole('dialog', { name: 'Review', exact: true })
+    await card.waitFor()
+    t.match(await card.locator('.details-when').textContent(), /Wednesday, 4 March 2026, 14:00 – 15:00/, 'a click shows the event\'s details, as in the grid')
+    await card.getByRole('button', { name: 'Edit', exact: true }).click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
     await dialog.waitFor()
-    t.equal(await dialog.getByLabel('Title').inputValue(), 'Review', 'a click opens the event dialog, as in the grid')
+    t.equal(await dialog.getByLabel('Title').inputValue(), 'Review', 'and Edit the event dialog')
     await dialog.getByRole('button', { name: 'Cancel' }).click()
     await dialog.waitFor({ state: 'hidden' })
 
@@ -115,8 +119,11 @@ test('agenda and 4-day views', async (t) => {
     }
     t.ok(reached, 'Tab reaches the event')
     await page.keyboard.press('Enter')
+    await page.getByRole('dialog', { name: 'Dentist', exact: true }).waitFor()
+    t.pass('Enter shows its details')
+    await page.keyboard.press('Enter')
     await dialog.waitFor()
-    t.equal(await dialog.getByLabel('Title').inputValue(), 'Dentist', 'Enter opens it')
+    t.equal(await dialog.getByLabel('Title').inputValue(), 'Dentist', 'Enter again (on Edit) opens it')
     await page.keyboard.press('Escape')
     await dialog.waitFor({ state: 'hidden' })
     t.ok(await page.evaluate('document.activeElement?.textContent?.includes("Dentist") === true'), 'the focus comes back to the event')

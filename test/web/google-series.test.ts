@@ -4,7 +4,7 @@
 // and in the status line, with its reason in the dialog.
 import { test } from 'tap'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { consent, eventBlock, signUpThroughUi } from './ui.js'
+import { consent, eventBlock, openEvent, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -40,8 +40,7 @@ test('Google in the browser: one occurrence of an imported series, this and foll
   const atGoogle = (title: string) => google.storedEvents(email).filter((event) => event['status'] !== 'cancelled' && event['summary'] === title)
 
   await t.test('"this event": the occurrence is renamed at Google, as an exception of its series', async (t) => {
-    await eventBlock(page, 'Weekly review').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Weekly review')
     await dialog.getByLabel('Title').fill('Weekly review (with finance)')
     await dialog.getByLabel('This event').check()
     await dialog.getByRole('button', { name: 'Save' }).click()
@@ -53,8 +52,7 @@ test('Google in the browser: one occurrence of an imported series, this and foll
 
   await t.test('"this and following" from the next week: the series ends before it at Google and a new one begins there', async (t) => {
     await page.goto(`${stack.webUrl}/day?date=${NEXT}`)
-    await eventBlock(page, 'Weekly review').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Weekly review')
     await dialog.getByLabel('Title').fill('Weekly review (new format)')
     await dialog.getByLabel('This and following events').check()
     await dialog.getByRole('button', { name: 'Save' }).click()
@@ -68,8 +66,7 @@ test('Google in the browser: one occurrence of an imported series, this and foll
   })
 
   await t.test('a change Google refuses: the event says "Not synced", the status line counts it, the dialog says why', async (t) => {
-    await eventBlock(page, 'Team offsite').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Team offsite')
     await dialog.getByLabel('Title').fill('Team offsite (moved here)')
     await dialog.getByRole('button', { name: 'Save' }).click()
     const mark = page.getByRole('group', { name: 'Not synced: Team offsite (moved here)' })
@@ -77,7 +74,7 @@ test('Google in the browser: one occurrence of an imported series, this and foll
     t.match(await mark.textContent(), /Not synced/)
     await status.filter({ hasText: '1 change not synced to Google Calendar' }).waitFor({ timeout: 20_000 })
     t.pass('the status line says so, not "up to date"')
-    await eventBlock(page, 'Team offsite (moved here)').click()
+    await openEvent(page, 'Team offsite (moved here)')
     const reason = page.getByRole('dialog', { name: 'Edit event' }).locator('#event-sync-issue')
     t.match(await reason.textContent(), /Not synced\..*only read this calendar/, 'the reason, for a person')
     await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Cancel' }).click()

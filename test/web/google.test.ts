@@ -6,7 +6,7 @@
 // their calendar.
 import { test } from 'tap'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { consent, createEventThroughUi, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { consent, createEventThroughUi, eventBlock, openEvent, signInThroughUi, signUpThroughUi } from './ui.js'
 import { startFullStack } from '../e2e/stack.js'
 import { uniqueEmail } from '../helper.js'
 import { waitUntil } from '../processes.js'
@@ -145,8 +145,7 @@ test('Google Calendar in the browser: connect, live change, revoke and reconnect
     t.pass('the banner is gone and the connection is healthy')
 
     await page.goto(`${stack.webUrl}/day?date=${DAY}`)
-    await eventBlock(page, 'Dentist (moved)').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Dentist (moved)')
     // maps.placesApiKey is in this bundle: the location input asks Google Places for suggestions.
     const placesKeys: Array<string | undefined> = []
     await page.route('https://places.googleapis.com/v1/places:autocomplete', async (route) => {

@@ -9,7 +9,7 @@ import { test } from 'tap'
 import type { Page, Request } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { createEventThroughUi, EVENTUALLY_MS, eventBlock, signInThroughUi, signUpThroughUi } from './ui.js'
+import { createEventThroughUi, EVENTUALLY_MS, eventBlock, openEvent, signInThroughUi, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -104,8 +104,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
 
   await t.test('undo: a delete, a move, a resize and an edit are taken back in the account', async (t) => {
     const [dentist] = await events.find({ title: 'Dentist' }).toArray()
-    await eventBlock(page, 'Dentist').click()
-    await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click()
+    await (await openEvent(page, 'Dentist')).getByRole('button', { name: 'Delete' }).click()
     t.ok(await stored({ title: 'Dentist' }, 0), 'deleted at once, nothing asked')
     const toast = page.locator('.undo-toast')
     await toast.filter({ hasText: 'Event deleted.' }).waitFor()
@@ -128,8 +127,7 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await toast.filter({ hasText: 'Event resized.' }).getByRole('button', { name: 'Undo' }).click()
     t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'the resize is undone in the account')
 
-    await eventBlock(page, 'Offline lunch').click()
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = await openEvent(page, 'Offline lunch')
     await dialog.getByLabel('Title').fill('Lunch with Kim')
     await dialog.getByRole('button', { name: 'Save' }).click()
     t.ok(await stored({ title: 'Lunch with Kim' }), 'edited')

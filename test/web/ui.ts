@@ -60,23 +60,37 @@ export function eventBlock (page: Page, title: string) {
   return page.locator('.event-body', { hasText: title })
 }
 
+/** The details card a click on an event opens (a dialog named by the event's title). */
+export function detailsCard (page: Page) {
+  return page.getByRole('dialog').filter({ has: page.locator('.event-details') })
+}
+
 /**
- * Opens an event's dialog by clicking its block, as a person does: once more if the dialog does not
- * open, since a block that a live update draws again under the pointer takes the click with it.
+ * Opens an event's details card by clicking its block, as a person does: once more if the card does
+ * not open, since a block that a live update draws again under the pointer takes the click with it.
  * `holdMs`: how long the button stays down (a person's click lasts about 100-150 ms).
  */
-export async function openEvent (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
-  const dialog = page.getByRole('dialog', { name: 'Edit event' })
+export async function openDetails (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
+  const card = detailsCard(page)
   const until = Date.now() + timeoutMs
   for (;;) {
     await eventBlock(page, title).click({ timeout: Math.max(1, until - Date.now()), delay: holdMs })
     try {
-      await dialog.waitFor({ timeout: Math.min(5_000, Math.max(1, until - Date.now())) })
-      return dialog
+      await card.waitFor({ timeout: Math.min(5_000, Math.max(1, until - Date.now())) })
+      return card
     } catch (error) {
       if (Date.now() >= until) throw error
     }
   }
+}
+
+/** Opens an event's edit form as a person does: a click shows its details card, whose Edit opens the form. */
+export async function openEvent (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
+  const card = await openDetails(page, title, timeoutMs, holdMs)
+  await card.getByRole('button', { name: 'Edit', exact: true }).click()
+  const dialog = page.getByRole('dialog', { name: 'Edit event' })
+  await dialog.waitFor()
+  return dialog
 }
 
 export async function eventTitles (page: Page): Promise<string[]> {

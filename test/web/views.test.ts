@@ -10,7 +10,7 @@ import { test } from 'tap'
 import type { ObjectId } from 'bson'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { EVENTUALLY_MS, eventBlock, signInThroughUi } from './ui.js'
+import { detailsCard, EVENTUALLY_MS, eventBlock, openEvent, signInThroughUi } from './ui.js'
 import { seriousViolations } from './axe.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
@@ -20,8 +20,7 @@ import type { Page } from 'playwright-core'
 async function openSeriesOccurrence (page: Page, title: string): Promise<ReturnType<Page['getByRole']>> {
   const edit = page.getByRole('dialog', { name: 'Edit event' })
   const opened = await waitFor(async () => {
-    await eventBlock(page, title).click()
-    await edit.waitFor()
+    await openEvent(page, title)
     if (await edit.getByLabel('All events').count() === 1) return true
     await edit.getByRole('button', { name: 'Cancel' }).click()
     return false
@@ -77,8 +76,10 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     t.same(await list.locator('.event-title').allTextContents(), titles, 'the day\'s whole list')
     t.same(await seriousViolations(page), [], 'axe: nothing serious in the month view with its "+N more" list open')
     await list.getByRole('button', { name: /^Gym/ }).click()
+    await detailsCard(page).getByRole('heading', { name: 'Gym' }).waitFor()
+    await detailsCard(page).getByRole('button', { name: 'Edit', exact: true }).click()
     const dialog = page.getByRole('dialog', { name: 'Edit event' })
-    t.equal(await dialog.getByLabel('Title').inputValue(), 'Gym', 'an event of the list opens in the event dialog')
+    t.equal(await dialog.getByLabel('Title').inputValue(), 'Gym', 'an event of the list opens in its details, then the event dialog')
     await dialog.getByRole('button', { name: 'Cancel' }).click()
     t.equal(await page.locator('.month-week').count(), 6, 'March 2026 spans six weeks, from Monday 23 February to Sunday 5 April')
     await day.getByRole('button', { name: 'Open Wednesday, 4 March 2026' }).click()
@@ -154,13 +155,13 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
       block.dispatchEvent(new page.PointerEvent('pointerup', at))
       ;(block as unknown as { click: () => void }).click()
     })
-    const dialog = page.getByRole('dialog', { name: 'Edit event' })
+    const dialog = page.getByRole('dialog', { name: 'Standup' })
     await dialog.waitFor()
-    // A person moves the mouse to Cancel, far from the block, and clicks: a drag left armed would
+    // A person moves the mouse to Close, far from the block, and clicks: a drag left armed would
     // take the move as its own and the release as its end.
-    const cancel = dialog.getByRole('button', { name: 'Cancel' })
+    const cancel = dialog.getByRole('button', { name: 'Close' })
     const target = await cancel.boundingBox()
-    if (target === null) throw new Error('no Cancel button')
+    if (target === null) throw new Error('no Close button')
     await page.mouse.move(target.x + 5, target.y + 5, { steps: 8 })
     await new Promise((resolve) => setTimeout(resolve, 300))
     await cancel.click()
@@ -267,8 +268,7 @@ test('month, week and day views, shortcuts, drag, repeat, dark and narrow', asyn
     await edit.getByRole('button', { name: 'Save' }).click()
     t.ok(await waitFor(async () => await events.countDocuments({ title: 'Piano', 'recurrence.rule': ['RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE;UNTIL=20260430T215959Z'] }) === 1, EVENTUALLY_MS), 'UNTIL is the end of 30 April in Berlin')
     await page.goto(`${stack.webUrl}/day?date=2026-04-29`)
-    await eventBlock(page, 'Piano').click()
-    const again = page.getByRole('dialog', { name: 'Edit event' })
+    const again = await openEvent(page, 'Piano')
     await again.getByLabel('All events').check()
     await waitFor(async () => await again.getByLabel('On', { exact: true }).isChecked(), EVENTUALLY_MS)
     t.equal(await again.getByLabel('Last date').inputValue(), '2026-04-30', 'read back as the same day')

@@ -14,6 +14,7 @@ import { session } from '../data/session.js'
 import { pendingWrites } from '../data/pending.js'
 import { markOf } from '../lib/pending-writes.js'
 import { WriteMark } from './Safety.js'
+import { openHandlers, type OpenEvent } from './EventParts.js'
 import './agenda.css'
 
 function titleOf (event: CalendarEvent): string {
@@ -28,7 +29,7 @@ function hasLocation (event: CalendarEvent): boolean {
   return event.location !== undefined && event.location !== ''
 }
 
-function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (event: CalendarEvent) => void, onCount: (key: string, count: number | null) => void }) {
+function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: OpenEvent, onCount: (key: string, count: number | null) => void }) {
   const { page, onCount } = props
   const key = page.first.toISODate() as string
   const colors = useCalendarColors()
@@ -79,7 +80,7 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (
             <ul class='agenda-events'>
               {day.events.map((event) => (
                 <li key={event._id} class='agenda-item'>
-                  <button type='button' class={`agenda-event priority-${event.priority}`} style={calendarStyle(event, colors)} onClick={() => props.onOpen(event)}>
+                  <button type='button' class={`agenda-event priority-${event.priority}`} style={calendarStyle(event, colors)} {...openHandlers(event, props.onOpen)}>
                     <span class='agenda-dot' aria-hidden='true' />
                     {/* The hidden commas make the name read as a sentence, as in the grid: "9:00 – 9:15, Standup, Room 4". */}
                     <span class='agenda-time'>{timeLabel(event, userZone)}<span class='sr-only'>,</span></span>
@@ -101,7 +102,7 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: (
   )
 }
 
-export function AgendaView (props: { anchor: DateTime, mode: Mode | null, onOpen: (event: CalendarEvent) => void, onNew: () => void }) {
+export function AgendaView (props: { anchor: DateTime, mode: Mode | null, onOpen: OpenEvent, onNew: () => void }) {
   const anchorDate = props.anchor.toISODate() as string
   // Another date shows its first page again: the pages loaded belong to the date they were loaded from.
   const [loaded, setLoaded] = useState({ anchor: anchorDate, pages: 1 })

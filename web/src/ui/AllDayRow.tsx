@@ -8,7 +8,7 @@ import { assignLanes, lanesUsed, limitLanes, spansOf } from '../lib/lanes.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle } from '../data/calendars.js'
 import { WriteMark } from './Safety.js'
-import { eventClass, MoreButton } from './EventParts.js'
+import { eventClass, MoreButton, openHandlers, type OpenEvent } from './EventParts.js'
 
 /** Lanes of the all-day row before "+N more": it sits above the hours, which need the room. */
 const ALL_DAY_LANES = 3
@@ -19,7 +19,7 @@ export function AllDayRow (props: {
   /** The grid's columns (the gutter, then the days), so the row lines up with the hours below. */
   columns: string
   colors: ReadonlyMap<string, string>
-  onOpen: (event: CalendarEvent) => void
+  onOpen: OpenEvent
   onMore: (events: CalendarEvent[], label: string) => void
   onCreate: (start: DateTime, end: DateTime, isAllDay: boolean) => void
 }) {
@@ -33,7 +33,7 @@ export function AllDayRow (props: {
       {allDay.shown.map((item) => (
         <div key={item.event._id} class='all-day-slot' style={{ gridColumn: `${item.first + 2} / span ${item.last - item.first + 1}`, gridRow: `${item.lane + 1}` }}>
           <button
-            type='button' title={item.event.title === '' ? '(No title)' : item.event.title} style={calendarStyle(item.event, props.colors)} onClick={() => props.onOpen(item.event)}
+            type='button' title={item.event.title === '' ? '(No title)' : item.event.title} style={calendarStyle(item.event, props.colors)} {...openHandlers(item.event, props.onOpen)}
             class={`${eventClass(item.event)} all-day-event${item.continuesBefore ? ' continues-before' : ''}${item.continuesAfter ? ' continues-after' : ''}`}
           >
             {item.event.title === '' ? '(No title)' : item.event.title}

@@ -129,7 +129,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     props.onNavigate(urlFor(nextView, next))
   }
 
-  const openEvent = useCallback((event: CalendarEvent) => setDialog({ kind: 'edit', event }), [])
+  // A click shows the event's details; a double click (or Edit there) its form.
+  const openEvent = useCallback((event: CalendarEvent, how: 'details' | 'form' = 'details') => setDialog(how === 'form' ? { kind: 'edit', event } : { kind: 'details', event }), [])
   const createEvent = useCallback((start: DateTime, end: DateTime, isAllDay: boolean) => setDialog({ kind: 'create', start, end, isAllDay }), [])
   const closeDialog = useCallback(() => setDialog({ kind: 'closed' }), [])
   const closeCalDav = useCallback(() => setCalDav(null), [])
@@ -241,7 +242,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
         </main>
       </div>
       <p class='sr-only' aria-live='polite'>{announcement}</p>
-      <EventDialog state={dialog} calendars={calendars} onClose={closeDialog} />
+      <EventDialog state={dialog} calendars={calendars} onClose={closeDialog} onChange={setDialog} />
       <MoreDialog state={more} onOpen={openEvent} onClose={closeMore} />
       <ShortcutsDialog open={shortcutsOpen} onClose={closeShortcuts} />
       <CalDavDialog state={caldav} onClose={closeCalDav} />

@@ -1,5 +1,6 @@
-// Create or edit one event: title, all day, start and end, calendar, repeat (every N days, weeks on
-// chosen weekdays, months or years, ending never, on a date or after N times), location,
+// One event in one dialog: its details card (opened by a click), then, in the same dialog, the
+// form to create or edit it: title, all day, start and end, calendar, repeat (every N days, weeks
+// on chosen weekdays, months or years, ending never, on a date or after N times), location,
 // description; for an occurrence of a series, which occurrences a save or a delete applies to.
 import { useEffect, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
@@ -10,10 +11,13 @@ import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/ser
 import { defaultRepeat, followStart, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, defaultCalendarOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
+import { EventDetails, ScopeChoice } from './EventDetails.js'
 
 export type EventDialogState =
   | { kind: 'closed' }
-  | { kind: 'create', start: DateTime, end: DateTime, isAllDay: boolean }
+  | { kind: 'details', event: CalendarEvent }
+  /** `from`: a duplicate, the form filled from that event (and its series' rule). */
+  | { kind: 'create', start: DateTime, end: DateTime, isAllDay: boolean, from?: { event: CalendarEvent, rule: string[] | undefined } }
   | { kind: 'edit', event: CalendarEvent }
 
 interface Form {
@@ -38,18 +42,19 @@ const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY
 const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
 const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
-function formFrom (state: EventDialogState, rule: string[] | undefined, newCalendar: string): Form {
+function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details' }>, rule: string[] | undefined, newCalendar: string): Form {
   if (state.kind === 'create') {
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
+    const from = state.from?.event
     return {
-      title: '',
+      title: from?.title ?? '',
       isAllDay: state.isAllDay,
-      repeat: defaultRepeat(state.start),
+      repeat: repeatFormOf(state.from?.rule, state.start, userZone) ?? defaultRepeat(state.start),
       repeatChanged: false,
       weekdaysPicked: false,
-      calendar: newCalendar,
-      location: '',
-      description: '',
+      calendar: from === undefined ? newCalendar : calendarKeyOf(from),
+      location: from?.location ?? '',
+      description: from?.description ?? '',
       scope: 'this',
       startDay: state.start.toISODate() as string,
       startTime: state.start.toFormat('HH:mm'),
@@ -117,10 +122,28 @@ function draftFrom (form: Form): EventDraft | string {
   return { ...common, startDate: start.toISO({ suppressMilliseconds: true }) as string, endDate: end.toISO({ suppressMilliseconds: true }) as string }
 }
 
-export function EventDialog (props: { state: EventDialogState, calendars: ShownCalendar[], onClose: () => void }) {
+/** The form for a new event with `event`'s fields, at its time (an occurrence at its own). */
+function duplicateOf (event: CalendarEvent, rule: string[] | undefined): EventDialogState {
+  const start = event.isAllDay ? DateTime.fromISO(event.startDate, { zone: userZone }) : DateTime.fromISO(event.startDate, { setZone: true }).setZone(userZone)
+  const end = event.isAllDay ? DateTime.fromISO(event.endDate, { zone: userZone }) : DateTime.fromISO(event.endDate, { setZone: true }).setZone(userZone)
+  return { kind: 'create', start, end, isAllDay: event.isAllDay, from: { event, rule } }
+}
+
+export function EventDialog (props: { state: EventDialogState, calendars: ShownCalendar[], onClose: () => void, onChange: (state: EventDialogState) => void }) {
+  const { state } = props
+  // The card and the form share the dialog, so Escape or Cancel on the form still gives focus back
+  // to the event that opened the card.
+  const view = state.kind === 'closed' ? undefined : `${state.kind}:${state.kind === 'create' ? state.start.toISO() ?? '' : state.event._id}`
   return (
-    <Dialog open={props.state.kind !== 'closed'} labelledBy='event-title' onClose={props.onClose}>
-      {props.state.kind !== 'closed' && <EventForm state={props.state} calendars={props.calendars} onClose={props.onClose} />}
+    <Dialog open={state.kind !== 'closed'} labelledBy='event-title' onClose={props.onClose} view={view}>
+      {state.kind === 'details' && (
+        <EventDetails
+          event={state.event} calendars={props.calendars} onClose={props.onClose}
+          onEdit={() => props.onChange({ kind: 'edit', event: state.event })}
+          onDuplicate={(rule) => props.onChange(duplicateOf(state.event, rule))}
+        />
+      )}
+      {(state.kind === 'create' || state.kind === 'edit') && <EventForm key={view} state={state} calendars={props.calendars} onClose={props.onClose} />}
     </Dialog>
   )
 }
@@ -189,7 +212,7 @@ function RepeatFields (props: { form: RepeatForm, disabled: boolean, hintId?: st
   )
 }
 
-function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }>, calendars: ShownCalendar[], onClose: () => void }) {
+function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' | 'details' }>, calendars: ShownCalendar[], onClose: () => void }) {
   const { state } = props
   const event = state.kind === 'edit' ? state.event : null
   const occurrence = event !== null && isOccurrence(event)
@@ -212,7 +235,8 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
 
   // A new event's calendar follows the list until the person picks one: opened before the
   // connected calendars were read, the dialog would otherwise keep the own calendar.
-  const [calendarPicked, setCalendarPicked] = useState(false)
+  // A duplicate keeps the calendar of the event it copies.
+  const [calendarPicked, setCalendarPicked] = useState(state.kind === 'create' && state.from !== undefined)
   const defaultCalendar = defaultCalendarOf(props.calendars)
   useEffect(() => {
     if (event === null && !calendarPicked) setForm((previous) => previous.calendar === defaultCalendar ? previous : { ...previous, calendar: defaultCalendar })
@@ -298,17 +322,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' }
         <label for='event-description'>Description</label>
         <textarea id='event-description' rows={3} value={form.description} onInput={(e) => set('description', (e.currentTarget as HTMLTextAreaElement).value)} />
       </div>
-      {occurrence && (
-        <fieldset class='scope'>
-          <legend>This event repeats. Apply the change or the deletion to</legend>
-          {([['this', 'This event'], ['thisAndFollowing', 'This and following events'], ['all', 'All events']] as const).map(([value, label]) => (
-            <div class='field-inline' key={value}>
-              <input type='radio' id={`scope-${value}`} name='scope' value={value} checked={form.scope === value} onChange={() => set('scope', value)} />
-              <label for={`scope-${value}`}>{label}</label>
-            </div>
-          ))}
-        </fieldset>
-      )}
+      {occurrence && <ScopeChoice legend='This event repeats. Apply the change or the deletion to' scope={form.scope} onChange={(scope) => set('scope', scope)} />}
       {error !== null && <p role='alert' class='form-error'>{error}</p>}
       <div class='actions'>
         {event !== null && <button type='button' class='danger' disabled={busy} onClick={remove}>Delete</button>}

@@ -10,7 +10,7 @@ import { assignLanes, limitLanes, spansOf, type Laned } from '../lib/lanes.js'
 import type { CalendarEvent } from '../lib/events.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
-import { eventClass } from './EventParts.js'
+import { eventClass, openHandlers } from './EventParts.js'
 import type { DaysViewProps } from './TimeGrid.js'
 import './month.css'
 
@@ -85,7 +85,7 @@ export function MonthView (props: DaysViewProps & {
     const timed = !event.isAllDay && !bar
     const classes = `${eventClass(event)} month-event${event.isAllDay ? ' all-day-event' : ''}${bar ? ' month-bar' : ''}${timed ? ' month-timed' : ''}${item.continuesBefore ? ' continues-before' : ''}${item.continuesAfter ? ' continues-after' : ''}`
     return (
-      <button type='button' class={classes} style={calendarStyle(event, colors)} title={titleOf(event)} onClick={() => props.onOpen(event)}>
+      <button type='button' class={classes} style={calendarStyle(event, colors)} title={titleOf(event)} {...openHandlers(event, props.onOpen)}>
         {timed && <span class='month-time'>{eventStart(event, userZone).toFormat('HH:mm')} </span>}
         <span class='event-title'>{titleOf(event)}</span>
         {bar && <span class='sr-only'>, {spanText(event)}</span>}

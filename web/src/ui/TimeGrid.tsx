@@ -15,7 +15,7 @@ import { applyPlan, userZone } from '../data/calendar.js'
 import { WriteMark } from './Safety.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 import { AllDayRow } from './AllDayRow.js'
-import { eventClass, MoreButton } from './EventParts.js'
+import { eventClass, MoreButton, openHandlers, type OpenEvent } from './EventParts.js'
 import './month.css'
 
 const HOUR_PX = 48
@@ -109,7 +109,7 @@ function useNarrow (): boolean {
   return narrow
 }
 
-function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<string, string>, drag: Drag | null, onOpen: (event: CalendarEvent) => void, onDragStart: (drag: Drag) => void, onMoved: (moved: Moved) => void }) {
+function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<string, string>, drag: Drag | null, onOpen: OpenEvent, onDragStart: (drag: Drag) => void, onMoved: (moved: Moved) => void }) {
   const { placed, drag } = props
   const { event } = placed
   const dragging = drag !== null && drag.event._id === event._id && drag.moved
@@ -149,7 +149,7 @@ function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<
         type='button' class='event-body' data-event-key={eventKeyOf(event)}
         aria-keyshortcuts='Alt+ArrowUp Alt+ArrowDown Alt+ArrowLeft Alt+ArrowRight Alt+Shift+ArrowUp Alt+Shift+ArrowDown'
         onPointerDown={(pointer) => pointerDown(pointer, 'move')}
-        onClick={() => { if (!dragging) props.onOpen(event) }}
+        {...openHandlers(event, props.onOpen, () => !dragging)}
         onKeyDown={keyDown}
       >
         {/* The hidden commas make the button's name read as a sentence: "Lunch, 12:30 – 13:30, Corner café". */}
@@ -170,7 +170,7 @@ export interface DaysViewProps {
   days: DateTime[]
   events: CalendarEvent[]
   loading: boolean
-  onOpen: (event: CalendarEvent) => void
+  onOpen: OpenEvent
   onCreate: (start: DateTime, end: DateTime, isAllDay: boolean) => void
   onMore: (events: CalendarEvent[], label: string) => void
 }
