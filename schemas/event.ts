@@ -29,7 +29,10 @@ export const EVENT_LIMITS = {
    * series of one range read may take together, finding first matches included: a series whose
    * rule rarely matches costs walking without adding to the answer.
    */
-  rangePeriods: 50_000
+  rangePeriods: 50_000,
+  /** Reminders of one event: Google keeps at most 5 overrides, each 0 to 40320 minutes (4 weeks) before. */
+  reminders: 5,
+  reminderMinutes: 40_320
 } as const
 
 // Text a person typed: every character but the controls (Unicode Cc), tab and line feed excepted.
@@ -107,6 +110,18 @@ const Recurrence = Type.Object({
   }))
 }, { additionalProperties: false })
 
+// A reminder is a notification that many minutes before the event's start. Providers write them
+// as Google's popup overrides, Graph's one reminderMinutesBeforeStart, CalDAV's DISPLAY VALARMs.
+const Reminder = Type.Object({
+  minutes: Type.Integer({ minimum: 0, maximum: EVENT_LIMITS.reminderMinutes, description: 'Minutes before the start (0 to 40320, 4 weeks)' })
+}, { additionalProperties: false })
+
+const Reminders = Type.Array(Reminder, {
+  maxItems: EVENT_LIMITS.reminders,
+  uniqueItems: true,
+  description: 'Notifications before the start, each time once; absent: the calendar\'s default reminders; empty: none'
+})
+
 // Fields every stored event has. A change may leave out the ones with a default (see below).
 const recordFields = {
   title: Type.String({ maxLength: EVENT_LIMITS.titleLength }),
@@ -122,7 +137,8 @@ const recordFields = {
   origin: EventOrigin,
   priority: EventPriority,
   calendarId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Provider calendar the event belongs to' })),
-  providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 }))
+  providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  reminders: Type.Optional(Reminders)
 }
 
 export const EVENT_DEFAULTS = {
@@ -230,6 +246,7 @@ export const SearchResults = Type.Object({
 export type SearchQueryInput = Static<typeof SearchQuery>
 export type SearchResultsView = Static<typeof SearchResults>
 export type EventChangeInput = Static<typeof EventChange>
+export type EventReminder = Static<typeof Reminder>
 export type EventChangeBodyInput = Static<typeof EventChangeBody>
 export type EventView = Static<typeof Event>
 export type EventApplyTo = Static<typeof ApplyTo>

@@ -3,7 +3,7 @@
 // listener (push notifications) that the calendar changed.
 import { DateTime } from 'luxon'
 import { apiErrors } from './errors.js'
-import { finishEvent, instanceId, parseInstanceId } from './events.js'
+import { finishEvent, instanceId, parseInstanceId, remindersOf } from './events.js'
 import type { EventWrite, StoredEvent, StoredTime } from './events.js'
 import { isOccurrence } from './recurrence.js'
 import { newEventId, newOpaqueId } from './secrets.js'
@@ -275,6 +275,7 @@ export class Calendars {
     if (next.recurringEventId !== undefined) next.recurrence = undefined
     for (const [name, value] of Object.entries(write.extra)) {
       if (value === null) delete next.extra[name]
+      else if (name === 'reminders') next.extra[name] = remindersOf(current.extra[name], value as Record<string, unknown>, mode === 'patch')
       else next.extra[name] = value
     }
     if (write.sequence !== undefined) {
@@ -386,7 +387,7 @@ export class Calendars {
       created: now,
       updated: now,
       organizerEmail: master?.organizerEmail ?? organizerEmail,
-      extra: { ...write.extra },
+      extra: insertedExtra(write.extra),
       changedSeq: 0,
       coverStartMs: 0,
       coverEndMs: 0
@@ -476,4 +477,10 @@ function isSignificantChange (before: StoredEvent, after: StoredEvent): boolean 
     time(before.end) !== time(after.end) ||
     JSON.stringify(before.recurrence ?? []) !== JSON.stringify(after.recurrence ?? []) ||
     before.status !== after.status
+}
+
+/** A new event's pass-through fields, its reminders checked and written as Google answers them. */
+function insertedExtra (written: Record<string, unknown>): Record<string, unknown> {
+  const { reminders, ...extra } = written
+  return reminders === undefined || reminders === null ? extra : { ...extra, reminders: remindersOf(undefined, reminders as Record<string, unknown>, false) }
 }

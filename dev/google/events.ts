@@ -45,7 +45,7 @@ export interface StoredEvent {
 
 /** Fields kept and returned as given, so a client's own markers (extendedProperties...) survive a round trip. */
 const PASS_THROUGH_FIELDS = [
-  'colorId', 'transparency', 'visibility', 'attendees', 'extendedProperties', 'reminders', 'source',
+  'colorId', 'transparency', 'visibility', 'attendees', 'extendedProperties', 'source',
   'guestsCanModify', 'guestsCanInviteOthers', 'guestsCanSeeOtherGuests', 'anyoneCanAddSelf', 'attachments',
   'conferenceData', 'eventType', 'endTimeUnspecified', 'locked', 'privateCopy'
 ] as const
@@ -147,7 +147,51 @@ export function readEventWrite (body: unknown, calendarZone: string): EventWrite
     write.sequence = body['sequence'] as number
   }
   for (const name of PASS_THROUGH_FIELDS) if (body[name] !== undefined) write.extra[name] = body[name]
+  if (body['reminders'] !== undefined) write.extra['reminders'] = body['reminders'] === null ? null : readReminders(body['reminders'])
   return write
+}
+
+const REMINDER_METHODS = new Set(['email', 'popup'])
+
+/**
+ * The Event resource's `reminders` (events reference: `useDefault`, and `overrides[]` of `method`
+ * `email` or `popup` and `minutes` 0 to 40320, at most 5 of them). Whether default and overrides
+ * are asked for at once is checked on the merged event (`remindersOf`): a patch may change one alone.
+ */
+function readReminders (value: unknown): Record<string, unknown> {
+  if (!isRecord(value)) throw apiErrors.invalid('Invalid value for: reminders')
+  const reminders: Record<string, unknown> = {}
+  if (value['useDefault'] !== undefined && value['useDefault'] !== null) {
+    if (typeof value['useDefault'] !== 'boolean') throw apiErrors.invalid('Invalid value for: reminders.useDefault')
+    reminders['useDefault'] = value['useDefault']
+  }
+  const overrides = value['overrides']
+  if (overrides !== undefined && overrides !== null) {
+    if (!Array.isArray(overrides)) throw apiErrors.invalid('Invalid value for: reminders.overrides')
+    if (overrides.length > 5) throw apiErrors.invalid('The maximum number of override reminders is 5.')
+    reminders['overrides'] = overrides.map((item: unknown) => {
+      if (!isRecord(item)) throw apiErrors.invalid('Invalid value for: reminders.overrides')
+      if (typeof item['method'] !== 'string' || !REMINDER_METHODS.has(item['method'])) throw apiErrors.required('Missing reminder method.')
+      const minutes = item['minutes']
+      if (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 0 || minutes > 40_320) throw apiErrors.invalid('Invalid reminder minutes value.')
+      return { method: item['method'], minutes }
+    })
+  } else if (overrides === null) {
+    reminders['overrides'] = []
+  }
+  return reminders
+}
+
+/**
+ * The reminders an event holds once a write's are merged in (a patch merges the object, as Google
+ * patches nested objects): Google refuses default reminders together with overrides. An event with
+ * no overrides answers `{ useDefault }` alone, as Google does.
+ */
+export function remindersOf (before: unknown, written: Record<string, unknown>, patch: boolean): Record<string, unknown> {
+  const merged: Record<string, unknown> = { useDefault: false, ...(patch && isRecord(before) ? before : {}), ...written }
+  const overrides = Array.isArray(merged['overrides']) ? merged['overrides'] : []
+  if (merged['useDefault'] === true && overrides.length > 0) throw apiErrors.badRequest('Cannot specify both default reminders and overrides at the same time.')
+  return overrides.length > 0 ? { useDefault: merged['useDefault'], overrides } : { useDefault: merged['useDefault'] }
 }
 
 /** Checks a merged event's times and computes the span it covers; throws Google's 400s. */

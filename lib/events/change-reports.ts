@@ -18,6 +18,7 @@ export function eventContentOf (event: EventRecord): EventContent {
     timeZone: event.timeZone,
     ...(event.description === undefined ? {} : { description: event.description }),
     ...(event.location === undefined ? {} : { location: event.location }),
+    ...(event.reminders === undefined ? {} : { reminders: event.reminders }),
     ...(event.recurrence?.rule === undefined ? {} : { recurrence: event.recurrence.rule })
   }
 }

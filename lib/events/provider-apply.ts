@@ -4,6 +4,7 @@ import { validateEventChange } from './record.js'
 import { dateMillis, eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
 import { isoInZone } from '../zone-offsets.js'
 import { eventContentOf } from './change-reports.js'
+import { sameReminders } from './reminders.js'
 
 // How a page of a provider calendar's events becomes the user's own data (docs/design.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -51,6 +52,7 @@ const CONTENT_KEYS = ['title', 'description', 'location', 'startDate', 'endDate'
 
 function sameEvent (a: EventRecord, b: EventRecord): boolean {
   if (CONTENT_KEYS.some((key) => a[key] !== b[key])) return false
+  if (!sameReminders(a.reminders, b.reminders)) return false
   return JSON.stringify(a.recurrence ?? null) === JSON.stringify(b.recurrence ?? null)
 }
 
@@ -60,6 +62,7 @@ function contentFromMaster (master: EventRecord, originalStartDate: string): Eve
     title: master.title,
     ...(master.description === undefined ? {} : { description: master.description }),
     ...(master.location === undefined ? {} : { location: master.location }),
+    ...(master.reminders === undefined ? {} : { reminders: master.reminders }),
     ...occurrenceDates(master, originalStartDate),
     isAllDay: master.isAllDay,
     timeZone: master.timeZone
@@ -183,6 +186,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     }
     if (content.description !== undefined) record.description = content.description
     if (content.location !== undefined) record.location = content.location
+    if (content.reminders !== undefined) record.reminders = content.reminders
     return record
   }
 
@@ -333,7 +337,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       status: waiting.status,
       recurringEventId: masterProviderId,
       ...(waiting.originalStartDate === undefined ? {} : { originalStartDate: waiting.originalStartDate }),
-      ...(waiting.status === 'cancelled' ? {} : { content: { title: waiting.title, startDate: waiting.startDate, endDate: waiting.endDate, isAllDay: waiting.isAllDay, timeZone: waiting.timeZone, ...(waiting.description === undefined ? {} : { description: waiting.description }), ...(waiting.location === undefined ? {} : { location: waiting.location }) } }),
+      ...(waiting.status === 'cancelled' ? {} : { content: { title: waiting.title, startDate: waiting.startDate, endDate: waiting.endDate, isAllDay: waiting.isAllDay, timeZone: waiting.timeZone, ...(waiting.description === undefined ? {} : { description: waiting.description }), ...(waiting.location === undefined ? {} : { location: waiting.location }), ...(waiting.reminders === undefined ? {} : { reminders: waiting.reminders }) } }),
       ...(waiting.providerEtag === undefined ? {} : { etag: waiting.providerEtag }),
       ...(waiting.iCalUID === undefined ? {} : { iCalUID: waiting.iCalUID })
     }
@@ -362,7 +366,7 @@ export function foldOccurrence (records: ProviderRecord[]): { keep: ProviderReco
   const [theirs] = imported
   if (own.length !== 1 || mine === undefined || theirs === undefined) return null
   const theirsNewer = (theirs.providerUpdated ?? theirs.lastUpdated) > mine.lastUpdated
-  const content = theirsNewer ? Object.fromEntries(CONTENT_KEYS.flatMap((key) => theirs[key] === undefined ? [] : [[key, theirs[key]]])) : {}
+  const content = theirsNewer ? Object.fromEntries([...CONTENT_KEYS, 'reminders' as const].flatMap((key) => theirs[key] === undefined ? [] : [[key, theirs[key]]])) : {}
   const bookkeeping: ProviderFields = Object.fromEntries(PROVIDER_BOOKKEEPING.flatMap((key) => theirs[key] === undefined ? [] : [[key, theirs[key]]]))
   const keep: ProviderRecord = {
     ...mine,
@@ -374,7 +378,7 @@ export function foldOccurrence (records: ProviderRecord[]): { keep: ProviderReco
     providerBase: eventContentOf(theirs)
   }
   // Content the provider's copy left out is the provider's too.
-  if (theirsNewer) for (const key of ['description', 'location'] as const) if (theirs[key] === undefined) delete keep[key]
+  if (theirsNewer) for (const key of ['description', 'location', 'reminders'] as const) if (theirs[key] === undefined) delete keep[key]
   return { keep, drop: imported.map((record) => record._id) }
 }
 

@@ -2,6 +2,7 @@ import { EVENT_DEFAULTS, type EventChangeInput, type EventView } from '../../sch
 import { normalizeEventId, mintEventId } from './ids.js'
 import { DATE_ONLY, DATE_TIME_WITH_OFFSET, dateMillis, isValidTimeZone, timedMillis } from './time.js'
 import { compileSeries, RecurrenceRuleError } from './recurrence.js'
+import { canonicalReminders } from './reminders.js'
 import type { EventContent, WriteIssue } from '../../schemas/sync/index.js'
 
 /** An event as stored: the API shape with a bare 24-hex `_id` and the owner's id. */
@@ -122,6 +123,7 @@ export function toEventRecord (input: EventChangeInput, owner: { userId: string,
   }
   if (change.description !== undefined) record.description = change.description
   if (change.location !== undefined) record.location = change.location
+  if (change.reminders !== undefined) record.reminders = canonicalReminders(change.reminders)
   if (change.recurrence?.rule !== undefined) record.recurrence = { rule: change.recurrence.rule }
   if (change.recurrence?.eventId !== undefined) record.recurrence = { eventId: normalizeEventId(change.recurrence.eventId) }
   if (change.originalStartDate !== undefined) record.originalStartDate = change.originalStartDate

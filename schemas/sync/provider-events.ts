@@ -23,7 +23,11 @@ const EventContentSchema = Type.Object({
   isAllDay: Type.Boolean(),
   timeZone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA zone name' }),
   /** On a series master: its iCalendar RRULE / EXDATE / RDATE lines. */
-  recurrence: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { minItems: 1, maxItems: 20 }))
+  recurrence: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { minItems: 1, maxItems: 20 })),
+  /** Notifications before the start (schemas/event.ts); absent: the calendar's default reminders, empty: none. */
+  reminders: Type.Optional(Type.Array(Type.Object({
+    minutes: Type.Integer({ minimum: 0, maximum: 40_320 })
+  }, { additionalProperties: false }), { maxItems: 5 }))
 }, { additionalProperties: false })
 
 /** One event of a provider calendar, as the provider last described it. */

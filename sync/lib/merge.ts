@@ -6,6 +6,7 @@
 // to read back), so a change here writes its own, as the newer change did before.
 import type { EventContent, ProviderWriteSubject } from '../../schemas/sync/index.js'
 import { providerVersionWins } from './provider-sync.js'
+import { canonicalReminders } from '../../lib/events/reminders.js'
 
 type Part = (content: EventContent) => unknown
 
@@ -23,6 +24,15 @@ const PARTS: Record<string, { read: Part, write: (into: EventContent, from: Even
     write: (into, from) => {
       const { location: _mine, ...rest } = into
       return from.location === undefined || from.location === '' ? rest : { ...rest, location: from.location }
+    }
+  },
+  // The list as a whole: a reminder added at one side and one removed at the other are two
+  // changes of one part, and the newer wins, as with any part both changed.
+  reminders: {
+    read: (content) => content.reminders === undefined ? null : canonicalReminders(content.reminders).map((reminder) => reminder.minutes),
+    write: (into, from) => {
+      const { reminders: _mine, ...rest } = into
+      return from.reminders === undefined ? rest : { ...rest, reminders: from.reminders }
     }
   },
   // Start, end, all-day and zone move together: half of one side's move and half of the other's is nobody's.

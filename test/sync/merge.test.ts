@@ -31,3 +31,12 @@ test('planWrite: no base, the newer whole; the provider already holding the merg
   t.same(planWrite(based, { content: { ...BASE, title: 'Ours' }, updated: '2026-11-28T10:00:02.000Z' }, false), { kind: 'theirs' }, 'the provider holds it already')
   t.same(planWrite(based, { content: { ...BASE, title: 'Theirs' }, updated: '2026-11-28T10:00:02.000Z' }, true), { kind: 'write', content: subject.content, merged: false }, 'our own copy there: ours')
 })
+
+test('reminders are one part: set at one side and a title at the other, both kept; the default is a value of its own', async (t) => {
+  const ours = { ...BASE, title: 'Budget review (Q4)' }
+  const theirs = { ...BASE, reminders: [{ minutes: 10 }] }
+  t.same(mergeChange(BASE, ours, theirs, true), { content: { ...ours, reminders: [{ minutes: 10 }] }, theirs: ['reminders'] }, 'a reminder there, a title here')
+  t.same(mergeChange(BASE, { ...BASE, reminders: [{ minutes: 30 }, { minutes: 5 }] }, { ...BASE, reminders: [{ minutes: 5 }, { minutes: 30 }] }, false).theirs, [], 'the same reminders in another order are no change')
+  t.same(mergeChange({ ...BASE, reminders: [{ minutes: 10 }] }, { ...BASE, reminders: [{ minutes: 10 }], title: 'T' }, { ...BASE }, true).content, { ...BASE, title: 'T' }, 'back to the default there: the default here')
+  t.same(mergeChange(BASE, { ...BASE, reminders: [] }, { ...BASE, reminders: [{ minutes: 60 }] }, true).content.reminders, [], 'both changed: the newer, ours, says none')
+})

@@ -8,6 +8,7 @@ import { DateTime } from 'luxon'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
+import { canonicalReminders, type Reminder } from '../../../lib/events/reminders.js'
 
 export type Component = InstanceType<typeof ICAL.Component>
 export type Property = InstanceType<typeof ICAL.Property>
@@ -139,6 +140,47 @@ function addDays (date: string, days: number): string {
   return DateTime.fromISO(date, { zone: 'UTC' }).plus({ days }).toISODate() ?? date
 }
 
+/**
+ * The minutes before the start a VALARM tells, when it is a reminder as this service keeps them: a
+ * DISPLAY (or AUDIO) alarm whose TRIGGER is a duration from the start, at or before it. Null for
+ * any other (an EMAIL, an absolute time, one relative to the end or after the start): such alarms
+ * are another client's, kept as they are when the event is written.
+ */
+function reminderMinutesOf (alarm: Component): number | null {
+  const action = String(alarm.getFirstPropertyValue('action') ?? '').toUpperCase()
+  if (action !== 'DISPLAY' && action !== 'AUDIO') return null
+  const trigger = alarm.getFirstProperty('trigger')
+  const related = trigger?.getParameter('related')
+  if (trigger === null || (typeof related === 'string' && related.toUpperCase() !== 'START')) return null
+  const value = trigger.getFirstValue() as unknown
+  if (!(value instanceof ICAL.Duration)) return null
+  const seconds = value.toSeconds()
+  return seconds > 0 ? null : Math.round(-seconds / 60)
+}
+
+/** A VEVENT's reminders: absent without any VALARM (the calendar's default), else its DISPLAY ones. */
+export function remindersOf (event: Component): { reminders?: Reminder[] } {
+  const alarms = event.getAllSubcomponents('valarm')
+  if (alarms.length === 0) return {}
+  return { reminders: canonicalReminders(alarms.flatMap((alarm) => { const minutes = reminderMinutesOf(alarm); return minutes === null ? [] : [{ minutes }] })) }
+}
+
+/** Writes the reminders as DISPLAY VALARMs (`TRIGGER;RELATED=START:-PT10M`), replacing the ones read as reminders. */
+export function applyReminders (event: Component, reminders: Reminder[] | undefined, title: string): void {
+  for (const alarm of event.getAllSubcomponents('valarm')) if (reminderMinutesOf(alarm) !== null) event.removeSubcomponent(alarm)
+  for (const { minutes } of canonicalReminders(reminders ?? [])) {
+    const alarm = new ICAL.Component('valarm')
+    alarm.updatePropertyWithValue('action', 'DISPLAY')
+    // RFC 5545 3.6.6: a DISPLAY alarm must carry the text it shows.
+    alarm.updatePropertyWithValue('description', title === '' ? 'Reminder' : title)
+    const trigger = new ICAL.Property('trigger')
+    trigger.setValue(ICAL.Duration.fromSeconds(-minutes * 60))
+    trigger.setParameter('related', 'START')
+    alarm.addProperty(trigger)
+    event.addSubcomponent(alarm)
+  }
+}
+
 /** The content of a VEVENT, or null when it has no usable start. */
 export function contentOf (event: Component, calendar: Component, calendarTimeZone: string): EventContent | null {
   const written = event.getFirstPropertyValue(TIME_ZONE_PROPERTY)
@@ -181,6 +223,7 @@ export function contentOf (event: Component, calendar: Component, calendarTimeZo
     title: cut(text('summary') ?? '', LIMITS.title),
     ...(description === null ? {} : { description: cut(description, LIMITS.description) }),
     ...(location === null ? {} : { location: cut(location, LIMITS.location) }),
+    ...remindersOf(event),
     startDate: start.value,
     endDate,
     isAllDay: start.isDate,
@@ -311,6 +354,7 @@ export function applyContent (event: Component, content: EventContent, lastUpdat
       }
     }
   }
+  applyReminders(event, content.reminders, content.title)
   event.removeAllProperties('status')
   stampVersion(event, lastUpdated)
 }

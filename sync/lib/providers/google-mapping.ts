@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { utcIsoOf } from '../../../lib/events/time.js'
+import { canonicalReminders, type Reminder } from '../../../lib/events/reminders.js'
 
 type GoogleEvent = CalendarV3.Schema$Event
 
@@ -29,6 +30,28 @@ function dateOf (time: CalendarV3.Schema$EventDateTime | undefined): string | nu
   return time?.date ?? time?.dateTime ?? null
 }
 
+/**
+ * Google's reminders as ours: the calendar's default stays absent; overrides are the popups
+ * (an email is no notification this service shows, and stays at Google: see `googleRemindersOf`).
+ */
+export function remindersOf (reminders: CalendarV3.Schema$Event['reminders']): { reminders?: Reminder[] } {
+  if (reminders == null || reminders.useDefault !== false) return {}
+  const popups = (reminders.overrides ?? []).filter((item) => item.method === 'popup' && typeof item.minutes === 'number')
+  return { reminders: canonicalReminders(popups.map((item) => ({ minutes: item.minutes as number }))) }
+}
+
+/**
+ * Our reminders as Google's: absent is the calendar's default, else popup overrides beside the
+ * email ones Google holds (`current`), at most Google's 5. `overrides: []` with the default, since a
+ * patch merges the object and Google refuses the default together with overrides.
+ */
+export function googleRemindersOf (reminders: Reminder[] | undefined, current?: CalendarV3.Schema$Event['reminders']): CalendarV3.Schema$Event['reminders'] {
+  if (reminders === undefined) return { useDefault: true, overrides: [] }
+  const emails = current?.useDefault === false ? (current.overrides ?? []).filter((item) => item.method === 'email') : []
+  const popups = canonicalReminders(reminders).map((reminder) => ({ method: 'popup', minutes: reminder.minutes }))
+  return { useDefault: false, overrides: [...popups, ...emails].slice(0, 5) }
+}
+
 /** The content of a Google event, or null when it has no usable start and end. */
 export function contentOf (event: GoogleEvent, calendarTimeZone: string): EventContent | null {
   const startDate = dateOf(event.start)
@@ -41,6 +64,7 @@ export function contentOf (event: GoogleEvent, calendarTimeZone: string): EventC
     title: cut(event.summary ?? '', LIMITS.title),
     ...(event.description ? { description: cut(event.description, LIMITS.description) } : {}),
     ...(event.location ? { location: cut(event.location, LIMITS.location) } : {}),
+    ...remindersOf(event.reminders),
     startDate,
     endDate,
     isAllDay,
@@ -73,8 +97,11 @@ export function toProviderEvent (event: GoogleEvent, calendarTimeZone: string): 
   }
 }
 
-/** The Google fields of our content; a patch sends every field so a cleared one is cleared there too. */
-export function googleFieldsOf (content: EventContent): GoogleEvent {
+/**
+ * The Google fields of our content; a patch sends every field so a cleared one is cleared there
+ * too. `current`: Google's copy, whose email reminders are kept.
+ */
+export function googleFieldsOf (content: EventContent, current?: GoogleEvent | null): GoogleEvent {
   const time = (value: string): CalendarV3.Schema$EventDateTime => content.isAllDay
     ? { date: value.slice(0, 10), dateTime: null, timeZone: null }
     : { dateTime: value, date: null, timeZone: content.timeZone }
@@ -82,6 +109,7 @@ export function googleFieldsOf (content: EventContent): GoogleEvent {
     summary: content.title,
     description: content.description ?? null,
     location: content.location ?? null,
+    reminders: googleRemindersOf(content.reminders, current?.reminders),
     start: time(content.startDate),
     end: time(content.endDate),
     recurrence: content.recurrence ?? null

@@ -6,6 +6,7 @@ import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js
 import { isoInZone, wallInstant } from '../../../lib/zone-offsets.js'
 import { utcIsoOf } from '../../../lib/events/time.js'
 import { ianaZoneOf, windowsZoneOf } from '../windows-zones.js'
+import { canonicalReminders, type Reminder } from '../../../lib/events/reminders.js'
 
 /** A Graph `dateTimeTimeZone`. */
 interface GraphDateTime {
@@ -53,6 +54,8 @@ export interface GraphEvent {
   recurrence?: GraphRecurrence | null
   iCalUId?: string | null
   lastModifiedDateTime?: string | null
+  isReminderOn?: boolean
+  reminderMinutesBeforeStart?: number
 }
 
 const LIMITS = { title: 1024, description: 8192, location: 1024, id: 1024, etag: 256 }
@@ -197,6 +200,24 @@ export function graphRecurrenceOf (lines: string[], startDate: string, zone: str
   return { pattern, range: { type: 'noEnd', startDate: startDay, recurrenceTimeZone } }
 }
 
+/** Graph's one reminder as ours: off is none; an event that says neither keeps the calendar's default. */
+export function remindersOf (event: Pick<GraphEvent, 'isReminderOn' | 'reminderMinutesBeforeStart'>): { reminders?: Reminder[] } {
+  if (event.isReminderOn === false) return { reminders: [] }
+  if (event.isReminderOn !== true || typeof event.reminderMinutesBeforeStart !== 'number') return {}
+  return { reminders: canonicalReminders([{ minutes: event.reminderMinutesBeforeStart }]) }
+}
+
+/**
+ * Our reminders as Graph's, which holds one: the earliest before the start, so the person is
+ * warned no later than they asked. Absent (the calendar's default) writes nothing: Outlook gives a
+ * new event its default and a patch leaves the one there.
+ */
+export function graphRemindersOf (reminders: Reminder[] | undefined): Record<string, unknown> {
+  if (reminders === undefined) return {}
+  const earliest = canonicalReminders(reminders).at(-1)
+  return earliest === undefined ? { isReminderOn: false } : { isReminderOn: true, reminderMinutesBeforeStart: earliest.minutes }
+}
+
 /** The content of a Graph event, or null when it has no usable start and end. */
 export function contentOf (event: GraphEvent, calendarTimeZone: string): EventContent | null {
   if (!event.start || !event.end) return null
@@ -215,6 +236,7 @@ export function contentOf (event: GraphEvent, calendarTimeZone: string): EventCo
     title: cut(event.subject ?? '', LIMITS.title),
     ...(description ? { description: cut(description, LIMITS.description) } : {}),
     ...(location ? { location: cut(location, LIMITS.location) } : {}),
+    ...remindersOf(event),
     startDate,
     endDate,
     isAllDay,
@@ -283,6 +305,7 @@ export function graphFieldsOf (content: EventContent, options: { recurrence: boo
     subject: content.title,
     body: { contentType: 'text', content: content.description ?? '' },
     location: { displayName: content.location ?? '' },
+    ...graphRemindersOf(content.reminders),
     ...(options.times === false
       ? {}
       : {

@@ -204,7 +204,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
 
     const content = plan?.kind === 'write' ? plan.content : subject.content
     if (content === undefined) throw new Error('a provider write of a live event needs its content')
-    const fields = googleFieldsOf(content)
+    const fields = googleFieldsOf(content, current)
     if (current !== null) {
       // A deleted event that the backend changed later comes back.
       const requestBody = current.status === 'cancelled' ? { ...fields, status: 'confirmed' } : fields

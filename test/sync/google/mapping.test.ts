@@ -83,7 +83,7 @@ test('`updated` reaches the backend as a UTC instant with milliseconds, whatever
 
 test('our content as Google fields; instance and insert ids', async (t) => {
   t.same(googleFieldsOf({ title: 'A', startDate: '2026-11-21', endDate: '2026-11-22', isAllDay: true, timeZone: 'UTC' }), {
-    summary: 'A', description: null, location: null, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
+    summary: 'A', description: null, location: null, reminders: { useDefault: true, overrides: [] }, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
   })
   t.match(googleFieldsOf({ title: 'B', startDate: '2026-11-21T10:00:00+01:00', endDate: '2026-11-21T11:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=DAILY'] }), {
     start: { dateTime: '2026-11-21T10:00:00+01:00', timeZone: 'Europe/Berlin', date: null }, recurrence: ['RRULE:FREQ=DAILY']
@@ -94,6 +94,23 @@ test('our content as Google fields; instance and insert ids', async (t) => {
   t.match(id, /^[0-9a-v]{32}$/, 'base32hex, as Google requires')
   t.equal(insertIdFor('c1', 'e1'), id, 'the same on every attempt')
   t.not(insertIdFor('c2', 'e1'), id)
+})
+
+test('reminders: popup overrides both ways, the default as absent, Google\'s email reminders kept', async (t) => {
+  const event = (reminders: unknown) => contentOf({ summary: 'R', start: { date: '2026-12-24' }, end: { date: '2026-12-25' }, reminders } as Parameters<typeof contentOf>[0], 'UTC')
+  t.equal(event({ useDefault: true })?.reminders, undefined, 'the calendar\'s default is no list of our own')
+  t.equal(event(undefined)?.reminders, undefined, 'nor is an event that says nothing')
+  t.same(event({ useDefault: false, overrides: [{ method: 'popup', minutes: 30 }, { method: 'email', minutes: 1440 }, { method: 'popup', minutes: 10 }] })?.reminders,
+    [{ minutes: 10 }, { minutes: 30 }], 'the popups, nearest the start first; an email is no notification shown here')
+  t.same(event({ useDefault: false })?.reminders, [], 'no default and no overrides: none')
+  const content = { title: 'R', startDate: '2026-12-24', endDate: '2026-12-25', isAllDay: true, timeZone: 'UTC' }
+  t.same(googleFieldsOf({ ...content, reminders: [{ minutes: 60 }, { minutes: 5 }] }).reminders, { useDefault: false, overrides: [{ method: 'popup', minutes: 5 }, { method: 'popup', minutes: 60 }] })
+  t.same(googleFieldsOf({ ...content, reminders: [] }).reminders, { useDefault: false, overrides: [] }, 'none is no default either')
+  t.same(googleFieldsOf(content).reminders, { useDefault: true, overrides: [] }, 'absent is the default; overrides emptied, since a patch merges the object')
+  const current = { reminders: { useDefault: false, overrides: [{ method: 'email', minutes: 1440 }, { method: 'popup', minutes: 15 }] } }
+  t.same(googleFieldsOf({ ...content, reminders: [{ minutes: 10 }] }, current).reminders,
+    { useDefault: false, overrides: [{ method: 'popup', minutes: 10 }, { method: 'email', minutes: 1440 }] }, 'the email reminder at Google stays; the popups are ours')
+  t.same(googleFieldsOf({ ...content, reminders: [1, 2, 3, 4, 5].map((minutes) => ({ minutes })) }, current).reminders?.overrides?.length, 5, 'never more than Google\'s 5')
 })
 
 test('what a failed Google call means', async (t) => {

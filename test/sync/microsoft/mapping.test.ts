@@ -114,3 +114,17 @@ test('a series whose times are unchanged is written without them (Graph drops ex
   t.notOk('start' in fields || 'end' in fields || 'isAllDay' in fields)
   t.equal(fields['subject'], 'Standup')
 })
+
+test('reminders: Graph\'s one reminder both ways, off as none, the default left to Outlook', async (t) => {
+  const graph = (fields: Record<string, unknown>) => contentOf({
+    id: 'r1', subject: 'R', start: { dateTime: '2026-11-24T12:00:00.0000000', timeZone: 'UTC' }, end: { dateTime: '2026-11-24T13:00:00.0000000', timeZone: 'UTC' }, ...fields
+  }, 'UTC')
+  t.same(graph({ isReminderOn: true, reminderMinutesBeforeStart: 15 })?.reminders, [{ minutes: 15 }])
+  t.same(graph({ isReminderOn: false, reminderMinutesBeforeStart: 15 })?.reminders, [], 'off: none')
+  t.equal(graph({})?.reminders, undefined, 'an event that says nothing keeps the calendar\'s default')
+  const content = { title: 'R', startDate: '2026-11-24T12:00:00Z', endDate: '2026-11-24T13:00:00Z', isAllDay: false, timeZone: 'UTC' }
+  t.match(graphFieldsOf({ ...content, reminders: [{ minutes: 10 }, { minutes: 60 }] }, { recurrence: false }), { isReminderOn: true, reminderMinutesBeforeStart: 60 }, 'Graph holds one: the earliest warning')
+  t.match(graphFieldsOf({ ...content, reminders: [] }, { recurrence: false }), { isReminderOn: false })
+  const fields = graphFieldsOf(content, { recurrence: false })
+  t.notOk('isReminderOn' in fields || 'reminderMinutesBeforeStart' in fields, 'the default writes nothing: Outlook gives a new event its own')
+})

@@ -5,6 +5,7 @@
 import { DateTime } from 'luxon'
 import { compileSeries, exclusionsFrom, expandSeries } from '../../../lib/events/recurrence.js'
 import { eventInstant } from '../../../lib/events/time.js'
+import type { Reminder } from '../../../lib/events/reminders.js'
 import { frequencyOf, isOccurrence, seriesIdOf, type ApplyTo, type CalendarEvent, type EventChange, type Frequency } from './events.js'
 
 /** The dialog's fields. Dates are in the event's form: RFC 3339 with offset, or YYYY-MM-DD. */
@@ -18,6 +19,8 @@ export interface EventDraft {
   timeZone: string
   /** Repeat frequency; null for a single event. */
   frequency: Frequency | null
+  /** Notifications before the start; absent: the event's own stay (a new event: the calendar's default). */
+  reminders?: Reminder[]
 }
 
 export type EditPlan =
@@ -41,16 +44,19 @@ function fields (draft: EventDraft): EventChange {
   }
   if (draft.description !== '') change.description = draft.description
   if (draft.location !== '') change.location = draft.location
+  if (draft.reminders !== undefined) change.reminders = draft.reminders
   return change
 }
 
 /**
- * Keeps what the dialog does not show (priority, origin, the calendar). The provider id is the
+ * Keeps what the dialog does not show (priority, origin, the calendar), and the reminders unless the draft sets them. The provider id is the
  * server's: an event's stays with it, and a new one (the tail of "this and following") gets its own.
  */
-function kept (event: CalendarEvent): Pick<EventChange, 'priority' | 'origin' | 'calendarId'> {
-  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId'> = { priority: event.priority, origin: event.origin }
+function kept (event: CalendarEvent): Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders'> {
+  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders'> = { priority: event.priority, origin: event.origin }
   if (event.calendarId !== undefined) change.calendarId = event.calendarId
+  // A draft that says nothing of reminders (a drag, a client without the field) keeps the event's.
+  if (event.reminders !== undefined) change.reminders = event.reminders
   return change
 }
 
