@@ -12,6 +12,7 @@ import { focusSearch, Search } from './Search.js'
 import { CalendarList } from './CalendarList.js'
 import { useShortcuts } from './shortcuts.js'
 import { EventDialog, type EventDialogState } from './EventDialog.js'
+import { QuickAdd } from './QuickAdd.js'
 import { AuthDialog } from './AuthDialog.js'
 import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
@@ -167,9 +168,16 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     }
   })
 
-  function newEvent () {
+  /** New event at the next free hour; `title`: the quick add's text it could not read. */
+  function newEvent (title?: string) {
     const base = newEventStart(anchor, DateTime.now().setZone(userZone))
-    createEvent(base, base.plus({ hours: 1 }), false)
+    setDialog({ kind: 'create', start: base, end: base.plus({ hours: 1 }), isAllDay: false, ...(title === undefined ? {} : { title }) })
+  }
+
+  /** A quick add made an event: the calendar shows its day, and says what was added. */
+  function quickAdded (start: DateTime, title: string) {
+    if (!days.some((day) => day.toISODate() === start.toISODate())) go(start.startOf('day'))
+    setAnnouncement(`${title} added on ${start.toLocaleString(DateTime.DATETIME_HUGE)}`)
   }
 
   async function refresh () {
@@ -223,7 +231,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
                 </div>
                 )
               : null}
-          <button type='button' class='primary' onClick={newEvent}>New event</button>
+          <QuickAdd calendars={calendars} onAdded={quickAdded} onUnread={(text) => newEvent(text)} />
+          <button type='button' class='primary' onClick={() => newEvent()}>New event</button>
         </div>
       </header>
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />
@@ -237,7 +246,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           {view === 'month'
             ? <MonthView month={anchor} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onDay={(day) => go(day, 'day')} />
             : view === 'agenda'
-              ? <AgendaView anchor={anchor} mode={mode} onOpen={openEvent} onNew={newEvent} />
+              ? <AgendaView anchor={anchor} mode={mode} onOpen={openEvent} onNew={() => newEvent()} />
               : <TimeGrid view={view} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onMoved={moved} focusKey={focusKey} onFocused={focused} />}
         </main>
       </div>

@@ -17,7 +17,7 @@ export type EventDialogState =
   | { kind: 'closed' }
   | { kind: 'details', event: CalendarEvent }
   /** `from`: a duplicate, the form filled from that event (and its series' rule). */
-  | { kind: 'create', start: DateTime, end: DateTime, isAllDay: boolean, from?: { event: CalendarEvent, rule: string[] | undefined } }
+  | { kind: 'create', start: DateTime, end: DateTime, isAllDay: boolean, from?: { event: CalendarEvent, rule: string[] | undefined }, title?: string }
   | { kind: 'edit', event: CalendarEvent }
 
 interface Form {
@@ -47,7 +47,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
     const from = state.from?.event
     return {
-      title: from?.title ?? '',
+      title: from?.title ?? state.title ?? '',
       isAllDay: state.isAllDay,
       repeat: repeatFormOf(state.from?.rule, state.start, userZone) ?? defaultRepeat(state.start),
       repeatChanged: false,
@@ -149,7 +149,7 @@ export function EventDialog (props: { state: EventDialogState, calendars: ShownC
 }
 
 /** The chosen calendar on a new event (the own calendar is no provider calendar: no calendarId). */
-function inCalendar (plan: EditPlan, calendar: string): EditPlan {
+export function inCalendar (plan: EditPlan, calendar: string): EditPlan {
   return plan.kind === 'create' && calendar !== OWN_CALENDAR ? { ...plan, change: { ...plan.change, calendarId: calendar } } : plan
 }
 
