@@ -28,6 +28,8 @@ import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCa
 import { eventStart, newEventStart, readDateParam, step, stepUnit, viewDays, viewRange, viewTitle, type View } from '../lib/grid.js'
 import { routeOf, type AuthDialogKind } from '../lib/auth-params.js'
 import type { CalendarEvent } from '../lib/events.js'
+// Last, so that on paper it has the final word over every view's own sheet.
+import './print.css'
 
 function anchorFromUrl (): DateTime {
   const param = readDateParam(new URLSearchParams(location.search).get('date'), userZone)
