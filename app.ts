@@ -13,6 +13,7 @@ import { isDatabaseUnavailableError } from './stores/database.js'
 import { requestBodies, validationOptions } from './plugins/external/request-bodies.js'
 import configPlugin from './plugins/external/config.js'
 import requestIdPlugin from './plugins/external/request-id.js'
+import metricsPlugin from './plugins/external/metrics.js'
 import { requestIdOf } from './lib/request-id.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
@@ -83,6 +84,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
 }
 
 export const REQUEST_RECEIVE_DEADLINE_MS = 30_000
+/** A readiness probe waits about a second by default (Kubernetes' timeoutSeconds: 1). */
+const READINESS_DEADLINE_MS = 900
 /** Headers come first and are small: a client that has not sent them by then is not going to. */
 export const HEADERS_RECEIVE_DEADLINE_MS = 10_000
 export { DATABASE_RETRY_AFTER_SECONDS }
@@ -118,6 +121,15 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
   await fastify.register(requestIdPlugin)
+  const { backend, runtime } = options.config
+  await fastify.register(metricsPlugin, {
+    service: 'backend',
+    image: runtime.version,
+    port: backend.metricsPort,
+    host: backend.metricsHost,
+    // Ready while the database answers: what /api/health checks, within a probe's patience.
+    ready: async () => await fastify.mongo.ping(READINESS_DEADLINE_MS)
+  })
   fastify.decorate('eventRequestDeadlineMs', options.eventRequestDeadlineMs ?? EVENT_REQUEST_DEADLINE_MS)
   // Apple's form post to the session library's callback is the one form body the backend takes.
   await fastify.register(requestBodies)

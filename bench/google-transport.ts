@@ -7,7 +7,7 @@
 import { calendar as googleCalendar } from '@googleapis/calendar'
 import { OAuth2Client } from 'google-auth-library'
 import { startGoogle } from '../dev/google/index.js'
-import { bufferedFetch } from '../sync/providers/buffered-fetch.js'
+import { googleFetch } from '../sync/providers/buffered-fetch.js'
 
 const CLIENT = { clientId: 'bench-transport.apps.googleusercontent.com', clientSecret: 'GOCSPX-bench-transport' }
 const EMAIL = 'transport@example.com'
@@ -28,7 +28,7 @@ async function calendarApi (buffered: boolean): Promise<ReturnType<typeof google
     ...CLIENT,
     redirectUri: REDIRECT,
     endpoints: { oauth2AuthBaseUrl: `${google.url}/o/oauth2/v2/auth`, oauth2TokenUrl: `${google.url}/token` },
-    ...(buffered ? { transporterOptions: { fetchImplementation: bufferedFetch } } : {})
+    ...(buffered ? { transporterOptions: { fetchImplementation: googleFetch } } : {})
   })
   const consent = new URL(oauth.generateAuthUrl({ access_type: 'offline', scope: ['https://www.googleapis.com/auth/calendar'], login_hint: EMAIL }))
   consent.searchParams.set('approve', '1')

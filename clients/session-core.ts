@@ -1,5 +1,7 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { Agent, Pool, setGlobalDispatcher, type Dispatcher } from 'undici'
 import { decodeJwt } from 'jose'
+import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from '../lib/metrics.js'
 
 /**
  * Deadlines of every call to the session core. The session library calls the core with the
@@ -86,5 +88,59 @@ export function coreProbe (uri: string, deadlineMs = 1000, reuseMs = 1000): () =
       }
     }
     return await last.answer
+  }
+}
+
+/** What undici publishes of a request on its diagnostics channels (the fields read here). */
+interface PublishedRequest { origin: string | URL, method: string, path: string }
+interface PublishedMessage { request: PublishedRequest, response?: { statusCode: number } }
+
+/** The core's paths the library calls are its API's; ids in them become `:id`, and past this many the rest are `other`. */
+const MAX_CORE_PATHS = 40
+
+/**
+ * Times every call to the core at `uri` (the library's, through undici's diagnostics channels,
+ * which see the process's fetch) and counts those that failed: no answer, or a 5xx. Returns
+ * the unsubscription.
+ */
+export function observeSessionCoreCalls (uri: string, registry: Registry): () => void {
+  const origin = new URL(uri).origin
+  const duration = new Histogram({ name: 'session_core_request_duration_seconds', help: 'Time the session core took to answer (to its headers), by path', labelNames: ['path'], buckets: LATENCY_BUCKETS, registers: [registry] })
+  const failures = new Counter({ name: 'session_core_request_failures_total', help: 'Calls to the session core with no answer or a 5xx, by path', labelNames: ['path'], registers: [registry] })
+  const started = new WeakMap<PublishedRequest, number>()
+  const paths = new Set<string>()
+  const pathOf = (request: PublishedRequest): string => {
+    const path = (request.path.split('?')[0] ?? '/').split('/').map((segment) => /^(\d+|[0-9a-f-]{8,})$/i.test(segment) ? ':id' : segment).join('/')
+    if (paths.has(path)) return path
+    if (paths.size >= MAX_CORE_PATHS) return 'other'
+    paths.add(path)
+    return path
+  }
+  const ours = (request: PublishedRequest): boolean => (typeof request.origin === 'string' ? request.origin : request.origin.origin) === origin
+  const onCreate = (message: unknown): void => {
+    const { request } = message as PublishedMessage
+    if (ours(request)) started.set(request, performance.now())
+  }
+  const onHeaders = (message: unknown): void => {
+    const { request, response } = message as PublishedMessage
+    const at = started.get(request)
+    if (at === undefined) return
+    const path = pathOf(request)
+    duration.observe({ path }, (performance.now() - at) / 1000)
+    if ((response?.statusCode ?? 0) >= 500) failures.inc({ path })
+  }
+  const onError = (message: unknown): void => {
+    const { request } = message as PublishedMessage
+    if (!started.has(request)) return
+    started.delete(request)
+    failures.inc({ path: pathOf(request) })
+  }
+  subscribe('undici:request:create', onCreate)
+  subscribe('undici:request:headers', onHeaders)
+  subscribe('undici:request:error', onError)
+  return () => {
+    unsubscribe('undici:request:create', onCreate)
+    unsubscribe('undici:request:headers', onHeaders)
+    unsubscribe('undici:request:error', onError)
   }
 }

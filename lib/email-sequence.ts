@@ -28,7 +28,8 @@ export const EMAIL_STEPS: readonly EmailStep[] = [
  * complained, or the account is gone); failed: the vendor refused it, or five attempts failed;
  * stale: it could not go out within two days of its time, and an old mail is worse than none.
  */
-export type EmailSendState = 'queued' | 'sent' | 'skipped' | 'canceled' | 'failed' | 'stale'
+export const EMAIL_SEND_STATES = ['queued', 'sent', 'skipped', 'canceled', 'failed', 'stale'] as const
+export type EmailSendState = typeof EMAIL_SEND_STATES[number]
 
 /** One day of the schedule: a real day, or a minute under `fast` (never in production). */
 export function dayLength (profile: ScheduleProfile): number {

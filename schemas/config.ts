@@ -7,6 +7,18 @@ const Url = (description: string) => Type.String({ format: 'url', description })
 const Secret = (description: string) => Type.String({ minLength: 1, description, secret: true })
 const Port = (defaultPort: number, description: string) =>
   Type.Integer({ minimum: 1, maximum: 65535, default: defaultPort, description })
+// The internal port of a service (metrics, liveness, readiness): never the public one.
+const MetricsPort = (service: string) => Type.Optional(Type.Integer({
+  minimum: 0,
+  maximum: 65535,
+  description: `Internal port of ${service}'s GET /metrics (Prometheus), /live and /ready; absent: no such port, 0: any free port`
+}))
+const MetricsHost = (service: string) => Type.Optional(Type.String({
+  minLength: 1,
+  maxLength: 255,
+  default: '127.0.0.1',
+  description: `Address ${service}'s internal port listens on: 127.0.0.1 unless a scraper on another host must reach it (in a container network, 0.0.0.0 with the port published nowhere)`
+}))
 
 function section<T extends TProperties> (properties: T, description: string): TObject<T> {
   return Type.Object(properties, { additionalProperties: false, description })
@@ -44,7 +56,9 @@ const BackendSchema = section({
     minItems: 1,
     description: 'Allowed CORS origins; must include web.url'
   }),
-  serviceToken: Secret('Bearer token protecting the backend\'s internal endpoints')
+  serviceToken: Secret('Bearer token protecting the backend\'s internal endpoints'),
+  metricsPort: MetricsPort('the backend'),
+  metricsHost: MetricsHost('the backend')
 }, 'The backend API')
 
 const DatabaseSchema = section({
@@ -113,6 +127,8 @@ export const SchedulerSchema = section({
 
 const SyncSchema = section({
   port: Port(3010, 'HTTP port of the Sync service'),
+  metricsPort: MetricsPort('the Sync service'),
+  metricsHost: MetricsHost('the Sync service'),
   databaseUri: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'Isolated Sync database URI; never the API database' }),
   internalAuthToken: Secret('Shared secret for the Sync service\'s internal routes'),
   callbackBaseUrl: Url('Public base URL for provider OAuth and webhook callbacks'),

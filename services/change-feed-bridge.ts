@@ -52,12 +52,22 @@ export interface ChangeFeedStats {
   consecutiveFailures: number
 }
 
+/** Told of each read of the feed and of how long each change took to reach the streams; must not throw. */
+export interface FeedObserver {
+  read: (outcome: 'ok' | 'failed', seconds: number) => void
+  /** Time from Sync appending a change to its message going out here, for each change published. */
+  delivered: (lagSeconds: number) => void
+}
+
+const UNOBSERVED: FeedObserver = { read: () => {}, delivered: () => {} }
+
 export class ChangeFeedBridge {
   options: ChangeFeedOptions
   readonly stats: ChangeFeedStats = { ticks: 0, requests: 0, failedRequests: 0, consecutiveFailures: 0 }
   readonly #broker: BrokerPort
   readonly #source: ChangeSource
   readonly #log: FastifyBaseLogger
+  readonly #observer: FeedObserver
   /** Users with an open stream here; null until Sync has answered with their first watermark. */
   readonly #cursors = new Map<string, string | null>()
   readonly #inFlight = new Set<string>()
@@ -71,11 +81,12 @@ export class ChangeFeedBridge {
   #joining: Promise<void> | undefined
   #stopped = false
 
-  constructor (broker: BrokerPort, source: ChangeSource, log: FastifyBaseLogger, options: Partial<ChangeFeedOptions> = {}) {
+  constructor (broker: BrokerPort, source: ChangeSource, log: FastifyBaseLogger, options: Partial<ChangeFeedOptions> = {}, observer: FeedObserver = UNOBSERVED) {
     this.options = pickOptions(defaultChangeFeedOptions, options)
     this.#broker = broker
     this.#source = source
     this.#log = log
+    this.#observer = observer
     broker.onUserActive((userId) => this.#activate(userId))
     broker.onUserIdle((userId) => this.#deactivate(userId))
     for (const userId of broker.users()) this.#activate(userId)
@@ -236,10 +247,13 @@ export class ChangeFeedBridge {
 
   async #readBatch (batch: Array<[string, string | null]>): Promise<ReadResult> {
     this.stats.requests++
+    const started = performance.now()
     let pages: ChangesPage[]
     try {
       pages = await this.#source.changesBatch(batch.map(([userId, cursor]) => ({ userId, cursor })))
+      this.#observer.read('ok', (performance.now() - started) / 1000)
     } catch (error) {
+      this.#observer.read('failed', (performance.now() - started) / 1000)
       this.stats.failedRequests++
       this.stats.consecutiveFailures++
       return { ok: false, more: false, error }
@@ -270,6 +284,8 @@ export class ChangeFeedBridge {
     const messages = sentCursor !== null ? translatePage(page) : this.#lateStart.delete(userId) ? resyncMessages() : []
     for (const message of messages) this.#broker.publish(userId, message)
     if (sentCursor !== null) {
+      const publishedAt = Date.now()
+      for (const invalidation of page.invalidations) this.#observer.delivered(Math.max(0, publishedAt - Date.parse(invalidation.at)) / 1000)
       for (const invalidation of page.invalidations) {
         if (invalidation.kind !== 'connection' || !isRevocation(invalidation)) continue
         // Entries written before the feed named the provider came from Google connections.

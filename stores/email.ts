@@ -3,7 +3,7 @@
 // whose address bounced, and the vendor webhooks already applied.
 import { randomUUID } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
-import type { EmailSendState, EmailStepKey } from '../lib/email-sequence.js'
+import { EMAIL_SEND_STATES, type EmailSendState, type EmailStepKey } from '../lib/email-sequence.js'
 import { insertOnce, isDuplicateKeyError } from './database.js'
 import { leaseIsFree, leaseTo, NO_LEASE } from '../lib/leases.js'
 
@@ -114,6 +114,12 @@ export class EmailStore {
 
   async queueDepth (): Promise<number> {
     return await this.#sends.countDocuments({ state: 'queued' })
+  }
+
+  /** Sends by state, each counted on the `due` index (state first). */
+  async countsByState (): Promise<Map<EmailSendState, number>> {
+    const counts = await Promise.all(EMAIL_SEND_STATES.map(async (state) => [state, await this.#sends.countDocuments({ state })] as const))
+    return new Map(counts)
   }
 
   async byVendorId (vendorMessageId: string): Promise<EmailSendDocument | null> {

@@ -44,6 +44,17 @@ export class OutboxStore {
     await withDatabaseDeadline(async () => await this.#records.insertMany(records, session === undefined ? {} : { session }))
   }
 
+  /** Entries not yet delivered (an operator's gauge: it drains to 0 while Sync answers). */
+  async depth (): Promise<number> {
+    return await this.#records.countDocuments({})
+  }
+
+  /** When the oldest undelivered entry was written, or null when none waits. */
+  async oldestWrittenAt (): Promise<Date | null> {
+    const [oldest] = await this.#records.find({}, { projection: { createdAt: 1 } }).sort({ createdAt: 1 }).limit(1).toArray()
+    return oldest?.createdAt ?? null
+  }
+
   /** The users with an entry due by `now`. */
   async dueUsers (now: Date): Promise<string[]> {
     return await this.#records.distinct('user', { nextAttemptAt: { $lte: now } })

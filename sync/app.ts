@@ -8,6 +8,7 @@ import { loggerOptions } from '../lib/logging.js'
 import { STARTUP_PLUGIN_DEADLINE_MS } from '../lib/deadline.js'
 import { requestBodies, validationOptions } from '../plugins/external/request-bodies.js'
 import requestIdPlugin from '../plugins/external/request-id.js'
+import metricsPlugin from '../plugins/external/metrics.js'
 import { requestIdOf } from '../lib/request-id.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
@@ -41,6 +42,7 @@ import jobQueuePlugin from './plugins/job-queue.js'
 import syncEnginePlugin from './plugins/sync-engine.js'
 import eventChangesPlugin from './plugins/event-changes.js'
 import jobWorkerPlugin from './plugins/job-worker.js'
+import stateMetricsPlugin from './plugins/state-metrics.js'
 import type { WorkerOptions } from './plugins/job-worker.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -112,6 +114,14 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // Sync's bodies are JSON (the internal API, Microsoft's notifications); no route takes a form.
   await fastify.register(requestBodies)
   await fastify.register(requestIdPlugin)
+  const { sync, runtime } = options.config
+  await fastify.register(metricsPlugin, {
+    service: 'sync',
+    image: runtime.version,
+    port: sync.metricsPort,
+    host: sync.metricsHost,
+    ready: async () => await fastify.syncDb.ping().then(() => true, () => false)
+  })
   // Before the database: a provider configured without a backend refuses the start at once.
   await fastify.register(backendPlugin, { backend: options.backend })
   await fastify.register(providersPlugin, { providers: options.providers ?? {}, ...(options.google ? { google: options.google } : {}), ...(options.caldav ? { caldav: options.caldav } : {}) })
@@ -132,6 +142,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(connectPlugin)
   await fastify.register(eventChangesPlugin)
   await fastify.register(jobWorkerPlugin, { ...options.worker })
+  await fastify.register(stateMetricsPlugin)
   await fastify.register(maintenancePlugin, { ...options.maintenance })
 
   // Set before the routes are registered: a plugin context keeps the handlers it was created with.

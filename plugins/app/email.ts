@@ -4,6 +4,9 @@ import type { EmailSender } from '../../lib/email-vendor.js'
 import { PeriodicTask } from '../../lib/periodic-task.js'
 import { createEmailBlock, EMAIL_POLL_INTERVAL_MS, type EmailBlock, type EmailOptions } from '../../services/email.js'
 import { EmailStore } from '../../stores/email.js'
+import { EMAIL_SEND_STATES } from '../../lib/email-sequence.js'
+import { observedCounts } from '../../lib/metrics.js'
+import { metricsOf } from '../external/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -41,6 +44,8 @@ export default fp(async function email (fastify, options: { email?: EmailOptions
     options: settings
   })
   fastify.decorate('email', block)
+  observedCounts(metricsOf(fastify), 'email_sends', 'Welcome-sequence sends by state', { state: EMAIL_SEND_STATES },
+    async () => [...await store.countsByState()].map(([state, count]) => ({ labels: { state }, count })))
 
   fastify.users.afterSignUp(async (user) => {
     try {

@@ -2,6 +2,8 @@ import fp from 'fastify-plugin'
 import { createCredentialCipher, outboxCredentialBinding } from '../../lib/credential-cipher.js'
 import { deliverThrough, Outbox, type OpenOutboxCredential } from '../../services/outbox.js'
 import { outboxCollections, OutboxStore } from '../../stores/outbox.js'
+import { ageSeconds, observedGauge } from '../../lib/metrics.js'
+import { metricsOf } from '../external/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -27,6 +29,9 @@ export default fp(async function outbox (fastify) {
     backoff: { baseMs: 500, capMs: 60_000 }
   })
   fastify.decorate('outbox', outbox)
+  const registry = metricsOf(fastify)
+  observedGauge(registry, 'outbox_depth', 'Reports of writes waiting to be handed to Sync', async () => await store.depth())
+  observedGauge(registry, 'outbox_oldest_age_seconds', 'Age of the oldest report waiting to be handed to Sync (0 when none waits)', async () => ageSeconds(await store.oldestWrittenAt()))
   fastify.addHook('onReady', async () => { outbox.start() })
   fastify.addHook('onClose', async () => { await outbox.stop() })
 }, { name: 'outbox', dependencies: ['mongo', 'sync-client'] })

@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
 import { TypedHttpError } from '../../lib/error-bodies.js'
+import { Counter } from '../../lib/metrics.js'
+import { metricsOf } from './metrics.js'
 
 export interface LoadSheddingOptions {
   /** Mean event-loop delay over one sample, in milliseconds, past which requests are shed. */
@@ -19,6 +21,7 @@ const NEVER_SHED = new Set(['/api/health'])
 
 export default fp<Partial<LoadSheddingOptions>>(async function loadShedding (fastify, options) {
   const { maxEventLoopDelayMs, sampleIntervalMs } = { ...LOAD_SHEDDING, ...options }
+  const shed = new Counter({ name: 'http_requests_shed_total', help: 'Requests refused with 503 OVERLOADED because the event loop was saturated', registers: [metricsOf(fastify)] })
   await fastify.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval: sampleIntervalMs,
@@ -26,6 +29,7 @@ export default fp<Partial<LoadSheddingOptions>>(async function loadShedding (fas
     pressureHandler: (request, _reply, type, value) => {
       if (NEVER_SHED.has(request.routeOptions.url ?? '')) return
       request.log.warn({ pressure: type, value }, 'request shed: the service is overloaded')
+      shed.inc()
       // Thrown from the onRequest hook, it ends the request in the app's error handler, which
       // answers typed errors with their status, code and Retry-After, before any later hook runs.
       throw new TypedHttpError(503, 'OVERLOADED', 'The service is overloaded; try again shortly', {}, OVERLOAD_RETRY_AFTER_SECONDS)

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { MongoClient, type ClientSession } from 'mongodb'
 import { DATABASE_DEADLINES, requestDatabaseDeadlineMs, type MongoHandle } from '../../stores/database.js'
 import { hasTransactions, transactionRunner } from '../../stores/transactions.js'
+import { observeDatabaseCalls } from '../../stores/database-metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,8 +11,8 @@ declare module 'fastify' {
 }
 
 /** Connects to the database a URI names (its path names the database) and learns whether it has transactions. */
-export async function connectMongo (uri: string): Promise<MongoHandle> {
-  const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES })
+export async function connectMongo (uri: string, options: { monitorCommands?: boolean } = {}): Promise<MongoHandle> {
+  const client = new MongoClient(uri, { appName: 'calendar-backend', ...DATABASE_DEADLINES, monitorCommands: options.monitorCommands ?? false })
   await client.connect()
   const db = client.db()
   const transactional = await hasTransactions(db)
@@ -38,8 +39,10 @@ export async function connectMongo (uri: string): Promise<MongoHandle> {
 }
 
 export default fp(async function mongo (fastify) {
-  const handle = await connectMongo(fastify.config.database.uri)
+  const measured = fastify.metricsPort !== null
+  const handle = await connectMongo(fastify.config.database.uri, { monitorCommands: measured })
+  if (measured) observeDatabaseCalls(handle.client, fastify.metrics)
   fastify.log.info({ transactional: handle.transactional }, 'database ready')
   fastify.decorate('mongo', handle)
   fastify.addHook('onClose', async () => { await handle.client.close() })
-}, { name: 'mongo', dependencies: ['config'] })
+}, { name: 'mongo', dependencies: ['config', 'metrics'] })

@@ -5,6 +5,7 @@ import Session from 'supertokens-node/recipe/session'
 import { verifySession } from 'supertokens-node/recipe/session/framework/fastify'
 import { errorBody, notFoundBody } from '../../lib/error-bodies.js'
 import { AUTH_BASE_PATH, assertSessionLibraryServes, signInSummaries } from '../../services/session-library/index.js'
+import { observeSessionCoreCalls } from '../../clients/session-core.js'
 
 export { isSessionLibraryError, sessionCoreUnavailable } from '../../services/session-library/index.js'
 
@@ -45,6 +46,10 @@ export default fp(async function session (fastify) {
   // The library is the process's, configured by its entry (server.ts): an app whose settings
   // differ would be served with another app's.
   assertSessionLibraryServes(fastify.config)
+  if (fastify.metricsPort !== null) {
+    const stopObserving = observeSessionCoreCalls(fastify.config.sessions.uri, fastify.metrics)
+    fastify.addHook('onClose', async () => { stopObserving() })
+  }
 
   // The library answers its own routes (sign-up, sign-in, sign-out, refresh, password reset,
   // provider sign-in) under /api/auth. They are not Fastify routes: they are served from this

@@ -3,6 +3,8 @@ import { BillingStatusSchema, RedirectUrlSchema, WebhookReceiptSchema } from '..
 import { SECURITY, anyRouteResponses, errorResponse, sessionResponses } from '../../schemas/responses.js'
 import { TypedHttpError } from '../../lib/error-bodies.js'
 import { WebhookSignatureError } from '../../lib/billing-vendor.js'
+import { Counter } from '../../lib/metrics.js'
+import { metricsOf } from '../../plugins/external/metrics.js'
 
 // /api/billing: only when the billing block is configured (the plugin decorates `billing`);
 // otherwise nothing is registered and every path here is a 404.
@@ -48,6 +50,12 @@ const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   // Stripe's deliveries: no session; the signature is checked over the bytes exactly as sent, so
   // this scope reads every body as a Buffer and no JSON parser touches it first.
+  const webhooks = new Counter({
+    name: 'billing_webhooks_total',
+    help: 'Stripe webhook deliveries, by outcome (applied, duplicate, signature_invalid, failed)',
+    labelNames: ['outcome'],
+    registers: [metricsOf(fastify)]
+  })
   await fastify.register(async function stripeWebhook (scope) {
     scope.removeAllContentTypeParsers()
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, body) })
@@ -63,8 +71,10 @@ const billingRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const signature = request.headers['stripe-signature']
       try {
         const { duplicate } = await fastify.billing.receiveWebhook(body, typeof signature === 'string' ? signature : undefined, request.log)
+        webhooks.inc({ outcome: duplicate ? 'duplicate' : 'applied' })
         return duplicate ? { received: true as const, duplicate } : { received: true as const }
       } catch (error) {
+        webhooks.inc({ outcome: error instanceof WebhookSignatureError ? 'signature_invalid' : 'failed' })
         if (error instanceof WebhookSignatureError) {
           request.log.warn({ reason: error.message }, 'billing webhook refused: signature')
           throw new TypedHttpError(400, 'WEBHOOK_SIGNATURE_INVALID', 'The Stripe-Signature header does not verify this body')

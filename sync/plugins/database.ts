@@ -6,6 +6,7 @@ import { DATABASE_DEADLINES, isUnauthorizedError, withDatabaseDeadline } from '.
 import { hasTransactions, transactionRunner } from '../../stores/transactions.js'
 import { apiDatabaseOf, checkIsolation, SyncStartupError } from '../lib/isolation.js'
 import { databaseCallDeadlineMs } from '../stores/database-calls.js'
+import { observeDatabaseCalls } from '../../stores/database-metrics.js'
 
 export interface SyncDatabase {
   client: MongoClient
@@ -56,7 +57,9 @@ async function proveLeastPrivilege (client: MongoClient, config: SyncConfig): Pr
 export default fp(async function syncDatabase (fastify) {
   const config = fastify.syncConfig
   checkIsolation(config)
-  const client = new MongoClient(config.sync.databaseUri, { appName: 'calendar-sync', ...DATABASE_DEADLINES })
+  const measured = fastify.metricsPort !== null
+  const client = new MongoClient(config.sync.databaseUri, { appName: 'calendar-sync', ...DATABASE_DEADLINES, monitorCommands: measured })
+  if (measured) observeDatabaseCalls(client, fastify.metrics)
   await client.connect()
   try {
     if (config.sync.enforceLeastPrivilege === true) await proveLeastPrivilege(client, config)
@@ -80,4 +83,4 @@ export default fp(async function syncDatabase (fastify) {
     withTransaction
   })
   fastify.addHook('onClose', async () => { await client.close() })
-}, { name: 'sync-database', dependencies: ['sync-config'] })
+}, { name: 'sync-database', dependencies: ['sync-config', 'metrics'] })

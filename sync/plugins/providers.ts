@@ -1,4 +1,7 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import fp from 'fastify-plugin'
+import { Counter, Histogram, WORK_BUCKETS, type Registry } from '../../lib/metrics.js'
+import { PROVIDER_REQUEST_CHANNEL, type ProviderRequestReport } from '../providers/buffered-fetch.js'
 import { isRealValue } from '../../lib/config-rules.js'
 import type { SyncConfig } from '../../schemas/config.js'
 import { SyncStartupError } from '../lib/isolation.js'
@@ -41,8 +44,28 @@ export function configuredProviders (config: SyncConfig, google: SyncProvidersOp
   return registry
 }
 
+/**
+ * Counts and times the process's provider requests by provider, operation and status (429, 503
+ * and 401 each their own), as the adapters' fetch reports them. Returns the unsubscription.
+ */
+function countProviderRequests (registry: Registry): () => void {
+  const requests = new Counter({ name: 'sync_provider_requests_total', help: 'Requests to providers, by provider, operation and status (error: no answer)', labelNames: ['provider', 'operation', 'status'], registers: [registry] })
+  const duration = new Histogram({ name: 'sync_provider_request_duration_seconds', help: 'Time a provider took to answer, by provider and operation', labelNames: ['provider', 'operation'], buckets: WORK_BUCKETS, registers: [registry] })
+  const onReport = (message: unknown): void => {
+    const { provider, operation, status, seconds } = message as ProviderRequestReport
+    requests.inc({ provider, operation, status })
+    duration.observe({ provider, operation }, seconds)
+  }
+  subscribe(PROVIDER_REQUEST_CHANNEL, onReport)
+  return () => { unsubscribe(PROVIDER_REQUEST_CHANNEL, onReport) }
+}
+
 export default fp<SyncProvidersOptions>(async function syncProviders (fastify, options) {
   const config = fastify.syncConfig
+  if (fastify.metricsPort !== null) {
+    const stopCounting = countProviderRequests(fastify.metrics)
+    fastify.addHook('onClose', async () => { stopCounting() })
+  }
   const fromConfig = configuredProviders(config, options.google, { now: () => fastify.syncClock.now(), ...options.microsoft })
   // Imported events reach the user only through the backend, so a provider without it is refused
   // at start rather than failing every import later.
@@ -52,4 +75,4 @@ export default fp<SyncProvidersOptions>(async function syncProviders (fastify, o
   // CalDAV needs no configuration of its own (each account names its server); its imports need the backend.
   const caldav: ProviderRegistry = config.backend === undefined ? {} : { caldav: new CalDavAdapter({ now: () => fastify.syncClock.now(), privateAddressAllowlist: config.sync.privateAddressAllowlist ?? [], ...options.caldav }) }
   fastify.decorate('syncProviders', { ...fromConfig, ...caldav, ...options.providers })
-}, { name: 'sync-providers', dependencies: ['sync-config'] })
+}, { name: 'sync-providers', dependencies: ['sync-config', 'metrics'] })

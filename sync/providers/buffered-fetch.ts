@@ -7,6 +7,7 @@
 // answer, and a calendar query answers megabytes; nothing promises other servers never do. A body
 // consumed in flowing mode from its first byte never makes the parser wait. Redirects are not
 // followed (a provider's redirect is an answer to look at, not to chase with the credentials).
+import { channel } from 'node:diagnostics_channel'
 import { Agent, request, type Dispatcher } from 'undici'
 import { checkUrl, guardedDispatcher, type AddressPolicy } from './address-guard.js'
 
@@ -46,7 +47,39 @@ async function readLimited (body: Dispatcher.ResponseData['body'], maxBytes: num
 
 export type ProviderFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
 
+export type ProviderName = 'google' | 'microsoft' | 'caldav'
+
+/** What each provider request publishes on PROVIDER_REQUEST_CHANNEL when it ends. */
+export interface ProviderRequestReport {
+  provider: ProviderName
+  /** The method and the API's resource (`GET events`, `POST token`, `REPORT`): never an id or a user's URL. */
+  operation: string
+  /** The answer's status, or `error` when none came (refused, timed out, too large). */
+  status: string
+  seconds: number
+}
+
+/** The process's provider requests, for whoever counts them (the metrics). */
+export const PROVIDER_REQUEST_CHANNEL = 'calendar:provider-request'
+const providerRequests = channel(PROVIDER_REQUEST_CHANNEL)
+
+/** Words of the cloud APIs' paths that name a resource; any other segment is an id, a calendar's name or a user's. */
+const RESOURCE_WORDS = new Set(['events', 'calendarList', 'calendars', 'watch', 'stop', 'instances', 'token', 'delta', 'subscriptions', 'calendarView', '$batch', 'batch', 'colors', 'settings', 'freeBusy', 'calendarGroups', 'userinfo'])
+
+/** The operation a request is: its method, and for the cloud APIs the last resource word of its path. */
+export function operationOf (provider: ProviderName, method: string, url: string): string {
+  if (provider === 'caldav' || !URL.canParse(url)) return method
+  const segments = new URL(url).pathname.split('/')
+  for (let index = segments.length - 1; index >= 0; index--) {
+    const segment = segments[index] ?? ''
+    if (RESOURCE_WORDS.has(segment)) return `${method} ${segment}`
+  }
+  return `${method} other`
+}
+
 export interface ProviderFetchOptions {
+  /** Whose API this fetch calls: the label its requests are counted under. */
+  provider: ProviderName
   /** The largest answer read (documented per provider); past it the request fails with ProviderAnswerTooLargeError. */
   maxBytes: number
   /** For addresses a user supplied: only what the policy permits is reached (address-guard.ts). */
@@ -58,6 +91,21 @@ export function providerFetch (options: ProviderFetchOptions): ProviderFetch {
   const dispatcher = options.policy === undefined ? new Agent({ keepAliveTimeout: 4_000 }) : guardedDispatcher(options.policy)
   return async (input, init = {}) => {
     const url = input instanceof Request ? input.url : String(input)
+    const method = (init.method ?? 'GET').toUpperCase() as Method
+    if (!providerRequests.hasSubscribers) return await fetchBuffered(url, method, init)
+    const started = performance.now()
+    let status = 'error'
+    try {
+      const response = await fetchBuffered(url, method, init)
+      status = String(response.status)
+      return response
+    } finally {
+      const report: ProviderRequestReport = { provider: options.provider, operation: operationOf(options.provider, method, url), status, seconds: (performance.now() - started) / 1000 }
+      providerRequests.publish(report)
+    }
+  }
+
+  async function fetchBuffered (url: string, method: Method, init: RequestInit): Promise<Response> {
     if (options.policy !== undefined) checkUrl(options.policy, new URL(url))
     const headers = Object.fromEntries(new Headers(init.headers).entries())
     const body = bodyOf(init.body)
@@ -65,7 +113,7 @@ export function providerFetch (options: ProviderFetchOptions): ProviderFetch {
     if (init.body instanceof URLSearchParams && headers['content-type'] === undefined) headers['content-type'] = 'application/x-www-form-urlencoded;charset=UTF-8'
     const answer = await request(url, {
       dispatcher,
-      method: (init.method ?? 'GET').toUpperCase() as Method,
+      method,
       headers,
       ...(body === undefined ? {} : { body }),
       ...(init.signal == null ? {} : { signal: init.signal })
@@ -105,4 +153,5 @@ function oneChunk (bytes: Uint8Array): ReadableStream<Uint8Array> {
  */
 const CLOUD_PROVIDER_ANSWER_LIMIT_BYTES = 32 * 1024 * 1024
 
-export const bufferedFetch: ProviderFetch = providerFetch({ maxBytes: CLOUD_PROVIDER_ANSWER_LIMIT_BYTES })
+export const googleFetch: ProviderFetch = providerFetch({ provider: 'google', maxBytes: CLOUD_PROVIDER_ANSWER_LIMIT_BYTES })
+export const microsoftFetch: ProviderFetch = providerFetch({ provider: 'microsoft', maxBytes: CLOUD_PROVIDER_ANSWER_LIMIT_BYTES })

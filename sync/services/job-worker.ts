@@ -4,13 +4,21 @@ import { randomUUID } from 'node:crypto'
 import { CountsByKey } from '../../lib/counts-by-key.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { JobQueue, JobRecord, JobType, SweepReport } from '../stores/job-queue.js'
-import { WaitForProviderError } from '../lib/jobs/rules.js'
+import { ATTEMPT_BUDGET, WaitForProviderError } from '../lib/jobs/rules.js'
 import { inBackground } from '../stores/database-calls.js'
 import { PeriodicTask } from '../../lib/periodic-task.js'
 import { keepLease } from '../../lib/lease-keeper.js'
 import { withRequestId } from '../../lib/request-id.js'
 
 export type JobHandler = (job: JobRecord) => Promise<void>
+
+/**
+ * How a run ended: done; done and asked for again while it ran (`rerun`); failed and queued for
+ * another attempt (`retry`); failed with its attempts spent (`exhausted`); met its provider
+ * unavailable (`waiting`); finished after another worker took its lease (`lease_lost`); or its
+ * outcome could not be recorded (`unrecorded`).
+ */
+export type JobOutcome = 'done' | 'rerun' | 'retry' | 'exhausted' | 'waiting' | 'lease_lost' | 'unrecorded'
 
 export interface JobWorkerOptions {
   queue: JobQueue
@@ -26,6 +34,8 @@ export interface JobWorkerOptions {
   isActive: () => boolean
   /** One pass of the self-heal sweep; the background loop runs it every sweep interval. */
   sweep: () => Promise<SweepReport>
+  /** Told of every run's end; must not throw. */
+  onRunEnded?: (job: JobRecord, outcome: JobOutcome, seconds: number) => void
 }
 
 export class JobWorker {
@@ -155,6 +165,8 @@ export class JobWorker {
       renew: async () => await queue.renewLease(job, this.id),
       onRenewalError: (error) => log.warn({ ...context, err: error }, 'job lease renewal failed')
     })
+    const started = performance.now()
+    let outcome: JobOutcome = 'unrecorded'
     try {
       let failure: string | null = null
       let waitUntil: Date | null = null
@@ -168,22 +180,25 @@ export class JobWorker {
       await lease.end()
       if (waitUntil !== null && failure !== null) {
         log.info({ ...context, reason: failure, retryAt: waitUntil.toISOString() }, 'job waits for its provider to answer again')
-        await queue.waitForProvider(job, this.id, failure, waitUntil)
+        outcome = await queue.waitForProvider(job, this.id, failure, waitUntil) ? 'waiting' : 'lease_lost'
       } else if (failure !== null) {
         log.warn({ ...context, reason: failure }, 'job attempt failed')
-        await queue.fail(job, this.id, failure)
+        const recorded = await queue.fail(job, this.id, failure)
+        outcome = !recorded ? 'lease_lost' : job.attempts >= ATTEMPT_BUDGET ? 'exhausted' : 'retry'
       } else {
         const completed = await queue.complete(job, this.id)
         // Which worker ran which job: with several Sync processes, each job must be done once.
         if (completed === 'done') log.debug({ ...context, worker: this.id, coalescingKey: job.coalescingKey }, 'job done')
         else if (completed === 'again') log.debug({ ...context, worker: this.id, coalescingKey: job.coalescingKey }, 'job runs again: it was asked for while it ran')
         else log.warn(context, 'job finished after its lease was taken over; result kept by the new owner')
+        outcome = completed === 'done' ? 'done' : completed === 'again' ? 'rerun' : 'lease_lost'
       }
     } catch (error) {
       // The queue itself failed; the lease runs out and the job is claimed again.
       log.error({ ...context, err: error }, 'job outcome could not be recorded')
     } finally {
       await lease.end()
+      this.#options.onRunEnded?.(job, outcome, (performance.now() - started) / 1000)
     }
   }
 }

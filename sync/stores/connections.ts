@@ -4,7 +4,7 @@
 import { ObjectId } from 'mongodb'
 import type { Collection, Db } from 'mongodb'
 import { objectIdFrom } from '../../lib/ids.js'
-import type { Provider } from '../../schemas/sync/index.js'
+import type { ConnectionState, Provider } from '../../schemas/sync/index.js'
 import type { ConnectionRecord, StoredImportProgress } from '../lib/connections/record.js'
 import { transition } from '../lib/connections/state-machine.js'
 import type { ConnectionEvent } from '../lib/connections/state-machine.js'
@@ -33,6 +33,14 @@ export class ConnectionStore {
 
   async ensureIndexes (): Promise<void> {
     await this.#rows.createIndex({ userId: 1, createdAt: 1 }, { name: 'user_created' })
+  }
+
+  /** Connections by provider and state, for the operator's gauges. */
+  async countsByProviderAndState (): Promise<Array<{ provider: Provider, state: ConnectionState, count: number }>> {
+    const groups = await databaseCall(async (signal) => await this.#rows.aggregate<{ _id: { provider: Provider, state: ConnectionState }, count: number }>([
+      { $group: { _id: { provider: '$provider', state: '$state' }, count: { $sum: 1 } } }
+    ], { signal }).toArray())
+    return groups.map(({ _id, count }) => ({ ..._id, count }))
   }
 
   /** A new connection in state `connecting`; its first invalidation tells the user's tabs. */

@@ -29,6 +29,11 @@ export class HeldWriteStore {
     await this.#rows.createIndex({ connectionId: 1, eventId: 1 }, { unique: true, name: 'connection_event' })
   }
 
+  /** Writes held for connections whose provider cannot take them now. */
+  async count (): Promise<number> {
+    return await databaseCall(async () => await this.#rows.estimatedDocumentCount())
+  }
+
   /** Keeps the latest change of an event for its connection. */
   async hold (write: HeldWrite, { session }: InTransaction = {}): Promise<void> {
     const replace = async () => await databaseCall(async () => await this.#rows.replaceOne({ connectionId: write.connectionId, eventId: write.eventId }, write, { upsert: true, session }))

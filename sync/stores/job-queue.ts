@@ -367,6 +367,24 @@ export class JobQueue {
     return new Map(rows.map((row) => [row._id, row.count]))
   }
 
+  /** Jobs by type and status, for the operator's gauges. */
+  async countsByTypeAndStatus (): Promise<Array<{ type: JobType, status: JobStatus, count: number }>> {
+    const groups = await databaseCall(async (signal) => await this.#rows.aggregate<{ _id: { type: JobType, status: JobStatus }, count: number }>([
+      { $group: { _id: { type: '$type', status: '$status' }, count: { $sum: 1 } } }
+    ], { signal }).toArray())
+    return groups.map(({ _id, count }) => ({ ..._id, count }))
+  }
+
+  /** Queued jobs due by `now`, and since when the oldest of them waits (on the status_run_at index). */
+  async backlog (now: Date): Promise<{ due: number, oldestDueAt: Date | null }> {
+    const due = { status: 'queued' as const, runAt: { $lte: now } }
+    const [count, oldest] = await Promise.all([
+      databaseCall(async () => await this.#rows.countDocuments(due)),
+      databaseCall(async (signal) => await this.#rows.find(due, { projection: { runAt: 1 }, signal }).sort({ runAt: 1 }).limit(1).toArray())
+    ])
+    return { due: count, oldestDueAt: oldest[0]?.runAt ?? null }
+  }
+
   async get (jobId: ObjectId): Promise<JobRecord | null> {
     return await databaseCall(async (signal) => await this.#rows.findOne({ _id: jobId }, { signal }))
   }

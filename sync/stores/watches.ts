@@ -49,6 +49,11 @@ export class WatchStore {
     return await databaseCall(async (signal) => await this.#rows.findOne({ resourceId }, { signal }))
   }
 
+  /** How many channels expire before `before` (on the expires index). */
+  async countExpiringBefore (before: Date): Promise<number> {
+    return await databaseCall(async () => await this.#rows.countDocuments({ expiresAt: { $lt: before } }))
+  }
+
   /** Channels that expire before `before`, soonest first. */
   async listExpiringBefore (before: Date, limit: number): Promise<WatchRecord[]> {
     return await databaseCall(async (signal) => await this.#rows.find({ expiresAt: { $lt: before } }, { signal }).sort({ expiresAt: 1 }).limit(limit).toArray())

@@ -3,7 +3,7 @@ import ICAL from 'ical.js'
 import { waitFor } from '../processes.js'
 import { signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale, type Radicale } from '../sync/caldav/radicale.js'
-import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
+import { caldavFetch } from '../sync/caldav/fetch.js'
 import { startFullStack, type FullStack } from './stack.js'
 import { caldavOccurrences } from './occurrences.js'
 import { CancelOccurrenceThere, CreateHere, DELETIONS, DELETION_RACES, OCCURRENCE_DELETIONS, EDIT_RACES, EditTitleThere, EVERY_KIND, EVERY_KIND_WITH_OCCURRENCE_EDITS, WINDOW, convergenceSuite, runsOf, type Command, type Connected, type Device } from './convergence.js'
@@ -115,7 +115,7 @@ test('CalDAV: generated sequences of changes on both sides converge', { skip: ra
   const stack = await startFullStack(t, {
     caldavFetch: async (input, init = {}) => outage.down
       ? new Response('Service Unavailable', { status: 503, headers: { 'content-type': 'text/plain' } })
-      : await bufferedFetch(input, init)
+      : await caldavFetch(input, init)
   })
   const radicale = await startRadicale(t)
   await convergenceSuite(t, { provider: 'caldav', stack, connect: async (label) => await connect(stack, radicale, label), found: [...FOUND, EVERY_KIND, DELETIONS, OCCURRENCE_DELETIONS, ...DELETION_RACES, ...EDIT_RACES, EVERY_KIND_WITH_OCCURRENCE_EDITS], defaultRuns: RUNS, occurrenceEdits: true })

@@ -5,7 +5,7 @@ import { signUp, uniqueEmail } from '../helper.js'
 import { basic, radicaleMissing, startRadicale } from '../sync/caldav/radicale.js'
 import { allDayIcs, BERLIN, ics } from '../sync/caldav/harness.js'
 import { startFullStack, primaryCalendarId } from './stack.js'
-import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
+import { caldavFetch } from '../sync/caldav/fetch.js'
 
 // A CalDAV account both ways through the real interfaces: the backend's session route and
 // stream, the Sync service with its worker running, and a real Radicale, which another client
@@ -28,7 +28,7 @@ function seriesIcs (): string {
 test('a CalDAV account through the backend route and the Sync service, end to end', { skip: radicaleMissing() ?? false }, async (t) => {
   // Between Sync and Radicale, so a test can act as another client between two of Sync's requests.
   let interceptor: ((input: string | URL | Request, init: RequestInit) => Promise<Response>) | null = null
-  const stack = await startFullStack(t, { caldavFetch: async (input, init = {}) => interceptor === null ? await bufferedFetch(input, init) : await interceptor(input, init) })
+  const stack = await startFullStack(t, { caldavFetch: async (input, init = {}) => interceptor === null ? await caldavFetch(input, init) : await interceptor(input, init) })
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'home', 'Home')
@@ -92,7 +92,7 @@ test('a CalDAV account through the backend route and the Sync service, end to en
         const newer = current.body.replace(/SUMMARY:[^\r\n]*/, 'SUMMARY:Lunch (moved elsewhere)').replace(/LAST-MODIFIED:[^\r\n]*/, 'LAST-MODIFIED:20300101T000000Z')
         await fetch(target, { method: 'PUT', headers: { authorization: basic(USER, PASSWORD), 'content-type': 'text/calendar' }, body: newer })
       }
-      return await bufferedFetch(input, init)
+      return await caldavFetch(input, init)
     }
     const edited = await stack.backend.app.inject({ method: 'PUT', url: `/api/event/${own}`, headers: user.headers, payload: { title: 'Lunch with Bo and Cy', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:30:00Z' } })
     t.equal(edited.statusCode, 204)

@@ -74,6 +74,8 @@ export interface FullStackOptions {
   syncJobPollIntervalMs?: number
   /** Where Sync's log goes, and from which level (default: stderr, from warn). */
   syncLog?: { stream: NodeJS.WritableStream, level: string }
+  /** Both services serve their internal port (metrics, liveness, readiness) on a free port of 127.0.0.1. */
+  metrics?: boolean
 }
 
 export async function startFullStack (t: Teardown, options: FullStackOptions = {}): Promise<FullStack> {
@@ -105,7 +107,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   const backend = await buildApp(test, deps, { syncUrl, internalAuthToken }, (config) => ({
     ...config,
     web: { ...config.web, url: webUrl },
-    backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl] },
+    backend: { ...config.backend, apiUrl: `${backendOrigin}/api`, originsAllowed: [webUrl], ...(options.metrics === true ? { metricsPort: 0 } : {}) },
     sync: { ...config.sync, callbackBaseUrl: `${backendOrigin}/sync`, postConnectRedirectUrl: webUrl },
     ...(webPort === null ? {} : { extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url } }),
     // The backend's Microsoft sign-in uses the same application as Sync, as in a deployment.
@@ -127,6 +129,7 @@ export async function startFullStack (t: Teardown, options: FullStackOptions = {
   })
   const syncConfig: SyncConfig = {
     ...base,
+    ...(options.metrics === true ? { sync: { ...base.sync, metricsPort: 0 } } : {}),
     backend: backend.config.backend,
     extprovider: { ...GOOGLE_CLIENT, endpointBase: google.url },
     ...(microsoft === undefined ? {} : { extprovider2: { ...MICROSOFT_CLIENT, endpointBase: microsoft.url } }),

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
-import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
+import { googleFetch } from '../../sync/providers/buffered-fetch.js'
 import type { Teardown } from '../helper.js'
 
 // A server that answers like Radicale: a large body, then it closes the connection at once.
@@ -38,7 +38,7 @@ test('large answers from a server that closes the connection arrive whole, howev
   const body = Buffer.alloc(1024 * 1024, 0x61)
   const url = await closingServer(t, body)
   for (let round = 0; round < 10; round++) {
-    const answer = await bufferedFetch(url, { method: 'REPORT', headers: { Depth: '1' }, body: '<x/>' })
+    const answer = await googleFetch(url, { method: 'REPORT', headers: { Depth: '1' }, body: '<x/>' })
     t.equal(answer.status, 207)
     t.equal(answer.headers.get('etag'), '"v1"')
     t.equal(await readSlowly(answer), body.length)
@@ -47,10 +47,10 @@ test('large answers from a server that closes the connection arrive whole, howev
 
 test('an answer without a body, and a request the caller aborts', async (t) => {
   const url = await closingServer(t, Buffer.alloc(0), '204 No Content')
-  const empty = await bufferedFetch(url, { method: 'DELETE', headers: new Headers({ 'If-Match': '"v1"' }) })
+  const empty = await googleFetch(url, { method: 'DELETE', headers: new Headers({ 'If-Match': '"v1"' }) })
   t.equal(empty.status, 204)
   t.equal(await empty.text(), '')
-  await t.rejects(bufferedFetch(url, { method: 'GET', signal: AbortSignal.abort() }), { name: 'AbortError' })
+  await t.rejects(googleFetch(url, { method: 'GET', signal: AbortSignal.abort() }), { name: 'AbortError' })
 })
 
 test('the bodies the adapters send: a form (with fetch\'s content type), bytes and text; a stream is refused, not dropped', async (t) => {
@@ -68,14 +68,14 @@ test('the bodies the adapters send: a form (with fetch\'s content type), bytes a
   t.teardown(() => { server.close() })
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`
 
-  await bufferedFetch(url, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'r 1' }) })
-  await bufferedFetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: new TextEncoder().encode('{"a":1}') })
-  await bufferedFetch(url, { method: 'PUT', headers: { 'content-type': 'text/calendar' }, body: 'BEGIN:VCALENDAR' })
+  await googleFetch(url, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'r 1' }) })
+  await googleFetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: new TextEncoder().encode('{"a":1}') })
+  await googleFetch(url, { method: 'PUT', headers: { 'content-type': 'text/calendar' }, body: 'BEGIN:VCALENDAR' })
   t.same(received, [
     { method: 'POST', type: 'application/x-www-form-urlencoded;charset=UTF-8', body: 'grant_type=refresh_token&refresh_token=r+1' },
     { method: 'PATCH', type: 'application/json', body: '{"a":1}' },
     { method: 'PUT', type: 'text/calendar', body: 'BEGIN:VCALENDAR' }
   ])
-  await t.rejects(bufferedFetch(url, { method: 'POST', body: new Blob(['x']) }), TypeError, 'a body it cannot send is an error')
+  await t.rejects(googleFetch(url, { method: 'POST', body: new Blob(['x']) }), TypeError, 'a body it cannot send is an error')
   t.equal(received.length, 3, 'and nothing was sent for it')
 })

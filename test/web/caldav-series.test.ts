@@ -18,7 +18,7 @@ import {
   createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, own, renameInDialog, seenNotSynced, seenWeekByWeek, settledOccurrences, week, writeMarks
 } from './series-ui.js'
 import { startFullStack } from '../e2e/stack.js'
-import { bufferedFetch } from '../../sync/providers/buffered-fetch.js'
+import { caldavFetch } from '../sync/caldav/fetch.js'
 import { caldavOccurrences } from '../e2e/occurrences.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
@@ -86,7 +86,7 @@ test('a CalDAV calendar in the browser: one occurrence renamed and one deleted, 
     web: true,
     caldavFetch: async (input, init = {}) => refuseWrites && (init.method === 'PUT' || init.method === 'DELETE')
       ? new Response('Forbidden', { status: 403, headers: { 'content-type': 'text/plain' } })
-      : await bufferedFetch(input, init)
+      : await caldavFetch(input, init)
   })
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, APP_PASSWORD)

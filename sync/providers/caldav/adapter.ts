@@ -73,7 +73,7 @@ export class CalDavAdapter implements ProviderPort {
 
   constructor (options: CalDavAdapterOptions = {}) {
     this.#options = options
-    this.#caldav = new CalDavClient(options.fetch ?? providerFetch({ maxBytes: options.maxAnswerBytes ?? CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(options.privateAddressAllowlist) }), options.timeoutMs)
+    this.#caldav = new CalDavClient(options.fetch ?? providerFetch({ provider: 'caldav', maxBytes: options.maxAnswerBytes ?? CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(options.privateAddressAllowlist) }), options.timeoutMs)
     this.pollIntervalMs = options.pollIntervalMs ?? CALDAV_POLL_INTERVAL_MS
   }
 

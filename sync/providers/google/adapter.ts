@@ -4,7 +4,7 @@
 // Google's paths, and nothing else changes.
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
-import { bufferedFetch } from '../buffered-fetch.js'
+import { googleFetch } from '../buffered-fetch.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
@@ -377,7 +377,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       clientId,
       clientSecret,
       // Token requests and every Calendar API call (googleapis sends them through this client).
-      transporterOptions: { fetchImplementation: bufferedFetch },
+      transporterOptions: { fetchImplementation: googleFetch },
       ...(endpointBase === undefined
         ? {}
         : { endpoints: googleLibraryEndpointsAt(new URL(endpointBase).origin), issuers: [new URL(endpointBase).origin] })

@@ -3,7 +3,7 @@ import { grantsMicrosoftScope, MICROSOFT_MAILBOX_SETTINGS_SCOPE, MICROSOFT_SCOPE
 import type { ProviderCredential } from '../../lib/credentials.js'
 import { classifyFailure, type GraphFailure, type MicrosoftFailureKind } from '../../lib/providers/microsoft-mapping.js'
 import { ProviderAuthorizationRevokedError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
-import { bufferedFetch } from '../buffered-fetch.js'
+import { microsoftFetch } from '../buffered-fetch.js'
 
 /** The scopes asked for at consent (here and at a Microsoft sign-in). */
 export const CONSENT_SCOPES = MICROSOFT_SCOPES
@@ -172,7 +172,7 @@ export class MicrosoftGraph {
 
   async #fetch (what: string, url: string, init: RequestInit): Promise<Response> {
     try {
-      return await bufferedFetch(url, { ...init, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
+      return await microsoftFetch(url, { ...init, signal: AbortSignal.timeout(this.#options.timeoutMs ?? 30_000) })
     } catch {
       // The cause may quote the request; only what failed is kept.
       throw new ProviderUnavailableError(`Microsoft did not answer (${what})`, null)

@@ -2,7 +2,7 @@
 // and writes of single occurrences (an override, an EXDATE) into a series' resource.
 import { test } from 'tap'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
-import { bufferedFetch } from '../../../sync/providers/buffered-fetch.js'
+import { caldavFetch } from './fetch.js'
 import { ProviderCursorExpiredError, ProviderUnavailableError } from '../../../sync/lib/providers/port.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage } from '../../../sync/lib/providers/port.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
@@ -12,7 +12,7 @@ import type { Radicale } from './radicale.js'
 
 const missing = radicaleMissing()
 
-async function setUp (t: Parameters<typeof startRadicale>[0], transport: typeof bufferedFetch = bufferedFetch): Promise<{ radicale: Radicale, adapter: CalDavAdapter, context: ProviderContext, calendar: ProviderCalendar, calendarUrl: string }> {
+async function setUp (t: Parameters<typeof startRadicale>[0], transport: typeof caldavFetch = caldavFetch): Promise<{ radicale: Radicale, adapter: CalDavAdapter, context: ProviderContext, calendar: ProviderCalendar, calendarUrl: string }> {
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'work')
@@ -34,7 +34,7 @@ test('a server without sync-token: the cursor keeps the ctag and etags; an uncha
   let reports = 0
   const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t, async (input, init) => {
     if (init?.method === 'REPORT' && String(init.body).includes('sync-collection')) reports++
-    const response = await bufferedFetch(input, init)
+    const response = await caldavFetch(input, init)
     if (init?.method !== 'PROPFIND') return response
     const body = (await response.text()).replace(/<[A-Za-z]*:?sync-token>[^<]*<\/[A-Za-z]*:?sync-token>/g, '')
     return new Response(body, { status: response.status, headers: response.headers })
@@ -128,7 +128,7 @@ test('a server that answers 503 or 429 with Retry-After: the port\'s unavailable
 
 test('an override another client removes is named as removed on the next pull (here without sync-token), and a stored cursor it cannot read is expired', { skip: missing ?? false }, async (t) => {
   const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t, async (input, init) => {
-    const response = await bufferedFetch(input, init)
+    const response = await caldavFetch(input, init)
     if (init?.method !== 'PROPFIND') return response
     const body = (await response.text()).replace(/<[A-Za-z]*:?sync-token>[^<]*<\/[A-Za-z]*:?sync-token>/g, '')
     return new Response(body, { status: response.status, headers: response.headers })
@@ -165,7 +165,7 @@ test('an import resumed after its first page still knows the overrides of that p
   const radicale = await startRadicale(t)
   await radicale.setPassword(USER, PASSWORD)
   const calendarUrl = await radicale.createCalendar(USER, PASSWORD, 'work')
-  const adapter = new CalDavAdapter({ fetch: bufferedFetch, pageSize: 1 })
+  const adapter = new CalDavAdapter({ fetch: caldavFetch, pageSize: 1 })
   const credential = await adapter.verifyAccount({ serverUrl: radicale.url, username: USER, password: PASSWORD })
   const context: ProviderContext = { connectionId: 'c'.repeat(24), userId: 'u'.repeat(24), credential }
   const [calendar] = await adapter.listCalendars(context)

@@ -4,7 +4,7 @@
 import type { Test } from 'tap'
 import { SYNC_PATHS } from '../../../schemas/sync/index.js'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
-import { bufferedFetch } from '../../../sync/providers/buffered-fetch.js'
+import { caldavFetch } from './fetch.js'
 import { newUserId } from '../helper.js'
 import { internalPostAs } from '../provider-harness.js'
 import { startStack } from '../google/harness.js'
@@ -24,7 +24,7 @@ export interface CalDavStack extends Stack {
   intercept: (interceptor: Interceptor | null) => void
 }
 
-type Interceptor = (input: string | URL | Request, init: RequestInit, forward: typeof bufferedFetch) => Promise<Response>
+type Interceptor = (input: string | URL | Request, init: RequestInit, forward: typeof caldavFetch) => Promise<Response>
 
 export async function startCalDavStack (t: Test, options: StackOptions = {}): Promise<CalDavStack> {
   const radicale = await startRadicale(t)
@@ -35,7 +35,7 @@ export async function startCalDavStack (t: Test, options: StackOptions = {}): Pr
   const adapter = new CalDavAdapter({
     pollIntervalMs: POLL_MS,
     now: () => stack?.clock.now() ?? new Date(),
-    fetch: async (input, init) => interceptor === null ? await bufferedFetch(input, init) : await interceptor(input, init ?? {}, bufferedFetch)
+    fetch: async (input, init) => interceptor === null ? await caldavFetch(input, init) : await interceptor(input, init ?? {}, caldavFetch)
   })
   stack = await startStack(t, { ...options, appOptions: { ...options.appOptions, providers: { caldav: adapter } } })
   return { ...stack, radicale, calendarUrl, intercept: (next) => { interceptor = next } }

@@ -36,7 +36,7 @@ function authorizedRequests (dav: HostileDav): number {
  * over http. The adapter still sees, and judges, the https URL a redirect names.
  */
 function tlsStandIn (): ProviderFetch {
-  const transport = providerFetch({ maxBytes: CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(['localhost']) })
+  const transport = providerFetch({ provider: 'caldav', maxBytes: CALDAV_ANSWER_LIMIT_BYTES, policy: addressPolicy(['localhost']) })
   return async (input, init) => {
     const url = new URL(String(input))
     if (url.protocol === 'https:') url.protocol = 'http:'

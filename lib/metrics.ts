@@ -1,0 +1,157 @@
+// What both services expose to an operator's Prometheus: each app has its own registry (a test
+// process builds several apps, and one app's figures must not mix with another's), the process
+// figures prom-client collects (event-loop delay, heap, handles), and the build it runs.
+import { readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { ServiceName } from '../schemas/config.js'
+
+export { Counter, Gauge, Histogram, Registry }
+
+/** The package's version: built code runs from dist/lib, sources from lib, so the file is one or two levels up. */
+function packageVersion (): string {
+  for (const relative of ['../package.json', '../../package.json']) {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8'))
+      if (typeof parsed === 'object' && parsed !== null && 'version' in parsed && typeof parsed.version === 'string') return parsed.version
+    } catch {
+      // Not at this level: try the next.
+    }
+  }
+  return 'unknown'
+}
+
+const VERSION = packageVersion()
+
+/** A registry holding the process's own figures and `calendar_build_info{service, version, image}` = 1. */
+export function createMetricsRegistry (service: ServiceName, image: string): Registry {
+  const registry = new Registry()
+  registry.setDefaultLabels({ service })
+  collectDefaultMetrics({ register: registry })
+  const build = new Gauge({ name: 'calendar_build_info', help: 'The running build: its package version and image tag', labelNames: ['version', 'image'], registers: [registry] })
+  build.set({ version: VERSION, image }, 1)
+  return registry
+}
+
+/** Seconds since a moment, for an "oldest age" gauge: 0 when there is none. */
+export function ageSeconds (since: Date | null | undefined, now = Date.now()): number {
+  return since == null ? 0 : Math.max(0, (now - since.getTime()) / 1000)
+}
+
+/** Request latency buckets, in seconds: from a cached read (a few ms) to a deadline (10 s). */
+export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Work that takes longer (a provider request, a job, an import): up to ten minutes. */
+export const WORK_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600]
+
+export interface InternalServerOptions {
+  registry: Registry
+  port: number
+  host: string
+  /** Whether the service takes traffic now (started, not closing, its database answering). */
+  ready: () => Promise<boolean>
+}
+
+/**
+ * The internal port: `GET /metrics` (Prometheus' text format), `GET /live` (200 while the event
+ * loop answers) and `GET /ready` (200 or 503). It is a bare server of its own, never the public
+ * one, so neither a proxy's mistake nor a public route can reach it.
+ */
+export async function startInternalServer (options: InternalServerOptions): Promise<{ server: Server, port: number }> {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0]
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { allow: 'GET, HEAD' }).end()
+      return
+    }
+    const answer = async (): Promise<void> => {
+      if (path === '/metrics') {
+        const text = await options.registry.metrics()
+        response.writeHead(200, { 'content-type': options.registry.contentType }).end(text)
+      } else if (path === '/live') {
+        response.writeHead(200, { 'content-type': 'text/plain' }).end('live\n')
+      } else if (path === '/ready') {
+        const ready = await options.ready()
+        response.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ready\n' : 'not ready\n')
+      } else {
+        response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n')
+      }
+    }
+    answer().catch(() => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain' })
+      response.end('failed\n')
+    })
+  })
+  // A scraper that holds a connection open must not keep a closing service waiting.
+  server.keepAliveTimeout = 5_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  return { server, port: (server.address() as AddressInfo).port }
+}
+
+/** A read for a scrape may wait this long (a database query); Prometheus' own timeout is 10 s. */
+const SCRAPE_READ_DEADLINE_MS = 3_000
+
+/**
+ * The read's value, or undefined when it failed or took too long: one unanswered query keeps its
+ * gauge at the last value instead of failing the whole scrape (the database's own figures say why).
+ */
+async function readForScrape<T> (read: () => T | Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), SCRAPE_READ_DEADLINE_MS) })
+  try {
+    return await Promise.race([Promise.resolve().then(read).catch(() => undefined), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A gauge read when scraped (a count held elsewhere: open streams, a queue's depth). */
+export function observedGauge (registry: Registry, name: string, help: string, read: () => number | Promise<number>): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [registry],
+    async collect () {
+      const value = await readForScrape(read)
+      if (value !== undefined) this.set(value)
+    }
+  })
+}
+
+/** One count of an observedCounts gauge: its label values, and the count. */
+export interface LabelledCount { labels: Record<string, string>, count: number }
+
+/** Every combination of the domains' values, as label sets. */
+function combinations (domains: Record<string, readonly string[]>): Array<Record<string, string>> {
+  return Object.entries(domains).reduce<Array<Record<string, string>>>(
+    (sets, [label, values]) => sets.flatMap((set) => values.map((value) => ({ ...set, [label]: value }))), [{}])
+}
+
+/**
+ * A gauge of counts by labels whose values are known (`domains`), read when scraped. Every
+ * combination is set, to 0 when the read has none, so a state that empties shows 0 rather than
+ * its last count; a value outside the domains is not shown.
+ */
+export function observedCounts (registry: Registry, name: string, help: string, domains: Record<string, readonly string[]>, read: () => Promise<LabelledCount[]>): Gauge {
+  const labelNames = Object.keys(domains)
+  const keyOf = (labels: Record<string, string>): string => labelNames.map((label) => labels[label]).join('\u0000')
+  const all = combinations(domains)
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    async collect () {
+      const counts = await readForScrape(read)
+      if (counts === undefined) return
+      const byKey = new Map(counts.map(({ labels, count }) => [keyOf(labels), count]))
+      for (const labels of all) this.set(labels, byKey.get(keyOf(labels)) ?? 0)
+    }
+  })
+}
