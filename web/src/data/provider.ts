@@ -1,11 +1,13 @@
 // Provider sign-in and calendar connect as full-page redirects, and their single return route
 // /auth/extprovider/callback. Sign-in goes through Google, Microsoft or Apple, each offered only
-// when its id was fixed into the bundle; the calendar connect is Google's only.
+// when its id was fixed into the bundle. The calendar connect from a session is Google's own
+// exchange here, or Microsoft's through the Sync service (beginConnection).
 import { buildConfig } from '../config.js'
 import { api, ApiError } from './api.js'
 import { adoptSession } from './session.js'
 import { carryLocalEvents } from './calendar.js'
 import { track } from './analytics.js'
+import { beginConnection } from './sync.js'
 import {
   GOOGLE_CALENDAR_SCOPES, appleAuthorizationUrl, calendarConnectedEvent, newCorrelationId, googleAuthorizationUrl, microsoftAuthorizationUrl, newState,
   connectRedirectMessage, oauthReturnEvent, parseCallback, parseConnectRedirect, safeReturnPath, saveIntent, scopesComplete, signInOptions, signInUpBody, signInUpRefusal, takeIntent,
@@ -60,6 +62,18 @@ async function startGoogle (kind: IntentKind, returnPath: string = currentPath()
 export async function startConnect (returnPath: string = currentPath()): Promise<void> {
   if (!await carryLocalEvents()) return
   await startGoogle('connect', returnPath)
+}
+
+/** The Microsoft calendar connect is offered where Microsoft sign-in is: with its client id. */
+export const microsoftConnectEnabled = buildConfig.microsoftClientId !== null
+
+/**
+ * Microsoft's calendar connect from a session goes through the Sync service, which exchanges the
+ * code at its own callback; as for Google, the browser's pending local events go to the account first.
+ */
+export async function startMicrosoftConnect (): Promise<void> {
+  if (!await carryLocalEvents()) return
+  await beginConnection({ provider: 'microsoft', intent: 'connect' })
 }
 
 /** Leaves for a provider's sign-in (logged out). */

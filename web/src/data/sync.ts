@@ -8,7 +8,7 @@ import { invalidateEvents, notify, queryClient, refetchLastKnown } from './calen
 import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, type Refetch, type SyncView } from '../lib/stream-reactions.js'
 import { createCoalescer } from '../lib/coalesce.js'
 import { createFocusRefresh, createRefreshCoordinator, type RefreshOptions } from '../lib/focus-refresh.js'
-import { savePendingConnect } from '../lib/oauth.js'
+import { savePendingConnect, type ConnectIntent } from '../lib/oauth.js'
 import type { ServerMessage } from '../../../schemas/server-message.js'
 import type { CalendarEvent } from '../lib/events.js'
 
@@ -133,12 +133,17 @@ export function wireFocusRefresh (): () => void {
   }
 }
 
+/**
+ * A connect or a reconnect through the Sync service (`POST /api/auth/connections/begin`): it starts
+ * the authorization and the browser follows; the way back says how it went (`status`, `cid`).
+ */
+export async function beginConnection (body: { provider: 'google' | 'microsoft', intent: ConnectIntent, connectionId?: string }): Promise<void> {
+  const answer = await api<{ authorizationUrl: string }>('/auth/connections/begin', { method: 'POST', body })
+  savePendingConnect(sessionStorage, body.intent, Date.now())
+  location.assign(answer.authorizationUrl)
+}
+
 /** Reconnect (revoked grant): the Sync service starts the authorization; the browser follows. */
 export async function startReconnect (connectionId: string): Promise<void> {
-  const answer = await api<{ authorizationUrl: string }>('/auth/connections/begin', {
-    method: 'POST',
-    body: { provider: 'google', intent: 'reconnect', connectionId }
-  })
-  savePendingConnect(sessionStorage, 'reconnect', Date.now())
-  location.assign(answer.authorizationUrl)
+  await beginConnection({ provider: 'google', intent: 'reconnect', connectionId })
 }

@@ -22,7 +22,7 @@ import { useStore } from '../data/store.js'
 import { session, signOut } from '../data/session.js'
 import { dismissNotice, notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
-import { providerEnabled, startConnect } from '../data/provider.js'
+import { microsoftConnectEnabled, providerEnabled, startConnect, startMicrosoftConnect } from '../data/provider.js'
 import { providerStartFailure } from '../lib/oauth.js'
 import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
 import { eventStart, newEventStart, readDateParam, step, stepUnit, viewDays, viewRange, viewTitle, type View } from '../lib/grid.js'
@@ -80,6 +80,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const connections = Object.values(useStore(syncView).connections)
   // Google's own connect hides once a Google connection exists; a CalDAV account can be added beside it.
   const googleConnected = connections.some((connection) => connection.provider === 'google' && connection.status !== 'DISCONNECTED')
+  const microsoftConnected = connections.some((connection) => connection.provider === 'microsoft' && connection.status !== 'DISCONNECTED')
   const [anchor, setAnchor] = useState(anchorFromUrl)
   const [dialog, setDialog] = useState<EventDialogState>({ kind: 'closed' })
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)
@@ -221,6 +222,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
               <div class='account'>
                 <span class='account-email'>{state.email ?? 'Signed in'}</span>
                 {providerEnabled && !googleConnected && <button type='button' onClick={() => { startConnect().catch(() => notify(providerStartFailure('google', globalThis.isSecureContext), 'error')) }}>Connect Google Calendar</button>}
+                {microsoftConnectEnabled && !microsoftConnected && <button type='button' onClick={() => { startMicrosoftConnect().catch((error: unknown) => notify(`Connecting the Microsoft calendar could not start: ${error instanceof Error ? error.message : String(error)}`, 'error')) }}>Connect Microsoft calendar</button>}
                 <button type='button' onClick={() => setCalDav({ connectionId: null })}>Connect CalDAV calendar</button>
                 <button type='button' class='sign-out' onClick={() => { signOut().catch(() => {}) }}>Sign out</button>
               </div>
