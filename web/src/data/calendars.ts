@@ -9,13 +9,14 @@ import { api } from './api.js'
 import { queryClient } from './calendar.js'
 import { createStore, useStore } from './store.js'
 import { session } from './session.js'
+import { preferences } from './preferences.js'
+import { calendarColorsOf } from '../../../lib/preferences.js'
 import { readJson } from '../lib/storage.js'
 import type { CalendarEvent } from '../lib/events.js'
 import type { CalendarListView, CalendarView, HiddenCalendarsView } from '../../../schemas/calendar.js'
 
 /** The key of the calendar an event is in: its provider calendar's id, or the own calendar. */
 export const OWN_CALENDAR = 'own'
-const OWN_COLOR = '#1d4ed8'
 
 export interface ShownCalendar {
   key: string
@@ -39,7 +40,7 @@ export function defaultCalendarOf (calendars: ShownCalendar[]): string {
   return calendars.find((calendar) => calendar.provider !== null && calendar.primary)?.key ?? OWN_CALENDAR
 }
 
-const ownCalendar: ShownCalendar = { key: OWN_CALENDAR, name: 'My calendar', color: OWN_COLOR, provider: null, primary: true }
+const ownCalendar: Omit<ShownCalendar, 'color'> = { key: OWN_CALENDAR, name: 'My calendar', provider: null, primary: true }
 
 function storage (): Storage | null {
   try {
@@ -144,17 +145,20 @@ function calendarsKey (userId: string): QueryKey {
   return ['calendars', userId]
 }
 
-function shownOf (list: CalendarListView): ShownCalendar[] {
+function shownOf (list: CalendarListView): Array<Omit<ShownCalendar, 'color'>> {
   return list.calendars.map((calendar) => ({
     key: calendar.calendarId,
     name: calendar.name,
-    color: calendar.color,
     provider: calendar.provider,
     primary: calendar.primary
   }))
 }
 
-/** The calendars to list: the own one, then the account's provider calendars (none signed out). */
+/**
+ * The calendars to list: the own one, then the account's provider calendars (none signed out),
+ * each in the colour the person chose, else a palette colour no other calendar in the list has
+ * (the providers' own colours repeat: Google's calendars of one account, Outlook's blue and ours).
+ */
 export function useCalendars (userId: string | null): ShownCalendar[] {
   const options = useMemo((): QueryObserverOptions<CalendarListView, Error, CalendarListView, CalendarListView, QueryKey> => ({
     queryKey: calendarsKey(userId ?? ''),
@@ -169,7 +173,12 @@ export function useCalendars (userId: string | null): ShownCalendar[] {
     setResult(observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))
   }, [options])
   useEffect(() => observer.subscribe(setResult), [observer])
-  return useMemo(() => [ownCalendar, ...(userId === null || result.data === undefined ? [] : shownOf(result.data))], [result.data, userId])
+  const chosen = useStore(preferences).calendarColors
+  return useMemo(() => {
+    const listed = [ownCalendar, ...(userId === null || result.data === undefined ? [] : shownOf(result.data))]
+    const colors = calendarColorsOf(listed.map((calendar) => calendar.key), chosen)
+    return listed.map((calendar) => ({ ...calendar, color: colors.get(calendar.key) as string }))
+  }, [result.data, userId, chosen])
 }
 
 /** Re-reads the calendar list (a connection was added, or finished importing). */

@@ -6,7 +6,15 @@ import type { CalendarEvent } from '../lib/events.js'
 import { readRetryWait, type ReadFailure } from '../lib/retry-after.js'
 import { ApiError } from './api.js'
 
-export const userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+/**
+ * The zone the calendar is shown in: the browser's, until the person's preferences name another
+ * (data/preferences.ts sets it). A live binding, so every module reads the zone chosen now.
+ */
+export let userZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+
+export function setUserZone (zone: string): void {
+  userZone = zone
+}
 
 /** How long a range read stays fresh without a reason to read it again. */
 export const EVENTS_STALE_MS = 60_000

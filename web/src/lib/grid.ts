@@ -15,26 +15,32 @@ const FROM_ANCHOR: Partial<Record<View, number>> = { day: 1, '4days': 4, agenda:
 export const SNAP_MINUTES = 15
 export const DAY_MINUTES = 24 * 60
 
+/** The first day (Monday 1 ... Sunday 7) of the week holding `day`, at midnight. */
+export function startOfWeek (day: DateTime, firstDay: number): DateTime {
+  return day.startOf('day').minus({ days: (day.weekday - firstDay + 7) % 7 })
+}
+
 /**
- * The days a view shows around `anchor` (a week starts on Monday; a month shows its whole weeks;
- * the day, the 4-day view and the agenda's first page start on the shown date).
+ * The days a view shows around `anchor` (a week starts on `firstDay`, Monday 1 unless the person
+ * chose Sunday 7 or Saturday 6; a month shows its whole weeks; the day, the 4-day view and the
+ * agenda's first page start on the shown date).
  */
-export function viewDays (anchor: DateTime, view: View): DateTime[] {
+export function viewDays (anchor: DateTime, view: View, firstDay = 1): DateTime[] {
   const fromAnchor = FROM_ANCHOR[view]
   if (fromAnchor !== undefined) return Array.from({ length: fromAnchor }, (_, index) => anchor.startOf('day').plus({ days: index }))
   if (view === 'month') {
-    const first = anchor.startOf('month').startOf('week')
-    const last = anchor.endOf('month').startOf('week')
+    const first = startOfWeek(anchor.startOf('month'), firstDay)
+    const last = startOfWeek(anchor.endOf('month'), firstDay)
     const weeks = Math.round(last.diff(first, 'weeks').weeks) + 1
     return Array.from({ length: weeks * 7 }, (_, index) => first.plus({ days: index }))
   }
-  const first = anchor.startOf('week')
+  const first = startOfWeek(anchor, firstDay)
   return Array.from({ length: 7 }, (_, index) => first.plus({ days: index }))
 }
 
 /** The [from, to) instants a view reads. */
-export function viewRange (anchor: DateTime, view: View): { from: Date, to: Date } {
-  const days = viewDays(anchor, view)
+export function viewRange (anchor: DateTime, view: View, firstDay = 1): { from: Date, to: Date } {
+  const days = viewDays(anchor, view, firstDay)
   const first = days[0] as DateTime
   const last = days[days.length - 1] as DateTime
   return { from: first.toJSDate(), to: last.plus({ days: 1 }).toJSDate() }
@@ -53,11 +59,11 @@ export function stepUnit (view: View): string {
 }
 
 /** The toolbar's title of what is shown: a day, a span of days, or a month. */
-export function viewTitle (anchor: DateTime, view: View): string {
+export function viewTitle (anchor: DateTime, view: View, firstDay = 1): string {
   if (view === 'day') return anchor.toLocaleString(DateTime.DATE_HUGE)
   if (view === 'month') return anchor.toLocaleString({ month: 'long', year: 'numeric' })
   if (view === 'agenda') return `From ${anchor.toLocaleString(DateTime.DATE_MED)}`
-  const days = viewDays(anchor, view)
+  const days = viewDays(anchor, view, firstDay)
   return `${days[0]?.toLocaleString({ day: 'numeric', month: 'short' })} – ${days[days.length - 1]?.toLocaleString(DateTime.DATE_MED)}`
 }
 
@@ -265,12 +271,12 @@ const timeFormats = new Map<string, Intl.DateTimeFormat>()
  * and locale, and a timed event's dates carry their offset: the agenda labels hundreds of events
  * at once, where parsing each date with luxon cost more than drawing them.
  */
-export function timeLabel (event: CalendarEvent, zone: string, locale?: string): string {
+export function timeLabel (event: CalendarEvent, zone: string, locale?: string, hour12?: boolean): string {
   if (event.isAllDay) return 'All day'
-  const key = `${zone} ${locale ?? 'en-GB'}`
+  const key = `${zone} ${locale ?? 'en-GB'} ${String(hour12)}`
   let format = timeFormats.get(key)
   if (format === undefined) {
-    format = new Intl.DateTimeFormat(locale ?? 'en-GB', { hour: 'numeric', minute: '2-digit', timeZone: zone })
+    format = new Intl.DateTimeFormat(locale ?? 'en-GB', { hour: hour12 === false ? '2-digit' : 'numeric', minute: '2-digit', timeZone: zone, ...(hour12 === undefined ? {} : { hourCycle: hour12 ? 'h12' : 'h23' }) })
     timeFormats.set(key, format)
   }
   return `${format.format(Date.parse(event.startDate))} – ${format.format(Date.parse(event.endDate))}`

@@ -5,7 +5,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { agendaDays, agendaPages, type AgendaPage } from '../lib/agenda.js'
-import { AGENDA_DAYS, timeLabel } from '../lib/grid.js'
+import { AGENDA_DAYS } from '../lib/grid.js'
+import { eventTimeLabel } from '../data/preferences.js'
 import { isOccurrence, type CalendarEvent } from '../lib/events.js'
 import { useEvents, userZone, type Mode } from '../data/calendar.js'
 import { calendarKeyOf, calendarStyle, hiddenCalendars, useCalendarColors } from '../data/calendars.js'
@@ -83,7 +84,7 @@ function AgendaPageList (props: { mode: Mode | null, page: AgendaPage, onOpen: O
                   <button type='button' class={`agenda-event priority-${event.priority}`} style={calendarStyle(event, colors)} {...openHandlers(event, props.onOpen)}>
                     <span class='agenda-dot' aria-hidden='true' />
                     {/* The hidden commas make the name read as a sentence, as in the grid: "9:00 – 9:15, Standup, Room 4". */}
-                    <span class='agenda-time'>{timeLabel(event, userZone)}<span class='sr-only'>,</span></span>
+                    <span class='agenda-time'>{eventTimeLabel(event)}<span class='sr-only'>,</span></span>
                     <span class='event-title'>
                       <span class='agenda-title'>{titleOf(event)}</span>
                       {isOccurrence(event) && <span class='sr-only'>, repeats</span>}

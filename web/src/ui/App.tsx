@@ -19,6 +19,8 @@ import { ConnectionStatus, ReconnectBanner } from './Status.js'
 import { UndoToast } from './Safety.js'
 import { BillingBanner } from './BillingBanner.js'
 import { useStore } from '../data/store.js'
+import { preferences } from '../data/preferences.js'
+import { WEEK_START_DAY } from '../../../lib/preferences.js'
 import { session, signOut } from '../data/session.js'
 import { dismissNotice, notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
@@ -115,8 +117,12 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     return () => window.removeEventListener('popstate', onPop)
   }, [])
 
-  const days = useMemo(() => viewDays(anchor, view), [anchor.toISODate(), view])
-  const range = useMemo(() => viewRange(anchor, view), [anchor.toISODate(), view])
+  const prefs = useStore(preferences)
+  const firstDay = WEEK_START_DAY[prefs.weekStart]
+  // Another zone or language chosen: the shown day anew (a luxon date keeps the locale it was made in).
+  useEffect(() => setAnchor(anchorFromUrl()), [prefs.timeZone, prefs.locale])
+  const days = useMemo(() => viewDays(anchor, view, firstDay), [anchor.toISODate(), anchor.locale, view, firstDay, prefs.timeZone])
+  const range = useMemo(() => viewRange(anchor, view, firstDay), [anchor.toISODate(), view, firstDay, prefs.timeZone])
   // Until the session is known nothing is drawn: no demo events under a signed-in header.
   const mode = state.status === 'signedIn' ? 'account' : state.status === 'signedOut' ? 'local' : null
   const { events: allEvents, loading, error, lastKnownAt } = useEvents(mode, range.from, range.to)
@@ -174,7 +180,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   /** New event at the next free hour; `title`: the quick add's text it could not read. */
   function newEvent (title?: string) {
     const base = newEventStart(anchor, DateTime.now().setZone(userZone))
-    setDialog({ kind: 'create', start: base, end: base.plus({ hours: 1 }), isAllDay: false, ...(title === undefined ? {} : { title }) })
+    setDialog({ kind: 'create', start: base, end: base.plus({ minutes: prefs.defaultEventMinutes }), isAllDay: false, ...(title === undefined ? {} : { title }) })
   }
 
   /** A quick add made an event: the calendar shows its day, and says what was added. */
@@ -192,7 +198,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     }
   }
 
-  const title = viewTitle(anchor, view)
+  const title = viewTitle(anchor, view, firstDay)
   const unit = stepUnit(view)
 
   return (
@@ -245,7 +251,8 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       <UndoToast />
       <div class='workspace'>
         <CalendarList calendars={calendars} />
-        <main id='calendar' tabIndex={-1}>
+        {/* Drawn anew when the language, clock, zone or week changes: every label and layout follows. */}
+        <main id='calendar' tabIndex={-1} key={`${prefs.locale} ${prefs.timeFormat} ${prefs.timeZone} ${prefs.weekStart}`}>
           {error !== null && <p role='alert' class='form-error'>Events could not be loaded: {error.message}</p>}
           {view === 'month'
             ? <MonthView month={anchor} days={days} events={events} loading={loading} onOpen={openEvent} onCreate={createEvent} onMore={openMore} onDay={(day) => go(day, 'day')} />

@@ -1,6 +1,8 @@
 // The user's calendars beside the grid: each with its colour and name, and a checkbox that shows or
-// hides its events (kept per account in this browser).
+// hides its events (kept with the account); under them the Preferences button, outside the folded
+// list so a phone reaches it too.
 import { useState } from 'preact/hooks'
+import { PreferencesDialog } from './PreferencesDialog.js'
 import { useStore } from '../data/store.js'
 import { hiddenCalendars, setCalendarShown, type ShownCalendar } from '../data/calendars.js'
 import { providerName } from '../lib/caldav.js'
@@ -9,6 +11,7 @@ export function CalendarList (props: { calendars: ShownCalendar[] }) {
   const hidden = useStore(hiddenCalendars)
   // Open beside the grid on a wide screen; folded above it on a narrow one.
   const [open] = useState(() => typeof window.matchMedia !== 'function' || window.matchMedia('(min-width: 900px)').matches)
+  const [preferencesOpen, setPreferencesOpen] = useState(false)
   return (
     <aside class='sidebar' aria-label='Calendars'>
       <details class='calendars' open={open}>
@@ -28,6 +31,8 @@ export function CalendarList (props: { calendars: ShownCalendar[] }) {
           })}
         </ul>
       </details>
+      <button type='button' class='preferences-open' onClick={() => setPreferencesOpen(true)}>Preferences</button>
+      <PreferencesDialog open={preferencesOpen} calendars={props.calendars} onClose={() => setPreferencesOpen(false)} />
     </aside>
   )
 }

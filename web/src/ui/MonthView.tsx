@@ -9,6 +9,7 @@ import { eventsByDay, eventStart } from '../lib/grid.js'
 import { assignLanes, limitLanes, spansOf, type Laned } from '../lib/lanes.js'
 import type { CalendarEvent } from '../lib/events.js'
 import { userZone } from '../data/calendar.js'
+import { formatTime } from '../data/preferences.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 import { eventClass, openHandlers } from './EventParts.js'
 import type { DaysViewProps } from './TimeGrid.js'
@@ -86,7 +87,7 @@ export function MonthView (props: DaysViewProps & {
     const classes = `${eventClass(event)} month-event${event.isAllDay ? ' all-day-event' : ''}${bar ? ' month-bar' : ''}${timed ? ' month-timed' : ''}${item.continuesBefore ? ' continues-before' : ''}${item.continuesAfter ? ' continues-after' : ''}`
     return (
       <button type='button' class={classes} style={calendarStyle(event, colors)} title={titleOf(event)} {...openHandlers(event, props.onOpen)}>
-        {timed && <span class='month-time'>{eventStart(event, userZone).toFormat('HH:mm')} </span>}
+        {timed && <span class='month-time'>{formatTime(eventStart(event, userZone))} </span>}
         <span class='event-title'>{titleOf(event)}</span>
         {bar && <span class='sr-only'>, {spanText(event)}</span>}
       </button>

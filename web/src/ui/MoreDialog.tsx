@@ -1,8 +1,7 @@
 // The events "+N more" stood for, as a list: choosing one opens it in the event dialog.
 import { Dialog } from './Dialog.js'
-import { timeLabel } from '../lib/grid.js'
+import { eventTimeLabel } from '../data/preferences.js'
 import type { CalendarEvent } from '../lib/events.js'
-import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 import { eventClass } from './EventParts.js'
 
@@ -22,7 +21,7 @@ export function MoreDialog (props: { state: MoreDialogState, onOpen: (event: Cal
                 <button type='button' class={`${eventClass(event)} more-item`} style={calendarStyle(event, colors)} onClick={() => { props.onClose(); props.onOpen(event) }}>
                   <span class='event-title'>{event.title === '' ? '(No title)' : event.title}</span>
                   <span class='sr-only'>, </span>
-                  <span class='event-time'>{timeLabel(event, userZone)}</span>
+                  <span class='event-time'>{eventTimeLabel(event)}</span>
                 </button>
               </li>
             ))}

@@ -9,7 +9,7 @@ import { searchEvents, searchFailure } from '../data/search.js'
 import { userZone } from '../data/calendar.js'
 import { calendarStyle, useCalendarColors } from '../data/calendars.js'
 import { session } from '../data/session.js'
-import { timeLabel } from '../lib/grid.js'
+import { eventTimeLabel } from '../data/preferences.js'
 import { eventToOpen, groupByDay, SEARCH_QUERY_WORDS, searchTermsOf } from '../lib/search.js'
 import type { CalendarEvent } from '../lib/events.js'
 import './search.css'
@@ -205,7 +205,7 @@ export function Search (props: { onOpen: (event: CalendarEvent) => void }) {
                       <li key={event._id}>
                         <button type='button' class='search-result' style={calendarStyle(event, colors)} onClick={() => props.onOpen(eventToOpen(event))}>
                           <span class='search-dot' aria-hidden='true' />
-                          <span class='search-time'>{timeLabel(event, userZone)}</span>
+                          <span class='search-time'>{eventTimeLabel(event)}</span>
                           <span class='sr-only'>, {date}, </span>
                           <span class='search-title'>{titleOf(event)}</span>
                           {event.location !== undefined && event.location !== '' && <><span class='sr-only'>, </span><span class='search-location'>{event.location}</span></>}

@@ -8,7 +8,10 @@
 // creates an hour there.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
-import { DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, timeLabel, type Placed, type View } from '../lib/grid.js'
+import { DAY_MINUTES, layoutDays, limitColumns, moveBy, snap, SNAP_MINUTES, type Placed, type View } from '../lib/grid.js'
+import { eventTimeLabel, formatTime, hourLabel, preferences } from '../data/preferences.js'
+import { workingBand } from '../lib/preferences.js'
+import { useStore } from '../data/store.js'
 import { frequencyOf, isOccurrence, seriesIdOf, type CalendarEvent } from '../lib/events.js'
 import { draftOf, planEdit } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
@@ -155,7 +158,7 @@ function EventBlock (props: { placed: Placed, days: number, colors: ReadonlyMap<
         {/* The hidden commas make the button's name read as a sentence: "Lunch, 12:30 – 13:30, Corner café". */}
         <span class='event-title'>{event.title === '' ? '(No title)' : event.title}</span>
         <span class='sr-only'>, </span>
-        <span class='event-time'>{timeLabel(event, userZone)}</span>
+        <span class='event-time'>{eventTimeLabel(event)}</span>
         {isOccurrence(event) && <span class='sr-only'>, repeats</span>}
         {event.location !== undefined && event.location !== '' && <><span class='sr-only'>, </span><span class='event-location'>{event.location}</span></>}
       </button>
@@ -184,6 +187,7 @@ export function TimeGrid (props: DaysViewProps & {
 }) {
   const scroller = useRef<HTMLDivElement>(null)
   const colors = useCalendarColors()
+  const prefs = useStore(preferences)
   const narrow = useNarrow()
   const [drag, setDrag] = useState<Drag | null>(null)
   const [sweep, setSweep] = useState<Sweep | null>(null)
@@ -284,7 +288,7 @@ export function TimeGrid (props: DaysViewProps & {
         props.onCreate(midnight.plus({ minutes: first }), midnight.plus({ minutes: Math.min(last, DAY_MINUTES) }), false)
       } else {
         const start = midnight.plus({ minutes: Math.min(snap(from, 30), 23 * 60) })
-        props.onCreate(start, start.plus({ hours: 1 }), false)
+        props.onCreate(start, start.plus({ minutes: prefs.defaultEventMinutes }), false)
       }
     }
     window.addEventListener('pointermove', move)
@@ -296,12 +300,18 @@ export function TimeGrid (props: DaysViewProps & {
   const today = now.toISODate()
   const zoneLabel = now.toFormat('ZZZZ')
   const columns = `var(--gutter) repeat(${props.days.length}, minmax(0, 1fr))`
+  const firstDay = (props.days[0] as DateTime).setZone(userZone).startOf('day')
+  const second = prefs.secondTimeZone === null || prefs.secondTimeZone === userZone ? null : { zone: prefs.secondTimeZone, label: firstDay.setZone(prefs.secondTimeZone).toFormat('ZZZZ') }
+  const working = (day: DateTime) => {
+    const band = workingBand(prefs.workingHours, day)
+    return band === null ? null : <div class='working-hours' aria-hidden='true' style={{ top: `${band.top * PX_PER_MINUTE}px`, height: `${band.height * PX_PER_MINUTE}px` }} />
+  }
   // The slot keeps its place in the view (a week's Thursday becomes the day view's one day).
   const slotDay = Math.min(slot.day, props.days.length - 1)
   const slotDate = props.days[slotDay] as DateTime
   const slotStart = slotDate.startOf('day').plus({ minutes: slot.minutes })
   const slotBusy = (placedByDay[slotDay] ?? []).filter((item) => item.top < slot.minutes + SLOT_MINUTES && item.top + item.height > slot.minutes)
-  const slotName = `${slotDate.toLocaleString(DateTime.DATE_HUGE)}, ${slotStart.toFormat('HH:mm')}${slotBusy.length === 0 ? '' : `, during ${slotBusy.map((item) => item.event.title === '' ? '(No title)' : item.event.title).join(', ')}`}`
+  const slotName = `${slotDate.toLocaleString(DateTime.DATE_HUGE)}, ${formatTime(slotStart)}${slotBusy.length === 0 ? '' : `, during ${slotBusy.map((item) => item.event.title === '' ? '(No title)' : item.event.title).join(', ')}`}`
 
   function slotKey (key: KeyboardEvent) {
     if (key.altKey || key.ctrlKey || key.metaKey || key.shiftKey) return
@@ -324,9 +334,12 @@ export function TimeGrid (props: DaysViewProps & {
     setSlot(next)
   }
   return (
-    <div class={`grid grid-${props.view}`} aria-busy={props.loading}>
+    <div class={`grid grid-${props.view}${second === null ? '' : ' two-zones'}`} aria-busy={props.loading}>
       <div class='grid-head' style={{ gridTemplateColumns: columns }}>
-        <div class='gutter zone-label' title={userZone}><span class='sr-only'>Times in {userZone.replaceAll('_', ' ')}, </span>{zoneLabel}</div>
+        <div class='gutter zone-label' title={second === null ? userZone : `${second.zone}, ${userZone}`}>
+          {second !== null && <span class='zone-second'><span class='sr-only'>Second column of times in {second.zone.replaceAll('_', ' ')}, </span>{second.label}</span>}
+          <span><span class='sr-only'>Times in {userZone.replaceAll('_', ' ')}, </span>{zoneLabel}</span>
+        </div>
         {props.days.map((day) => (
           <div key={day.toISODate()} class={`day-head${day.toISODate() === today ? ' today' : ''}`}>
             <span class='weekday'>{day.toFormat('ccc')}</span> <span class='daynum'>{day.toFormat('d')}</span>
@@ -343,14 +356,18 @@ export function TimeGrid (props: DaysViewProps & {
             style={{ gridColumn: `${slotDay + 2} / span 1`, top: `${slot.minutes * PX_PER_MINUTE}px`, height: `${SLOT_MINUTES * PX_PER_MINUTE}px` }}
             aria-label={slotName} aria-describedby='slot-help' aria-keyshortcuts='ArrowUp ArrowDown ArrowLeft ArrowRight Home End Enter'
             onKeyDown={slotKey}
-            onClick={() => props.onCreate(slotStart, slotStart.plus({ hours: 1 }), false)}
+            onClick={() => props.onCreate(slotStart, slotStart.plus({ minutes: prefs.defaultEventMinutes }), false)}
           >
-            <span class='slot-time' aria-hidden='true'>+ {slotStart.toFormat('HH:mm')}</span>
+            <span class='slot-time' aria-hidden='true'>+ {formatTime(slotStart)}</span>
           </button>
           <p id='slot-help' class='sr-only'>Arrow keys move between times and days; Enter adds an event there.</p>
           <div class='gutter hours' aria-hidden='true'>
             {Array.from({ length: 24 }, (_, hour) => (
-              <span key={hour} class='hour-label' style={{ top: `${hour * HOUR_PX}px` }}>{hour === 0 ? '' : DateTime.fromObject({ hour }).toFormat('HH:mm')}</span>
+              <span key={hour} class='hour-label' style={{ top: `${hour * HOUR_PX}px` }}>{hour === 0 ? '' : hourLabel(DateTime.fromObject({ hour }))}</span>
+            ))}
+            {/* The same instants in the second zone, beside the first (its own offset may be a half hour). */}
+            {second !== null && Array.from({ length: 24 }, (_, hour) => (
+              <span key={`second-${hour}`} class='hour-label hour-second' style={{ top: `${hour * HOUR_PX}px` }}>{hour === 0 ? '' : formatTime(firstDay.plus({ hours: hour }).setZone(second.zone))}</span>
             ))}
           </div>
           {props.days.map((day, index) => {
@@ -360,6 +377,7 @@ export function TimeGrid (props: DaysViewProps & {
             const swept = sweep !== null && sweep.moved && sweep.day.toISODate() === day.toISODate() ? sweep : null
             return (
               <section key={day.toISODate()} class='day-column' aria-label={label} onPointerDown={(pointer) => sweepFrom(day, pointer as PointerEvent)}>
+                {working(day)}
                 {isToday && <div class='now-line' style={{ top: `${now.diff(now.startOf('day'), 'minutes').minutes * PX_PER_MINUTE}px` }} aria-hidden='true' />}
                 {shown.map((item) => (
                   <EventBlock key={item.event._id} placed={item} days={props.days.length} colors={colors} drag={drag} onOpen={props.onOpen} onDragStart={dragFrom} onMoved={props.onMoved} />
@@ -367,7 +385,7 @@ export function TimeGrid (props: DaysViewProps & {
                 {more.map((band) => (
                   <MoreButton
                     key={band.top} events={band.events} onMore={props.onMore}
-                    label={`from ${day.startOf('day').plus({ minutes: band.top }).toFormat('HH:mm')}, ${label}`}
+                    label={`from ${formatTime(day.startOf('day').plus({ minutes: band.top }))}, ${label}`}
                     style={{ top: `${band.top * PX_PER_MINUTE}px`, height: `${Math.max(band.height * PX_PER_MINUTE - 2, 18)}px`, left: `calc(${(maxColumns - 1) * 100 / maxColumns}% )`, width: `calc(${100 / maxColumns}% - 4px)` }}
                   />
                 ))}
