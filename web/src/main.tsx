@@ -9,6 +9,7 @@ import { initSession, restoreSession, session } from './data/session.js'
 import { carryLocalEvents, notify, queryClient } from './data/calendar.js'
 import { closeStream, openStream, wireFocusRefresh } from './data/sync.js'
 import { wirePendingWrites } from './data/pending.js'
+import { wireReminders } from './data/reminders.js'
 import { forgetAccount } from './data/last-known.js'
 import { clearUndo } from './data/undo.js'
 import { finishCallback, handleConnectRedirect } from './data/provider.js'
@@ -44,6 +45,7 @@ session.subscribe((state) => {
 })
 wireFocusRefresh()
 wirePendingWrites()
+wireReminders()
 
 function Callback (props: { onDone: (path: string) => void }) {
   const [message, setMessage] = useState('Finishing sign-in…')

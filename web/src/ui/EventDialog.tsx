@@ -6,6 +6,8 @@ import { useEffect, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { Dialog } from './Dialog.js'
 import { LocationInput } from './LocationInput.js'
+import { ReminderFields, reminderRows, type ReminderRow } from './ReminderFields.js'
+import { customMinutes } from '../lib/reminders.js'
 import { FREQUENCIES, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type CalendarEvent, type Frequency } from '../lib/events.js'
 import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/series-edit.js'
 import { defaultRepeat, followStart, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
@@ -35,6 +37,8 @@ interface Form {
   calendar: string
   location: string
   description: string
+  /** Undefined: the event keeps the calendar's default reminders. */
+  reminders: ReminderRow[] | undefined
   scope: ApplyTo
 }
 
@@ -55,6 +59,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
       calendar: from === undefined ? newCalendar : calendarKeyOf(from),
       location: from?.location ?? '',
       description: from?.description ?? '',
+      reminders: reminderRows(from?.reminders),
       scope: 'this',
       startDay: state.start.toISODate() as string,
       startTime: state.start.toFormat('HH:mm'),
@@ -74,6 +79,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
     calendar: calendarKeyOf(event),
     location: event.location ?? '',
     description: event.description ?? '',
+    reminders: reminderRows(event.reminders),
     scope: 'this',
     startDay: start.toISODate() as string,
     startTime: event.isAllDay ? '09:00' : start.toFormat('HH:mm'),
@@ -107,7 +113,10 @@ function withStart (form: Form, startDay: string, startTime: string): Form {
 
 /** The dialog's fields as dates in the API's forms, or the reason they are not valid. */
 function draftFrom (form: Form): EventDraft | string {
-  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.repeat.frequency === '' ? null : form.repeat.frequency }
+  const minutes = form.reminders?.map((row) => row.custom ? customMinutes(row.text) : row.minutes)
+  if (minutes?.includes(null) === true) return 'Enter the minutes of each custom reminder: a whole number from 0 to 40320 (4 weeks).'
+  const reminders = minutes === undefined ? {} : { reminders: [...new Set(minutes as number[])].sort((a, b) => a - b).map((value) => ({ minutes: value })) }
+  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.repeat.frequency === '' ? null : form.repeat.frequency, ...reminders }
   if (form.isAllDay) {
     const start = DateTime.fromISO(form.startDay, { zone: userZone })
     const last = DateTime.fromISO(form.endDay, { zone: userZone })
@@ -322,6 +331,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         <label for='event-description'>Description</label>
         <textarea id='event-description' rows={3} value={form.description} onInput={(e) => set('description', (e.currentTarget as HTMLTextAreaElement).value)} />
       </div>
+      <ReminderFields rows={form.reminders} onChange={(rows) => set('reminders', rows)} />
       {occurrence && <ScopeChoice legend='This event repeats. Apply the change or the deletion to' scope={form.scope} onChange={(scope) => set('scope', scope)} />}
       {error !== null && <p role='alert' class='form-error'>{error}</p>}
       <div class='actions'>
