@@ -58,6 +58,8 @@ const PORTS = {
   sessionCore: Number(process.env.DEV_SESSION_CORE_PORT ?? 3567),
   sync: Number(process.env.DEV_SYNC_PORT ?? 3010),
   backend: Number(process.env.DEV_BACKEND_PORT ?? 3000),
+  backendMetrics: Number(process.env.DEV_BACKEND_METRICS_PORT ?? 9464),
+  syncMetrics: Number(process.env.DEV_SYNC_METRICS_PORT ?? 9465),
   mail: Number(process.env.DEV_MAIL_PORT ?? 8025),
   mailSmtp: Number(process.env.DEV_MAIL_SMTP_PORT ?? 1025),
   google: Number(process.env.DEV_GOOGLE_PORT ?? 4010),
@@ -136,7 +138,8 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { sm
       port: PORTS.backend,
       apiUrl: `${BACKEND_ORIGIN}/api`,
       originsAllowed: [WEB_URL],
-      serviceToken: secrets.serviceToken
+      serviceToken: secrets.serviceToken,
+      metricsPort: PORTS.backendMetrics
     },
     database: { uri: mongoUri('calendar', secrets.apiPassword, 'calendar', 'calendar') },
     sessions: {
@@ -168,6 +171,7 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { sm
     billing: { ...stripeKeys(secrets), priceId: DEFAULT_PRICE.id, endpointBase: stripeOrigin },
     sync: {
       port: PORTS.sync,
+      metricsPort: PORTS.syncMetrics,
       databaseUri: mongoUri('sync', secrets.syncPassword, 'sync', 'sync'),
       internalAuthToken: secrets.internalAuthToken,
       // The browser comes back from Google through the backend, which proxies /sync to the Sync
@@ -334,6 +338,7 @@ async function startLocalStack (): Promise<void> {
     `  backend API     ${BACKEND_ORIGIN}/api   (health: /api/health; ${pid(backend)})`,
     `  event stream    ${BACKEND_ORIGIN}/api/events/stream`,
     `  Sync service    http://127.0.0.1:${PORTS.sync}   (${pid(sync)})`,
+    `  metrics         http://127.0.0.1:${PORTS.backendMetrics}/metrics (backend), http://127.0.0.1:${PORTS.syncMetrics}/metrics (Sync); /live and /ready beside`,
     `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
     // The label keeps the column: 'Microsoft stand-in' is two characters wider than the others.
     `  Microsoft       ${microsoft.url}   (stand-in; control page: ${microsoft.url}/_control/)`,

@@ -34,6 +34,8 @@ export const STACK_NAMES = {
   maintenanceCaller: 'scheduler@calendar.invalid'
 } as const
 const SYNC_PORT = 3010
+/** The internal ports monitoring/prometheus.yml scrapes on the stack's network. */
+export const STACK_METRICS_PORTS = { backend: 9464, sync: 9465 } as const
 
 export type RandomSource = (size: number) => Buffer
 
@@ -115,7 +117,10 @@ export function productionConfig (answers: SetupAnswers, secrets: SetupSecrets):
       port: answers.backendPort,
       apiUrl,
       originsAllowed: [new URL(webUrl).origin],
-      serviceToken: secrets.serviceToken
+      serviceToken: secrets.serviceToken,
+      // On the stack's network, where the monitoring profile's Prometheus scrapes it; compose publishes it nowhere.
+      metricsPort: STACK_METRICS_PORTS.backend,
+      metricsHost: '0.0.0.0'
     },
     database: {
       uri: `mongodb://${rootUser}:${secrets.databasePassword}@${STACK_HOSTS.mongo}/${apiDatabase}?authSource=admin&replicaSet=${replicaSet}`,
@@ -130,6 +135,8 @@ export function productionConfig (answers: SetupAnswers, secrets: SetupSecrets):
     },
     sync: {
       port: SYNC_PORT,
+      metricsPort: STACK_METRICS_PORTS.sync,
+      metricsHost: '0.0.0.0',
       databaseUri: `mongodb://${syncUser}:${secrets.syncDatabasePassword}@${STACK_HOSTS.mongo}/${syncDatabase}?authSource=${syncDatabase}&replicaSet=${replicaSet}`,
       internalAuthToken: secrets.internalAuthToken,
       callbackBaseUrl: `${new URL(apiUrl).origin}/sync`,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { metricValue, parseMetrics } from '../metrics-text.js'
 import { test, type Test } from 'tap'
 import { ObjectId } from 'mongodb'
 import { buildApp, freePort, listen, signIn, signUp, startDependencies, uniqueEmail, verifyEmail, type BuiltApp, type Dependencies } from '../helper.js'
@@ -118,6 +119,9 @@ test('email block', async (t) => {
     time.catchUp()
     const report = await app.email!.tick()
     t.equal(report.sent, 3, 'only the welcome mails are due')
+    const gauges = parseMetrics(await app.metrics.metrics())
+    t.ok((metricValue(gauges, 'email_sends', { state: 'sent' }) ?? 0) >= 3, 'the operator\'s email_sends gauge counts them (docs/operations.md)')
+    t.equal(metricValue(gauges, 'email_sends', { state: 'stale' }), 0, 'every state shown, 0 where none')
     t.same(pauses, [EMAIL_SEND_SPACING_MS, EMAIL_SEND_SPACING_MS], 'a pause between two sends')
     const mails = apiMails(catcher, address)
     t.equal(mails.length, 1)

@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import { metricValue, parseMetrics } from '../metrics-text.js'
 import Stripe from 'stripe'
 import { ObjectId } from 'mongodb'
 import supertokens from 'supertokens-node'
@@ -189,7 +190,11 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     t.equal(stripe.state.customers.size >= 1 && [...stripe.state.customers.values()].filter((entry) => entry['email'] === email).length, 1, 'one customer per user')
   })
 
+  // What the operator's billing_webhooks_total says (docs/operations.md), read from the app's registry.
+  const webhookCount = async (outcome: string): Promise<number> => metricValue(parseMetrics(await app.metrics.metrics()), 'billing_webhooks_total', { outcome }) ?? 0
+
   await t.test('webhook: unsigned, wrongly signed and stale deliveries are refused and change nothing', async (t) => {
+    const refusedBefore = await webhookCount('signature_invalid')
     const event = { id: 'evt_forged_1', object: 'event', type: 'customer.subscription.updated', created: Math.floor(Date.now() / 1000), data: { object: { id: 'sub_forged', object: 'subscription' } } }
     const payload = JSON.stringify(event)
     const unsigned = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: { 'content-type': 'application/json' }, payload })
@@ -203,6 +208,7 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     const altered = good.payload.replace('sub_forged', 'sub_forgee')
     t.equal((await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: good.headers, payload: altered })).statusCode, 400, 'a changed byte')
     t.equal(await processed.countDocuments({ _id: 'evt_forged_1' as unknown as ObjectId }), 0, 'nothing recorded')
+    t.equal(await webhookCount('signature_invalid') - refusedBefore, 4, 'each refusal counted for the operator')
   })
 
   await t.test('webhook: replayed, out of order, body not trusted, failed handler retried', async (t) => {
@@ -243,8 +249,12 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     const failed = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: broken.headers, payload: broken.payload })
     t.equal(failed.statusCode, 500, 'a failed handler answers 5xx so that Stripe retries')
     t.equal(await processed.countDocuments({ _id: 'evt_broken_1' as unknown as ObjectId }), 0, 'and its id is forgotten')
+    const failedBefore = await webhookCount('failed')
     const retried = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: broken.headers, payload: broken.payload })
     t.equal(retried.statusCode, 500, 'the retry is processed again, not taken for a duplicate')
+    t.equal(await webhookCount('failed') - failedBefore, 1, 'a failed delivery counted as failed')
+    t.ok(await webhookCount('duplicate') >= 1, 'the replay counted as a duplicate')
+    t.ok(await webhookCount('applied') >= 3, 'and the applied ones as applied')
   })
 
   await t.test('the gate: one case per status', async (t) => {

@@ -31,12 +31,14 @@ interface Service {
   restart?: string
   user?: string
   network_mode?: string
+  profiles?: string[]
   secrets?: Array<{ source: string, target: string }>
 }
 interface ComposeFile {
   services: Record<string, Service>
   volumes: Record<string, unknown>
   secrets: Record<string, { file: string }>
+  configs?: Record<string, { file: string }>
 }
 
 // Compose's interpolation: ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:?error}, ${NAME?error}; $$ is a dollar.
@@ -112,11 +114,11 @@ test('every service has a restart policy; every long-running one a health check'
       t.ok(Array.isArray(service.healthcheck?.test) && service.healthcheck.test[0]?.startsWith('CMD'), `${name} has a health check`)
     }
   }
-  t.same(services.map(([name]) => name).sort(), ['backend', 'config', 'mongo', 'mongo-init', 'scheduler', 'session-core', 'sessions-db', 'sync', 'web'])
+  t.same(services.map(([name]) => name).sort(), ['backend', 'config', 'grafana', 'mongo', 'mongo-init', 'prometheus', 'scheduler', 'session-core', 'sessions-db', 'sync', 'web'])
 })
 
-test('only web and backend publish ports, on 127.0.0.1, at web.port and backend.port', async (t) => {
-  const published = services.filter(([, service]) => service.ports !== undefined).map(([name]) => name).sort()
+test('only web and backend publish ports, on 127.0.0.1, at web.port and backend.port (and the monitoring profile its own, monitoring.test.ts)', async (t) => {
+  const published = services.filter(([, service]) => service.ports !== undefined && service.profiles === undefined).map(([name]) => name).sort()
   t.same(published, ['backend', 'web'])
   const env = composeEnvironment(parseConfig(sampleConfigText(), 'backend').config)
   const compose = parse(interpolate(composeText, env)) as ComposeFile
@@ -134,7 +136,7 @@ test('our images carry runtime.version as their tag (latest by default); the oth
       t.match(pinned.services[name]?.image, /:1\.4\.0$/)
       t.match(unpinned.services[name]?.image, /:latest$/)
     } else {
-      t.match(service.image, /:\d+(\.\d+)*(-[a-z]+)?$/, `${name} is pinned to a version`)
+      t.match(service.image, /:v?\d+(\.\d+)*(-[a-z]+)?$/, `${name} is pinned to a version`)
     }
   }
 })
@@ -154,6 +156,7 @@ test('data lives in named volumes; there are no bind mounts; secret volumes are 
   t.ok(raw.services.mongo?.volumes?.includes('mongo-data:/data/db'))
   t.ok(raw.services['sessions-db']?.volumes?.includes('sessions-db-data:/var/lib/postgresql/data'))
   t.same(raw.secrets, { config: { file: './config.yaml' } }, 'config.yaml reaches the config step as a secret, never as a bind mount')
+  for (const [name, config] of Object.entries(raw.configs ?? {})) t.match(config.file, /^\.\/monitoring\//, `${name}: only the monitoring kit comes in as configs`)
 })
 
 test('no secret is written in compose.yaml or reaches it through .env', async (t) => {

@@ -77,6 +77,8 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     core: await freePort(),
     sync: await freePort(),
     backend: await freePort(),
+    backendMetrics: await freePort(),
+    syncMetrics: await freePort(),
     mail: await freePort(),
     mailSmtp: await freePort(),
     google: await freePort(),
@@ -92,6 +94,8 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     DEV_SESSION_CORE_PORT: String(ports.core),
     DEV_SYNC_PORT: String(ports.sync),
     DEV_BACKEND_PORT: String(ports.backend),
+    DEV_BACKEND_METRICS_PORT: String(ports.backendMetrics),
+    DEV_SYNC_METRICS_PORT: String(ports.syncMetrics),
     DEV_MAIL_PORT: String(ports.mail),
     DEV_MAIL_SMTP_PORT: String(ports.mailSmtp),
     DEV_GOOGLE_PORT: String(ports.google),
@@ -137,6 +141,12 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
   t.match(stack.output(), 'demo account demo@example.com', 'and how to connect the demo account')
   t.match(stack.output(), `Microsoft       ${microsoftOrigin}   (stand-in; control page: ${microsoftOrigin}/_control/)`, 'the Microsoft stand-in is listed')
   t.match(stack.output(), `demo account ${microsoftDemoEmail}`, 'with its demo account')
+  t.match(stack.output(), `metrics         http://127.0.0.1:${ports.backendMetrics}/metrics (backend), http://127.0.0.1:${ports.syncMetrics}/metrics (Sync)`, 'and the internal ports')
+  for (const [service, port] of [['backend', ports.backendMetrics], ['sync', ports.syncMetrics]] as const) {
+    const scraped = await fetchPatiently(`http://127.0.0.1:${port}/metrics`, {})
+    t.match(await scraped.text(), new RegExp(`^calendar_build_info\\{[^}]*service="${service}"[^}]*\\} 1$`, 'm'), `${service}'s metrics answer`)
+    t.equal((await fetchPatiently(`http://127.0.0.1:${port}/ready`, {})).status, 200, `${service} is ready`)
+  }
 
   const health = await fetch(`${api}/health`)
   t.equal(health.status, 200, 'the backend starts with the generated configuration, Google included')

@@ -2,6 +2,7 @@
 // an open stream, a Google connect and its import, then Google answering 503 for a while. Each
 // figure the operations guide names is there with the value the day implies, on each service's
 // internal port, which listens on 127.0.0.1 only and carries no user's id, address or event.
+import { readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
 import { connect } from 'node:net'
 import { test } from 'tap'
@@ -124,6 +125,34 @@ test('both services\' figures after a day of use, on internal ports only', async
     t.equal(metricValue(sync, 'sync_jobs', { type: 'providerWrite', status: 'queued' }), 1, 'the write queued again')
     t.equal(metricValue(sync, 'sync_connections', { provider: 'google', state: 'delayed' }), 1, 'the connection delayed')
     t.equal(metricValue(sync, 'sync_job_runs_total', { outcome: 'exhausted' }) ?? 0, 0, 'no job gave up')
+  }).catch(t.threw)
+
+  await t.test('a refused maintenance call is counted', async (t) => {
+    const refused = await stack.sync.inject({ method: 'POST', url: '/maintenance', headers: { authorization: 'Bearer not-a-token' } })
+    t.equal(refused.statusCode, 401)
+    const sync = await syncFigures()
+    t.equal(metricValue(sync, 'sync_maintenance_runs_total', { outcome: 'refused' }), 1)
+    t.equal(metricValue(sync, 'sync_maintenance_runs_total', { outcome: 'done' }), 0, 'every outcome shown from the start, so an alert on none done can see 0')
+  }).catch(t.threw)
+
+  await t.test('every figure the alerts and the dashboard read is one the services serve', async (t) => {
+    const served = new Set([...(await scrape(backendPort)).types.keys(), ...(await scrape(syncPort)).types.keys(), 'up'])
+    // Served only with the email or billing block, which this stack has not: their own tests read them.
+    const withOptionalBlocks = new Set(['email_sends', 'billing_webhooks_total'])
+    const expressions = [
+      ...[...readFileSync(new URL('../../monitoring/alerts.yml', import.meta.url), 'utf8').matchAll(/expr: (?:\|\n)?([\s\S]*?)\n {8}(?:for|labels):/g)].map((match) => match[1] ?? ''),
+      ...(JSON.parse(readFileSync(new URL('../../monitoring/grafana/dashboards/calendar.json', import.meta.url), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> })
+        .panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr))
+    ]
+    t.ok(expressions.length > 30, `${expressions.length} expressions`)
+    const names = new Set(expressions.flatMap((expr) => [...expr.replace(/"[^"]*"/g, '').matchAll(/\b([a-z][a-z0-9_]*)\s*(?=[{[)\s]|$)/g)].map((match) => match[1] ?? ''))
+      .filter((name) => name.includes('_') && name !== 'histogram_quantile')
+      .map((name) => name.replace(/_(bucket|sum|count)$/, '')))
+    t.ok(names.size >= 20, `${names.size} figures named`)
+    for (const name of names) {
+      if (withOptionalBlocks.has(name)) continue
+      t.ok(served.has(name), `${name} is served`)
+    }
   }).catch(t.threw)
 
   await t.test('labels stay bounded: no user, address, calendar or event in either text', async (t) => {
