@@ -276,7 +276,8 @@ export function timeLabel (event: CalendarEvent, zone: string, locale?: string, 
   const key = `${zone} ${locale ?? 'en-GB'} ${String(hour12)}`
   let format = timeFormats.get(key)
   if (format === undefined) {
-    format = new Intl.DateTimeFormat(locale ?? 'en-GB', { hour: hour12 === false ? '2-digit' : 'numeric', minute: '2-digit', timeZone: zone, ...(hour12 === undefined ? {} : { hourCycle: hour12 ? 'h12' : 'h23' }) })
+    // The hour as the language writes it on that clock ("9:00" in en-GB, "09:00" in en-US's 24-hour one).
+    format = new Intl.DateTimeFormat(locale ?? 'en-GB', { hour: 'numeric', minute: '2-digit', timeZone: zone, ...(hour12 === undefined ? {} : { hourCycle: hour12 ? 'h12' : 'h23' }) })
     timeFormats.set(key, format)
   }
   return `${format.format(Date.parse(event.startDate))} – ${format.format(Date.parse(event.endDate))}`
