@@ -51,6 +51,8 @@ interface Slot {
 }
 
 const SLOT_MINUTES = 30
+/** A zone's short name as luxon writes it in English: "GMT+1", "GMT+5:30". */
+const ZONE_NAME = { locale: 'en-US' } as const
 const LAST_SLOT = DAY_MINUTES - SLOT_MINUTES
 
 /** Where the keyboard starts: now in today's column, or 09:00 on the view's first day. */
@@ -298,10 +300,12 @@ export function TimeGrid (props: DaysViewProps & {
   const placedByDay = useMemo(() => layoutDays(props.events, props.days, userZone), [props.events, props.days])
   const maxColumns = MAX_COLUMNS[props.view][narrow ? 'narrow' : 'wide']
   const today = now.toISODate()
-  const zoneLabel = now.toFormat('ZZZZ')
+  // The corner names the zone as "GMT+1" in every language: luxon's format strings were English
+  // until the preferences set its default locale (en-GB would say "CET", de-DE "MEZ").
+  const zoneLabel = now.toFormat('ZZZZ', ZONE_NAME)
   const columns = `var(--gutter) repeat(${props.days.length}, minmax(0, 1fr))`
   const firstDay = (props.days[0] as DateTime).setZone(userZone).startOf('day')
-  const second = prefs.secondTimeZone === null || prefs.secondTimeZone === userZone ? null : { zone: prefs.secondTimeZone, label: firstDay.setZone(prefs.secondTimeZone).toFormat('ZZZZ') }
+  const second = prefs.secondTimeZone === null || prefs.secondTimeZone === userZone ? null : { zone: prefs.secondTimeZone, label: firstDay.setZone(prefs.secondTimeZone).toFormat('ZZZZ', ZONE_NAME) }
   const working = (day: DateTime) => {
     const band = workingBand(prefs.workingHours, day)
     return band === null ? null : <div class='working-hours' aria-hidden='true' style={{ top: `${band.top * PX_PER_MINUTE}px`, height: `${band.height * PX_PER_MINUTE}px` }} />
