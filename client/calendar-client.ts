@@ -6,7 +6,7 @@ import { mintEventId } from '../lib/events/ids.js'
 import type { Static } from '@sinclair/typebox'
 import type { ErrorResponse } from '../schemas/errors.js'
 import type { FieldErrorResponse } from '../schemas/session-library.js'
-import type { EventApplyTo, EventChangeInput, EventView, SearchResultsView } from '../schemas/event.js'
+import type { EventApplyTo, EventChangeInput, EventView, ImportResultBody, SearchResultsView } from '../schemas/event.js'
 import type { UserProfile } from '../schemas/user.js'
 import type { UserPreferences } from '../schemas/preferences.js'
 import { ApiError, SessionEndedError, UnavailableError } from './errors.js'
@@ -205,6 +205,26 @@ export class CalendarClient {
     })
   }
 
+  /**
+   * One calendar as an iCalendar file's text (`calendarId`: one of `GET /api/calendars`, or `own`,
+   * the default); the range defaults to a year back and three ahead, and spans at most 1830 days.
+   */
+  async exportIcs (options: { calendarId?: string, start?: string, end?: string } = {}): Promise<string> {
+    const query = Object.fromEntries(Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined))
+    return await this.request<string>('GET', '/events/export.ics', { query })
+  }
+
+  /**
+   * Imports an iCalendar file's text (at most 2 MB, 5000 events) into a calendar (`own` by
+   * default). Importing the same file again stores nothing twice: its events count as `skipped`.
+   */
+  async importIcs (ics: string, options: { calendarId?: string } = {}): Promise<ImportResultBody> {
+    return await this.request<ImportResultBody>('POST', '/events/import', {
+      ...(options.calendarId === undefined ? {} : { query: { calendarId: options.calendarId } }),
+      text: { body: ics, contentType: 'text/calendar; charset=utf-8' }
+    })
+  }
+
   async getEvent (id: string): Promise<EventView> {
     return await this.request<EventView>('GET', `/event/${encodeURIComponent(id)}`)
   }
@@ -246,10 +266,10 @@ export class CalendarClient {
    * and tries again once; a second refusal ends the session here. 503 and network failures keep
    * the session and reject with UnavailableError.
    */
-  async request<T> (method: string, path: string, options: { query?: Record<string, string>, body?: unknown } = {}): Promise<T> {
+  async request<T> (method: string, path: string, options: { query?: Record<string, string>, body?: unknown, text?: { body: string, contentType: string } } = {}): Promise<T> {
     const url = this.#withQuery(path, options.query)
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
-    const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' }
+    const body = options.text?.body ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+    const headers: Record<string, string> = options.text !== undefined ? { 'content-type': options.text.contentType } : body === undefined ? {} : { 'content-type': 'application/json' }
     let token = await this.accessToken()
     for (let attempt = 0; ; attempt++) {
       const response = await this.#send(method, url, { ...headers, authorization: `Bearer ${token}` }, body)

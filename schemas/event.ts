@@ -250,3 +250,27 @@ export type EventReminder = Static<typeof Reminder>
 export type EventChangeBodyInput = Static<typeof EventChangeBody>
 export type EventView = Static<typeof Event>
 export type EventApplyTo = Static<typeof ApplyTo>
+
+const CalendarKey = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description: 'A calendarId from `GET /api/calendars`, or `own` (the default): the user\'s own calendar'
+})
+
+export const ExportQuery = Type.Object({
+  calendarId: Type.Optional(CalendarKey),
+  start: Type.Optional(dateTimeString('RFC 3339 with offset, inclusive. Default: a year before now', ['2026-01-01T00:00:00Z'])),
+  end: Type.Optional(dateTimeString('RFC 3339 with offset, exclusive, at most 1830 days after start. Default: four years after start', ['2027-01-01T00:00:00Z']))
+}, { additionalProperties: false })
+
+export const ImportQuery = Type.Object({
+  calendarId: Type.Optional(CalendarKey)
+}, { additionalProperties: false })
+
+export const ImportResultView = Type.Object({
+  imported: Type.Integer({ minimum: 0, description: 'Events stored (series, single events, edited and cancelled occurrences)' }),
+  skipped: Type.Integer({ minimum: 0, description: 'Events already in the calendar from an earlier import of the same file (same UID): kept as they are' }),
+  errors: Type.Array(Type.String(), { description: 'Why each event not imported was not, naming it by its title or UID' })
+}, { additionalProperties: false, description: 'What the import did' })
+
+export type ImportResultBody = Static<typeof ImportResultView>

@@ -17,6 +17,12 @@ import type { EventStore } from '../stores/events.js'
 import type { UserStore } from '../stores/users.js'
 import type { Outbox } from './outbox.js'
 import { decodeSearchCursor, encodeSearchCursor, searchTermsOf } from '../lib/events/search.js'
+import { EventRequestError } from '../lib/events/errors.js'
+import { ICS_LIMITS, icsOfEvents, importPlanOf, type ExportRange, type ImportedChange } from '../lib/events/ics.js'
+import { EVENT_LIMITS } from '../schemas/event.js'
+
+/** What an import did: events stored, events already there from an earlier import, and why others were not. */
+export interface ImportResult { imported: number, skipped: number, errors: string[] }
 
 /** Who writes, and when: every record of one request carries the same time. */
 export interface Owner { userId: string, now: Date }
@@ -94,6 +100,64 @@ export class EventService {
     const after = query.cursor === undefined ? undefined : decodeSearchCursor(query.cursor)
     const found = await this.#store.search(userId, terms, after, query.limit ?? SEARCH_PAGE.usual)
     return { events: found.events, next: found.next === null ? null : encodeSearchCursor(found.next) }
+  }
+
+  /** The .ics file of one calendar (undefined: the user's own) over a range (lib/events/ics.ts). */
+  async exportCalendar (userId: string, calendarId: string | undefined, range: ExportRange): Promise<string> {
+    const events = await this.#store.findCalendarEvents(userId, calendarId ?? null, range.from, range.to, ICS_LIMITS.exportEvents)
+    if (events === null) throw invalidEvent('querystring/end', `must leave at most ${ICS_LIMITS.exportEvents} events in the range; export a shorter one`)
+    return icsOfEvents(events, calendarId ?? 'My calendar')
+  }
+
+  /**
+   * Imports an .ics file into one calendar (undefined: the user's own) through the write path of
+   * POST: each event goes to the outbox, and through Sync to the provider of a provider's calendar.
+   * Series and single events first, then their occurrences, each group in batches of a POST's size;
+   * a batch refused for one of its events is written event by event, naming the refused ones. An
+   * event already stored under its id (an earlier import of the same file) is skipped as it is now.
+   */
+  async importCalendar (owner: Owner, calendarId: string | undefined, text: string, log: FastifyBaseLogger): Promise<ImportResult> {
+    const plan = importPlanOf(text, { userId: owner.userId, ...(calendarId === undefined ? {} : { calendarId }) })
+    const stored = new Set((await this.#store.findByIds(owner.userId, [...plan.events, ...plan.occurrences].map(({ change }) => change._id))).map((event) => event._id))
+    const result: ImportResult = { imported: 0, skipped: 0, errors: plan.errors }
+    const failed = new Set<string>()
+    const refusal = (error: unknown): string | null => {
+      if (!(error instanceof EventRequestError) || error.statusCode !== 400) return null
+      // The calendar itself is refused (not one of the user's): nothing of the file can go there.
+      if (/\/calendarId /.test(error.message)) throw invalidEvent('querystring/calendarId', error.message.replace(/^\S+ /, ''))
+      return error.message.replace(/^body(\/\d+)?\/?/, '').trim()
+    }
+    for (const group of [plan.events, plan.occurrences]) {
+      const fresh: ImportedChange[] = []
+      for (const item of group) {
+        const seriesId = item.change.recurrence?.eventId
+        if (stored.has(item.change._id)) result.skipped++
+        else if (seriesId !== undefined && failed.has(seriesId)) result.errors.push(`${item.label}: its series was not imported`)
+        else fresh.push(item)
+      }
+      for (let index = 0; index < fresh.length; index += EVENT_LIMITS.changesPerRequest) {
+        const batch = fresh.slice(index, index + EVENT_LIMITS.changesPerRequest)
+        try {
+          await this.upsert(owner, batch.map(({ change }) => change), log)
+          result.imported += batch.length
+          continue
+        } catch (error) {
+          if (refusal(error) === null) throw error
+        }
+        for (const { change, label } of batch) {
+          try {
+            await this.upsert(owner, change, log)
+            result.imported++
+          } catch (error) {
+            const reason = refusal(error)
+            if (reason === null) throw error
+            failed.add(change._id)
+            result.errors.push(`${label}: ${reason}`)
+          }
+        }
+      }
+    }
+    return result
   }
 
   /** POST: creates or updates each change, all or nothing. */

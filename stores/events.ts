@@ -312,6 +312,30 @@ export class EventStore {
     return await assembleRange(singles, series, from, to, budget)
   }
 
+  /**
+   * The stored events of one calendar (null: the user's own, events without a calendarId) that
+   * reach into [from, to), as stored: single events, series (whole, with their rules) and every
+   * edited or cancelled occurrence of those series. Null when there are more than `limit`.
+   */
+  async findCalendarEvents (userId: string, calendarId: string | null, from: Date, to: Date, limit: number): Promise<EventRecord[] | null> {
+    const read = async (filter: Record<string, unknown>, most: number) => await withDatabaseDeadline(async (signal) =>
+      (await this.events.find({ user: userId, waitingForSeries: { $exists: false }, ...filter }, { projection: STORAGE_ONLY, signal, sort: { startsAt: 1 }, limit: most + 1 }).toArray()).map(fromStorage))
+    const events = await read({
+      ...(calendarId === null ? { calendarId: { $exists: false } } : { calendarId }),
+      status: 'confirmed',
+      'recurrence.eventId': { $exists: false },
+      startsAt: { $lt: to },
+      $or: [
+        { 'recurrence.rule': { $exists: false }, endsAt: { $gt: from } },
+        { 'recurrence.rule': { $exists: true }, $or: [{ seriesEndsAt: null }, { seriesEndsAt: { $gt: from } }] }
+      ]
+    }, limit)
+    if (events.length > limit) return null
+    const seriesIds = events.flatMap((event) => event.recurrence?.rule === undefined ? [] : [event._id])
+    const edits = seriesIds.length === 0 ? [] : await read({ 'recurrence.eventId': { $in: seriesIds } }, limit - events.length)
+    return events.length + edits.length > limit ? null : [...events, ...edits]
+  }
+
   /** Reads a cursor whole within the database deadline, counting what it holds. */
   async #readBounded (open: (signal: AbortSignal) => FindCursor<EventRecord>, budget: RangeBudget): Promise<EventRecord[]> {
     return await withDatabaseDeadline(async (signal) => {

@@ -92,6 +92,7 @@ test('every operation answers generated requests as its document declares', asyn
   async function knownValues (operation: Operation): Promise<KnownValues> {
     // Zones and locales a generator makes up are (rightly) refused: a stored body shows the 200 too.
     if (operation.path === '/api/user/preferences' && operation.method === 'PUT') return { body: { weekStart: 'monday', timeZone: 'Asia/Calcutta', locale: 'de-DE', calendarColors: { own: '#0b8043' } } }
+    if (operation.path === '/api/events/import') return { body: ['BEGIN:VCALENDAR', 'VERSION:2.0', 'BEGIN:VEVENT', `UID:contract-${randomBytes(4).toString('hex')}`, 'DTSTART:20260504T090000Z', 'DTEND:20260504T100000Z', 'SUMMARY:Contract', 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n') }
     if (operation.path !== '/api/event/{id}') return {}
     const ids = Array.from({ length: VALID_REQUESTS_PER_OPERATION / 2 }, () => randomBytes(12).toString('hex'))
     for (const [index, _id] of ids.entries()) {

@@ -153,6 +153,11 @@ function jsonSchemaOfBody (operation: Operation): Schema | undefined {
   return operation.requestBody?.content['application/json']?.schema
 }
 
+/** The media type of a body that is not JSON (an .ics import's text/calendar): such a body is sent as the known text. */
+function textMediaTypeOf (operation: Operation): string | undefined {
+  return Object.keys(operation.requestBody?.content ?? {}).find((type) => type !== 'application/json')
+}
+
 /**
  * Generated requests of one operation; `credentials` are the headers that meet its security.
  * `known` names values of path parameters that exist (an event of the signed-in user) and a body the
@@ -194,7 +199,9 @@ export function requestsFor (operation: Operation, credentials: Record<string, s
     const headers = validParameters(operation, 'header', index)
     const body = bodySchema === undefined ? undefined : useKnown && known.body !== undefined ? known.body : validValue(bodySchema, generatorFor(index))
     if (path === undefined || query === undefined || headers === undefined || (bodySchema !== undefined && body === undefined)) continue
-    const parts = { path, query, headers, ...(body === undefined ? {} : { body }) }
+    const textType = textMediaTypeOf(operation)
+    const text = bodySchema === undefined && textType !== undefined && typeof known.body === 'string' ? { rawBody: known.body, contentType: textType } : {}
+    const parts = { path, query, headers, ...(body === undefined ? {} : { body }), ...text }
     const candidate = { path, query, headers: { ...headers }, ...(body === undefined ? {} : { body }) }
     if (index % 2 === 1) base ??= candidate
     fallback ??= candidate
