@@ -24,13 +24,18 @@ export const session = createStore<SessionState>({ status: 'unknown' })
 interface Profile { id: string, email: string, name?: string, providerConnected: boolean }
 
 let initialised = false
+/**
+ * The person's own sign-out is under way: a request in flight meanwhile (the reminders' read, the
+ * stream) is refused once the server has dropped the session, and that is no ended session.
+ */
+let signingOut = false
 
 /**
  * The backend ended the session (a dead provider grant revokes every session of its user, or the
  * refresh token expired): the person is asked to sign in again rather than left signed out.
  */
 export function endSession (): void {
-  if (session.get().status === 'signedIn') session.set({ status: 'signedOut', ended: true })
+  if (!signingOut && session.get().status === 'signedIn') session.set({ status: 'signedOut', ended: true })
 }
 
 export function initSession (): void {
@@ -172,7 +177,12 @@ export async function submitNewPassword (password: string, token: string): Promi
 }
 
 export async function signOut (): Promise<void> {
-  await Session.signOut()
+  signingOut = true
+  try {
+    await Session.signOut()
+  } finally {
+    signingOut = false
+  }
   session.set({ status: 'signedOut' })
 }
 
