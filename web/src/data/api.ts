@@ -10,14 +10,16 @@ export class ApiError extends Error {
   }
 }
 
-export async function api<T = void> (path: string, init: { method?: string, body?: unknown, query?: Record<string, string> } = {}): Promise<T> {
+/** `file`: a body sent as it is (a calendar file) with its content type, in place of JSON. */
+export async function api<T = void> (path: string, init: { method?: string, body?: unknown, query?: Record<string, string>, file?: { body: Blob, type: string } } = {}): Promise<T> {
   const url = new URL(apiUrl + path)
   for (const [name, value] of Object.entries(init.query ?? {})) url.searchParams.set(name, value)
+  const json = init.body === undefined ? undefined : JSON.stringify(init.body)
   const response = await fetch(url, {
     method: init.method ?? 'GET',
     credentials: 'include',
-    headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+    headers: init.file !== undefined ? { 'content-type': init.file.type } : json === undefined ? {} : { 'content-type': 'application/json' },
+    ...(init.file !== undefined ? { body: init.file.body } : json === undefined ? {} : { body: json })
   })
   if (response.status === 204) return undefined as T
   const text = await response.text()
