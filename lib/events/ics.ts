@@ -111,7 +111,7 @@ export interface ImportPlan {
  * The id an event of a file gets in a calendar: the same on every import of the same file (a
  * re-import finds what the first one stored), never another user's or calendar's.
  */
-export function importedEventId (userId: string, calendarKey: string, uid: string, recurrenceId?: string): string {
+function importedEventId (userId: string, calendarKey: string, uid: string, recurrenceId?: string): string {
   return createHash('sha256').update([userId, calendarKey, uid, recurrenceId ?? ''].join('\n')).digest('hex').slice(0, 24)
 }
 
