@@ -203,7 +203,21 @@ test('calendar files: export, import, re-import and refusals', async (t) => {
     t.equal(club[1]?.location, 'Bob\'s place')
   })
 
-  await t.test('refusals: no session, not iCalendar, too large, too many events, a calendar not the user\'s', async (t) => {
+  await t.test('an override that is no occurrence of its series is named; the rest of its batch is imported', async (t) => {
+    const file = [
+      'BEGIN:VCALENDAR', 'VERSION:2.0',
+      'BEGIN:VEVENT', 'UID:batch-series', 'DTSTART:20261201T070000Z', 'DTEND:20261201T073000Z', 'RRULE:FREQ=DAILY;COUNT=3', 'SUMMARY:Swim', 'END:VEVENT',
+      'BEGIN:VEVENT', 'UID:batch-series', 'RECURRENCE-ID:20261202T070000Z', 'DTSTART:20261202T080000Z', 'DTEND:20261202T083000Z', 'SUMMARY:Swim later', 'END:VEVENT',
+      'BEGIN:VEVENT', 'UID:batch-series', 'RECURRENCE-ID:20261202T090000Z', 'DTSTART:20261202T100000Z', 'DTEND:20261202T103000Z', 'SUMMARY:Swim nowhere', 'END:VEVENT',
+      'END:VCALENDAR', ''
+    ].join('\r\n')
+    const response = await importInto(bob, file)
+    t.same(response.json(), { imported: 2, skipped: 0, errors: ['Event "Swim nowhere": originalStartDate must be the start of an occurrence of the series'] }, response.body)
+    const swims = (await range(bob)).filter((event) => event.title.startsWith('Swim')).map((event) => `${event.title} ${event.startDate}`)
+    t.same(swims, ['Swim 2026-12-01T07:00:00Z', 'Swim later 2026-12-02T08:00:00Z', 'Swim 2026-12-03T07:00:00Z'])
+  })
+
+  await t.test('refusals: no session, not iCalendar, too large, too many events', async (t) => {
     const before = await events.countDocuments({})
     for (const [method, url] of [['GET', '/api/events/export.ics'], ['POST', '/api/events/import']] as const) {
       const anonymous = await app.inject({ method, url, headers: { 'content-type': 'text/calendar' }, ...(method === 'POST' ? { payload: GOOGLE_EXPORT } : {}) })
