@@ -1,36 +1,18 @@
 // What both services expose to an operator's Prometheus: each app has its own registry (a test
 // process builds several apps, and one app's figures must not mix with another's), the process
 // figures prom-client collects (event-loop delay, heap, handles), and the build it runs.
-import { readFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { ServiceName } from '../schemas/config.js'
 
 export { Counter, Gauge, Histogram, Registry }
 
-/** The package's version: built code runs from dist/lib, sources from lib, so the file is one or two levels up. */
-function packageVersion (): string {
-  for (const relative of ['../package.json', '../../package.json']) {
-    try {
-      const parsed: unknown = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8'))
-      if (typeof parsed === 'object' && parsed !== null && 'version' in parsed && typeof parsed.version === 'string') return parsed.version
-    } catch {
-      // Not at this level: try the next.
-    }
-  }
-  return 'unknown'
-}
-
-const VERSION = packageVersion()
-
 /** A registry holding the process's own figures and `calendar_build_info{service, version, image}` = 1. */
-export function createMetricsRegistry (service: ServiceName, image: string): Registry {
+export function createMetricsRegistry (service: ServiceName, version: string, image: string): Registry {
   const registry = new Registry()
   registry.setDefaultLabels({ service })
   collectDefaultMetrics({ register: registry })
   const build = new Gauge({ name: 'calendar_build_info', help: 'The running build: its package version and image tag', labelNames: ['version', 'image'], registers: [registry] })
-  build.set({ version: VERSION, image }, 1)
+  build.set({ version, image }, 1)
   return registry
 }
 
@@ -43,56 +25,6 @@ export function ageSeconds (since: Date | null | undefined, now = Date.now()): n
 export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 /** Work that takes longer (a provider request, a job, an import): up to ten minutes. */
 export const WORK_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600]
-
-export interface InternalServerOptions {
-  registry: Registry
-  port: number
-  host: string
-  /** Whether the service takes traffic now (started, not closing, its database answering). */
-  ready: () => Promise<boolean>
-}
-
-/**
- * The internal port: `GET /metrics` (Prometheus' text format), `GET /live` (200 while the event
- * loop answers) and `GET /ready` (200 or 503). It is a bare server of its own, never the public
- * one, so neither a proxy's mistake nor a public route can reach it.
- */
-export async function startInternalServer (options: InternalServerOptions): Promise<{ server: Server, port: number }> {
-  const server = createServer((request, response) => {
-    const path = (request.url ?? '/').split('?')[0]
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      response.writeHead(405, { allow: 'GET, HEAD' }).end()
-      return
-    }
-    const answer = async (): Promise<void> => {
-      if (path === '/metrics') {
-        const text = await options.registry.metrics()
-        response.writeHead(200, { 'content-type': options.registry.contentType }).end(text)
-      } else if (path === '/live') {
-        response.writeHead(200, { 'content-type': 'text/plain' }).end('live\n')
-      } else if (path === '/ready') {
-        const ready = await options.ready()
-        response.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ready\n' : 'not ready\n')
-      } else {
-        response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n')
-      }
-    }
-    answer().catch(() => {
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain' })
-      response.end('failed\n')
-    })
-  })
-  // A scraper that holds a connection open must not keep a closing service waiting.
-  server.keepAliveTimeout = 5_000
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  return { server, port: (server.address() as AddressInfo).port }
-}
 
 /** A read for a scrape may wait this long (a database query); Prometheus' own timeout is 10 s. */
 const SCRAPE_READ_DEADLINE_MS = 3_000

@@ -44,15 +44,19 @@ export class OutboxStore {
     await withDatabaseDeadline(async () => await this.#records.insertMany(records, session === undefined ? {} : { session }))
   }
 
-  /** Entries not yet delivered (an operator's gauge: it drains to 0 while Sync answers). */
+  /** Entries not yet delivered (an operator's gauge: it drains to 0 while Sync answers), from the collection's metadata. */
   async depth (): Promise<number> {
-    return await this.#records.countDocuments({})
+    return await this.#records.estimatedDocumentCount()
   }
 
-  /** When the oldest undelivered entry was written, or null when none waits. */
+  /**
+   * When the oldest undelivered entry was written (to the second), or null when none waits: the
+   * smallest ObjectId is the oldest, found on the _id index, so a scrape costs the same however
+   * long the backlog.
+   */
   async oldestWrittenAt (): Promise<Date | null> {
-    const [oldest] = await this.#records.find({}, { projection: { createdAt: 1 } }).sort({ createdAt: 1 }).limit(1).toArray()
-    return oldest?.createdAt ?? null
+    const [oldest] = await this.#records.find({}, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(1).toArray()
+    return oldest?._id.getTimestamp() ?? null
   }
 
   /** The users with an entry due by `now`. */

@@ -55,7 +55,7 @@ const SLOWEST_SHOWN = 10
  * processes to start are short ones.
  */
 const LONGEST_FILES = [
-  'test/dev/local-stack.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts',
+  'test/dev/local-stack.test.ts', 'test/dev/backup-restore.test.ts', 'test/deploy/build.test.ts', 'test/deploy/setup.test.ts',
   'test/sync/microsoft/writes.test.ts', 'test/config/startup.test.ts'
 ]
 const LONG_DIRECTORIES = ['test/e2e/', 'test/web/']
