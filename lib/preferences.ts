@@ -2,10 +2,8 @@
 // stores) and the web client (which fills in what the account has not chosen): time zone and locale
 // names as Intl knows them, working hours, and the calendar colour palette with its defaults.
 
-export const WEEK_STARTS = ['monday', 'sunday', 'saturday'] as const
-export type WeekStart = typeof WEEK_STARTS[number]
-export const TIME_FORMATS = ['24h', '12h'] as const
-export type TimeFormat = typeof TIME_FORMATS[number]
+import type { WeekStart } from '../schemas/preferences.js'
+export { WEEK_STARTS, type TimeFormat, type WeekStart } from '../schemas/preferences.js'
 
 /** Luxon's and ISO's weekday number (Monday 1 ... Sunday 7) a week starts on. */
 export const WEEK_START_DAY: Record<WeekStart, 1 | 6 | 7> = { monday: 1, saturday: 6, sunday: 7 }

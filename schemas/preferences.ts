@@ -1,5 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { TIME_FORMATS, WEEK_STARTS } from '../lib/preferences.js'
+
+export const WEEK_STARTS = ['monday', 'sunday', 'saturday'] as const
+export type WeekStart = typeof WEEK_STARTS[number]
+const TIME_FORMATS = ['24h', '12h'] as const
+export type TimeFormat = typeof TIME_FORMATS[number]
 
 // A person's display preferences, kept with the account (GET/PUT /api/user/preferences) so every
 // browser and device shows the calendar the same way. Every field is optional: what the account has

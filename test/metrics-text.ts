@@ -26,7 +26,7 @@ export function metricValue (samples: Sample[], name: string, labels: Record<str
 }
 
 /** The families a text declares (# TYPE lines), by name. */
-export function metricTypes (text: string): Map<string, string> {
+function metricTypes (text: string): Map<string, string> {
   const types = new Map<string, string>()
   for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) types.set(name ?? '', type ?? '')
   return types

@@ -47,7 +47,7 @@ async function readLimited (body: Dispatcher.ResponseData['body'], maxBytes: num
 
 export type ProviderFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
 
-export type ProviderName = 'google' | 'microsoft' | 'caldav'
+type ProviderName = 'google' | 'microsoft' | 'caldav'
 
 /** What each provider request publishes on PROVIDER_REQUEST_CHANNEL when it ends. */
 export interface ProviderRequestReport {
@@ -67,7 +67,7 @@ const providerRequests = channel(PROVIDER_REQUEST_CHANNEL)
 const RESOURCE_WORDS = new Set(['events', 'calendarList', 'calendars', 'watch', 'stop', 'instances', 'token', 'delta', 'subscriptions', 'calendarView', '$batch', 'batch', 'colors', 'settings', 'freeBusy', 'calendarGroups', 'userinfo'])
 
 /** The operation a request is: its method, and for the cloud APIs the last resource word of its path. */
-export function operationOf (provider: ProviderName, method: string, url: string): string {
+function operationOf (provider: ProviderName, method: string, url: string): string {
   if (provider === 'caldav' || !URL.canParse(url)) return method
   const segments = new URL(url).pathname.split('/')
   for (let index = segments.length - 1; index >= 0; index--) {

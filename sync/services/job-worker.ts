@@ -18,7 +18,7 @@ export type JobHandler = (job: JobRecord) => Promise<void>
  * unavailable (`waiting`); finished after another worker took its lease (`lease_lost`); or its
  * outcome could not be recorded (`unrecorded`).
  */
-export type JobOutcome = 'done' | 'rerun' | 'retry' | 'exhausted' | 'waiting' | 'lease_lost' | 'unrecorded'
+type JobOutcome = 'done' | 'rerun' | 'retry' | 'exhausted' | 'waiting' | 'lease_lost' | 'unrecorded'
 
 export interface JobWorkerOptions {
   queue: JobQueue

@@ -70,7 +70,7 @@ export function detailsCard (page: Page) {
  * not open, since a block that a live update draws again under the pointer takes the click with it.
  * `holdMs`: how long the button stays down (a person's click lasts about 100-150 ms).
  */
-export async function openDetails (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
+async function openDetails (page: Page, title: string, timeoutMs = 30_000, holdMs = 0) {
   const card = detailsCard(page)
   const until = Date.now() + timeoutMs
   for (;;) {

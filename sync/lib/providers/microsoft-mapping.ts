@@ -201,7 +201,7 @@ export function graphRecurrenceOf (lines: string[], startDate: string, zone: str
 }
 
 /** Graph's one reminder as ours: off is none; an event that says neither keeps the calendar's default. */
-export function remindersOf (event: Pick<GraphEvent, 'isReminderOn' | 'reminderMinutesBeforeStart'>): { reminders?: Reminder[] } {
+function remindersOf (event: Pick<GraphEvent, 'isReminderOn' | 'reminderMinutesBeforeStart'>): { reminders?: Reminder[] } {
   if (event.isReminderOn === false) return { reminders: [] }
   if (event.isReminderOn !== true || typeof event.reminderMinutesBeforeStart !== 'number') return {}
   return { reminders: canonicalReminders([{ minutes: event.reminderMinutesBeforeStart }]) }
@@ -212,7 +212,7 @@ export function remindersOf (event: Pick<GraphEvent, 'isReminderOn' | 'reminderM
  * warned no later than they asked. Absent (the calendar's default) writes nothing: Outlook gives a
  * new event its default and a patch leaves the one there.
  */
-export function graphRemindersOf (reminders: Reminder[] | undefined): Record<string, unknown> {
+function graphRemindersOf (reminders: Reminder[] | undefined): Record<string, unknown> {
   if (reminders === undefined) return {}
   const earliest = canonicalReminders(reminders).at(-1)
   return earliest === undefined ? { isReminderOn: false } : { isReminderOn: true, reminderMinutesBeforeStart: earliest.minutes }

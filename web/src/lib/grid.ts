@@ -16,7 +16,7 @@ export const SNAP_MINUTES = 15
 export const DAY_MINUTES = 24 * 60
 
 /** The first day (Monday 1 ... Sunday 7) of the week holding `day`, at midnight. */
-export function startOfWeek (day: DateTime, firstDay: number): DateTime {
+function startOfWeek (day: DateTime, firstDay: number): DateTime {
   return day.startOf('day').minus({ days: (day.weekday - firstDay + 7) % 7 })
 }
 

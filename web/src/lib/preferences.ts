@@ -26,7 +26,7 @@ interface WeekInfo { firstDay?: number }
 type LocaleWithWeek = Intl.Locale & { getWeekInfo?: () => WeekInfo, weekInfo?: WeekInfo }
 
 /** The first day of the week where `locale` is spoken (CLDR through Intl; Monday where unknown). */
-export function weekStartOf (locale: string): WeekStart {
+function weekStartOf (locale: string): WeekStart {
   try {
     const tagged = new Intl.Locale(locale) as LocaleWithWeek
     const firstDay = (tagged.getWeekInfo?.() ?? tagged.weekInfo)?.firstDay
@@ -37,7 +37,7 @@ export function weekStartOf (locale: string): WeekStart {
 }
 
 /** The clock of `locale`: 12-hour where it writes 2 PM, else 24-hour. */
-export function timeFormatOf (locale: string): TimeFormat {
+function timeFormatOf (locale: string): TimeFormat {
   const cycle = new Intl.DateTimeFormat(locale, { hour: 'numeric' }).resolvedOptions().hourCycle
   return cycle === 'h11' || cycle === 'h12' ? '12h' : '24h'
 }

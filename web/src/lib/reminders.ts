@@ -61,7 +61,7 @@ export interface DueReminder {
 }
 
 /** An event's start as an instant; an all-day event starts at midnight where the person is. */
-export function startOf (event: Pick<CalendarEvent, 'startDate' | 'isAllDay'>, zone: string): number {
+function startOf (event: Pick<CalendarEvent, 'startDate' | 'isAllDay'>, zone: string): number {
   return event.isAllDay ? DateTime.fromISO(event.startDate, { zone }).toMillis() : Date.parse(event.startDate)
 }
 

@@ -6,7 +6,7 @@ import type { CalendarEvent } from '../lib/events.js'
 export type OpenEvent = (event: CalendarEvent, how?: 'details' | 'form') => void
 
 /** Long enough for a person's double click, short enough that the card does not feel late. */
-export const DOUBLE_CLICK_MS = 250
+const DOUBLE_CLICK_MS = 250
 let pendingClick: ReturnType<typeof setTimeout> | undefined
 
 /**
