@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { WriteIssueSchema, type WriteIssue } from './sync/provider-events.js'
+import { EVENT_COLOR_NAMES, type EventColor } from '../lib/events/colors.js'
 import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN, OBJECT_ID_PATTERN } from './ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
@@ -122,6 +123,15 @@ const Reminders = Type.Array(Reminder, {
   description: 'Notifications before the start, each time once; absent: the calendar\'s default reminders; empty: none'
 })
 
+// An event's own colour, one of Google Calendar's eleven event colours by the name its UI shows
+// (lib/events/colors.ts: Google's colorId, CalDAV's COLOR). Absent: drawn in the calendar's colour.
+// An `enum` rather than a union of literals: a wrong value is one sentence, "must be equal to one
+// of the allowed values", instead of one per colour.
+export const EventColorSchema = Type.Unsafe<EventColor>(Type.String({
+  enum: [...EVENT_COLOR_NAMES],
+  description: `The event's own colour, one of Google Calendar's event colours: ${EVENT_COLOR_NAMES.join(', ')}; absent: the calendar's colour`
+}))
+
 // Fields every stored event has. A change may leave out the ones with a default (see below).
 const recordFields = {
   title: Type.String({ maxLength: EVENT_LIMITS.titleLength }),
@@ -138,7 +148,8 @@ const recordFields = {
   priority: EventPriority,
   calendarId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Provider calendar the event belongs to' })),
   providerEventId: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-  reminders: Type.Optional(Reminders)
+  reminders: Type.Optional(Reminders),
+  color: Type.Optional(EventColorSchema)
 }
 
 export const EVENT_DEFAULTS = {

@@ -481,6 +481,7 @@ function isSignificantChange (before: StoredEvent, after: StoredEvent): boolean 
 
 /** A new event's pass-through fields, its reminders checked and written as Google answers them. */
 function insertedExtra (written: Record<string, unknown>): Record<string, unknown> {
-  const { reminders, ...extra } = written
+  // A field cleared (null) on insert is a field the new event does not have.
+  const { reminders, ...extra } = Object.fromEntries(Object.entries(written).filter(([, value]) => value !== null))
   return reminders === undefined || reminders === null ? extra : { ...extra, reminders: remindersOf(undefined, reminders as Record<string, unknown>, false) }
 }

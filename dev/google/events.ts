@@ -45,7 +45,7 @@ export interface StoredEvent {
 
 /** Fields kept and returned as given, so a client's own markers (extendedProperties...) survive a round trip. */
 const PASS_THROUGH_FIELDS = [
-  'colorId', 'transparency', 'visibility', 'attendees', 'extendedProperties', 'source',
+  'transparency', 'visibility', 'attendees', 'extendedProperties', 'source',
   'guestsCanModify', 'guestsCanInviteOthers', 'guestsCanSeeOtherGuests', 'anyoneCanAddSelf', 'attachments',
   'conferenceData', 'eventType', 'endTimeUnspecified', 'locked', 'privateCopy'
 ] as const
@@ -148,7 +148,17 @@ export function readEventWrite (body: unknown, calendarZone: string): EventWrite
   }
   for (const name of PASS_THROUGH_FIELDS) if (body[name] !== undefined) write.extra[name] = body[name]
   if (body['reminders'] !== undefined) write.extra['reminders'] = body['reminders'] === null ? null : readReminders(body['reminders'])
+  if (body['colorId'] !== undefined) write.extra['colorId'] = body['colorId'] === null ? null : readColorId(body['colorId'])
   return write
+}
+
+/**
+ * The Event resource's `colorId`: "an ID referring to an entry in the event section of the colors
+ * definition" (`colors.get`, whose event palette holds the ids "1" to "11"); null clears it.
+ */
+function readColorId (value: unknown): string {
+  if (typeof value !== 'string' || !/^(?:[1-9]|1[01])$/.test(value)) throw apiErrors.invalid('Invalid value for: colorId')
+  return value
 }
 
 const REMINDER_METHODS = new Set(['email', 'popup'])

@@ -19,6 +19,7 @@ export function eventContentOf (event: EventRecord): EventContent {
     ...(event.description === undefined ? {} : { description: event.description }),
     ...(event.location === undefined ? {} : { location: event.location }),
     ...(event.reminders === undefined ? {} : { reminders: event.reminders }),
+    ...(event.color === undefined ? {} : { color: event.color }),
     ...(event.recurrence?.rule === undefined ? {} : { recurrence: event.recurrence.rule })
   }
 }

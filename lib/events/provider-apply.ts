@@ -48,7 +48,7 @@ export interface ProviderApplyPlan {
   skippedExpansions: Array<{ providerEventId: string, reason: string }>
 }
 
-const CONTENT_KEYS = ['title', 'description', 'location', 'startDate', 'endDate', 'isAllDay', 'timeZone', 'status', 'originalStartDate'] as const
+const CONTENT_KEYS = ['title', 'description', 'location', 'startDate', 'endDate', 'isAllDay', 'timeZone', 'status', 'originalStartDate', 'color'] as const
 
 function sameEvent (a: EventRecord, b: EventRecord): boolean {
   if (CONTENT_KEYS.some((key) => a[key] !== b[key])) return false
@@ -63,6 +63,7 @@ function contentFromMaster (master: EventRecord, originalStartDate: string): Eve
     ...(master.description === undefined ? {} : { description: master.description }),
     ...(master.location === undefined ? {} : { location: master.location }),
     ...(master.reminders === undefined ? {} : { reminders: master.reminders }),
+    ...(master.color === undefined ? {} : { color: master.color }),
     ...occurrenceDates(master, originalStartDate),
     isAllDay: master.isAllDay,
     timeZone: master.timeZone
@@ -187,6 +188,9 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     if (content.description !== undefined) record.description = content.description
     if (content.location !== undefined) record.location = content.location
     if (content.reminders !== undefined) record.reminders = content.reminders
+    if (content.color !== undefined) record.color = content.color
+    // Graph has no event colour (categories are names a person makes): one chosen here stays here.
+    else if (batch.provider === 'microsoft' && existing?.color !== undefined) record.color = existing.color
     return record
   }
 
@@ -337,7 +341,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       status: waiting.status,
       recurringEventId: masterProviderId,
       ...(waiting.originalStartDate === undefined ? {} : { originalStartDate: waiting.originalStartDate }),
-      ...(waiting.status === 'cancelled' ? {} : { content: { title: waiting.title, startDate: waiting.startDate, endDate: waiting.endDate, isAllDay: waiting.isAllDay, timeZone: waiting.timeZone, ...(waiting.description === undefined ? {} : { description: waiting.description }), ...(waiting.location === undefined ? {} : { location: waiting.location }), ...(waiting.reminders === undefined ? {} : { reminders: waiting.reminders }) } }),
+      ...(waiting.status === 'cancelled' ? {} : { content: { title: waiting.title, startDate: waiting.startDate, endDate: waiting.endDate, isAllDay: waiting.isAllDay, timeZone: waiting.timeZone, ...(waiting.description === undefined ? {} : { description: waiting.description }), ...(waiting.location === undefined ? {} : { location: waiting.location }), ...(waiting.reminders === undefined ? {} : { reminders: waiting.reminders }), ...(waiting.color === undefined ? {} : { color: waiting.color }) } }),
       ...(waiting.providerEtag === undefined ? {} : { etag: waiting.providerEtag }),
       ...(waiting.iCalUID === undefined ? {} : { iCalUID: waiting.iCalUID })
     }
@@ -378,7 +382,7 @@ export function foldOccurrence (records: ProviderRecord[]): { keep: ProviderReco
     providerBase: eventContentOf(theirs)
   }
   // Content the provider's copy left out is the provider's too.
-  if (theirsNewer) for (const key of ['description', 'location', 'reminders'] as const) if (theirs[key] === undefined) delete keep[key]
+  if (theirsNewer) for (const key of ['description', 'location', 'reminders', 'color'] as const) if (theirs[key] === undefined) delete keep[key]
   return { keep, drop: imported.map((record) => record._id) }
 }
 

@@ -124,6 +124,7 @@ export function toEventRecord (input: EventChangeInput, owner: { userId: string,
   if (change.description !== undefined) record.description = change.description
   if (change.location !== undefined) record.location = change.location
   if (change.reminders !== undefined) record.reminders = canonicalReminders(change.reminders)
+  if (change.color !== undefined) record.color = change.color
   if (change.recurrence?.rule !== undefined) record.recurrence = { rule: change.recurrence.rule }
   if (change.recurrence?.eventId !== undefined) record.recurrence = { eventId: normalizeEventId(change.recurrence.eventId) }
   if (change.originalStartDate !== undefined) record.originalStartDate = change.originalStartDate

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
+import { EVENT_COLOR_NAMES, type EventColor } from '../../lib/events/colors.js'
 import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema } from './common.js'
 
 // What the Sync service hands the backend about a provider calendar's events, and what the
@@ -27,7 +28,9 @@ const EventContentSchema = Type.Object({
   /** Notifications before the start (schemas/event.ts); absent: the calendar's default reminders, empty: none. */
   reminders: Type.Optional(Type.Array(Type.Object({
     minutes: Type.Integer({ minimum: 0, maximum: 40_320 })
-  }, { additionalProperties: false }), { maxItems: 5 }))
+  }, { additionalProperties: false }), { maxItems: 5 })),
+  /** The event's own colour (schemas/event.ts, lib/events/colors.ts); absent: the calendar's. */
+  color: Type.Optional(Type.Unsafe<EventColor>(Type.String({ enum: [...EVENT_COLOR_NAMES] })))
 }, { additionalProperties: false })
 
 /** One event of a provider calendar, as the provider last described it. */

@@ -35,6 +35,14 @@ const PARTS: Record<string, { read: Part, write: (into: EventContent, from: Even
       return from.reminders === undefined ? rest : { ...rest, reminders: from.reminders }
     }
   },
+  // The event's own colour, absent (the calendar's) a value of its own.
+  color: {
+    read: (content) => content.color ?? null,
+    write: (into, from) => {
+      const { color: _mine, ...rest } = into
+      return from.color === undefined ? rest : { ...rest, color: from.color }
+    }
+  },
   // Start, end, all-day and zone move together: half of one side's move and half of the other's is nobody's.
   timing: {
     read: (content) => content.isAllDay

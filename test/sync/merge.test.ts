@@ -40,3 +40,12 @@ test('reminders are one part: set at one side and a title at the other, both kep
   t.same(mergeChange({ ...BASE, reminders: [{ minutes: 10 }] }, { ...BASE, reminders: [{ minutes: 10 }], title: 'T' }, { ...BASE }, true).content, { ...BASE, title: 'T' }, 'back to the default there: the default here')
   t.same(mergeChange(BASE, { ...BASE, reminders: [] }, { ...BASE, reminders: [{ minutes: 60 }] }, true).content.reminders, [], 'both changed: the newer, ours, says none')
 })
+
+test('colour is one part: set at one side and a title at the other, both kept; the calendar\'s colour is a value of its own', async (t) => {
+  const ours = { ...BASE, title: 'Budget review (Q4)' }
+  const theirs = { ...BASE, color: 'basil' as const }
+  t.same(mergeChange(BASE, ours, theirs, true), { content: { ...ours, color: 'basil' }, theirs: ['color'] }, 'a colour there, a title here')
+  t.same(mergeChange({ ...BASE, color: 'grape' }, { ...BASE, color: 'grape', title: 'T' }, { ...BASE }, true).content, { ...BASE, title: 'T' }, 'back to the calendar\'s colour there: here too')
+  t.same(mergeChange(BASE, { ...BASE, color: 'tomato' }, { ...BASE, color: 'peacock' }, true).content.color, 'tomato', 'both changed: the newer, ours')
+  t.same(mergeChange(BASE, { ...BASE, color: 'tomato' }, { ...BASE, color: 'peacock' }, false).content.color, 'peacock', 'both changed: the newer, theirs')
+})

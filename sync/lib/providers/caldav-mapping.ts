@@ -9,6 +9,7 @@ import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js
 import { isUtcZone, vtimezoneFor } from './vtimezone.js'
 import { ianaZoneOf, WINDOWS_TO_IANA } from '../windows-zones.js'
 import { canonicalReminders, type Reminder } from '../../../lib/events/reminders.js'
+import { colorOfCss, cssColorOf, type EventColor } from '../../../lib/events/colors.js'
 
 export type Component = InstanceType<typeof ICAL.Component>
 export type Property = InstanceType<typeof ICAL.Property>
@@ -181,6 +182,21 @@ export function applyReminders (event: Component, reminders: Reminder[] | undefi
   }
 }
 
+/** A VEVENT's colour: its RFC 7986 COLOR when it is a name this service writes; any other is no colour of ours. */
+export function colorOf (event: Component): { color?: EventColor } {
+  const color = colorOfCss(String(event.getFirstPropertyValue('color') ?? ''))
+  return color === undefined ? {} : { color }
+}
+
+/**
+ * Writes the colour as RFC 7986 COLOR (a CSS3 name). Absent removes a COLOR that reads as one of
+ * ours, and keeps another client's (a name or a colour this service does not read).
+ */
+export function applyColor (event: Component, color: EventColor | undefined): void {
+  if (color !== undefined) event.updatePropertyWithValue('color', cssColorOf(color))
+  else if (colorOf(event).color !== undefined) event.removeAllProperties('color')
+}
+
 /** The content of a VEVENT, or null when it has no usable start. */
 export function contentOf (event: Component, calendar: Component, calendarTimeZone: string): EventContent | null {
   const written = event.getFirstPropertyValue(TIME_ZONE_PROPERTY)
@@ -224,6 +240,7 @@ export function contentOf (event: Component, calendar: Component, calendarTimeZo
     ...(description === null ? {} : { description: cut(description, LIMITS.description) }),
     ...(location === null ? {} : { location: cut(location, LIMITS.location) }),
     ...remindersOf(event),
+    ...colorOf(event),
     startDate: start.value,
     endDate,
     isAllDay: start.isDate,
@@ -355,6 +372,7 @@ export function applyContent (event: Component, content: EventContent, lastUpdat
     }
   }
   applyReminders(event, content.reminders, content.title)
+  applyColor(event, content.color)
   event.removeAllProperties('status')
   stampVersion(event, lastUpdated)
 }

@@ -5,6 +5,7 @@ import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import { utcIsoOf } from '../../../lib/events/time.js'
 import { canonicalReminders, type Reminder } from '../../../lib/events/reminders.js'
+import { colorOfGoogleId, googleColorIdOf } from '../../../lib/events/colors.js'
 
 type GoogleEvent = CalendarV3.Schema$Event
 
@@ -52,6 +53,12 @@ export function googleRemindersOf (reminders: Reminder[] | undefined, current?: 
   return { useDefault: false, overrides: [...popups, ...emails].slice(0, 5) }
 }
 
+/** Google's `colorId` (the event palette's 1 to 11) as our colour; none or another id: the calendar's. */
+function colorOfGoogleEvent (colorId: string | null | undefined): Pick<EventContent, 'color'> {
+  const color = colorOfGoogleId(colorId)
+  return color === undefined ? {} : { color }
+}
+
 /** The content of a Google event, or null when it has no usable start and end. */
 export function contentOf (event: GoogleEvent, calendarTimeZone: string): EventContent | null {
   const startDate = dateOf(event.start)
@@ -65,6 +72,7 @@ export function contentOf (event: GoogleEvent, calendarTimeZone: string): EventC
     ...(event.description ? { description: cut(event.description, LIMITS.description) } : {}),
     ...(event.location ? { location: cut(event.location, LIMITS.location) } : {}),
     ...remindersOf(event.reminders),
+    ...colorOfGoogleEvent(event.colorId),
     startDate,
     endDate,
     isAllDay,
@@ -110,6 +118,8 @@ export function googleFieldsOf (content: EventContent, current?: GoogleEvent | n
     description: content.description ?? null,
     location: content.location ?? null,
     reminders: googleRemindersOf(content.reminders, current?.reminders),
+    // null clears it in a patch: the calendar's colour.
+    colorId: content.color === undefined ? null : googleColorIdOf(content.color),
     start: time(content.startDate),
     end: time(content.endDate),
     recurrence: content.recurrence ?? null

@@ -95,3 +95,24 @@ test('an exception whose original start is no real date is refused with its reas
     t.match(plan.writes, [{ kind: 'insert', record: { title: 'Lunch' } }], 'the page\'s other event is written')
   }
 })
+
+test('an event\'s colour: a provider\'s replaces ours (none there: none here), but Graph, which has none, leaves ours', async (t) => {
+  const stored: ProviderRecord = { ...master('2026-07-06T09:00:00Z', '2026-07-06T10:00:00Z', 'UTC'), recurrence: undefined, providerEventId: 'single', color: 'grape' }
+  const item = (color?: 'basil'): ProviderEvent => ({
+    providerEventId: 'single',
+    updated: '2026-07-07T00:00:00.000Z',
+    status: 'confirmed',
+    content: { title: 'Renamed there', startDate: '2026-07-06T09:00:00Z', endDate: '2026-07-06T10:00:00Z', isAllDay: false, timeZone: 'UTC', ...(color === undefined ? {} : { color }) }
+  })
+  const colourAfter = (provider: 'google' | 'microsoft' | 'caldav', event: ProviderEvent) => {
+    const plan = planProviderBatch({ batch: { userId: USER, connectionId: 'connection-1', provider, calendarId: 'primary', events: [event] }, stored: [stored], waiting: [], linked: [], edits: [], mintId: mintEventId })
+    const write = plan.writes.find((candidate) => candidate.kind === 'replace')
+    if (write?.kind !== 'replace') throw new Error(`no replace planned: ${JSON.stringify(plan)}`)
+    t.equal(write.record.title, 'Renamed there')
+    return write.record.color
+  }
+  t.equal(colourAfter('google', item('basil')), 'basil', 'Google\'s colour')
+  t.equal(colourAfter('google', item()), undefined, 'Google\'s none: the calendar\'s colour')
+  t.equal(colourAfter('caldav', item()), undefined, 'CalDAV\'s none (or a COLOR not ours): the calendar\'s colour')
+  t.equal(colourAfter('microsoft', item()), 'grape', 'an Outlook event keeps the colour chosen here')
+})

@@ -83,7 +83,7 @@ test('`updated` reaches the backend as a UTC instant with milliseconds, whatever
 
 test('our content as Google fields; instance and insert ids', async (t) => {
   t.same(googleFieldsOf({ title: 'A', startDate: '2026-11-21', endDate: '2026-11-22', isAllDay: true, timeZone: 'UTC' }), {
-    summary: 'A', description: null, location: null, reminders: { useDefault: true, overrides: [] }, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
+    summary: 'A', description: null, location: null, reminders: { useDefault: true, overrides: [] }, colorId: null, start: { date: '2026-11-21', dateTime: null, timeZone: null }, end: { date: '2026-11-22', dateTime: null, timeZone: null }, recurrence: null
   })
   t.match(googleFieldsOf({ title: 'B', startDate: '2026-11-21T10:00:00+01:00', endDate: '2026-11-21T11:00:00+01:00', isAllDay: false, timeZone: 'Europe/Berlin', recurrence: ['RRULE:FREQ=DAILY'] }), {
     start: { dateTime: '2026-11-21T10:00:00+01:00', timeZone: 'Europe/Berlin', date: null }, recurrence: ['RRULE:FREQ=DAILY']
@@ -111,6 +111,21 @@ test('reminders: popup overrides both ways, the default as absent, Google\'s ema
   t.same(googleFieldsOf({ ...content, reminders: [{ minutes: 10 }] }, current).reminders,
     { useDefault: false, overrides: [{ method: 'popup', minutes: 10 }, { method: 'email', minutes: 1440 }] }, 'the email reminder at Google stays; the popups are ours')
   t.same(googleFieldsOf({ ...content, reminders: [1, 2, 3, 4, 5].map((minutes) => ({ minutes })) }, current).reminders?.overrides?.length, 5, 'never more than Google\'s 5')
+})
+
+test('colour: Google\'s colorId 1 to 11 both ways, none as the calendar\'s', async (t) => {
+  const event = (colorId: unknown) => contentOf({ summary: 'C', start: { date: '2026-12-24' }, end: { date: '2026-12-25' }, colorId } as Parameters<typeof contentOf>[0], 'UTC')
+  t.equal(event('1')?.color, 'lavender')
+  t.equal(event('9')?.color, 'blueberry')
+  t.equal(event('11')?.color, 'tomato')
+  for (const none of [undefined, null, '', '0', '12']) t.notOk(event(none) !== null && 'color' in (event(none) ?? {}), `colorId ${String(none)}: the calendar's colour`)
+  const content = { title: 'C', startDate: '2026-12-24', endDate: '2026-12-25', isAllDay: true, timeZone: 'UTC' }
+  t.equal(googleFieldsOf({ ...content, color: 'basil' }).colorId, '10')
+  t.equal(googleFieldsOf({ ...content, color: 'sage' }).colorId, '2')
+  t.equal(googleFieldsOf(content).colorId, null, 'absent clears Google\'s: a patch merges')
+  const names = ['lavender', 'sage', 'grape', 'flamingo', 'banana', 'tangerine', 'peacock', 'graphite', 'blueberry', 'basil', 'tomato'] as const
+  t.same(names.map((color) => googleFieldsOf({ ...content, color }).colorId), ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11'], 'Google\'s palette order')
+  t.same(names.map((color) => event(googleFieldsOf({ ...content, color }).colorId)?.color), names, 'each read back as written')
 })
 
 test('what a failed Google call means', async (t) => {

@@ -128,3 +128,12 @@ test('reminders: Graph\'s one reminder both ways, off as none, the default left 
   const fields = graphFieldsOf(content, { recurrence: false })
   t.notOk('isReminderOn' in fields || 'reminderMinutesBeforeStart' in fields, 'the default writes nothing: Outlook gives a new event its own')
 })
+
+test('colour: Graph has none of its own; categories are no colour, and none is sent', async (t) => {
+  const content = contentOf({
+    id: 'c1', subject: 'C', start: { dateTime: '2026-11-24T12:00:00.0000000', timeZone: 'UTC' }, end: { dateTime: '2026-11-24T13:00:00.0000000', timeZone: 'UTC' }, categories: ['Red category']
+  } as Parameters<typeof contentOf>[0], 'UTC')
+  t.notOk(content !== null && 'color' in content, 'an Outlook event brings no colour')
+  const fields = graphFieldsOf({ title: 'C', startDate: '2026-11-24T12:00:00Z', endDate: '2026-11-24T13:00:00Z', isAllDay: false, timeZone: 'UTC', color: 'grape' }, { recurrence: false })
+  t.notOk('color' in fields || 'categories' in fields || 'colorId' in fields, 'our colour is not written to Graph')
+})
