@@ -11,6 +11,7 @@ import { createStore, useStore } from './store.js'
 import { session } from './session.js'
 import { preferences } from './preferences.js'
 import { calendarColorsOf } from '../../../lib/preferences.js'
+import { EVENT_COLORS } from '../../../lib/events/colors.js'
 import { readJson } from '../lib/storage.js'
 import type { CalendarEvent } from '../lib/events.js'
 import type { CalendarListView, CalendarView, HiddenCalendarsView } from '../../../schemas/calendar.js'
@@ -193,8 +194,8 @@ export function useCalendarColors (): ReadonlyMap<string, string> {
   return useStore(calendarColors)
 }
 
-/** An event's block drawn in its calendar's colour (priority stays a second cue: the class). */
-export function calendarStyle (event: Pick<CalendarEvent, 'calendarId'>, colors: ReadonlyMap<string, string>): Record<string, string> {
-  const color = colors.get(calendarKeyOf(event))
+/** An event's block drawn in its own colour, else its calendar's (priority stays a second cue: the class). */
+export function calendarStyle (event: Pick<CalendarEvent, 'calendarId' | 'color'>, colors: ReadonlyMap<string, string>): Record<string, string> {
+  const color = EVENT_COLORS.find((entry) => entry.name === event.color)?.hex ?? colors.get(calendarKeyOf(event))
   return color === undefined ? {} : { '--calendar': color }
 }

@@ -6,6 +6,7 @@ import { DateTime } from 'luxon'
 import { compileSeries, exclusionsFrom, expandSeries } from '../../../lib/events/recurrence.js'
 import { eventInstant } from '../../../lib/events/time.js'
 import type { Reminder } from '../../../lib/events/reminders.js'
+import type { EventColor } from '../../../lib/events/colors.js'
 import { frequencyOf, isOccurrence, seriesIdOf, type ApplyTo, type CalendarEvent, type EventChange, type Frequency } from './events.js'
 
 /** The dialog's fields. Dates are in the event's form: RFC 3339 with offset, or YYYY-MM-DD. */
@@ -21,6 +22,8 @@ export interface EventDraft {
   frequency: Frequency | null
   /** Notifications before the start; absent: the event's own stay (a new event: the calendar's default). */
   reminders?: Reminder[]
+  /** The event's own colour; null: the calendar's; absent: the event's own stays. */
+  color?: EventColor | null
 }
 
 export type EditPlan =
@@ -45,18 +48,21 @@ function fields (draft: EventDraft): EventChange {
   if (draft.description !== '') change.description = draft.description
   if (draft.location !== '') change.location = draft.location
   if (draft.reminders !== undefined) change.reminders = draft.reminders
+  if (draft.color != null) change.color = draft.color
   return change
 }
 
 /**
- * Keeps what the dialog does not show (priority, origin, the calendar), and the reminders unless the draft sets them. The provider id is the
+ * Keeps what the dialog does not show (priority, origin, the calendar), and the reminders and colour unless the draft sets them. The provider id is the
  * server's: an event's stays with it, and a new one (the tail of "this and following") gets its own.
  */
-function kept (event: CalendarEvent): Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders'> {
-  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders'> = { priority: event.priority, origin: event.origin }
+function kept (event: CalendarEvent, draft: EventDraft): Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders' | 'color'> {
+  const change: Pick<EventChange, 'priority' | 'origin' | 'calendarId' | 'reminders' | 'color'> = { priority: event.priority, origin: event.origin }
   if (event.calendarId !== undefined) change.calendarId = event.calendarId
   // A draft that says nothing of reminders (a drag, a client without the field) keeps the event's.
   if (event.reminders !== undefined) change.reminders = event.reminders
+  // So does its colour; a draft's null is the calendar's colour.
+  if (event.color !== undefined && draft.color === undefined) change.color = event.color
   return change
 }
 
@@ -105,24 +111,24 @@ export function followingRule (series: CalendarEvent, cut: Date): string[] {
  */
 export function planEdit (event: CalendarEvent, draft: EventDraft, scope: ApplyTo, series: CalendarEvent | null, newId: string): EditPlan {
   if (!isOccurrence(event)) {
-    const change: EventChange = { ...kept(event), ...fields(draft) }
+    const change: EventChange = { ...kept(event, draft), ...fields(draft) }
     if (draft.frequency !== null) change.recurrence = { rule: ruleFor(draft.frequency, event.recurrence?.rule) }
     return { kind: 'replace', id: event._id, change }
   }
   const seriesId = seriesIdOf(event) as string
   if (scope === 'this' || series === null) {
-    const change: EventChange = { ...kept(event), ...fields(draft), recurrence: { eventId: seriesId } }
+    const change: EventChange = { ...kept(event, draft), ...fields(draft), recurrence: { eventId: seriesId } }
     if (event.originalStartDate !== undefined) change.originalStartDate = event.originalStartDate
     return { kind: 'replace', id: event._id, change }
   }
   const originalStart = event.originalStartDate ?? event.startDate
   if (scope === 'all') {
-    const change: EventChange = { ...kept(series), ...fields(draft), ...shiftedSeriesStart(series, originalStart, draft) }
+    const change: EventChange = { ...kept(series, draft), ...fields(draft), ...shiftedSeriesStart(series, originalStart, draft) }
     if (draft.frequency !== null) change.recurrence = { rule: ruleFor(draft.frequency, series.recurrence?.rule) }
     return { kind: 'replace', id: seriesId, change }
   }
   const cut = eventInstant(originalStart, series.isAllDay, series.timeZone)
-  const create: EventChange = { _id: newId, ...kept(series), ...fields(draft) }
+  const create: EventChange = { _id: newId, ...kept(series, draft), ...fields(draft) }
   if (draft.frequency !== null) {
     create.recurrence = { rule: frequencyOf(series.recurrence?.rule) === draft.frequency ? followingRule(series, cut) : ruleFor(draft.frequency) }
   }

@@ -7,6 +7,8 @@ import { DateTime } from 'luxon'
 import { Dialog } from './Dialog.js'
 import { LocationInput } from './LocationInput.js'
 import { ReminderFields, reminderRows, type ReminderRow } from './ReminderFields.js'
+import { ColorFields } from './ColorFields.js'
+import type { EventColor } from '../../../lib/events/colors.js'
 import { customMinutes } from '../lib/reminders.js'
 import { FREQUENCIES, isOccurrence, newEventId, seriesIdOf, type ApplyTo, type CalendarEvent, type Frequency } from '../lib/events.js'
 import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/series-edit.js'
@@ -39,6 +41,8 @@ interface Form {
   description: string
   /** Undefined: the event keeps the calendar's default reminders. */
   reminders: ReminderRow[] | undefined
+  /** Undefined: drawn in the calendar's colour. */
+  color: EventColor | undefined
   scope: ApplyTo
 }
 
@@ -60,6 +64,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
       location: from?.location ?? '',
       description: from?.description ?? '',
       reminders: reminderRows(from?.reminders),
+      color: from?.color,
       scope: 'this',
       startDay: state.start.toISODate() as string,
       startTime: state.start.toFormat('HH:mm'),
@@ -80,6 +85,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
     location: event.location ?? '',
     description: event.description ?? '',
     reminders: reminderRows(event.reminders),
+    color: event.color,
     scope: 'this',
     startDay: start.toISODate() as string,
     startTime: event.isAllDay ? '09:00' : start.toFormat('HH:mm'),
@@ -116,7 +122,7 @@ function draftFrom (form: Form): EventDraft | string {
   const minutes = form.reminders?.map((row) => row.custom ? customMinutes(row.text) : row.minutes)
   if (minutes?.includes(null) === true) return 'Enter the minutes of each custom reminder: a whole number from 0 to 40320 (4 weeks).'
   const reminders = minutes === undefined ? {} : { reminders: [...new Set(minutes as number[])].sort((a, b) => a - b).map((value) => ({ minutes: value })) }
-  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.repeat.frequency === '' ? null : form.repeat.frequency, ...reminders }
+  const common = { title: form.title.trim(), description: form.description.trim(), location: form.location.trim(), isAllDay: form.isAllDay, timeZone: userZone, frequency: form.repeat.frequency === '' ? null : form.repeat.frequency, color: form.color ?? null, ...reminders }
   if (form.isAllDay) {
     const start = DateTime.fromISO(form.startDay, { zone: userZone })
     const last = DateTime.fromISO(form.endDay, { zone: userZone })
@@ -331,6 +337,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         <label for='event-description'>Description</label>
         <textarea id='event-description' rows={3} value={form.description} onInput={(e) => set('description', (e.currentTarget as HTMLTextAreaElement).value)} />
       </div>
+      <ColorFields value={form.color} calendarColor={props.calendars.find((calendar) => calendar.key === form.calendar)?.color ?? 'var(--accent)'} onChange={(color) => set('color', color)} />
       <ReminderFields rows={form.reminders} onChange={(rows) => set('reminders', rows)} />
       {occurrence && <ScopeChoice legend='This event repeats. Apply the change or the deletion to' scope={form.scope} onChange={(scope) => set('scope', scope)} />}
       {error !== null && <p role='alert' class='form-error'>{error}</p>}
