@@ -9,7 +9,8 @@
 //   showing those events in the month view (and going to the next month and back), or in the agenda
 //   (and going to the next 30 days and back).
 // `--screenshot FILE` also saves a picture of /day with those events; `--screenshots DIR` saves
-// day, week, month and dark pictures (screenshot-day.png, ...) of a more ordinary week.
+// day, week, month, dark, agenda, search and details-card pictures (screenshot-day.png, ...) of a
+// more ordinary week.
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { DateTime } from 'luxon'
@@ -135,6 +136,25 @@ try {
     await page.getByText('Team offsite').first().waitFor()
     await page.getByText('Up to date').waitFor()
     await page.screenshot({ path: join(screenshots, 'screenshot-dark.png') })
+    await page.emulateMedia({ colorScheme: 'light' })
+    await page.goto(`${stack.webUrl}/agenda`)
+    await page.getByText('Team offsite').first().waitFor()
+    await page.getByText('Up to date').waitFor()
+    await page.screenshot({ path: join(screenshots, 'screenshot-agenda.png') })
+    // Search from the keyboard, as its shortcut says: / then the words.
+    await page.goto(`${stack.webUrl}/week`)
+    await page.getByText('Up to date').waitFor()
+    await page.keyboard.press('/')
+    await page.keyboard.type('offsite')
+    await page.getByRole('list', { name: /^Search results/ }).getByText('Team offsite').first().waitFor()
+    await page.screenshot({ path: join(screenshots, 'screenshot-search.png') })
+    await page.keyboard.press('Escape')
+    // An event's details, as a click shows them before any form.
+    await page.goto(`${stack.webUrl}/week`)
+    await page.getByText('Up to date').waitFor()
+    await page.getByText('Team offsite').first().click()
+    await page.getByRole('dialog').getByRole('button', { name: 'Edit' }).waitFor()
+    await page.screenshot({ path: join(screenshots, 'screenshot-details.png') })
     await page.close()
   }
 
