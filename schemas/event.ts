@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { WriteIssueSchema, type WriteIssue } from './sync/provider-events.js'
-import { EVENT_COLOR_NAMES, type EventColor } from '../lib/events/colors.js'
+import { EVENT_COLOR_NAMES, type EventColor } from './event-colors.js'
 import { CLIENT_EVENT_ID_PATTERN, CLIENT_EVENT_PATH_ID_PATTERN, EVENT_PATH_ID_PATTERN, OBJECT_ID_PATTERN } from './ids.js'
 
 // Dates travel as strings: RFC 3339 with an explicit offset for timed events, `YYYY-MM-DD` for
@@ -127,7 +127,7 @@ const Reminders = Type.Array(Reminder, {
 // (lib/events/colors.ts: Google's colorId, CalDAV's COLOR). Absent: drawn in the calendar's colour.
 // An `enum` rather than a union of literals: a wrong value is one sentence, "must be equal to one
 // of the allowed values", instead of one per colour.
-export const EventColorSchema = Type.Unsafe<EventColor>(Type.String({
+const EventColorSchema = Type.Unsafe<EventColor>(Type.String({
   enum: [...EVENT_COLOR_NAMES],
   description: `The event's own colour, one of Google Calendar's event colours: ${EVENT_COLOR_NAMES.join(', ')}; absent: the calendar's colour`
 }))

@@ -4,7 +4,12 @@
 // each keeps event text at 4.5:1 on its tint, as the calendar palette does: test/lib/event-colors.test.ts)
 // and the CSS3 colour name a CalDAV event's RFC 7986 COLOR carries (the nearest in CIELAB; no two alike).
 
-export const EVENT_COLORS = [
+import type { EventColor } from '../../schemas/event-colors.js'
+
+export type { EventColor }
+
+/** The schema's names (schemas/event-colors.ts) in the same order, each with what it is at Google, here and in CalDAV. */
+export const EVENT_COLORS: ReadonlyArray<{ name: EventColor, googleId: string, hex: string, css: string }> = [
   { name: 'lavender', googleId: '1', hex: '#7986cb', css: 'cornflowerblue' },
   { name: 'sage', googleId: '2', hex: '#33b679', css: 'mediumseagreen' },
   { name: 'grape', googleId: '3', hex: '#8e24aa', css: 'darkmagenta' },
@@ -16,11 +21,7 @@ export const EVENT_COLORS = [
   { name: 'blueberry', googleId: '9', hex: '#3f51b5', css: 'slateblue' },
   { name: 'basil', googleId: '10', hex: '#0b8043', css: 'seagreen' },
   { name: 'tomato', googleId: '11', hex: '#d50000', css: 'red' }
-] as const
-
-export type EventColor = typeof EVENT_COLORS[number]['name']
-
-export const EVENT_COLOR_NAMES = EVENT_COLORS.map((entry) => entry.name)
+]
 
 /** Google's `colorId` of our colour. */
 export function googleColorIdOf (color: EventColor): string {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import { EVENT_COLOR_NAMES, type EventColor } from '../../lib/events/colors.js'
+import { EVENT_COLOR_NAMES, type EventColor } from '../event-colors.js'
 import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema } from './common.js'
 
 // What the Sync service hands the backend about a provider calendar's events, and what the

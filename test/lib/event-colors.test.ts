@@ -3,6 +3,7 @@
 // are (test/lib/preferences.test.ts): 22 % on white under dark text, 35 % on the dark page under light text.
 import { test } from 'tap'
 import { colorOfCss, colorOfGoogleId, EVENT_COLORS, googleColorIdOf } from '../../lib/events/colors.js'
+import { EVENT_COLOR_NAMES } from '../../schemas/event-colors.js'
 
 function channels (hex: string): number[] {
   return [1, 3, 5].map((start) => parseInt(hex.slice(start, start + 2), 16))
@@ -24,6 +25,8 @@ function mix (color: string, share: number, paper: string): number[] {
 }
 
 test('Google\'s eleven event colours, each readable on its tint in light and dark mode', async (t) => {
+  t.same(EVENT_COLORS.map((entry) => entry.name), [...EVENT_COLOR_NAMES], 'the table holds the schema\'s names, in colorId order')
+  t.same(EVENT_COLORS.map((entry) => entry.googleId), EVENT_COLOR_NAMES.map((_name, index) => String(index + 1)))
   t.same(EVENT_COLORS.map((entry) => `${entry.googleId}:${entry.name}`), ['1:lavender', '2:sage', '3:grape', '4:flamingo', '5:banana', '6:tangerine', '7:peacock', '8:graphite', '9:blueberry', '10:basil', '11:tomato'])
   t.equal(new Set(EVENT_COLORS.map((entry) => entry.hex)).size, EVENT_COLORS.length, 'no colour twice')
   for (const { name, hex, css } of EVENT_COLORS) {

@@ -160,14 +160,14 @@ function reminderMinutesOf (alarm: Component): number | null {
 }
 
 /** A VEVENT's reminders: absent without any VALARM (the calendar's default), else its DISPLAY ones. */
-export function remindersOf (event: Component): { reminders?: Reminder[] } {
+function remindersOf (event: Component): { reminders?: Reminder[] } {
   const alarms = event.getAllSubcomponents('valarm')
   if (alarms.length === 0) return {}
   return { reminders: canonicalReminders(alarms.flatMap((alarm) => { const minutes = reminderMinutesOf(alarm); return minutes === null ? [] : [{ minutes }] })) }
 }
 
 /** Writes the reminders as DISPLAY VALARMs (`TRIGGER;RELATED=START:-PT10M`), replacing the ones read as reminders. */
-export function applyReminders (event: Component, reminders: Reminder[] | undefined, title: string): void {
+function applyReminders (event: Component, reminders: Reminder[] | undefined, title: string): void {
   for (const alarm of event.getAllSubcomponents('valarm')) if (reminderMinutesOf(alarm) !== null) event.removeSubcomponent(alarm)
   for (const { minutes } of canonicalReminders(reminders ?? [])) {
     const alarm = new ICAL.Component('valarm')
@@ -183,7 +183,7 @@ export function applyReminders (event: Component, reminders: Reminder[] | undefi
 }
 
 /** A VEVENT's colour: its RFC 7986 COLOR when it is a name this service writes; any other is no colour of ours. */
-export function colorOf (event: Component): { color?: EventColor } {
+function colorOf (event: Component): { color?: EventColor } {
   const color = colorOfCss(String(event.getFirstPropertyValue('color') ?? ''))
   return color === undefined ? {} : { color }
 }
@@ -192,7 +192,7 @@ export function colorOf (event: Component): { color?: EventColor } {
  * Writes the colour as RFC 7986 COLOR (a CSS3 name). Absent removes a COLOR that reads as one of
  * ours, and keeps another client's (a name or a colour this service does not read).
  */
-export function applyColor (event: Component, color: EventColor | undefined): void {
+function applyColor (event: Component, color: EventColor | undefined): void {
   if (color !== undefined) event.updatePropertyWithValue('color', cssColorOf(color))
   else if (colorOf(event).color !== undefined) event.removeAllProperties('color')
 }

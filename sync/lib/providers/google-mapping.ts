@@ -35,7 +35,7 @@ function dateOf (time: CalendarV3.Schema$EventDateTime | undefined): string | nu
  * Google's reminders as ours: the calendar's default stays absent; overrides are the popups
  * (an email is no notification this service shows, and stays at Google: see `googleRemindersOf`).
  */
-export function remindersOf (reminders: CalendarV3.Schema$Event['reminders']): { reminders?: Reminder[] } {
+function remindersOf (reminders: CalendarV3.Schema$Event['reminders']): { reminders?: Reminder[] } {
   if (reminders == null || reminders.useDefault !== false) return {}
   const popups = (reminders.overrides ?? []).filter((item) => item.method === 'popup' && typeof item.minutes === 'number')
   return { reminders: canonicalReminders(popups.map((item) => ({ minutes: item.minutes as number }))) }
@@ -46,7 +46,7 @@ export function remindersOf (reminders: CalendarV3.Schema$Event['reminders']): {
  * email ones Google holds (`current`), at most Google's 5. `overrides: []` with the default, since a
  * patch merges the object and Google refuses the default together with overrides.
  */
-export function googleRemindersOf (reminders: Reminder[] | undefined, current?: CalendarV3.Schema$Event['reminders']): CalendarV3.Schema$Event['reminders'] {
+function googleRemindersOf (reminders: Reminder[] | undefined, current?: CalendarV3.Schema$Event['reminders']): CalendarV3.Schema$Event['reminders'] {
   if (reminders === undefined) return { useDefault: true, overrides: [] }
   const emails = current?.useDefault === false ? (current.overrides ?? []).filter((item) => item.method === 'email') : []
   const popups = canonicalReminders(reminders).map((reminder) => ({ method: 'popup', minutes: reminder.minutes }))

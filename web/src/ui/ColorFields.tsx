@@ -3,7 +3,7 @@
 // each is named ("Tomato", "Calendar colour") for a screen reader and on hover.
 import { EVENT_COLORS, type EventColor } from '../../../lib/events/colors.js'
 
-export function colorLabel (name: string): string {
+function colorLabel (name: string): string {
   return name.charAt(0).toUpperCase() + name.slice(1)
 }
 
