@@ -102,7 +102,7 @@ async function backup (uri: string, out: string): Promise<Manifest> {
 
 /** The documents of a .bson file (one after another, each prefixed by its length), read in order without holding the file. */
 async function * documentsOf (file: string): AsyncGenerator<Document> {
-  let pending = Buffer.alloc(0)
+  let pending: Buffer = Buffer.alloc(0)
   for await (const chunk of createReadStream(file)) {
     pending = pending.length === 0 ? chunk as Buffer : Buffer.concat([pending, chunk as Buffer])
     let offset = 0
