@@ -130,6 +130,24 @@ test('preferences: week, clock, language, zones, working hours and colours, kept
     t.match(await stored(), { locale: 'de-DE', secondTimeZone: 'Asia/Kolkata', workingHours: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] } })
   })
 
+  await t.test('a new event takes the default length and the default reminder', async (t) => {
+    const dialog = await openPreferences(page)
+    await dialog.getByLabel('Default length').selectOption('30')
+    await dialog.getByLabel('Default reminder').selectOption('10')
+    await save(page)
+    await waitUntil(async () => (await stored()).defaultReminderMinutes === 10, 'stored with the account', EVENTUALLY_MS)
+    await page.getByRole('button', { name: 'New event' }).click()
+    const form = page.getByRole('dialog')
+    const reminders = form.getByRole('group', { name: 'Reminders' })
+    t.equal(await reminders.getByLabel('Reminder 1', { exact: true }).inputValue(), '10', 'the default reminder is there to keep or change')
+    t.equal(await reminders.getByLabel('Reminder 2', { exact: true }).count(), 0, 'and only it')
+    const [startTime, endTime] = await Promise.all([form.getByLabel('Start time').inputValue(), form.getByLabel('End time').inputValue()])
+    const minutesOf = (time: string): number => Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5))
+    t.equal(minutesOf(endTime) - minutesOf(startTime), 30, `half an hour long (${startTime} to ${endTime})`)
+    await page.keyboard.press('Escape')
+    await form.waitFor({ state: 'hidden' })
+  })
+
   await t.test('a chosen colour draws the events, after a reload, in another tab and on another browser', async (t) => {
     await eventBlock(page, 'Planning').waitFor()
     const before = await edgeColor(page, 'Planning')

@@ -1,5 +1,6 @@
 // What a person does in the web client, as steps the browser tests share.
 import type { Page } from 'playwright-core'
+import { LATE_GRACE_MS, LOOKAHEAD_MS } from '../../web/src/lib/reminders.js'
 
 /**
  * How long a test waits for what the page does after a click to reach the database or the screen.
@@ -95,4 +96,17 @@ export async function openEvent (page: Page, title: string, timeoutMs = 30_000, 
 
 export async function eventTitles (page: Page): Promise<string[]> {
   return await page.locator('.event-title').allTextContents()
+}
+
+/**
+ * A page's reads of GET /api/event (their query strings), the view's own apart from the one the
+ * reminders make of the four weeks ahead at start (web/README, Reminders).
+ */
+export function apartFromReminders (searches: string[]): { view: string[], ahead: string[] } {
+  const span = (search: string): number => {
+    const query = new URLSearchParams(search)
+    return Date.parse(query.get('end') ?? '') - Date.parse(query.get('start') ?? '')
+  }
+  const isAhead = (search: string): boolean => span(search) === LATE_GRACE_MS + LOOKAHEAD_MS
+  return { view: searches.filter((search) => !isAhead(search)), ahead: searches.filter(isAhead) }
 }

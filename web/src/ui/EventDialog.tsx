@@ -15,6 +15,7 @@ import { planCreate, planEdit, type EditPlan, type EventDraft } from '../lib/ser
 import { defaultRepeat, followStart, repeatFormOf, repeatProblem, ruleOf, WEEKDAYS, withRule, type RepeatForm, type Weekday } from '../lib/recurrence-form.js'
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, defaultCalendarOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
+import { preferences } from '../data/preferences.js'
 import { EventDetails, ScopeChoice } from './EventDetails.js'
 
 export type EventDialogState =
@@ -50,6 +51,12 @@ const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY
 const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
 const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
+/** A new event starts with the account's default reminder (Preferences) when it has one; else the calendar's default. */
+function defaultReminderRows (): ReminderRow[] | undefined {
+  const minutes = preferences.get().defaultReminderMinutes
+  return minutes === null ? undefined : reminderRows([{ minutes }])
+}
+
 function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details' }>, rule: string[] | undefined, newCalendar: string): Form {
   if (state.kind === 'create') {
     const end = state.isAllDay ? state.end.minus({ days: 1 }) : state.end
@@ -63,7 +70,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
       calendar: from === undefined ? newCalendar : calendarKeyOf(from),
       location: from?.location ?? '',
       description: from?.description ?? '',
-      reminders: reminderRows(from?.reminders),
+      reminders: from === undefined ? defaultReminderRows() : reminderRows(from.reminders),
       color: from?.color,
       scope: 'this',
       startDay: state.start.toISODate() as string,
