@@ -10,40 +10,12 @@ import fp from 'fastify-plugin'
 import { stringify } from 'yaml'
 import { decodeJwt } from 'jose'
 import app, { initSessionLibrary, serverOptions } from '../app.js'
-import syncApp from '../sync/app.js'
 import { parseConfig } from '../lib/config.js'
-import { startMongo } from '../dev/mongo/index.js'
-import { startSessionCore } from '../dev/session-core/index.js'
 import { compare, measure, type LoadResult } from './load.js'
+import { INTERNAL_AUTH_TOKEN, SESSION_CORE_KEY, startBenchDependencies } from './sync-for-bench.js'
 
-const mongo = await startMongo({ replicaSet: 'rs0' })
-const core = await startSessionCore({ apiKey: 'bench-session-core-api-key' })
-const withDatabase = (name: string) => {
-  const url = new URL(mongo.uri)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-const internalAuthToken = 'bench-internal-auth-token-0123456789'
-
-const sync = Fastify({ logger: { level: 'error' }, forceCloseConnections: true })
-await sync.register(fp(syncApp), {
-  config: {
-    runtime: { version: 'latest', nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
-    sync: {
-      port: 3010,
-      databaseUri: withDatabase('sync_bench'),
-      internalAuthToken,
-      callbackBaseUrl: 'http://localhost:3010',
-      postConnectRedirectUrl: 'http://localhost:9080',
-      serviceUrl: 'http://127.0.0.1:3010',
-      cloudMutationMode: 'enabled',
-      execution: 'passive'
-    }
-  },
-  worker: { autoStart: false }
-})
-await sync.listen({ port: 0, host: '127.0.0.1' })
-const syncUrl = `http://127.0.0.1:${(sync.server.address() as AddressInfo).port}`
+const { withDatabase, coreUri, syncUrl, close } = await startBenchDependencies()
+const internalAuthToken = INTERNAL_AUTH_TOKEN
 
 function configWith (metricsPort: number | undefined) {
   return parseConfig(stringify({
@@ -51,7 +23,7 @@ function configWith (metricsPort: number | undefined) {
     web: { url: 'http://localhost:9080' },
     backend: { apiUrl: 'http://localhost:3000/api', originsAllowed: ['http://localhost:9080'], serviceToken: 'bench-service-token', ...(metricsPort === undefined ? {} : { metricsPort }) },
     database: { uri: withDatabase('calendar_bench') },
-    sessions: { uri: core.uri, key: 'bench-session-core-api-key' },
+    sessions: { uri: coreUri, key: SESSION_CORE_KEY },
     sync: { databaseUri: withDatabase('sync_bench'), internalAuthToken, callbackBaseUrl: 'http://localhost:3010', postConnectRedirectUrl: 'http://localhost:9080', serviceUrl: syncUrl }
   }), 'backend').config
 }
@@ -127,6 +99,4 @@ console.log(`metrics: event writes without the internal port ${result.baseline.t
 
 await plain.backend.close()
 await measured.backend.close()
-await sync.close()
-await core.close()
-await mongo.close()
+await close()

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 const here = fileURLToPath(new URL('.', import.meta.url))
 const only = process.argv.slice(2)
 const benches = readdirSync(here)
-  .filter((file) => file.endsWith('.ts') && !['run.ts', 'load.ts', 'health-target.ts', 'backend-process.ts', 'hung-answers.ts'].includes(file))
+  .filter((file) => file.endsWith('.ts') && !['run.ts', 'load.ts', 'sync-for-bench.ts', 'health-target.ts', 'backend-process.ts', 'hung-answers.ts'].includes(file))
   .filter((file) => only.length === 0 || only.some((name) => file.startsWith(name)))
 
 for (const file of benches) {

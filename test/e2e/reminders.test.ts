@@ -5,7 +5,7 @@ import { mintEventId } from '../../lib/events/ids.js'
 import { planEdit, type EventDraft } from '../../web/src/lib/series-edit.js'
 import type { CalendarEvent } from '../../web/src/lib/events.js'
 import { sendPlan } from '../web-plans.js'
-import { connectCalDav, connectGoogle, connectMicrosoft, defaultMicrosoftCalendar, onItsWay, startFullStack, userWithGoogleAccount, withMicrosoft } from './stack.js'
+import { connectAllThree, startFullStack, userWithGoogleAccount, withMicrosoft } from './stack.js'
 
 // An event's reminders through the whole system, for Google, Microsoft and a CalDAV server connected
 // to one user: a reminder at the provider is imported; one set here (a new event, then an edit as the
@@ -35,28 +35,7 @@ test('reminders both ways with Google, Microsoft and CalDAV', { skip: radicaleMi
   })
   stack.microsoft.control.createAccount({ email: user.email, name: 'reminders', timeZone: 'W. Europe Standard Time' })
   const app = stack.backend.app
-  t.equal((await connectGoogle(stack, user)).searchParams.get('status'), 'connected')
-  t.equal((await connectMicrosoft(stack, user)).searchParams.get('status'), 'connected')
-  await connectCalDav(stack, user, { serverUrl: radicale.url, username: USER, password: PASSWORD })
-  await waitUntil(async () => {
-    const connections = await stack.sync.syncConnections.listByUser(user.userId)
-    return connections.length === 3 && connections.every((connection) => connection.state === 'healthy')
-  }, 'three connections healthy', 60_000)
-
-  const range = async () => (await app.inject({ method: 'GET', url: `/api/event?${RANGE}`, headers: user.headers })).json<CalendarEvent[]>()
-  const read = async (id: string) => (await app.inject({ method: 'GET', url: `/api/event/${id}`, headers: user.headers })).json<CalendarEvent>()
-  const settled = async () => (await onItsWay(stack, user.userId)).length === 0
-  const refreshed = async (done: () => Promise<boolean>, what: string) => {
-    await waitUntil(async () => {
-      if (await done()) return true
-      await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
-      return false
-    }, what, 30_000)
-  }
-  const microsoftCalendar = defaultMicrosoftCalendar(stack, user.email)
-  const atGoogle = (id: string) => google.storedEvents(user.email).find((event) => event['id'] === id) ?? {}
-  const atMicrosoft = (id: string) => stack.microsoft.control.storedEvents(microsoftCalendar).find((event) => event['id'] === id) ?? {}
-  const atRadicale = async (providerEventId: string) => await radicale.get(new URL(providerEventId, radicale.url).toString(), USER, PASSWORD)
+  const { range, read, settled, refreshed, atGoogle, atMicrosoft, atRadicale, microsoftCalendar } = await connectAllThree(t, stack, user, radicale, { username: USER, password: PASSWORD }, RANGE)
 
   await t.test('an import keeps the provider\'s reminders', async (t) => {
     await refreshed(async () => (await range()).some((event) => event.title === 'Dentist (Google)'), 'the Google event imported')

@@ -18,6 +18,8 @@ import { startWebServer, type WebServer } from '../../web/server.js'
 import { sessionOf } from '../backend/provider-fixtures.js'
 import { OUTBOX_COLLECTION } from '../../stores/outbox.js'
 import { waitUntil } from '../processes.js'
+import type { Radicale } from '../../dev/radicale.js'
+import type { CalendarEvent } from '../../web/src/lib/events.js'
 
 export const GOOGLE_CLIENT = { clientId: 'e2e-calendar.apps.googleusercontent.com', clientSecret: 'GOCSPX-e2e-secret' }
 // Shaped like an Entra application (client) id, as config rules may check real-looking values.
@@ -321,4 +323,52 @@ export async function connectCalDav (stack: FullStack, user: SignedIn, account: 
   const connectionId = answer.json<{ connectionId: string }>().connectionId
   await waitUntil(async () => (await stack.sync.syncConnections.get(connectionId))?.state === 'healthy', 'the CalDAV connection healthy', 20_000)
   return connectionId
+}
+
+/** What a test of one user with Google, Microsoft and a CalDAV server connected reads and does. */
+export interface ThreeConnected {
+  /** The user's events in `range` (a query string of GET /api/event). */
+  range: () => Promise<CalendarEvent[]>
+  read: (id: string) => Promise<CalendarEvent>
+  /** Nothing of the user's on its way between the two sides (onItsWay). */
+  settled: () => Promise<boolean>
+  /** Waits until `done`, asking for a pull (the refresh button) between looks. */
+  refreshed: (done: () => Promise<boolean>, what: string) => Promise<void>
+  atGoogle: (id: string) => Record<string, unknown>
+  atMicrosoft: (id: string) => Record<string, unknown>
+  atRadicale: (providerEventId: string) => ReturnType<Radicale['get']>
+  /** The Microsoft account's default calendar, where its events are. */
+  microsoftCalendar: string
+}
+
+/**
+ * Connects the user's Google account, a Microsoft account of the same email and the CalDAV account
+ * on `radicale`, and waits until all three are healthy (their imports done).
+ */
+export async function connectAllThree (t: Test, stack: FullStackWithMicrosoft, user: SignedIn & { email: string }, radicale: Radicale, account: { username: string, password: string }, range: string): Promise<ThreeConnected> {
+  const app = stack.backend.app
+  t.equal((await connectGoogle(stack, user)).searchParams.get('status'), 'connected')
+  t.equal((await connectMicrosoft(stack, user)).searchParams.get('status'), 'connected')
+  await connectCalDav(stack, user, { serverUrl: radicale.url, ...account })
+  await waitUntil(async () => {
+    const connections = await stack.sync.syncConnections.listByUser(user.userId)
+    return connections.length === 3 && connections.every((connection) => connection.state === 'healthy')
+  }, 'three connections healthy', 60_000)
+  const microsoftCalendar = defaultMicrosoftCalendar(stack, user.email)
+  return {
+    range: async () => (await app.inject({ method: 'GET', url: `/api/event?${range}`, headers: user.headers })).json<CalendarEvent[]>(),
+    read: async (id) => (await app.inject({ method: 'GET', url: `/api/event/${id}`, headers: user.headers })).json<CalendarEvent>(),
+    settled: async () => (await onItsWay(stack, user.userId)).length === 0,
+    refreshed: async (done, what) => {
+      await waitUntil(async () => {
+        if (await done()) return true
+        await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
+        return false
+      }, what, 30_000)
+    },
+    atGoogle: (id) => stack.google.control.storedEvents(user.email).find((event) => event['id'] === id) ?? {},
+    atMicrosoft: (id) => stack.microsoft.control.storedEvents(microsoftCalendar).find((event) => event['id'] === id) ?? {},
+    atRadicale: async (providerEventId) => await radicale.get(new URL(providerEventId, radicale.url).toString(), account.username, account.password),
+    microsoftCalendar
+  }
 }
