@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { JobWorker, type JobWorkerOptions } from '../services/job-worker.js'
+import type { SweepReport } from '../stores/job-queue.js'
 import { Counter, Histogram, WORK_BUCKETS, type Registry } from '../../lib/metrics.js'
 
 declare module 'fastify' {
@@ -23,11 +24,23 @@ export const DEFAULT_JOB_POLL_INTERVAL_MS = 1000
 
 /** Each run counted by type and outcome (retries and exhausted jobs among them), and timed. */
 function jobRunMetrics (registry: Registry): NonNullable<JobWorkerOptions['onRunEnded']> {
-  const runs = new Counter({ name: 'sync_job_runs_total', help: 'Job runs, by type and outcome (done, rerun, retry, exhausted, waiting, lease_lost, unrecorded)', labelNames: ['type', 'outcome'], registers: [registry] })
+  const runs = new Counter({ name: 'sync_job_runs_total', help: 'Job runs, by type and outcome (done, rerun, retry, failed: its attempts spent, waiting, lease_lost, unrecorded)', labelNames: ['type', 'outcome'], registers: [registry] })
   const duration = new Histogram({ name: 'sync_job_duration_seconds', help: 'Time a job run took, by type (an import\'s is the import\'s)', labelNames: ['type'], buckets: WORK_BUCKETS, registers: [registry] })
   return (job, outcome, seconds) => {
     runs.inc({ type: job.type, outcome })
     duration.observe({ type: job.type }, seconds)
+  }
+}
+
+/** The self-heal sweep's work counted: failed jobs requeued with a fresh budget, jobs exhausted for an operator, jobs removed. */
+function sweepMetrics (registry: Registry): (report: SweepReport) => SweepReport {
+  const swept = new Counter({ name: 'sync_sweep_jobs_total', help: 'Jobs the self-heal sweep requeued (a fresh attempt budget), marked exhausted (every requeue spent: an operator\'s) or removed', labelNames: ['action'], registers: [registry] })
+  for (const action of ['requeued', 'exhausted', 'removed']) swept.inc({ action }, 0)
+  return (report) => {
+    swept.inc({ action: 'requeued' }, report.requeued)
+    swept.inc({ action: 'exhausted' }, report.exhausted)
+    swept.inc({ action: 'removed' }, report.removed)
+    return report
   }
 }
 
@@ -36,13 +49,14 @@ export default fp<WorkerOptions>(async function syncJobWorker (fastify, options)
   const queue = fastify.syncJobQueue
   const connections = fastify.syncConnections
   const log = fastify.log.child({ component: 'sync' })
+  const countSweep = sweepMetrics(fastify.metrics)
   const worker = new JobWorker({
     queue,
     handlers: fastify.syncEngine.handlers(),
     log,
     maxConcurrency: settings.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
     isActive: () => settings.execution === 'active',
-    sweep: async () => await queue.sweep(async (connectionId) => (await connections.get(connectionId))?.lastReadFailureAt ?? null, log),
+    sweep: async () => countSweep(await queue.sweep(async (connectionId) => (await connections.get(connectionId))?.lastReadFailureAt ?? null, log)),
     onRunEnded: jobRunMetrics(fastify.metrics)
   })
   fastify.decorate('syncJobWorker', worker)

@@ -14,11 +14,12 @@ export type JobHandler = (job: JobRecord) => Promise<void>
 
 /**
  * How a run ended: done; done and asked for again while it ran (`rerun`); failed and queued for
- * another attempt (`retry`); failed with its attempts spent (`exhausted`); met its provider
+ * another attempt (`retry`); failed with its attempts spent (`failed`: the self-heal sweep gives it
+ * a fresh budget later or, after the last requeue, marks it exhausted); met its provider
  * unavailable (`waiting`); finished after another worker took its lease (`lease_lost`); or its
  * outcome could not be recorded (`unrecorded`).
  */
-type JobOutcome = 'done' | 'rerun' | 'retry' | 'exhausted' | 'waiting' | 'lease_lost' | 'unrecorded'
+type JobOutcome = 'done' | 'rerun' | 'retry' | 'failed' | 'waiting' | 'lease_lost' | 'unrecorded'
 
 export interface JobWorkerOptions {
   queue: JobQueue
@@ -184,7 +185,7 @@ export class JobWorker {
       } else if (failure !== null) {
         log.warn({ ...context, reason: failure }, 'job attempt failed')
         const recorded = await queue.fail(job, this.id, failure)
-        outcome = !recorded ? 'lease_lost' : job.attempts >= ATTEMPT_BUDGET ? 'exhausted' : 'retry'
+        outcome = !recorded ? 'lease_lost' : job.attempts >= ATTEMPT_BUDGET ? 'failed' : 'retry'
       } else {
         const completed = await queue.complete(job, this.id)
         // Which worker ran which job: with several Sync processes, each job must be done once.

@@ -124,7 +124,8 @@ test('both services\' figures after a day of use, on internal ports only', async
     t.ok((metricValue(sync, 'sync_provider_requests_total', { provider: 'google', status: '503' }) ?? 0) >= 1, '503s counted by status')
     t.equal(metricValue(sync, 'sync_jobs', { type: 'providerWrite', status: 'queued' }), 1, 'the write queued again')
     t.equal(metricValue(sync, 'sync_connections', { provider: 'google', state: 'delayed' }), 1, 'the connection delayed')
-    t.equal(metricValue(sync, 'sync_job_runs_total', { outcome: 'exhausted' }) ?? 0, 0, 'no job gave up')
+    t.equal(metricValue(sync, 'sync_job_runs_total', { outcome: 'failed' }) ?? 0, 0, 'no job spent its attempts')
+    t.equal(metricValue(sync, 'sync_sweep_jobs_total', { action: 'exhausted' }), 0, 'none exhausted by the sweep, shown as 0')
   }).catch(t.threw)
 
   await t.test('a refused maintenance call is counted', async (t) => {

@@ -1,4 +1,5 @@
 import { test } from 'tap'
+import { metricValue, parseMetrics } from '../metrics-text.js'
 import { JobWorker } from '../../sync/services/job-worker.js'
 import type { JobHandler } from '../../sync/services/job-worker.js'
 import type { JobRecord, JobType } from '../../sync/stores/job-queue.js'
@@ -260,6 +261,11 @@ test('the self-heal sweep: requeue after the cooldown, exhaust after three reque
   t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 0 }, 'kept for an operator while the connection has no read failure')
   await built.app.syncDb.db.collection('connections').updateOne({ _id: connection._id }, { $set: { lastReadFailureAt: built.clock.now() } })
   t.same(await built.app.syncJobWorker.sweep(), { requeued: 0, exhausted: 0, removed: 1 })
+  // What the operator's figures say of it (docs/operations.md): each requeue, the exhaustion, the removal.
+  const swept = parseMetrics(await built.app.metrics.metrics())
+  t.equal(metricValue(swept, 'sync_sweep_jobs_total', { action: 'requeued' }), MAX_REQUEUES)
+  t.equal(metricValue(swept, 'sync_sweep_jobs_total', { action: 'exhausted' }), 1)
+  t.equal(metricValue(swept, 'sync_sweep_jobs_total', { action: 'removed' }), 1)
   t.same(await queue.list(), [])
   t.ok(built.logs.some((line) => line.msg === 'exhausted job removed because its connection has lastReadFailureAt; its coalescing key is free again'))
   t.equal((await queue.enqueue({ type: 'pull', coalescingKey: `pull:${connectionId}`, connectionId })).coalesced, false, 'the key no longer blocks')
