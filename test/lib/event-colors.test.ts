@@ -2,27 +2,9 @@
 // readable (WCAG AA, 4.5:1) on its tint in light and dark mode, measured as the calendar palette's
 // are (test/lib/preferences.test.ts): 22 % on white under dark text, 35 % on the dark page under light text.
 import { test } from 'tap'
+import { channels, contrast, mix } from './contrast.js'
 import { colorOfCss, colorOfGoogleId, EVENT_COLORS, googleColorIdOf } from '../../lib/events/colors.js'
 import { EVENT_COLOR_NAMES } from '../../schemas/event-colors.js'
-
-function channels (hex: string): number[] {
-  return [1, 3, 5].map((start) => parseInt(hex.slice(start, start + 2), 16))
-}
-function luminance (rgb: number[]): number {
-  const [r, g, b] = rgb.map((value) => {
-    const c = value / 255
-    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
-  }) as [number, number, number]
-  return 0.2126 * r + 0.7152 * g + 0.0722 * b
-}
-function contrast (a: number[], b: number[]): number {
-  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number]
-  return (light + 0.05) / (dark + 0.05)
-}
-function mix (color: string, share: number, paper: string): number[] {
-  const [c, p] = [channels(color), channels(paper)]
-  return c.map((value, index) => value * share + (p[index] as number) * (1 - share))
-}
 
 test('Google\'s eleven event colours, each readable on its tint in light and dark mode', async (t) => {
   t.same(EVENT_COLORS.map((entry) => entry.name), [...EVENT_COLOR_NAMES], 'the table holds the schema\'s names, in colorId order')

@@ -3,6 +3,7 @@
 // defaults never repeat within twelve calendars and whose every colour keeps an event's text
 // readable on its tint in the light and the dark page (as web/src/ui/styles.css mixes them).
 import { test } from 'tap'
+import { channels, contrast, mix } from './contrast.js'
 import { CALENDAR_PALETTE, calendarColorsOf, canonicalLocale, canonicalTimeZone, checkPreferences, currentZoneName, minutesOfTime } from '../../lib/preferences.js'
 
 test('time zones: IANA names Intl knows, under their current name', async (t) => {
@@ -51,26 +52,6 @@ test('default colours: distinct, the person\'s choices kept and never given to a
   t.equal(new Set(calendarColorsOf(many, {}).values()).size, CALENDAR_PALETTE.length, 'as many distinct defaults as the palette holds')
   t.equal(calendarColorsOf([...many, 'one more'], {}).size, CALENDAR_PALETTE.length + 1, 'past it, every calendar still has a colour')
 })
-
-function channels (hex: string): number[] {
-  return [1, 3, 5].map((start) => parseInt(hex.slice(start, start + 2), 16))
-}
-function luminance (rgb: number[]): number {
-  const [r, g, b] = rgb.map((value) => {
-    const c = value / 255
-    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
-  }) as [number, number, number]
-  return 0.2126 * r + 0.7152 * g + 0.0722 * b
-}
-function contrast (a: number[], b: number[]): number {
-  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number]
-  return (light + 0.05) / (dark + 0.05)
-}
-/** CSS color-mix(in srgb, colour p%, paper). */
-function mix (color: string, share: number, paper: string): number[] {
-  const [c, p] = [channels(color), channels(paper)]
-  return c.map((value, index) => value * share + (p[index] as number) * (1 - share))
-}
 
 test('every palette colour keeps event text readable (4.5:1) in light and dark mode', async (t) => {
   t.equal(new Set(CALENDAR_PALETTE.map((entry) => entry.color)).size, CALENDAR_PALETTE.length, 'no colour twice')
