@@ -17,10 +17,9 @@ import { ConfigError, parseConfig } from '../lib/config.js'
 import { loadConfig } from '../stores/config-file.js'
 import { environmentDrift } from '../lib/production-config.js'
 import {
-  rootConnection, SCHEDULER_FILE, schedulerFindings, SchedulerFileSchema, selfHostFindings, stackFiles, syncConfigDocument, syncDatabaseUser,
-  type SchedulerFile
+  maintainOrReport, maintenanceLoop, rootConnection, SCHEDULER_FILE, schedulerFindings, SchedulerFileSchema, selfHostFindings, stackFiles, syncConfigDocument,
+  syncDatabaseUser, type MaintenanceLog, type SchedulerFile
 } from '../lib/stack-steps.js'
-import { signMaintenanceToken } from '../lib/maintenance-token.js'
 import { DATABASE_DEADLINES } from '../stores/database.js'
 
 class StackError extends Error {}
@@ -145,70 +144,28 @@ async function readSchedulerFile (path: string): Promise<SchedulerFile> {
   return parsed
 }
 
-/** One watch-maintenance pass at the Sync service; throws unless it answers 200. */
-async function maintainOnce (caller: SchedulerFile): Promise<void> {
-  const token = await signMaintenanceToken(caller.signingKey, { caller: caller.caller, audience: caller.audience })
-  const response = await fetch(caller.url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(120_000) })
-  if (response.status !== 200) {
-    // Read to the end, so the loop's next call finds the connection free.
-    await response.arrayBuffer().catch(() => undefined)
-    throw new StackError(`maintenance: ${caller.url} answered ${response.status}`)
-  }
-  const report = await response.json() as { renewed?: unknown, stopped?: unknown, failed?: unknown }
-  say(`maintenance: renewed ${String(report.renewed)}, stopped ${String(report.stopped)}, failed ${String(report.failed)}`)
-}
-
-/**
- * Tells the operator a maintenance call failed (the specification: the caller reports an error
- * by notification on failure), at scheduler.failureWebhook when one is set. A notice that cannot
- * be sent is said on stderr; it never stops the loop.
- */
-async function reportFailure (caller: SchedulerFile, reason: string): Promise<void> {
-  if (caller.failureWebhook === undefined) return
-  const notice = {
-    text: `Calendar: watch maintenance failed (${reason}); the scheduler tries again at its next run`,
-    event: 'maintenance_failed',
-    reason,
-    at: new Date().toISOString()
-  }
-  try {
-    const response = await fetch(caller.failureWebhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(notice), signal: AbortSignal.timeout(10_000) })
-    // Nothing of the answer is needed; dropped unread, so no answer's size matters.
-    await response.body?.cancel()
-    if (!response.ok) process.stderr.write(`stack: maintenance: the failure notice was answered ${response.status}\n`)
-  } catch (error) {
-    process.stderr.write(`stack: maintenance: the failure notice could not be sent (${(error as Error).message.split('\n')[0]})\n`)
-  }
+// The loop's lines, in the stack steps' own voice: its calls on stdout, its failures on stderr.
+const MAINTENANCE_LOG: MaintenanceLog = {
+  info: say,
+  error: (line) => { process.stderr.write(`stack: ${line}\n`) }
 }
 
 async function maintenance (path: string, everyMinutes: number, once: boolean): Promise<void> {
   const caller = await readSchedulerFile(path)
   if (once) {
-    try {
-      await maintainOnce(caller)
-    } catch (error) {
-      await reportFailure(caller, (error as Error).message.split('\n')[0] ?? 'failed')
-      throw error
-    }
+    await maintainOrReport(caller, MAINTENANCE_LOG)
     return
   }
   if (!Number.isFinite(everyMinutes) || everyMinutes < 1) throw new StackError('--every-minutes must be a number of minutes, at least 1')
   const everyMs = everyMinutes * 60_000
-  say(`maintenance: calling ${caller.url} every ${everyMinutes} min`)
-  for (;;) {
-    let ok = true
-    try {
-      await maintainOnce(caller)
-    } catch (error) {
-      ok = false
-      const reason = (error as Error).message.split('\n')[0] ?? 'failed'
-      process.stderr.write(`stack: ${reason}; trying again in ${everyMinutes} min\n`)
-      await reportFailure(caller, reason)
+  await maintenanceLoop(caller, {
+    everyMs,
+    log: MAINTENANCE_LOG,
+    afterRun: async (ok) => {
+      const status: SchedulerStatus = { at: Date.now(), ok, everyMs }
+      await writeFile(SCHEDULER_STATUS, JSON.stringify(status))
     }
-    const status: SchedulerStatus = { at: Date.now(), ok, everyMs }
-    await writeFile(SCHEDULER_STATUS, JSON.stringify(status))
-    await sleep(everyMs)
-  }
+  })
 }
 
 /** Healthy while the last call was accepted and the next one is not overdue. */

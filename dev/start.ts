@@ -4,7 +4,9 @@
 // backend, with a generated development configuration, a mail catcher that receives the account
 // emails, the Google and Microsoft stand-ins with a demo account each to sign in with or connect,
 // Radicale (a real CalDAV server, when Debian's package is installed) with a demo account to
-// connect, and the web client. The Sync service and the backend are supervised: one that dies is
+// connect, the web client, and the watch-maintenance scheduler of the self-host stack (the same
+// loop, every DEV_MAINTENANCE_MINUTES, 30 by default), whose failure notices land at the mail
+// catcher. The Sync service and the backend are supervised: one that dies is
 // restarted with backoff, as a container runtime would, and the rest keeps running (a service that
 // never becomes healthy at start still ends the stack with status 1). Ctrl-C (or SIGTERM) stops
 // everything, the last started first. DEV_DATA_DIR and
@@ -17,11 +19,15 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
+import { ed25519KeyPair, maintenanceAudience, type Ed25519PublicJwk } from '../lib/maintenance-token.js'
+import { STACK_NAMES } from '../lib/production-config.js'
+import { maintenanceLoop, type SchedulerFile } from '../lib/stack-steps.js'
 import { startWebServer } from '../web/server.js'
 import { DEMO_ACCOUNT, seedGoogleDemo } from './google-demo.js'
 import { MICROSOFT_DEMO_ACCOUNT, seedMicrosoftDemo } from './microsoft-demo.js'
 import { CALDAV_DEMO_USER, seedCalDavDemo } from './caldav-demo.js'
 import { startGoogle } from './google/index.js'
+import { MAINTENANCE_HOOK_PATH } from './mail/hooks.js'
 import { startMailCatcher } from './mail/index.js'
 import { DEFAULT_PRICE, startStripeStandIn } from './stripe/index.js'
 import { startMicrosoft } from './microsoft/index.js'
@@ -51,6 +57,8 @@ interface DevSecrets {
   resendApiKey: string
   resendWebhookSecret: string
   unsubscribeSecret: string
+  /** The scheduler's Ed25519 seed (base64url), as `npm run setup` makes it for compose. */
+  schedulerSigningSeed: string
 }
 
 const PORTS = {
@@ -68,6 +76,9 @@ const PORTS = {
   stripe: Number(process.env.DEV_STRIPE_PORT ?? 12111),
   web: Number(process.env.DEV_WEB_PORT ?? 9080)
 }
+
+// Compose's scheduler calls every 30 minutes; a test waits seconds, not half an hour, for a call.
+const MAINTENANCE_MINUTES = Number(process.env.DEV_MAINTENANCE_MINUTES ?? 30)
 
 // The browser reaches the web client and the backend as localhost, so the session cookies, the
 // allowed origin and the OAuth redirect addresses all name the same host.
@@ -102,7 +113,8 @@ async function devSecrets (dataDir: string): Promise<DevSecrets> {
     // Shaped like Resend's: an API key `re_...`, and a webhook signing secret `whsec_<base64>`.
     resendApiKey: kept.resendApiKey ?? `re_${token()}`,
     resendWebhookSecret: kept.resendWebhookSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
-    unsubscribeSecret: kept.unsubscribeSecret ?? token()
+    unsubscribeSecret: kept.unsubscribeSecret ?? token(),
+    schedulerSigningSeed: kept.schedulerSigningSeed ?? randomBytes(32).toString('base64url')
   }
   if (Object.keys(secrets).some((key) => !(key in kept))) {
     await writeFile(path, JSON.stringify(secrets, null, 2), { mode: 0o600 })
@@ -129,7 +141,7 @@ function stripeKeys (secrets: DevSecrets) {
   return { secretKey: `sk_test_${derive('stripe-secret')}`, webhookSecret: `whsec_${derive('stripe-webhook')}`, publishableKey: `pk_test_${derive('stripe-publishable')}` }
 }
 
-function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { smtpPort: number, url: string }, googleOrigin: string, microsoftOrigin: string, stripeOrigin: string) {
+function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { smtpPort: number, url: string }, googleOrigin: string, microsoftOrigin: string, stripeOrigin: string, maintenanceKey: Ed25519PublicJwk) {
   const mailSmtpPort = mail.smtpPort
   return {
     runtime: { nodeEnv: 'development', timezone: 'UTC', logLevel: process.env.LOG_LEVEL ?? 'info' },
@@ -185,7 +197,11 @@ function developmentConfig (secrets: DevSecrets, sessionsUri: string, mail: { sm
       execution: 'active',
       enforceLeastPrivilege: true,
       apiDatabase: 'calendar',
-      credentialEncryptionKey: secrets.credentialEncryptionKey
+      credentialEncryptionKey: secrets.credentialEncryptionKey,
+      // The public half only: the private one stays with the scheduler (this process), as in compose,
+      // where neither service's copy of the configuration holds it.
+      maintenanceCaller: STACK_NAMES.maintenanceCaller,
+      maintenanceKey
     },
     // The welcome sequence through Resend's API, answered by the mail catcher; days are minutes,
     // so a person who signs up sees the welcome mail within a minute and the next one two later.
@@ -251,6 +267,7 @@ async function startLocalStack (): Promise<void> {
   process.on('SIGINT', () => { stopEverything(0).catch(() => {}) })
   process.on('SIGTERM', () => { stopEverything(0).catch(() => {}) })
 
+  if (!Number.isFinite(MAINTENANCE_MINUTES) || MAINTENANCE_MINUTES <= 0) throw new Error('DEV_MAINTENANCE_MINUTES must be a positive number of minutes')
   const dataDir = resolve(root, process.env.DEV_DATA_DIR ?? '.data')
   await mkdir(join(dataDir, 'mongo'), { recursive: true })
   const secrets = await devSecrets(dataDir)
@@ -309,7 +326,9 @@ async function startLocalStack (): Promise<void> {
   running.push({ name: 'Stripe stand-in', stop: stripe.close })
 
   const configPath = join(dataDir, 'config.dev.yaml')
-  await writeFile(configPath, stringify(developmentConfig(secrets, sessionCore.uri, mail, google.url, microsoft.url, stripe.url)), { mode: 0o600 })
+  const schedulerKeys = ed25519KeyPair(Buffer.from(secrets.schedulerSigningSeed, 'base64url'))
+  const config = developmentConfig(secrets, sessionCore.uri, mail, google.url, microsoft.url, stripe.url, schedulerKeys.publicJwk)
+  await writeFile(configPath, stringify(config), { mode: 0o600 })
 
   const sync = superviseService('Sync service', 'sync/server.ts', configPath)
   running.push(sync)
@@ -342,7 +361,8 @@ async function startLocalStack (): Promise<void> {
     `  Google stand-in ${google.url}   (control page: ${google.url}/_control/)`,
     // The label keeps the column: 'Microsoft stand-in' is two characters wider than the others.
     `  Microsoft       ${microsoft.url}   (stand-in; control page: ${microsoft.url}/_control/)`,
-    `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort}; the welcome sequence through its Resend API, with webhook buttons)`,
+    `  mail catcher    ${mail.url}   (account emails; SMTP 127.0.0.1:${mail.smtpPort}; the welcome sequence through its Resend API, with webhook buttons; failed maintenance runs)`,
+    `  maintenance     POST ${config.sync.serviceUrl}/maintenance every ${MAINTENANCE_MINUTES} min (a failure is reported at ${mail.url}${MAINTENANCE_HOOK_PATH}, shown on the mail catcher's page)`,
     `  Stripe stand-in ${stripe.url}   (billing; control page: ${stripe.url}/control, card 4242 4242 4242 4242)`,
     radicale === null ? `  CalDAV server   not started: ${caldavMissing ?? ''}` : `  CalDAV server   ${radicale.url}   (Radicale; data in ${join(dataDir, 'radicale')})`,
     `  session core    ${sessionCore.uri}`,
@@ -360,6 +380,28 @@ async function startLocalStack (): Promise<void> {
     'The Sync service and the backend are restarted if they stop. Press Ctrl-C to stop everything.',
     ''
   ].join('\n'))
+
+  // The compose scheduler's loop (lib/stack-steps.ts), so watch maintenance runs, and fails visibly,
+  // here as it does in a deployment. Started last, so it is stopped first.
+  const scheduler: SchedulerFile = {
+    url: `${config.sync.serviceUrl}/maintenance`,
+    audience: maintenanceAudience(config.sync.callbackBaseUrl),
+    caller: STACK_NAMES.maintenanceCaller,
+    signingKey: schedulerKeys.privateJwk,
+    failureWebhook: `${mail.url}${MAINTENANCE_HOOK_PATH}`
+  }
+  const stopScheduler = new AbortController()
+  const loop = maintenanceLoop(scheduler, {
+    everyMs: MAINTENANCE_MINUTES * 60_000,
+    log: {
+      info: (line) => { process.stdout.write(`local stack: ${line}\n`) },
+      error: (line) => { process.stderr.write(`local stack: ${line}\n`) }
+    },
+    signal: stopScheduler.signal
+  }).catch((err: unknown) => {
+    process.stderr.write(`local stack: the maintenance scheduler stopped: ${err instanceof Error ? err.message : String(err)}\n`)
+  })
+  running.push({ name: 'maintenance scheduler', stop: async () => { stopScheduler.abort(); await loop } })
 }
 
 if (configGiven) {

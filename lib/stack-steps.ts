@@ -1,11 +1,13 @@
 // What the self-host stack's one-shot steps (bin/stack-steps.ts, run by compose.yaml) derive from the one
 // config.yaml: the files each container reads its secrets from, the Sync service's narrower copy
-// of the configuration, and the database users. Rules only; bin/stack-steps.ts writes and connects.
+// of the configuration, and the database users. Rules only there; bin/stack-steps.ts writes and connects.
+// One exception, at the end: the scheduler's maintenance loop, kept here because the compose
+// scheduler (bin/stack-steps.ts) and the local stack (dev/start.ts) must run the very same one.
 import { Type, type Static } from '@sinclair/typebox'
 import { parseDocument, stringify } from 'yaml'
 import { SchedulerSchema, type Config } from '../schemas/config.js'
 import { databaseNameOf, type RuleFinding } from './config-rules.js'
-import { maintenanceAudience } from './maintenance-token.js'
+import { maintenanceAudience, signMaintenanceToken } from './maintenance-token.js'
 import { STACK_NAMES } from './production-config.js'
 
 // The users the images run as: node in ours, mongodb and postgres (999) in the database images.
@@ -218,4 +220,118 @@ export function stackFiles (configText: string, document: Record<string, unknown
     file('session-core', 'db-name', db.database ?? '', root),
     ...(scheduler === undefined ? [] : [file('scheduler', SCHEDULER_FILE, `${JSON.stringify(scheduler, null, 2)}\n`, node)])
   ]
+}
+
+/** Where the maintenance loop says what it did, one line a call (without a prefix), never a secret. */
+export interface MaintenanceLog {
+  info: (line: string) => void
+  error: (line: string) => void
+}
+
+export interface MaintenanceLoopOptions {
+  everyMs: number
+  log: MaintenanceLog
+  /** After each call, with whether it was accepted (the compose scheduler's health check reads this). */
+  afterRun?: (ok: boolean) => Promise<void>
+  /** Ends the loop; a call in flight is dropped, and not reported as a failure. */
+  signal?: AbortSignal
+}
+
+// The one line of an error that a log or a notice may carry: a fetch failure's own message says
+// only "fetch failed", its cause says why (ECONNREFUSED, a timeout).
+function reasonOf (error: unknown): string {
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? 'failed'
+  const cause = error instanceof Error ? (error.cause as { code?: unknown, message?: unknown } | undefined) : undefined
+  const detail = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message.split('\n')[0] : undefined
+  return detail === undefined ? message : `${message} (${detail})`
+}
+
+/** One watch-maintenance pass at the Sync service; throws unless it answers 200. */
+export async function maintainOnce (caller: SchedulerFile, log: MaintenanceLog, signal?: AbortSignal): Promise<void> {
+  const token = await signMaintenanceToken(caller.signingKey, { caller: caller.caller, audience: caller.audience })
+  const timeout = AbortSignal.timeout(120_000)
+  let response: Response
+  try {
+    response = await fetch(caller.url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]) })
+  } catch (error) {
+    if (signal?.aborted === true) throw error
+    throw new Error(`maintenance: ${caller.url} could not be reached: ${reasonOf(error)}`)
+  }
+  if (response.status !== 200) {
+    // Read to the end, so the loop's next call finds the connection free.
+    await response.arrayBuffer().catch(() => undefined)
+    throw new Error(`maintenance: ${caller.url} answered ${response.status}`)
+  }
+  const report = await response.json() as { renewed?: unknown, stopped?: unknown, failed?: unknown }
+  log.info(`maintenance: renewed ${String(report.renewed)}, stopped ${String(report.stopped)}, failed ${String(report.failed)}`)
+}
+
+/**
+ * Tells the operator a maintenance call failed (the specification: the caller reports an error
+ * by notification on failure), at scheduler.failureWebhook when one is set. A notice that cannot
+ * be sent is said on the error log; it never stops the loop. The webhook's address is a secret
+ * (such URLs carry their token), so no line names it.
+ */
+export async function reportMaintenanceFailure (caller: SchedulerFile, reason: string, log: MaintenanceLog): Promise<void> {
+  if (caller.failureWebhook === undefined) return
+  const notice = {
+    text: `Calendar: watch maintenance failed (${reason}); the scheduler tries again at its next run`,
+    event: 'maintenance_failed',
+    reason,
+    at: new Date().toISOString()
+  }
+  try {
+    const response = await fetch(caller.failureWebhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(notice), signal: AbortSignal.timeout(10_000) })
+    // Nothing of the answer is needed; dropped unread, so no answer's size matters.
+    await response.body?.cancel()
+    if (!response.ok) log.error(`maintenance: the failure notice was answered ${response.status}`)
+  } catch (error) {
+    log.error(`maintenance: the failure notice could not be sent (${reasonOf(error)})`)
+  }
+}
+
+/** One call, a failure reported; rethrows it, for a caller that ends on it. */
+export async function maintainOrReport (caller: SchedulerFile, log: MaintenanceLog): Promise<void> {
+  try {
+    await maintainOnce(caller, log)
+  } catch (error) {
+    await reportMaintenanceFailure(caller, reasonOf(error), log)
+    throw error
+  }
+}
+
+function spelledInterval (ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`
+}
+
+/** The scheduler: a call at once, then one every `everyMs`, each failure reported; ends only on `signal`. */
+export async function maintenanceLoop (caller: SchedulerFile, options: MaintenanceLoopOptions): Promise<void> {
+  const { everyMs, log, afterRun, signal } = options
+  if (!Number.isFinite(everyMs) || everyMs <= 0) throw new Error('the maintenance interval must be a positive number of milliseconds')
+  log.info(`maintenance: calling ${caller.url} every ${spelledInterval(everyMs)}`)
+  // A function, not a property read: the signal changes while the loop awaits.
+  const stopped = (): boolean => signal?.aborted === true
+  while (!stopped()) {
+    let ok = true
+    try {
+      await maintainOnce(caller, log, signal)
+    } catch (error) {
+      if (stopped()) return
+      ok = false
+      const reason = reasonOf(error)
+      log.error(`${reason}; trying again in ${spelledInterval(everyMs)}`)
+      await reportMaintenanceFailure(caller, reason, log)
+    }
+    await afterRun?.(ok)
+    if (stopped()) return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, everyMs)
+      function done (): void {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', done)
+        resolve()
+      }
+      signal?.addEventListener('abort', done, { once: true })
+    })
+  }
 }

@@ -1,7 +1,7 @@
 // A local mail catcher for the development stack: an SMTP server that accepts every mail (and any
 // login) on 127.0.0.1, keeps the latest ones in memory, and shows them on a small web page and as
 // JSON. Account emails (password reset links) of the local stack land here, so a person can click
-// them and a test can read them.
+// them and a test can read them; so do the maintenance scheduler's failure notices (hooks.ts).
 import { LOOPBACK, refuseProduction } from '../stand-in/index.js'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
@@ -10,6 +10,7 @@ import { SMTPServer, type SMTPServerAddress } from 'smtp-server'
 import formbody from '@fastify/formbody'
 import { extractLinks, PAGE_CSP, renderPage, type CaughtMail } from './page.js'
 import { registerResendApi, type ResendApiOptions, type WebhookTarget, type WebhookType } from './resend.js'
+import { registerWebhookNotices } from './hooks.js'
 
 export type { CaughtMail } from './page.js'
 
@@ -117,6 +118,7 @@ export async function startMailCatcher (options: MailCatcherOptions = {}): Promi
   http.get('/messages.json', async () => mails)
   await http.register(formbody, { bodyLimit: 4096 })
   const resend = registerResendApi(http, mails, keep, options.resend ?? {})
+  registerWebhookNotices(http, keep)
   http.delete('/messages.json', async (_request, reply) => {
     mails.length = 0
     return await reply.code(204).send()

@@ -18,8 +18,13 @@ export interface CaughtMail {
   html: string | null
   /** Every http(s) link of the mail, in order, without duplicates. */
   links: string[]
-  /** How it came: over SMTP (the session library's mails) or Resend's API (the email block's `mailer`). */
-  source?: 'smtp' | 'api'
+  /**
+   * How it came: over SMTP (the session library's mails), Resend's API (the email block's `mailer`),
+   * or as a webhook notice (the maintenance scheduler's report of a failed run, hooks.ts).
+   */
+  source?: 'smtp' | 'api' | 'webhook'
+  /** A webhook notice's JSON body as it came. */
+  notice?: Record<string, unknown>
   /** Headers the API request asked for (List-Unsubscribe, say). */
   headers?: Record<string, string>
   /** The API request's tags. */
@@ -129,9 +134,10 @@ function mailSection (mail: CaughtMail): string {
   const webhookButtons = mail.source !== 'api'
     ? ''
     : `<h3>Webhooks to the backend</h3>${['email.delivered', 'email.bounced', 'email.complained'].map((type) => `<form method="post" action="/control/webhooks" style="display:inline"><input type="hidden" name="mailId" value="${escapeHtml(mail.id)}"><input type="hidden" name="type" value="${type}"><button type="submit">Send ${type}</button></form>`).join(' ')}${(mail.webhooks ?? []).length === 0 ? '' : `<ul>${(mail.webhooks ?? []).map((sent) => `<li>${escapeHtml(sent.type)}: backend answered ${sent.status} (${escapeHtml(formatTime(sent.at))})</li>`).join('')}</ul>`}`
+  const kind = mail.source === 'webhook' ? '<p><strong>Webhook notice</strong>, not a mail: its JSON body is below.</p>\n' : ''
   return `<section id="mail-${escapeHtml(mail.id)}">
 <h2>${escapeHtml(mail.subject === '' ? '(no subject)' : mail.subject)}</h2>
-<dl><dt>To</dt><dd>${escapeHtml(mail.to || mail.envelope.to.join(', '))}</dd><dt>From</dt><dd>${escapeHtml(mail.from || (mail.envelope.from ?? ''))}</dd><dt>Received</dt><dd>${escapeHtml(formatTime(mail.receivedAt))}</dd></dl>
+${kind}<dl><dt>To</dt><dd>${escapeHtml(mail.to || mail.envelope.to.join(', '))}</dd><dt>From</dt><dd>${escapeHtml(mail.from || (mail.envelope.from ?? ''))}</dd><dt>Received</dt><dd>${escapeHtml(formatTime(mail.receivedAt))}</dd></dl>
 ${headerList}${webhookButtons}${links}${body}
 <h3>Text</h3><pre>${textWithLinks(mail.text)}</pre>
 </section>`
@@ -161,7 +167,7 @@ pre { white-space: pre-wrap; background: #f6f6f6; padding: .6rem; }
 </head>
 <body>
 <h1>Mail catcher</h1>
-<p>Mail sent over SMTP to 127.0.0.1:${info.smtpPort}, or through the Resend API subset at POST /emails, is kept here in memory, newest first (at most ${info.limit}). <a href="/messages.json">JSON</a></p>
+<p>Mail sent over SMTP to 127.0.0.1:${info.smtpPort}, or through the Resend API subset at POST /emails, and webhook notices (a failed maintenance run, POSTed as JSON to /hooks/maintenance) are kept here in memory, newest first (at most ${info.limit}). <a href="/messages.json">JSON</a></p>
 ${list}
 ${mails.map(mailSection).join('\n')}
 </body>

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
 import type { CaughtMail } from '../../dev/mail/index.js'
+import { escapeHtml } from '../../dev/mail/page.js'
+import { ed25519KeyPair } from '../../lib/maintenance-token.js'
 import { basic, radicaleMissing } from '../../dev/radicale.js'
 import { freePort } from '../helper.js'
 import { fetchPatiently, startScript, waitFor } from '../processes.js'
@@ -48,7 +50,7 @@ interface GeneratedConfig {
   backend: { apiUrl: string, originsAllowed: string[] }
   extprovider?: { clientId?: string, clientSecret?: string, endpointBase?: string }
   extprovider2?: { clientId?: string, clientSecret?: string, endpointBase?: string }
-  sync: { callbackBaseUrl: string, postConnectRedirectUrl?: string, backendUrl?: string, execution?: string }
+  sync: { callbackBaseUrl: string, postConnectRedirectUrl?: string, backendUrl?: string, execution?: string, maintenanceCaller?: string, maintenanceKey?: { x: string } }
 }
 
 interface DemoAccount {
@@ -68,7 +70,8 @@ interface MicrosoftDemoAccount {
 // answers in the browser, the Google and Microsoft stand-ins hold their demo accounts, the demo
 // Microsoft account signs in and its calendar is imported, the health endpoint answers
 // 200, a user can sign up, reset a forgotten password through the mail the stack catches, a crashed
-// Sync service comes back by itself, and Ctrl-C stops everything with status 0.
+// Sync service comes back by itself, the scheduler's watch maintenance runs and the call that found
+// Sync down is reported at the mail catcher, and Ctrl-C stops everything with status 0.
 // A start takes about 60 s on a 2-core machine shared at a load average of 20 (measured): the
 // waits leave room for that, and the test's time (within the file's 600 s, with three other files beside it) for two starts and the client's run.
 test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
@@ -103,6 +106,8 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     DEV_CALDAV_PORT: String(ports.caldav),
     DEV_STRIPE_PORT: String(ports.stripe),
     DEV_WEB_PORT: String(ports.web),
+    // A call every 1.2 s instead of 30 min, so one falls in the seconds a killed Sync is away.
+    DEV_MAINTENANCE_MINUTES: '0.02',
     LOG_LEVEL: 'warn'
   }
   const webUrl = `http://localhost:${ports.web}`
@@ -148,6 +153,20 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     t.equal((await fetchPatiently(`http://127.0.0.1:${port}/ready`, {})).status, 200, `${service} is ready`)
   }
 
+  const maintenanceUrl = `http://127.0.0.1:${ports.sync}/maintenance`
+  const acceptedCall = /^local stack: maintenance: renewed \d+, stopped \d+, failed \d+$/m
+  await t.test('the scheduler calls watch maintenance, and Sync counts the run', async (t) => {
+    t.match(stack.output(), `maintenance     POST ${maintenanceUrl} every 0.02 min (a failure is reported at ${mailbox}/hooks/maintenance, shown on the mail catcher's page)`, 'the stack says where maintenance goes and where a failure shows')
+    t.ok(await waitFor(() => acceptedCall.test(stack.stdout()), 30_000, () => stack.child.exitCode !== null), 'the loop prints each accepted call')
+    let done = 0
+    await waitFor(async () => {
+      const scraped = await (await fetch(`http://127.0.0.1:${ports.syncMetrics}/metrics`)).text()
+      done = Number(/^sync_maintenance_runs_total\{[^}]*outcome="done"[^}]*\} (\d+)$/m.exec(scraped)?.[1] ?? 0)
+      return done > 0
+    }, 30_000)
+    t.ok(done >= 1, `Sync accepted the scheduler's token and counted the run (sync_maintenance_runs_total{outcome="done"} ${done})`)
+  })
+
   const health = await fetch(`${api}/health`)
   t.equal(health.status, 200, 'the backend starts with the generated configuration, Google included')
   t.equal((await health.json() as { status: string }).status, 'ok')
@@ -166,6 +185,10 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     t.equal(config.sync.postConnectRedirectUrl, webUrl)
     t.equal(config.sync.backendUrl, `http://127.0.0.1:${ports.backend}`)
     t.equal(config.sync.execution, 'active')
+    t.equal(config.sync.maintenanceCaller, 'scheduler@calendar.invalid', 'the scheduler is the trusted maintenance caller')
+    const { schedulerSigningSeed } = JSON.parse(await readFile(join(dataDir, 'dev-secrets.json'), 'utf8')) as { schedulerSigningSeed: string }
+    t.equal(config.sync.maintenanceKey?.x, ed25519KeyPair(Buffer.from(schedulerSigningSeed, 'base64url')).publicJwk.x, 'with the public half of the key kept with the data')
+    t.notMatch(await readFile(configPath, 'utf8'), schedulerSigningSeed, 'whose private half the services\' configuration does not hold')
   })
 
   await t.test('the generated configuration names the Microsoft stand-in as extprovider2', async (t) => {
@@ -395,12 +418,28 @@ test('npm start brings up the local stack', { timeout: 540_000 }, async (t) => {
     pids.sync = newSync
     t.ok(await waitFor(() => answers(`http://127.0.0.1:${ports.sync}/health/live`), 30_000), 'Sync answers health again')
 
+    // Sync was away for seconds, the scheduler calls every 1.2 s: at least one call found it down.
+    const unreachable = `maintenance: ${maintenanceUrl} could not be reached: fetch failed (ECONNREFUSED)`
+    let notice: CaughtMail | undefined
+    await waitFor(async () => {
+      const entries = await (await fetch(`${mailbox}/messages.json`)).json() as CaughtMail[]
+      notice = entries.find((entry) => entry.source === 'webhook' && entry.notice?.['reason'] === unreachable)
+      return notice !== undefined
+    }, 10_000)
+    t.match(notice, { subject: `Calendar: watch maintenance failed (${unreachable}); the scheduler tries again at its next run`, notice: { event: 'maintenance_failed', at: /^\d{4}-/ } }, 'the failed maintenance call was reported at the mail catcher')
+    t.match(stack.stderr(), `local stack: ${unreachable}; trying again in 1.2 s`, 'and said on the stack\'s output')
+    t.match(await (await fetch(mailbox)).text(), `<h2>${escapeHtml(notice?.subject ?? 'no notice')}</h2>`, 'a developer sees it on the mail catcher\'s page')
+    const failedAt = stack.stdout().length
+    t.ok(await waitFor(() => acceptedCall.test(stack.stdout().slice(failedAt)), 30_000), 'the next calls are accepted again')
+
     t.equal(stack.child.exitCode, null, 'the stack kept running')
     t.ok(isRunning(pids.backend ?? 0), 'the backend process was left alone')
     t.equal((await fetch(`${api}/health`)).status, 200, 'and answers')
     t.match(await signIn('a-brand-new-pw-2'), { status: 'OK' }, 'and signs in')
   })
 
+  const { schedulerSigningSeed } = JSON.parse(await readFile(join(dataDir, 'dev-secrets.json'), 'utf8')) as { schedulerSigningSeed: string }
+  t.notMatch(stack.output(), schedulerSigningSeed, 'the scheduler\'s signing key never reaches the output')
   stack.child.kill('SIGINT')
   t.equal(await stack.exited, 0, 'Ctrl-C stops everything cleanly, after a restart too')
   t.notOk(isRunning(pids.sync ?? 0), 'the restarted Sync service is stopped')

@@ -1,10 +1,15 @@
+import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { connect } from 'node:net'
+import { createServer } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
 import nodemailer from 'nodemailer'
 import { chromium } from 'playwright-core'
 import { test } from 'tap'
 import { startMailCatcher, type CaughtMail, type MailCatcher } from '../../dev/mail/index.js'
 import { escapeHtml, extractLinks, renderPage, textWithLinks } from '../../dev/mail/page.js'
+import { ed25519KeyPair } from '../../lib/maintenance-token.js'
+import { maintenanceLoop } from '../../lib/stack-steps.js'
+import { waitFor } from '../processes.js'
 
 // Sends the way the session library's SMTP service does: nodemailer, credentials always given,
 // STARTTLS taken when offered.
@@ -166,6 +171,66 @@ test('escaping and link extraction as plain functions', async (t) => {
   t.same(extractLinks('<a href="javascript:alert(1)">x</a><a href=\'https://b.example/?a=1&#38;b=2\'>y</a>', 'and https://b.example/?a=1&b=2'),
     ['https://b.example/?a=1&b=2'], 'http(s) only, entities decoded, no duplicates')
   t.match(renderPage([], { smtpPort: 1025, limit: 100 }), 'No mail yet')
+})
+
+test('a webhook notice is kept as an entry of its own, escaped on the page', async (t) => {
+  const catcher = await startMailCatcher()
+  t.teardown(catcher.close)
+  const hook = `${catcher.url}/hooks/maintenance`
+  const post = async (body: string, contentType = 'application/json') => await fetch(hook, { method: 'POST', headers: { 'content-type': contentType }, body })
+  const notice = { text: 'Calendar: watch maintenance failed (<script>alert("x")</script>)', event: 'maintenance_failed', reason: '<img src=x onerror=alert(1)>', at: '2026-01-02T03:04:05.000Z' }
+  const taken = await post(JSON.stringify(notice))
+  t.equal(taken.status, 201)
+  const { id } = await taken.json() as { id: string }
+
+  const [entry] = await messages(catcher)
+  t.match(entry, { id, source: 'webhook', subject: notice.text, to: 'POST /hooks/maintenance', from: 'webhook notice: maintenance_failed', notice, links: [] }, 'listed beside the mails, titled with its text')
+  t.same(JSON.parse(entry?.text ?? '{}'), notice, 'with the whole notice as its body')
+
+  const page = await (await fetch(catcher.url)).text()
+  t.notMatch(page, /<script|<img/i, 'nothing of the notice is markup on the page')
+  t.match(page, `<h2>${escapeHtml(notice.text)}</h2>\n<p><strong>Webhook notice</strong>`, 'a section of its own, marked as a notice')
+  t.match(page, `<a href="#mail-${id}">Calendar: watch maintenance failed (&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;)</a>`, 'and a row in the list')
+
+  t.equal((await post('text=a form', 'application/x-www-form-urlencoded')).status, 415, 'a form is no notice')
+  t.equal((await post(JSON.stringify({ event: 'maintenance_failed' }))).status, 400, 'nor JSON without a text')
+  t.equal((await post(JSON.stringify({ text: 'x'.repeat(2001) }))).status, 400, 'nor a text longer than a notice')
+  t.equal((await post(JSON.stringify({ text: 'big', padding: 'x'.repeat(20_000) }))).status, 413, 'the body is bounded')
+  t.equal((await messages(catcher)).length, 1, 'none of those was kept')
+})
+
+// The compose scheduler's loop, as the local stack runs it: a refused call is reported at the
+// mail catcher, and the loop goes on until it is stopped.
+test('the maintenance loop reports a refused call at the mail catcher', async (t) => {
+  const catcher = await startMailCatcher()
+  t.teardown(catcher.close)
+  let calls = 0
+  const sync = createServer((request, response) => {
+    calls += 1
+    response.writeHead(calls === 1 ? 200 : 401, { 'content-type': 'application/json' })
+    response.end(calls === 1 ? '{"renewed":1,"stopped":0,"failed":0}' : '{"error":"UNAUTHORIZED"}')
+  })
+  await new Promise<void>((resolve) => sync.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => sync.close())
+  const url = `http://127.0.0.1:${(sync.address() as AddressInfo).port}/maintenance`
+  const { privateJwk } = ed25519KeyPair(randomBytes(32))
+  const lines: string[] = []
+  const stop = new AbortController()
+  const loop = maintenanceLoop({ url, audience: 'http://localhost/sync/maintenance', caller: 'scheduler@calendar.invalid', signingKey: privateJwk, failureWebhook: `${catcher.url}/hooks/maintenance` }, {
+    everyMs: 50,
+    log: { info: (line) => lines.push(`info ${line}`), error: (line) => lines.push(`error ${line}`) },
+    signal: stop.signal
+  })
+  t.ok(await waitFor(() => catcher.messages().length > 0, 10_000), 'a notice arrived')
+  stop.abort()
+  await loop
+  const [notice] = catcher.messages().reverse()
+  t.match(notice?.notice, { event: 'maintenance_failed', reason: `maintenance: ${url} answered 401`, text: /^Calendar: watch maintenance failed/, at: /^\d{4}-/ })
+  t.same(lines.slice(0, 3), [`info maintenance: calling ${url} every 0.05 s`, 'info maintenance: renewed 1, stopped 0, failed 0', `error maintenance: ${url} answered 401; trying again in 0.05 s`])
+  t.notOk(lines.some((line) => line.includes(privateJwk.d)), 'the signing key is never said')
+  const after = calls
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal(calls, after, 'no call after the loop was stopped')
 })
 
 test('a taken port is reported and nothing is left listening', async (t) => {
