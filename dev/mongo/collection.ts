@@ -5,6 +5,7 @@ import {
   MINGO_OPTIONS, equalityFields, formatKeyValue, inFields, isIndexableScalar, isPlainObject, keyOf, pathValues
 } from './values.js'
 import type { Doc } from './values.js'
+import type { UpdateSpec } from './updates.js'
 
 export interface IndexSpec {
   v: 2
@@ -183,6 +184,8 @@ export interface Change {
   id: string
   before?: Doc | undefined
   after?: Doc | undefined
+  /** The update that made this change, so a change stream can tell an update from a replacement. */
+  update?: UpdateSpec | undefined
 }
 
 export interface Candidates {

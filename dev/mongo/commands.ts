@@ -1,6 +1,8 @@
 // The database commands, each taking the parsed command document and returning its reply.
 import { Aggregator, Query } from 'mingo'
 import { Long, calculateObjectSize } from 'bson'
+import { ChangeStreamCursor } from './change-streams.js'
+import type { Lookup } from './change-streams.js'
 import type { Collection, IndexSpec } from './collection.js'
 import { CommandError } from './errors.js'
 import { LockWait } from './store.js'
@@ -16,6 +18,8 @@ export interface CursorState {
   documents: Doc[]
   position: number
   lastUsed: number
+  /** Set for a `$changeStream` cursor (tailable, awaitData), which reads the change history instead. */
+  changeStream?: ChangeStreamCursor
 }
 
 export interface CommandContext {
@@ -124,7 +128,33 @@ const find: Handler = (ctx, command) => {
   return batchReply(ctx, `${ctx.db}.${name}`, documents, batchSize, singleBatch)
 }
 
-const getMore: Handler = (ctx, command) => {
+function lookup (ctx: CommandContext): Lookup {
+  return (db, coll, id) => ctx.store.collection(db, coll)?.docs.get(keyOf(id))
+}
+
+/** A getMore on a change stream: waits for events up to maxTimeMS, as an awaitData cursor does. */
+async function changeStreamGetMore (ctx: CommandContext, cursor: CursorState, stream: ChangeStreamCursor, command: Doc): Promise<Doc> {
+  const key = cursor.id.toString()
+  let events: Doc[]
+  try {
+    events = await stream.more(lookup(ctx), asNumber(command.batchSize, 0), asNumber(command.maxTimeMS, 0), ctx.connectionId)
+  } catch (error) {
+    // A getMore that fails ends its cursor, as on mongod.
+    stream.kill()
+    ctx.cursors.delete(key)
+    throw error
+  }
+  cursor.lastUsed = Date.now()
+  let id = cursor.id
+  if (stream.finished) {
+    stream.kill()
+    ctx.cursors.delete(key)
+    id = Long.ZERO
+  }
+  return { cursor: { nextBatch: events, postBatchResumeToken: stream.resumeToken, id, ns: cursor.namespace }, ok: 1 }
+}
+
+const getMore: Handler = async (ctx, command) => {
   // Cursor ids arrive as int64, which the decoder turns into numbers when they fit.
   const id = command.getMore instanceof Long ? command.getMore : Long.fromNumber(asNumber(command.getMore, 0))
   const cursor = ctx.cursors.get(id.toString())
@@ -132,6 +162,8 @@ const getMore: Handler = (ctx, command) => {
   if (cursor === undefined || cursor.namespace !== namespace) {
     throw new CommandError(43, `cursor id ${id.toString()} not found`)
   }
+  cursor.lastUsed = Date.now()
+  if (cursor.changeStream !== undefined) return await changeStreamGetMore(ctx, cursor, cursor.changeStream, command)
   const batch = takeBatch(cursor.documents, cursor.position, asNumber(command.batchSize, 0))
   cursor.position += batch.length
   cursor.lastUsed = Date.now()
@@ -148,6 +180,9 @@ const killCursors: Handler = (ctx, command) => {
   const notFound: Long[] = []
   for (const value of Array.isArray(command.cursors) ? command.cursors : []) {
     const id = value instanceof Long ? value : Long.fromNumber(asNumber(value, 0))
+    const cursor = ctx.cursors.get(id.toString())
+    // Also releases a getMore waiting on a change stream, which then fails with CursorKilled.
+    cursor?.changeStream?.kill()
     if (ctx.cursors.delete(id.toString())) killed.push(id)
     else notFound.push(id)
   }
@@ -228,7 +263,7 @@ function updateDocuments (ctx: CommandContext, collection: Collection, options: 
   for (const [id, document] of matches) {
     const after = applyUpdate(document, options.update, { filter: options.filter, arrayFilters: options.arrayFilters, inserting: false })
     first ??= { before: document, after }
-    if (!sameDocument(document, after)) changes.push({ id, before: document, after })
+    if (!sameDocument(document, after)) changes.push({ id, before: document, after, update: options.update })
   }
   if (changes.length > 0) ctx.store.write(collection, changes, ctx.txn)
   return { matched: matches.length, modified: changes.length, before: first?.before, after: first?.after }
@@ -346,9 +381,14 @@ const distinct: Handler = (ctx, command) => {
 const aggregate: Handler = (ctx, command) => {
   const pipeline = command.pipeline
   if (!Array.isArray(pipeline)) throw new CommandError(14, "'pipeline' option must be specified as an array")
+  const first: unknown = pipeline[0]
+  if (isPlainObject(first) && Object.keys(first)[0] === '$changeStream' && ctx.store.changes !== undefined) {
+    return openChangeStream(ctx, command, first.$changeStream, pipeline.slice(1) as Doc[])
+  }
   for (const stage of pipeline) {
     const stageName = isPlainObject(stage) ? Object.keys(stage)[0] : undefined
     if (stageName === '$changeStream') {
+      if (ctx.store.changes !== undefined) throw new CommandError(40602, '$changeStream is only valid as the first stage in a pipeline')
       throw new CommandError(40573, 'The $changeStream stage is only supported on replica sets')
     }
     if (stageName === '$out' || stageName === '$merge') {
@@ -375,6 +415,42 @@ const aggregate: Handler = (ctx, command) => {
   }
   const cursorOptions = asDoc(command.cursor)
   return batchReply(ctx, namespace, documents, asNumber(cursorOptions.batchSize, DEFAULT_FIRST_BATCH), false)
+}
+
+/** `aggregate` with a leading `$changeStream` on a replica set: opens a tailable, awaitData cursor. */
+function openChangeStream (ctx: CommandContext, command: Doc, rawStage: unknown, rest: Doc[]): Doc {
+  const log = ctx.store.changes
+  if (log === undefined) throw new CommandError(40573, 'The $changeStream stage is only supported on replica sets')
+  if (ctx.txn !== undefined) throw new CommandError(263, 'Operation not permitted in transaction :: caused by :: $changeStream cannot run in a multi-document transaction')
+  const stage = asDoc(rawStage)
+  const source = command.aggregate
+  let scope: { db?: string, coll?: string }
+  let namespace: string
+  if (typeof source === 'string') {
+    scope = { db: ctx.db, coll: source }
+    namespace = `${ctx.db}.${source}`
+  } else if (asNumber(source, 0) === 1) {
+    const cluster = stage.allChangesForCluster === true
+    if (cluster !== (ctx.db === 'admin')) {
+      throw new CommandError(73, cluster
+        ? "$changeStream may only be run on the 'admin' database if {allChangesForCluster: true} is specified"
+        : '$changeStream may not be opened on the internal admin database')
+    }
+    scope = cluster ? {} : { db: ctx.db }
+    namespace = `${ctx.db}.$cmd.aggregate`
+  } else {
+    throw new CommandError(73, `Invalid namespace specified '${String(source)}'`)
+  }
+  const stream = new ChangeStreamCursor(log, { ...scope, stage, pipeline: rest })
+  const batchSize = asNumber(asDoc(command.cursor).batchSize, DEFAULT_FIRST_BATCH)
+  const firstBatch = batchSize === 0 ? [] : stream.collect(lookup(ctx), batchSize)
+  let id = Long.ZERO
+  if (!stream.finished) {
+    id = ctx.newCursorId()
+    log.track(stream)
+    ctx.cursors.set(id.toString(), { id, namespace, documents: [], position: 0, lastUsed: Date.now(), changeStream: stream })
+  }
+  return { cursor: { firstBatch, postBatchResumeToken: stream.resumeToken, id, ns: namespace }, ok: 1 }
 }
 
 function normalizeIndex (raw: unknown): IndexSpec {
@@ -510,12 +586,18 @@ const create: Handler = (ctx, command) => {
 const drop: Handler = (ctx, command) => {
   const name = collectionName(command, 'drop')
   const collection = ctx.store.dropCollection(ctx.db, name)
-  for (const [id, cursor] of ctx.cursors) if (cursor.namespace === `${ctx.db}.${name}`) ctx.cursors.delete(id)
+  // A change stream on the collection stays open to report the drop (and its invalidation).
+  for (const [id, cursor] of ctx.cursors) if (cursor.namespace === `${ctx.db}.${name}` && cursor.changeStream === undefined) ctx.cursors.delete(id)
+  if (collection !== undefined) ctx.store.changes?.record([{ operationType: 'drop', db: ctx.db, coll: name }])
   return collection === undefined ? { ok: 1 } : { nIndexesWas: collection.indexSpecs().length, ns: collection.namespace, ok: 1 }
 }
 
 const dropDatabase: Handler = (ctx) => {
+  const names = [...(ctx.store.databases.get(ctx.db)?.keys() ?? [])]
   ctx.store.dropDatabase(ctx.db)
+  // mongod drops each collection (a drop event each), then logs the database's drop.
+  for (const name of names) ctx.store.changes?.record([{ operationType: 'drop', db: ctx.db, coll: name }])
+  if (names.length > 0) ctx.store.changes?.record([{ operationType: 'dropDatabase', db: ctx.db }])
   return { dropped: ctx.db, ok: 1 }
 }
 
@@ -567,6 +649,7 @@ const renameCollection: Handler = (ctx, command) => {
   target.applyChanges([...source.docs].map(([id, document]) => ({ id, after: document })))
   ctx.store.dropCollection(from.db, from.name)
   ctx.store.listener?.changed(target)
+  ctx.store.changes?.record([{ operationType: 'rename', db: from.db, coll: from.name, to: { db: to.db, coll: to.name } }])
   return { ok: 1 }
 }
 

@@ -31,9 +31,13 @@ const CODE_NAMES: Record<number, string> = {
   115: 'CommandNotSupported',
   125: 'TransactionCommitFailed',
   197: 'InvalidIndexSpecificationOption',
+  237: 'CursorKilled',
   251: 'NoSuchTransaction',
   256: 'TransactionCommitted',
+  260: 'InvalidResumeToken',
   263: 'OperationNotSupportedInTransaction',
+  280: 'ChangeStreamFatalError',
+  286: 'ChangeStreamHistoryLost',
   290: 'TransactionExceededLifetimeLimitSeconds',
   10107: 'NotWritablePrimary',
   11000: 'DuplicateKey',
@@ -54,7 +58,8 @@ export class CommandError extends Error {
   }
 
   get codeName (): string {
-    return CODE_NAMES[this.code] ?? 'UnknownError'
+    // mongod names the codes of its assertion sites (uassert numbers) Location<code>.
+    return CODE_NAMES[this.code] ?? (this.code >= 10_000 ? `Location${this.code}` : 'UnknownError')
   }
 
   /** The reply document of a failed command. */

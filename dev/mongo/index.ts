@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { Binary, Long } from 'bson'
 import { KNOWN_ROLES, ScramConversation, Users, authorize, canSeeDatabase, makeUser } from './auth.js'
 import type { Role, StoredUser } from './auth.js'
+import { ChangeLog } from './change-streams.js'
 import { dataCommands } from './commands.js'
 import type { CommandContext, CursorState, Handler } from './commands.js'
 import { CommandError } from './errors.js'
@@ -31,6 +32,12 @@ export interface StartMongoOptions {
   dataDir?: string
   /** Users created at start, for SCRAM-SHA-256 authentication. */
   users?: MongoUser[]
+  /**
+   * Replica set only: how many operations the change history keeps for resuming change streams
+   * (mongod's oplog window, which it sizes in bytes); 10 000 by default. Resuming from a point
+   * older than that fails with 286 ChangeStreamHistoryLost.
+   */
+  changeStreamHistory?: number
 }
 
 export interface MongoUser {
@@ -121,6 +128,8 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   const authEnabled = users.size > 0
   const replicaSetOption = typeof options.replicaSet === 'string' ? { name: options.replicaSet, initiated: true } : options.replicaSet
   const replicaSet = replicaSetOption === undefined ? undefined : new ReplicaSetMember(replicaSetOption.name, replicaSetOption.initiated, options.dataDir)
+  // Change streams read the oplog, which only a replica-set member keeps.
+  if (replicaSet !== undefined) store.changes = new ChangeLog(options.changeStreamHistory)
   try {
     await replicaSet?.load()
   } catch (error) {
@@ -200,7 +209,11 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
   function sweepExpired (): void {
     const now = Date.now()
     // mongod's cursorTimeoutMillis: a cursor left alone for ten minutes is closed.
-    for (const [id, cursor] of cursors) if (now - cursor.lastUsed > 600_000) cursors.delete(id)
+    for (const [id, cursor] of cursors) {
+      if (now - cursor.lastUsed <= 600_000 || cursor.changeStream?.waitingOn !== undefined) continue
+      cursor.changeStream?.kill()
+      cursors.delete(id)
+    }
     for (const [key, state] of sessions) {
       if (now - state.lastUsed <= SESSION_TIMEOUT_MS) continue
       if (state.txn !== undefined) store.abort(state.txn)
@@ -364,7 +377,9 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
         throw new CommandError(225, `Cannot start transaction ${txnNumber} on session because a newer transaction ${state.txnNumber} has already started`)
       }
       if (state?.txn !== undefined) store.abort(state.txn)
-      state = { txnNumber, txn: store.begin(txnNumber, (expired) => store.abort(expired)), lastUsed: Date.now() }
+      const txn = store.begin(txnNumber, (expired) => store.abort(expired))
+      txn.lsid = command.lsid
+      state = { txnNumber, txn, lastUsed: Date.now() }
       sessions.set(key, state)
       return state.txn
     }
@@ -436,6 +451,13 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
     socket.on('error', () => {})
     socket.on('close', () => {
       connections.delete(connection.id)
+      // A getMore waiting on a change stream for a client that left is interrupted, and mongod
+      // kills the cursor of an interrupted getMore.
+      for (const [id, cursor] of cursors) {
+        if (cursor.changeStream?.waitingOn !== connection.id) continue
+        cursor.changeStream.kill()
+        cursors.delete(id)
+      }
     })
   }
 
@@ -469,6 +491,8 @@ export async function startMongo (options: StartMongoOptions = {}): Promise<Mong
       closed = true
       clearInterval(ttlTimer)
       replicaSet?.close()
+      store.changes?.close()
+      cursors.clear()
       for (const txn of [...store.active]) store.abort(txn)
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       for (const connection of connections.values()) connection.socket.destroy()

@@ -2,6 +2,8 @@
 // transactions: a transaction keeps its writes in an overlay, locks what it wrote, and applies the
 // overlay in one step at commit.
 import { Query } from 'mingo'
+import { recordOf } from './change-streams.js'
+import type { ChangeLog } from './change-streams.js'
 import { Collection } from './collection.js'
 import type { Change, IndexSpec } from './collection.js'
 import { CommandError, writeConflict } from './errors.js'
@@ -29,6 +31,11 @@ export class Transaction {
   readonly startSeq: number
   readonly overlay: Overlay = new Map()
   readonly locks = new Set<string>()
+  // Every write in order, for the change events its commit produces (one per operation, as mongod
+  // logs them, where the overlay keeps only each document's last state).
+  readonly writes: Array<{ collection: Collection, change: Change }> = []
+  /** The session, which change events of the transaction's writes name. */
+  lsid: unknown
   state: 'active' | 'committed' | 'aborted' = 'active'
   abortReason: CommandError | undefined
   readonly done: Promise<void>
@@ -56,6 +63,8 @@ export class Store {
   readonly #locks = new Map<string, Transaction>()
   readonly active = new Set<Transaction>()
   listener: StoreListener | undefined
+  /** The history change streams read; only a replica set keeps one (mongod: the oplog). */
+  changes: ChangeLog | undefined
 
   collection (db: string, name: string): Collection | undefined {
     return this.databases.get(db)?.get(name)
@@ -158,6 +167,9 @@ export class Store {
       }
     } finally {
       if (applied.length > 0) this.#committed(collection, applied)
+      // Each document written outside a transaction is an oplog entry of its own.
+      const log = this.changes
+      if (log !== undefined) for (const change of applied) log.record([recordOf(collection.db, collection.name, change)])
     }
   }
 
@@ -215,6 +227,7 @@ export class Store {
         txn.locks.add(lock)
       }
       overlay.set(change.id, { after: change.after })
+      txn.writes.push({ collection, change })
     }
   }
 
@@ -269,6 +282,9 @@ export class Store {
       throw error
     }
     for (const [collection, changes] of applied) this.#committed(collection, changes)
+    // A transaction's operations share the commit's cluster time, so streams see them only now.
+    const session = { lsid: txn.lsid, txnNumber: txn.txnNumber }
+    this.changes?.record(txn.writes.map(({ collection, change }) => ({ ...recordOf(collection.db, collection.name, change), txn: session })))
     this.#finish(txn, 'committed')
   }
 
