@@ -139,9 +139,14 @@ export class SyncClient {
   }
 
   /** Many users' cursors in one request; pages come back in request order. */
-  async changesBatch (cursors: CursorRequest[], options: { limit?: number } = {}): Promise<ChangesPage[]> {
-    const body = options.limit === undefined ? { users: cursors } : { users: cursors, limit: options.limit }
-    const answer = await this.#call('POST', SYNC_PATHS.changesBatch, null, body, checkers.batch)
+  /**
+   * Many users' pages in one request. With `waitMs`, Sync holds an all-empty answer until a change
+   * of one of them lands or the time is up; `signal` gives up on the request.
+   */
+  async changesBatch (cursors: CursorRequest[], options: { limit?: number, waitMs?: number, signal?: AbortSignal } = {}): Promise<ChangesPage[]> {
+    const { limit, waitMs = 0, signal } = options
+    const body = { users: cursors, ...(limit === undefined ? {} : { limit }), ...(waitMs > 0 ? { waitMs } : {}) }
+    const answer = await this.#call('POST', SYNC_PATHS.changesBatch, null, body, checkers.batch, { timeoutMs: this.#timeoutMs + waitMs, signal })
     return answer.pages
   }
 
@@ -196,7 +201,7 @@ export class SyncClient {
     userId: string | null,
     body: unknown,
     checker: TypeCheck<T>,
-    { sign = true, timeoutMs = this.#timeoutMs, pool = this.#pool }: { sign?: boolean, timeoutMs?: number, pool?: Pool } = {}
+    { sign = true, timeoutMs = this.#timeoutMs, pool = this.#pool, signal }: { sign?: boolean, timeoutMs?: number, pool?: Pool, signal?: AbortSignal } = {}
   ): Promise<Static<T>> {
     const path = this.#prefix + pathAndQuery
     const payload = body === undefined ? undefined : JSON.stringify(body)
@@ -207,7 +212,7 @@ export class SyncClient {
     let response: Dispatcher.ResponseData
     let text: string
     try {
-      response = await pool.request({ method, path, headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+      response = await pool.request({ method, path, headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal })
       text = await response.body.text()
     } catch (error) {
       throw new SyncUnavailableError(`Sync service request ${method} ${pathAndQuery.split('?')[0]} failed`, { cause: error })

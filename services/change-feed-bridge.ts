@@ -1,18 +1,22 @@
 // The change-feed bridge: while a user has at least one open stream in this process, their Sync
-// change feed is read about every 2 s and what it reports is published to their streams. One
-// batched request per tick covers every such user, so the cost per process does not grow with the
-// number of users. Cursors live here, per process: several backend processes over one Sync each
+// change feed is read and what it reports is published to their streams. One batched request
+// covers every such user, so the cost per process does not grow with the number of users. Each
+// read is held by Sync for up to the poll interval (about 2 s) and answered as soon as a change of
+// one of its users lands, so a change reaches the streams within milliseconds while an idle
+// process still asks once per interval. Cursors live here, per process: several backend processes over one Sync each
 // read the feed for the users whose streams they hold, and no sticky sessions are needed.
 import type { FastifyBaseLogger } from 'fastify'
 import { isObjectIdString } from '../lib/ids.js'
 import { backoffDelay } from '../lib/backoff.js'
-import { CHANGES_BATCH_MAX_USERS, type ChangesPage, type CursorRequest, type Provider } from '../schemas/sync/index.js'
+import { CHANGES_BATCH_MAX_USERS, CHANGES_WAIT_MAX_MS, type ChangesPage, type CursorRequest, type Provider } from '../schemas/sync/index.js'
 import { isRevocation, resyncMessages, translatePage } from '../lib/change-translation.js'
 import { pickOptions, type SseBroker } from './sse-broker.js'
 
 export interface ChangeFeedOptions {
-  /** Pause between two reads of the feed. */
+  /** How long Sync holds a read that finds nothing; the most an idle process waits between two reads. */
   pollIntervalMs: number
+  /** Least time between the starts of two reads, so a stream of changes is read in gathered pages. */
+  minReadGapMs: number
   /** New users are gathered this long so a burst of connects costs one request. */
   joinDelayMs: number
   /** Ceiling of the first retry delay after a failed read; doubles per consecutive failure (full jitter, lib/backoff.ts). */
@@ -26,6 +30,7 @@ export interface ChangeFeedOptions {
 
 const defaultChangeFeedOptions: ChangeFeedOptions = {
   pollIntervalMs: 2000,
+  minReadGapMs: 100,
   joinDelayMs: 20,
   backoffBaseMs: 1000,
   backoffMaxMs: 30_000,
@@ -35,10 +40,20 @@ const defaultChangeFeedOptions: ChangeFeedOptions = {
 
 /** What the bridge needs of the Sync client. */
 export interface ChangeSource {
-  changesBatch: (cursors: CursorRequest[]) => Promise<ChangesPage[]>
+  changesBatch: (cursors: CursorRequest[], options: { waitMs?: number, signal?: AbortSignal }) => Promise<ChangesPage[]>
 }
 
-interface ReadResult { ok: boolean, more: boolean, error?: unknown }
+interface ReadResult {
+  ok: boolean
+  more: boolean
+  /** A page reported something: the next read goes out without waiting for the interval. */
+  changed: boolean
+  /** Given up on by the bridge itself (a user joined, another batch changed, or stopping). */
+  abandoned: boolean
+  error?: unknown
+}
+
+const NOTHING_READ: ReadResult = { ok: true, more: false, changed: false, abandoned: false }
 
 /** Told of a revoked grant (the provider answered invalid_grant); must not throw. */
 export type RevocationListener = (userId: string, connectionId: string, provider: Provider) => void
@@ -79,6 +94,8 @@ export class ChangeFeedBridge {
   #joinTimer: NodeJS.Timeout | undefined
   #ticking: Promise<void> | undefined
   #joining: Promise<void> | undefined
+  /** Gives up on the tick's held read, so users who joined meanwhile are in the next one. */
+  #heldRead: AbortController | undefined
   #stopped = false
 
   constructor (broker: BrokerPort, source: ChangeSource, log: FastifyBaseLogger, options: Partial<ChangeFeedOptions> = {}, observer: FeedObserver = UNOBSERVED) {
@@ -145,6 +162,7 @@ export class ChangeFeedBridge {
     this.#stopped = true
     clearTimeout(this.#tickTimer)
     clearTimeout(this.#joinTimer)
+    this.#heldRead?.abort()
     for (const userId of [...this.#readyWaiters.keys()]) this.#wake(userId)
     await Promise.allSettled([this.#ticking, this.#joining])
   }
@@ -191,10 +209,11 @@ export class ChangeFeedBridge {
     this.#joinTimer = undefined
     const joining = [...this.#cursors].filter(([userId, cursor]) => cursor === null && !this.#inFlight.has(userId))
     if (joining.length === 0 || this.#stopped) return
-    this.#joining = this.#read(joining)
+    this.#joining = this.#read(joining, 0)
       .then((result) => {
         // A failed join is retried by the regular tick, with its backoff.
         if (!result.ok) this.#log.warn({ err: result.error, users: joining.length }, 'change feed could not start following new users yet')
+        else this.#heldRead?.abort()
       })
       .finally(() => {
         this.#joining = undefined
@@ -210,15 +229,24 @@ export class ChangeFeedBridge {
 
   async #tick (): Promise<void> {
     this.stats.ticks++
+    const started = performance.now()
+    const untilInterval = (): number => Math.max(0, started + this.options.pollIntervalMs - performance.now())
     let next = this.options.pollIntervalMs
     try {
       const users = [...this.#cursors].filter(([userId]) => !this.#inFlight.has(userId))
-      const result = await this.#read(users)
+      // Users still waiting for their watermark need it at once, so such a read is not held.
+      const waitMs = users.some(([, cursor]) => cursor === null) ? 0 : Math.min(this.options.pollIntervalMs, CHANGES_WAIT_MAX_MS)
+      const result = await this.#read(users, waitMs)
       if (!result.ok) {
         next = backoffDelay(this.stats.consecutiveFailures - 1, { baseMs: this.options.backoffBaseMs, capMs: this.options.backoffMaxMs })
         this.#log.error({ err: result.error, consecutiveFailures: this.stats.consecutiveFailures, retryInMs: next }, 'change feed poll failed; retrying with backoff')
-      } else if (result.more) {
+      } else if (result.more || result.abandoned) {
         next = 0
+      } else if (result.changed) {
+        next = Math.max(0, started + this.options.minReadGapMs - performance.now())
+      } else {
+        // Held for the interval, or answered early with nothing (a Sync that does not hold reads).
+        next = untilInterval()
       }
     } catch (error) {
       // Nothing above should throw; if it does, the bridge logs it and keeps polling.
@@ -228,41 +256,59 @@ export class ChangeFeedBridge {
     }
   }
 
-  /** Reads the feed of these users in batches of the contract's size. */
-  async #read (users: Array<[string, string | null]>): Promise<ReadResult> {
-    if (users.length === 0) return { ok: true, more: false }
+  /**
+   * Reads the feed of these users in batches of the contract's size. A held read (`waitMs`) can be
+   * given up on by the bridge; when one batch reports changes, the others held are given up on too,
+   * so every user is in the next read at once.
+   */
+  async #read (users: Array<[string, string | null]>, waitMs: number): Promise<ReadResult> {
+    if (users.length === 0) return NOTHING_READ
     // Sync refuses a batch above the contract's maximum, whatever was configured.
     const size = Math.max(1, Math.min(this.options.maxUsersPerRequest, CHANGES_BATCH_MAX_USERS))
     const batches: Array<Array<[string, string | null]>> = []
     for (let start = 0; start < users.length; start += size) batches.push(users.slice(start, start + size))
+    const held = waitMs > 0 ? new AbortController() : undefined
+    if (held !== undefined) this.#heldRead = held
     for (const [userId] of users) this.#inFlight.add(userId)
     try {
-      const results = await Promise.all(batches.map(async (batch) => await this.#readBatch(batch)))
+      const results = await Promise.all(batches.map(async (batch) => {
+        const result = await this.#readBatch(batch, waitMs, held?.signal)
+        if (result.changed) held?.abort()
+        return result
+      }))
       const failed = results.find((result) => !result.ok)
-      return failed ?? { ok: true, more: results.some((result) => result.more) }
+      return failed ?? {
+        ok: true,
+        more: results.some((result) => result.more),
+        changed: results.some((result) => result.changed),
+        abandoned: results.some((result) => result.abandoned)
+      }
     } finally {
+      if (this.#heldRead === held) this.#heldRead = undefined
       for (const [userId] of users) this.#inFlight.delete(userId)
     }
   }
 
-  async #readBatch (batch: Array<[string, string | null]>): Promise<ReadResult> {
+  async #readBatch (batch: Array<[string, string | null]>, waitMs: number, signal: AbortSignal | undefined): Promise<ReadResult> {
     this.stats.requests++
     const started = performance.now()
     let pages: ChangesPage[]
     try {
-      pages = await this.#source.changesBatch(batch.map(([userId, cursor]) => ({ userId, cursor })))
+      pages = await this.#source.changesBatch(batch.map(([userId, cursor]) => ({ userId, cursor })), { waitMs, signal })
       this.#observer.read('ok', (performance.now() - started) / 1000)
     } catch (error) {
+      if (signal?.aborted === true) return { ...NOTHING_READ, abandoned: true }
       this.#observer.read('failed', (performance.now() - started) / 1000)
       this.stats.failedRequests++
       this.stats.consecutiveFailures++
-      return { ok: false, more: false, error }
+      return { ok: false, more: false, changed: false, abandoned: false, error }
     }
     if (this.stats.consecutiveFailures > 0) {
       this.#log.info({ afterFailures: this.stats.consecutiveFailures }, 'change feed reads Sync again')
       this.stats.consecutiveFailures = 0
     }
     let more = false
+    let changed = false
     batch.forEach(([userId, sentCursor], index) => {
       const page = pages[index]
       if (page === undefined || page.userId !== userId) {
@@ -270,8 +316,9 @@ export class ChangeFeedBridge {
         return
       }
       if (this.#apply(userId, sentCursor, page)) more = true
+      if (page.invalidations.length > 0 || page.resyncRequired) changed = true
     })
-    return { ok: true, more }
+    return { ok: true, more, changed, abandoned: false }
   }
 
   /** Moves the user's cursor and publishes what the page reports; true when more is waiting. */

@@ -95,9 +95,18 @@ const CursorRequestSchema = Type.Object({
   cursor: Type.Union([CursorSchema, Type.Null()], { description: 'null means "from now": the answer is a watermark' })
 }, { additionalProperties: false })
 
+// A held read must end well within the client's request timeout (10 s by default).
+export const CHANGES_WAIT_MAX_MS = 5_000
+
 export const ChangesBatchRequestSchema = Type.Object({
   users: Type.Array(CursorRequestSchema, { minItems: 1, maxItems: CHANGES_BATCH_MAX_USERS }),
-  limit: Type.Optional(PageLimitSchema)
+  limit: Type.Optional(PageLimitSchema),
+  waitMs: Type.Optional(Type.Integer({
+    minimum: 0,
+    maximum: CHANGES_WAIT_MAX_MS,
+    description: 'When every page would be empty, hold the answer up to this long and answer as soon as an invalidation for any of the users lands. ' +
+      'A request with a null cursor, or when the service is closing, is answered at once'
+  }))
 }, { additionalProperties: false, description: 'Many users\' cursors answered in one request' })
 
 export const ChangesBatchResponseSchema = Type.Object({

@@ -61,6 +61,8 @@ export class EventChanges {
     for (let run = 1; ; run++) {
       try {
         const answer = await this.#parts.transaction(async (session) => await this.#applyOnce(report, print, session))
+        // Committed: held reads of the user's feed answer now (a replayed report wakes them for nothing).
+        this.#parts.feed.announce(report.userId)
         if ('refused' in answer) throw refusal(answer.refused)
         // Committed: the provider write is claimed now, not at the worker's next poll.
         if (answer.providerWriteQueued) this.#parts.announceDue()

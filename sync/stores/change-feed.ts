@@ -1,6 +1,6 @@
 // The append-only change feed: per-user invalidations with a monotonic sequence, read in bounded
 // pages after an opaque cursor (sync/lib/feed-cursor.ts), kept at least CHANGE_FEED_RETENTION_MS.
-import type { ClientSession, Collection, Db } from 'mongodb'
+import { MongoServerError, type ChangeStreamDocument, type ClientSession, type Collection, type Db } from 'mongodb'
 import type { ChangesPage, CursorRequest, Invalidation } from '../../schemas/sync/index.js'
 import { isDuplicateKeyError } from '../../stores/database.js'
 import { CHANGE_FEED_RETENTION_MS, CURSOR_MAX_AGE_MS, deliverableEntries } from '../lib/change-feed.js'
@@ -9,6 +9,17 @@ import type { Clock } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/feed-cursor.js'
 import { databaseCall } from './database-calls.js'
 import type { InTransaction } from './database-calls.js'
+
+export interface HeadWatch {
+  close: () => Promise<void>
+}
+
+// 40573: "The $changeStream stage is only supported on replica sets" (a standalone mongod).
+const CHANGE_STREAM_UNSUPPORTED = new Set([40573])
+
+function isChangeStreamUnsupported (error: unknown): boolean {
+  return error instanceof MongoServerError && typeof error.code === 'number' && CHANGE_STREAM_UNSUPPORTED.has(error.code)
+}
 
 interface FeedEntry {
   userId: string
@@ -38,6 +49,7 @@ export class ChangeFeed {
   readonly #counters: Collection<FeedCounter>
   readonly #clock: Clock
   readonly #transaction: FeedTransaction
+  readonly #appendedListeners: Array<(userId: string) => void> = []
 
   constructor (db: Db, clock: Clock, transaction: FeedTransaction) {
     this.#entries = db.collection<FeedEntry>('changeFeed')
@@ -54,11 +66,15 @@ export class ChangeFeed {
   async together<T> (userId: string, write: (inTransaction: InTransaction) => Promise<{ result: T, entries: InvalidationInput[] }>): Promise<T> {
     for (let run = 1; ; run++) {
       try {
-        return await this.#transaction(async (session) => {
+        let appended = false
+        const result = await this.#transaction(async (session) => {
           const { result, entries } = await write({ session })
           await this.appendWith({ session }, userId, ...entries)
+          appended = entries.length > 0
           return result
         })
+        if (appended) this.announce(userId)
+        return result
       } catch (error) {
         if (run < TOGETHER_RUNS && isDuplicateKeyError(error)) continue
         throw error
@@ -76,9 +92,23 @@ export class ChangeFeed {
 
   async append (userId: string, ...items: InvalidationInput[]): Promise<void> {
     await this.appendWith({}, userId, ...items)
+    if (items.length > 0) this.announce(userId)
   }
 
-  /** append() within the caller's transaction (`session`): the sequence numbers and the entries commit with the rest of it. */
+  /** Told of each user whose entries were committed in this process (held reads wake on it); must not throw. */
+  onAppended (listener: (userId: string) => void): void {
+    this.#appendedListeners.push(listener)
+  }
+
+  /** Tells the listeners the user's entries are committed: for callers of appendWith once their transaction is. */
+  announce (userId: string): void {
+    for (const listener of this.#appendedListeners) listener(userId)
+  }
+
+  /**
+   * append() within the caller's transaction (`session`): the sequence numbers and the entries
+   * commit with the rest of it. The caller announces the user once committed.
+   */
   async appendWith ({ session }: InTransaction, userId: string, ...items: InvalidationInput[]): Promise<void> {
     if (items.length === 0) return
     const now = this.#clock.now()
@@ -99,11 +129,58 @@ export class ChangeFeed {
 
   /** The same answers as page() for each user, with one counter read for all of them. */
   async pages (requests: CursorRequest[], limit: number): Promise<ChangesPage[]> {
-    const userIds = [...new Set(requests.map((request) => request.userId))]
-    const counters = await databaseCall(async (signal) => await this.#counters.find({ _id: { $in: userIds } }, { signal }).toArray())
-    const heads = new Map(counters.map((counter) => [counter._id, counter.seq]))
-    return await Promise.all(requests.map((request) =>
+    return (await this.pagesAndHeads(requests, limit)).pages
+  }
+
+  /** pages(), with the heads they were read at (a user without entries is at 0). */
+  async pagesAndHeads (requests: CursorRequest[], limit: number): Promise<{ pages: ChangesPage[], heads: Map<string, number> }> {
+    const found = await this.heads(requests.map((request) => request.userId))
+    const heads = new Map(requests.map((request) => [request.userId, found.get(request.userId) ?? 0]))
+    const pages = await Promise.all(requests.map((request) =>
       this.#pageAfter(request.userId, request.cursor, heads.get(request.userId) ?? 0, limit)))
+    return { pages, heads }
+  }
+
+  /** The last sequence number of each user that has entries. */
+  async heads (userIds: string[]): Promise<Map<string, number>> {
+    const unique = [...new Set(userIds)]
+    const counters = await databaseCall(async (signal) => await this.#counters.find({ _id: { $in: unique } }, { signal, projection: { seq: 1 } }).toArray())
+    return new Map(counters.map((counter) => [counter._id, counter.seq]))
+  }
+
+  /**
+   * Calls `changed` with each user whose counter moves, in any process, from a change stream on
+   * the counters; null where the deployment offers none (a standalone server answers 40573).
+   */
+  async watchHeads (changed: (userId: string) => void, ended: (error: unknown) => void): Promise<HeadWatch | null> {
+    const stream = this.#counters.watch<FeedCounter, ChangeStreamDocument<FeedCounter>>(
+      [{ $match: { operationType: { $in: ['insert', 'update', 'replace'] } } }, { $project: { documentKey: 1, operationType: 1 } }])
+    const state = { closing: false }
+    const report = (change: ChangeStreamDocument<FeedCounter> | null): void => {
+      if (change !== null && 'documentKey' in change) changed(change.documentKey._id)
+    }
+    try {
+      // The stream's aggregate goes out with its first read; a deployment without change streams refuses it.
+      report(await stream.tryNext())
+    } catch (error) {
+      await stream.close().catch(() => {})
+      if (isChangeStreamUnsupported(error)) return null
+      throw error
+    }
+    const pumped = (async () => {
+      try {
+        while (!state.closing) report(await stream.next())
+      } catch (error) {
+        if (!state.closing) ended(error)
+      }
+    })()
+    return {
+      close: async () => {
+        state.closing = true
+        await stream.close().catch(() => {})
+        await pumped
+      }
+    }
   }
 
   async #allocate (userId: string, count: number, now: Date, session: InTransaction['session']): Promise<number> {

@@ -9,6 +9,7 @@ import { FakeSync, fakeSyncSecret } from './fake-sync.js'
 import { RawSseReader, eventually } from './sse-reader.js'
 import { INTERNAL_TOKEN, SyncService, startSyncService } from './sync-service.js'
 import { startDatabase } from '../sync/helper.js'
+import { CHANGES_WAIT_MAX_MS } from '../../schemas/sync/index.js'
 
 const userA = '64b7f0c2a1b2c3d4e5f60001'
 const userB = '64b7f0c2a1b2c3d4e5f60002'
@@ -227,4 +228,74 @@ test('a user id Sync would refuse is not followed, and everyone else still is', 
   t.same(await good.untilMessages(1), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['still-delivered'] }])
   t.equal(sync.batchRequests.every((users) => users.every((user) => user.userId === userA)), true, 'the malformed id never reached Sync')
   t.equal(bad.ended, false, 'its stream stays open for what the backend publishes directly')
+})
+
+// Held reads (waitMs): the interval below is Sync's longest hold, so a change that waited for the
+// next read instead of ending the held one would take seconds; these take milliseconds.
+const held: Partial<ChangeFeedOptions> = { ...fast, pollIntervalMs: CHANGES_WAIT_MAX_MS }
+const HALF_HOLD_MS = CHANGES_WAIT_MAX_MS / 2
+
+async function untilHeld (sync: SyncService): Promise<void> {
+  await eventually(() => sync.running.syncFeedWaits.waiting === 1, 5000, 'a held read')
+}
+
+test('a change ends the held read and reaches the stream; an idle user is asked for once per interval', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync, held)
+  const reader = await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  await untilHeld(sync)
+
+  const started = performance.now()
+  await append(sync, userA, { kind: 'event', eventId: 'while-held' })
+  t.same(await reader.untilMessages(1, HALF_HOLD_MS), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['while-held'] }],
+    `on the stream ${Math.round(performance.now() - started)} ms after the append`)
+
+  await untilHeld(sync)
+  const requests = sync.batchRequests.length
+  await sleep(1500)
+  t.equal(sync.batchRequests.length, requests, 'no request while the read is held')
+  t.equal(sync.batchWaits.at(-1), CHANGES_WAIT_MAX_MS, 'the read asks Sync to hold it for the interval')
+  t.equal(sync.batchWaits[0], 0, 'the first read, for the watermark, is not held')
+})
+
+test('a user whose stream opens while a read is held is in the next read at once', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync, held)
+  await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  await untilHeld(sync)
+
+  const started = performance.now()
+  const late = await openStream(t, url, userB)
+  t.equal(await app.changeFeed.ready(userB, 5000), true)
+  await append(sync, userB, { kind: 'event', eventId: 'joined-late' })
+  t.same(await late.untilMessages(1, HALF_HOLD_MS), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['joined-late'] }],
+    `on the new stream ${Math.round(performance.now() - started)} ms after it opened`)
+  t.equal(app.changeFeed.stats.failedRequests, 0, 'the read given up on is not counted as a failure')
+})
+
+test('an append by a second Sync process over the same database ends the read held by the first', async (t) => {
+  const sync = await startSync(t)
+  const other = await startSyncService(t, mongoUri, sync.database)
+  const { app, url } = await startBackend(t, sync, held)
+  const reader = await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  await untilHeld(sync)
+  const started = performance.now()
+  await append(other, userA, { kind: 'event', eventId: 'from-the-other' })
+  t.same(await reader.untilMessages(1, HALF_HOLD_MS), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['from-the-other'] }],
+    `on the stream ${Math.round(performance.now() - started)} ms after the other process appended (${sync.running.syncFeedWaits.mode})`)
+})
+
+test('a backend that closes gives up its held read instead of waiting for it', async (t) => {
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync, held)
+  await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  await untilHeld(sync)
+  const started = performance.now()
+  await app.changeFeed.stop()
+  t.ok(performance.now() - started < HALF_HOLD_MS, `stopped in ${Math.round(performance.now() - started)} ms`)
+  await eventually(() => sync.running.syncFeedWaits.waiting === 0, HALF_HOLD_MS, 'Sync released the read')
 })

@@ -13,12 +13,19 @@ export { INTERNAL_TOKEN }
 
 export class SyncService {
   readonly batchRequests: ChangesBatchRequest['users'][] = []
+  /** The waitMs of each batched request, in the same order (0 when not held). */
+  readonly batchWaits: number[] = []
   app: FastifyInstance | undefined
   port = 0
   readonly #database: string
 
-  constructor (private readonly mongoUri: string) {
-    this.#database = `sync_rt_${randomBytes(4).toString('hex')}`
+  /** `database`: another Sync process's, to play two processes over one database. */
+  constructor (private readonly mongoUri: string, database?: string) {
+    this.#database = database ?? `sync_rt_${randomBytes(4).toString('hex')}`
+  }
+
+  get database (): string {
+    return this.#database
   }
 
   get url (): string {
@@ -39,6 +46,7 @@ export class SyncService {
     app.addHook('preHandler', async (request) => {
       if (request.method === 'POST' && request.url === '/internal/changes/batch') {
         this.batchRequests.push((request.body as ChangesBatchRequest).users)
+        this.batchWaits.push((request.body as ChangesBatchRequest).waitMs ?? 0)
       }
     })
     await app.register(fp(syncApp), { config: testConfig(databaseUri(this.mongoUri, this.#database)), worker: { autoStart: false } })
@@ -54,8 +62,8 @@ export class SyncService {
   }
 }
 
-export async function startSyncService (t: Test, mongoUri: string): Promise<SyncService> {
-  const sync = new SyncService(mongoUri)
+export async function startSyncService (t: Test, mongoUri: string, database?: string): Promise<SyncService> {
+  const sync = new SyncService(mongoUri, database)
   await sync.start()
   t.teardown(() => sync.stop())
   return sync

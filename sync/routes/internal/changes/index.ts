@@ -1,10 +1,41 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import {
-  CHANGES_BATCH_BODY_LIMIT, CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema
+  CHANGES_BATCH_BODY_LIMIT, CHANGES_PAGE_DEFAULT_LIMIT, ChangesBatchRequestSchema, ChangesBatchResponseSchema, ChangesPageSchema, ChangesQuerySchema,
+  type ChangesPage, type CursorRequest
 } from '../../../../schemas/sync/index.js'
 import { requireActingUser } from '../../../lib/acting-user.js'
 import { errorResponses } from '../../../lib/route-schemas.js'
 import { noteActivity } from '../autohooks.js'
+
+/**
+ * Reads the pages; while all are empty, waits for an append of one of the users (or the deadline,
+ * or the caller going away) and reads them again. The wait is registered before each read, so an
+ * append that lands during the read is not missed.
+ */
+async function heldPages (fastify: FastifyInstance, reply: FastifyReply, users: CursorRequest[], limit: number, waitMs: number): Promise<ChangesPage[]> {
+  const deadline = performance.now() + waitMs
+  const gone = new AbortController()
+  const onClose = (): void => { if (!reply.raw.writableFinished) gone.abort() }
+  reply.raw.once('close', onClose)
+  const ticket = fastify.syncFeedWaits.open(users.map((user) => user.userId))
+  try {
+    for (;;) {
+      const { pages, heads } = await fastify.syncFeed.pagesAndHeads(users, limit)
+      const remainingMs = deadline - performance.now()
+      if (remainingMs <= 0 || gone.signal.aborted || ticket.ended || pages.some((page) => page.invalidations.length > 0 || page.hasMore || page.resyncRequired)) return pages
+      ticket.readHeads(heads)
+      await ticket.wait(remainingMs, gone.signal)
+      if (gone.signal.aborted) return pages
+    }
+  } finally {
+    // Answered because the service is closing: its connection closes with the answer, where it
+    // would otherwise idle until the caller's keep-alive ends and hold the close up meanwhile.
+    if (ticket.ended) reply.header('connection', 'close')
+    ticket.release()
+    reply.raw.off('close', onClose)
+  }
+}
 
 const changes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', {
@@ -26,11 +57,16 @@ const changes: FastifyPluginAsyncTypebox = async (fastify) => {
       body: ChangesBatchRequestSchema,
       response: { 200: ChangesBatchResponseSchema, ...errorResponses }
     }
-  }, async (request) => {
-    const { users, limit } = request.body
+  }, async (request, reply) => {
+    const { users, limit, waitMs } = request.body
     // A batched poll acts for nobody, yet each of its users has an open stream.
     noteActivity(fastify, users.map((user) => user.userId))
-    return { pages: await fastify.syncFeed.pages(users, limit ?? CHANGES_PAGE_DEFAULT_LIMIT) }
+    const pageLimit = limit ?? CHANGES_PAGE_DEFAULT_LIMIT
+    // A null cursor asks for a watermark, which the caller needs at once.
+    if (waitMs === undefined || waitMs === 0 || users.some((user) => user.cursor === null || user.cursor === '')) {
+      return { pages: await fastify.syncFeed.pages(users, pageLimit) }
+    }
+    return { pages: await heldPages(fastify, reply, users, pageLimit, waitMs) }
   })
 }
 
