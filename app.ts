@@ -14,6 +14,7 @@ import { requestBodies, validationOptions } from './plugins/external/request-bod
 import configPlugin from './plugins/external/config.js'
 import requestIdPlugin from './plugins/external/request-id.js'
 import metricsPlugin from './plugins/external/metrics.js'
+import drainingPlugin from './plugins/external/draining.js'
 import { requestIdOf } from './lib/request-id.js'
 import mongoPlugin from './plugins/external/mongo.js'
 import corsPlugin from './plugins/external/cors.js'
@@ -121,6 +122,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify: FastifyInstance, opt
   fastify.server.headersTimeout = HEADERS_RECEIVE_DEADLINE_MS
   await fastify.register(configPlugin, { config: options.config })
   await fastify.register(requestIdPlugin)
+  await fastify.register(drainingPlugin)
   const { backend, runtime } = options.config
   await fastify.register(metricsPlugin, {
     service: 'backend',

@@ -43,6 +43,18 @@ async function readForScrape<T> (read: () => T | Promise<T>): Promise<T | undefi
   }
 }
 
+/**
+ * A read shared by the callers that ask while it is out: the gauges of one scrape that show parts
+ * of the same answer are collected together, and cost one read.
+ */
+export function sharedRead<T> (read: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined
+  return async () => {
+    pending ??= read().finally(() => { pending = undefined })
+    return await pending
+  }
+}
+
 /** A gauge read when scraped (a count held elsewhere: open streams, a queue's depth). */
 export function observedGauge (registry: Registry, name: string, help: string, read: () => number | Promise<number>): Gauge {
   return new Gauge({

@@ -9,6 +9,7 @@ import { STARTUP_PLUGIN_DEADLINE_MS } from '../lib/deadline.js'
 import { requestBodies, validationOptions } from '../plugins/external/request-bodies.js'
 import requestIdPlugin from '../plugins/external/request-id.js'
 import metricsPlugin from '../plugins/external/metrics.js'
+import drainingPlugin from '../plugins/external/draining.js'
 import { requestIdOf } from '../lib/request-id.js'
 import { systemClock } from './lib/clock.js'
 import type { Clock } from './lib/clock.js'
@@ -114,6 +115,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   // Sync's bodies are JSON (the internal API, Microsoft's notifications); no route takes a form.
   await fastify.register(requestBodies)
   await fastify.register(requestIdPlugin)
+  await fastify.register(drainingPlugin)
   const { sync, runtime } = options.config
   await fastify.register(metricsPlugin, {
     service: 'sync',

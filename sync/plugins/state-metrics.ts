@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { ageSeconds, observedCounts, observedGauge } from '../../lib/metrics.js'
+import { ageSeconds, observedCounts, observedGauge, sharedRead } from '../../lib/metrics.js'
 import { ConnectionStateSchema, ProviderSchema } from '../../schemas/sync/common.js'
 
 const JOB_TYPES = ['import', 'pull', 'providerWrite'] as const
@@ -18,9 +18,10 @@ export default fp(async function syncStateMetrics (fastify) {
   const queue = fastify.syncJobQueue
   observedCounts(registry, 'sync_jobs', 'Jobs in the queue, by type and status', { type: JOB_TYPES, status: JOB_STATUSES },
     async () => (await queue.countsByTypeAndStatus()).map(({ type, status, count }) => ({ labels: { type, status }, count })))
-  observedGauge(registry, 'sync_job_queue_due', 'Queued jobs whose time has come and that no worker has taken yet', async () => (await queue.backlog(clock.now())).due)
+  const backlog = sharedRead(async () => { const now = clock.now(); return { now, ...await queue.backlog(now) } })
+  observedGauge(registry, 'sync_job_queue_due', 'Queued jobs whose time has come and that no worker has taken yet', async () => (await backlog()).due)
   observedGauge(registry, 'sync_job_queue_oldest_due_age_seconds', 'How long the oldest due job has waited for a worker (0 when none waits)',
-    async () => { const now = clock.now(); return ageSeconds((await queue.backlog(now)).oldestDueAt, now.getTime()) })
+    async () => { const { now, oldestDueAt } = await backlog(); return ageSeconds(oldestDueAt, now.getTime()) })
   observedCounts(registry, 'sync_connections', 'Provider connections, by provider and state', { provider: PROVIDERS, state: CONNECTION_STATES },
     async () => (await fastify.syncConnections.countsByProviderAndState()).map(({ provider, state, count }) => ({ labels: { provider, state }, count })))
   observedGauge(registry, 'sync_watches_expiring_soon', 'Google watch channels and Graph subscriptions that expire within 24 hours',

@@ -29,9 +29,6 @@ async function heldPages (fastify: FastifyInstance, reply: FastifyReply, users: 
       if (gone.signal.aborted) return pages
     }
   } finally {
-    // Answered because the service is closing: its connection closes with the answer, where it
-    // would otherwise idle until the caller's keep-alive ends and hold the close up meanwhile.
-    if (ticket.ended) reply.header('connection', 'close')
     ticket.release()
     reply.raw.off('close', onClose)
   }
