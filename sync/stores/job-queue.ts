@@ -65,12 +65,18 @@ export interface SweepReport {
   removed: number
 }
 
+/** A job queued to run within this long is announced when it becomes due; a later one waits for a worker's poll. */
+const ANNOUNCE_AHEAD_MS = 10_000
+const EARLY_TIMER_SLACK_MS = 20
+
 export class JobQueue {
   readonly #rows: Collection<JobRecord>
   readonly #clock: Clock
   readonly #leaseMs: number
   readonly #random: () => number
   readonly #dueListeners = new Set<() => void>()
+  /** Announcements of jobs queued here to run a little later, by the time they become due. */
+  readonly #dueTimers = new Map<number, NodeJS.Timeout>()
 
   constructor (db: Db, clock: Clock, options: QueueOptions = {}) {
     this.#rows = db.collection<JobRecord>('jobs')
@@ -108,8 +114,31 @@ export class JobQueue {
    */
   async enqueue (request: JobRequest, options: InTransaction = {}): Promise<{ job: JobRecord, coalesced: boolean }> {
     const queued = await this.#enqueue(request, options)
-    if (options.session === undefined && queued.job.status === 'queued' && queued.job.runAt <= this.#clock.now()) this.announceDue()
+    if (options.session === undefined && queued.job.status === 'queued') this.#announceWhenDue(queued.job.runAt)
     return queued
+  }
+
+  /**
+   * Announces the job now if it is due, or when it becomes due if that is soon (a pull a provider's
+   * notification asked for waits half a second for the rest of its burst): a worker claims it then,
+   * not at its next poll up to a poll interval later.
+   */
+  #announceWhenDue (runAt: Date, early = false): void {
+    const inMs = runAt.getTime() - this.#clock.now().getTime()
+    if (inMs <= 0) {
+      this.announceDue()
+      return
+    }
+    // A timer may fire a moment before the clock reaches its time: it waits once more for that
+    // moment, and a clock that stands still (or a job further off) is left to the workers' poll.
+    const limit = early ? EARLY_TIMER_SLACK_MS : ANNOUNCE_AHEAD_MS
+    if (inMs > limit || this.#dueTimers.has(runAt.getTime())) return
+    const timer = setTimeout(() => {
+      this.#dueTimers.delete(runAt.getTime())
+      this.#announceWhenDue(runAt, true)
+    }, inMs + 1)
+    timer.unref()
+    this.#dueTimers.set(runAt.getTime(), timer)
   }
 
   async #enqueue (request: JobRequest, options: InTransaction): Promise<{ job: JobRecord, coalesced: boolean }> {

@@ -137,6 +137,24 @@ test('stopping waits for the claim under way and the job it claimed, so the data
   t.equal(ran, 1, 'a stopped worker claims nothing more')
 })
 
+test('a job queued to run a moment later is claimed when it becomes due, not at the next poll', async (t) => {
+  const built = await buildSyncApp(t, await startDatabase(t))
+  const queue = new JobQueue(built.app.syncDb.db, systemClock)
+  const ranAt: number[] = []
+  const worker = new JobWorker({ queue, handlers: { import: async () => {}, pull: async () => { ranAt.push(Date.now()) }, providerWrite: async () => {} }, log: built.app.log, maxConcurrency: 4, isActive: () => true, sweep: async () => ({ requeued: 0, exhausted: 0, removed: 0 }) })
+  // Polls an hour apart: only the announcement when the job becomes due could start a claim.
+  worker.start(3_600_000, 3_600_000)
+  t.teardown(async () => { await worker.stop() })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const runAt = Date.now() + 400
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:soon', runAt: new Date(runAt) })
+  await queue.enqueue({ type: 'pull', coalescingKey: 'pull:later', runAt: new Date(Date.now() + 60_000) })
+  for (let i = 0; i < 300 && ranAt.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(ranAt.length, 1, 'the job due in 400 ms ran, with no poll in between')
+  t.ok((ranAt[0] ?? 0) >= runAt, 'and not before its time')
+  t.match(await queue.list(), [{ coalescingKey: 'pull:later', status: 'queued' }], 'a job due in a minute waits for a poll')
+})
+
 test('a crashed worker\'s job is picked up again when its lease expires', async (t) => {
   const built = await buildSyncApp(t, await startDatabase(t))
   const queue = built.app.syncJobQueue
