@@ -80,6 +80,12 @@ function historyLost (): CommandError {
 export class ChangeLog {
   readonly #capacity: number
   readonly #entries: Entry[] = []
+  /**
+   * Entries before this index are out of the history (the floor is the last of them); they are
+   * cut from the array once as many as the capacity gathered, so a write costs no shift of the
+   * whole history.
+   */
+  #start = 0
   // Everything at or before this position has left the history.
   #floor: Position
   #clock: { t: number, i: number }
@@ -110,36 +116,44 @@ export class ChangeLog {
     operations.forEach((operation, op) => {
       this.#entries.push({ ...operation, at: { t, i, op }, clusterTime, wallTime })
     })
-    const excess = this.#entries.length - this.#capacity
-    if (excess > 0) this.#floor = (this.#entries.splice(0, excess).at(-1) as Entry).at
+    const excess = this.#entries.length - this.#start - this.#capacity
+    if (excess > 0) {
+      this.#start += excess
+      this.#floor = (this.#entries[this.#start - 1] as Entry).at
+      if (this.#start >= this.#capacity) {
+        this.#entries.splice(0, this.#start)
+        this.#start = 0
+      }
+    }
     for (const wake of [...this.#waiters]) wake()
   }
 
   get head (): Position {
-    return this.#entries.at(-1)?.at ?? this.#floor
+    return this.#entries.length > this.#start ? (this.#entries.at(-1) as Entry).at : this.#floor
   }
 
   /** The index of the first entry after `at`; 286 when entries after it have been discarded. */
   indexAfter (at: Position): number {
     if (compare(at, this.#floor) < 0) throw historyLost()
-    let low = 0
+    let low = this.#start
     let high = this.#entries.length
     while (low < high) {
       const middle = (low + high) >>> 1
       if (compare((this.#entries[middle] as Entry).at, at) <= 0) low = middle + 1
       else high = middle
     }
-    return low
+    return low - this.#start
   }
 
   holds (at: Position): boolean {
     if (compare(at, this.#floor) === 0) return true
     const index = this.indexAfter(at) - 1
-    return index >= 0 && compare((this.#entries[index] as Entry).at, at) === 0
+    const entry = this.entry(index)
+    return index >= 0 && entry !== undefined && compare(entry.at, at) === 0
   }
 
   entry (index: number): Entry | undefined {
-    return this.#entries[index]
+    return index < 0 ? undefined : this.#entries[this.#start + index]
   }
 
   /** Resolves on the next write, after `ms`, or when `cancel` is called, whichever comes first. */
