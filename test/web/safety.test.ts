@@ -154,6 +154,13 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
       const url = new URL(request.url())
       if (request.method() === 'GET' && url.pathname === '/api/event') reads.push(url.search)
     }
+    // The changes of the steps before (the last undo's among them) go out on the stream as they
+    // reach the change feed, and one that came after the reload would rightly read the day again.
+    // So the reload waits until all of them went out, and until the page that took them is gone
+    // (with the reads they made it do).
+    const [offlineLunch] = await events.find({ title: 'Offline lunch' }).toArray()
+    await stack.changesDelivered(String(offlineLunch?.user))
+    await page.goto('about:blank')
     page.on('request', onRequest)
     // Today's view: where the demo events of this browser are.
     await page.goto(`${stack.webUrl}/day`)

@@ -8,6 +8,10 @@ import { buildApp, freePort, startDependencies, type BuiltApp, type Teardown } f
 import { startSyncService, type SyncService } from '../events/sync-service.js'
 import { startWebServer, type WebServer } from '../../web/server.js'
 import { startMailCatcher, type MailCatcher } from '../../dev/mail/index.js'
+import { OUTBOX_COLLECTION } from '../../stores/outbox.js'
+import { decodeCursor } from '../../sync/lib/feed-cursor.js'
+import { waitUntil } from '../processes.js'
+import { EVENTUALLY_MS } from './ui.js'
 
 export interface WebStack {
   webUrl: string
@@ -17,6 +21,12 @@ export interface WebStack {
   web: WebServer
   /** Present when the stack was started with `mail: true`. */
   mail?: MailCatcher
+  /**
+   * Resolves once every change of the user's account so far has reached Sync's change feed (the
+   * backend's outbox holds none of theirs) and the backend has read that feed to its end, so each
+   * went out as a message on the streams open then: a stream opened afterwards gets none of them.
+   */
+  changesDelivered: (userId: string) => Promise<void>
 }
 
 export interface WebStackOptions {
@@ -85,10 +95,30 @@ export async function startWebStack (t: Teardown, options: WebStackOptions = {})
           }
         })
   }), undefined, options.email === undefined ? {} : { email: { pollIntervalMs: 250 } })
+  // How far the backend has read each user's change feed (the position in the cursors Sync answers):
+  // the streams are written as soon as a page is read, so this is how far they have been told.
+  const feedRead = new Map<string, number>()
+  const syncClient = backend.app.syncClient
+  const changesBatch = syncClient.changesBatch.bind(syncClient)
+  syncClient.changesBatch = async (...args) => {
+    const pages = await changesBatch(...args)
+    for (const page of pages) {
+      const position = decodeCursor(page.userId, page.cursor)
+      if (position !== null) feedRead.set(page.userId, Math.max(position.seq, feedRead.get(page.userId) ?? 0))
+    }
+    return pages
+  }
+  const changesDelivered = async (userId: string): Promise<void> => {
+    const outbox = backend.app.mongo.db.collection(OUTBOX_COLLECTION)
+    await waitUntil(async () => await outbox.countDocuments({ user: userId }) === 0, `the outbox to deliver ${userId}'s changes to Sync`, EVENTUALLY_MS)
+    const counter = await sync.db.collection<{ _id: string, seq: number }>('changeFeedCounters').findOne({ _id: userId })
+    const last = counter?.seq ?? 0
+    await waitUntil(() => (feedRead.get(userId) ?? 0) >= last, `the change feed of ${userId} to be read up to ${last}`, EVENTUALLY_MS)
+  }
   await backend.app.listen({ port: backendPort, host: '127.0.0.1' })
   // Tests wait for stream fan-out; a shorter poll keeps them quick without changing what happens.
   backend.app.changeFeed.configure({ pollIntervalMs: options.pollIntervalMs ?? 250 })
   const web = await startWebServer({ port: webPort, apiUrl, ...options.webValues })
   t.teardown(() => web.close())
-  return { webUrl, apiUrl, backend, sync, web, ...(mail === undefined ? {} : { mail }) }
+  return { webUrl, apiUrl, backend, sync, web, changesDelivered, ...(mail === undefined ? {} : { mail }) }
 }
