@@ -103,7 +103,7 @@ test('across a clock change, times are on the clock', async (t) => {
 test('the draft: the dialog\'s fields for the same create as its Save', async (t) => {
   const timed = parseQuickAdd('Lunch with Sam tomorrow 1pm', now)
   if (timed === null) throw new Error('not read')
-  t.same(draftOfQuickAdd(timed, zone), {
+  t.same(draftOfQuickAdd(timed, zone, undefined), {
     title: 'Lunch with Sam',
     description: '',
     location: '',
@@ -115,5 +115,7 @@ test('the draft: the dialog\'s fields for the same create as its Save', async (t
   })
   const allDay = parseQuickAdd('Conference Dec 3', now)
   if (allDay === null) throw new Error('not read')
-  t.match(draftOfQuickAdd(allDay, zone), { isAllDay: true, startDate: '2026-12-03', endDate: '2026-12-04' }, 'all day: the API\'s end is the day after')
+  t.match(draftOfQuickAdd(allDay, zone, undefined), { isAllDay: true, startDate: '2026-12-03', endDate: '2026-12-04' }, 'all day: the API\'s end is the day after')
+  t.same(draftOfQuickAdd(timed, zone, [{ minutes: 10 }]).reminders, [{ minutes: 10 }], 'the reminders a new event starts with')
+  t.notOk('reminders' in draftOfQuickAdd(timed, zone, undefined), 'none given: the calendar\'s default stays')
 })

@@ -2,7 +2,8 @@
 // with Sam tomorrow 1pm" and Enter make the event through the same create as the dialog's Save: the
 // calendar moves to tomorrow and shows it, the account stores it. Text it cannot read opens New
 // event with that text as the title. Offline, a quick add is kept and marked like any change and
-// reaches the account when the connection returns. axe finds nothing serious.
+// reaches the account when the connection returns. With a default reminder chosen in Preferences,
+// the quick-added event is stored with it, as one made with New event is. axe finds nothing serious.
 import { test } from 'tap'
 import { DateTime } from 'luxon'
 import type { Page } from 'playwright-core'
@@ -22,7 +23,7 @@ async function focusedId (page: Page): Promise<string> {
 test('quick add', async (t) => {
   const stack = await startWebStack(t)
   const user = { email: uniqueEmail('quick'), password: 'quick add password 1' }
-  await signUp(stack.backend.app, { ...user, name: 'Quinn' })
+  const account = await signUp(stack.backend.app, { ...user, name: 'Quinn' })
   const events = stack.backend.app.mongo.db.collection<{ title: string, startDate: string, endDate: string, isAllDay: boolean }>('events')
   const tomorrow = DateTime.now().setZone(ZONE).startOf('day').plus({ days: 1 })
 
@@ -87,6 +88,28 @@ test('quick add', async (t) => {
     t.ok(await waitFor(async () => await events.countDocuments({ title: 'Dentist', startDate: tomorrow.set({ hour: 9 }).toISO({ suppressMilliseconds: true }) as string, endDate: tomorrow.set({ hour: 9, minute: 30 }).toISO({ suppressMilliseconds: true }) as string }) === 1, EVENTUALLY_MS), 'the account has it once the connection is back')
     await page.getByRole('group', { name: /not saved: Dentist$/i }).waitFor({ state: 'detached', timeout: EVENTUALLY_MS })
     t.pass('and the mark goes')
+  })
+
+  await t.test('the account\'s default reminder, as New event gives it', async (t) => {
+    const preferences = page.getByRole('button', { name: 'Preferences' })
+    await preferences.focus()
+    await page.keyboard.press('Enter')
+    const dialog = page.getByRole('dialog', { name: 'Preferences' })
+    await dialog.getByLabel('Default reminder').selectOption('10')
+    await dialog.getByRole('button', { name: 'Save' }).click()
+    await dialog.waitFor({ state: 'detached' })
+    await field.focus()
+    await page.keyboard.type('Standup tomorrow 10am')
+    await page.keyboard.press('Enter')
+    await eventBlock(page, 'Standup').waitFor()
+    const start = tomorrow.set({ hour: 10 })
+    const range = `start=${encodeURIComponent(start.toUTC().toISO() as string)}&end=${encodeURIComponent(start.plus({ hours: 1 }).toUTC().toISO() as string)}`
+    const read = async () => {
+      const answer = await stack.backend.app.inject({ method: 'GET', url: `/api/event?${range}`, headers: account.headers })
+      return answer.json<Array<{ title: string, reminders?: Array<{ minutes: number }> }>>().find((event) => event.title === 'Standup')
+    }
+    t.ok(await waitFor(async () => await read() !== undefined, EVENTUALLY_MS), 'the account has the event')
+    t.same((await read())?.reminders, [{ minutes: 10 }], 'read back through the API with the default reminder, 10 minutes before')
   })
 
   t.same(errors.filter((error) => !/status of 401|ERR_INTERNET_DISCONNECTED|Failed to fetch/.test(error)), [], 'no errors in the page')

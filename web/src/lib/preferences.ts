@@ -3,6 +3,7 @@
 import type { DateTime } from 'luxon'
 import { canonicalLocale, canonicalTimeZone, minutesOfTime, type TimeFormat, type WeekStart } from '../../../lib/preferences.js'
 import type { UserPreferences, WorkingHours } from '../../../schemas/preferences.js'
+import type { Reminder } from '../../../lib/events/reminders.js'
 
 export interface Preferences {
   weekStart: WeekStart
@@ -14,6 +15,14 @@ export interface Preferences {
   defaultEventMinutes: number
   defaultReminderMinutes: number | null
   calendarColors: Readonly<Record<string, string>>
+}
+
+/**
+ * The reminders a new event starts with, whichever way it is made (the New event form, quick add):
+ * the account's default reminder (Preferences) when it has one; undefined leaves the calendar's default.
+ */
+export function newEventReminders (preferences: Pick<Preferences, 'defaultReminderMinutes'>): Reminder[] | undefined {
+  return preferences.defaultReminderMinutes === null ? undefined : [{ minutes: preferences.defaultReminderMinutes }]
 }
 
 /** What a browser says of itself: `navigator.languages` and Intl's time zone. */

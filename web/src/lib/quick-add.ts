@@ -19,6 +19,7 @@
 // - `all day` (or a day without a time): an all-day event.
 import { DateTime } from 'luxon'
 import type { EventDraft } from './series-edit.js'
+import type { Reminder } from '../../../lib/events/reminders.js'
 
 export interface QuickAdd {
   title: string
@@ -240,9 +241,12 @@ export function parseQuickAdd (text: string, now: DateTime): QuickAdd | null {
   return { title, isAllDay: false, start, end }
 }
 
-/** The quick add as the event dialog's fields would give it, for the same create as its Save. */
-export function draftOfQuickAdd (added: QuickAdd, zone: string): EventDraft {
-  const common = { title: added.title, description: '', location: '', isAllDay: added.isAllDay, timeZone: zone, frequency: null }
+/**
+ * The quick add as the event dialog's fields would give it, for the same create as its Save;
+ * `reminders` as a new event starts with them there (web/src/lib/preferences.ts, newEventReminders).
+ */
+export function draftOfQuickAdd (added: QuickAdd, zone: string, reminders: Reminder[] | undefined): EventDraft {
+  const common = { title: added.title, description: '', location: '', isAllDay: added.isAllDay, timeZone: zone, frequency: null, ...(reminders === undefined ? {} : { reminders }) }
   return added.isAllDay
     ? { ...common, startDate: added.start.toISODate() as string, endDate: added.end.toISODate() as string }
     : { ...common, startDate: added.start.toISO({ suppressMilliseconds: true }) as string, endDate: added.end.toISO({ suppressMilliseconds: true }) as string }

@@ -16,6 +16,7 @@ import { defaultRepeat, followStart, repeatFormOf, repeatProblem, ruleOf, WEEKDA
 import { applyPlan, currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, defaultCalendarOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 import { preferences } from '../data/preferences.js'
+import { newEventReminders } from '../lib/preferences.js'
 import { EventDetails, ScopeChoice } from './EventDetails.js'
 
 export type EventDialogState =
@@ -51,10 +52,8 @@ const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY
 const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
 const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
-/** A new event starts with the account's default reminder (Preferences) when it has one; else the calendar's default. */
 function defaultReminderRows (): ReminderRow[] | undefined {
-  const minutes = preferences.get().defaultReminderMinutes
-  return minutes === null ? undefined : reminderRows([{ minutes }])
+  return reminderRows(newEventReminders(preferences.get()))
 }
 
 function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details' }>, rule: string[] | undefined, newCalendar: string): Form {

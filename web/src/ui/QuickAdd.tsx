@@ -1,6 +1,7 @@
 // Quick add beside New event: "Lunch with Sam tomorrow 1pm" and Enter make the event, through the
 // same create as the dialog's Save (kept and sent like any write, so offline it waits and is
-// marked). What the rule cannot read opens New event with the text as the title.
+// marked), with the reminders a new event starts with there. What the rule cannot read opens New
+// event with the text as the title.
 import { useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { draftOfQuickAdd, parseQuickAdd } from '../lib/quick-add.js'
@@ -8,6 +9,8 @@ import { newEventId } from '../lib/events.js'
 import { planCreate } from '../lib/series-edit.js'
 import { applyPlan, userZone } from '../data/calendar.js'
 import { defaultCalendarOf, type ShownCalendar } from '../data/calendars.js'
+import { preferences } from '../data/preferences.js'
+import { newEventReminders } from '../lib/preferences.js'
 import { inCalendar } from './EventDialog.js'
 import './quick-add.css'
 
@@ -24,7 +27,7 @@ export function QuickAdd (props: { calendars: ShownCalendar[], onAdded: (start: 
       props.onUnread(typed)
       return
     }
-    const plan = inCalendar(planCreate(draftOfQuickAdd(added, userZone), newEventId()), defaultCalendarOf(props.calendars))
+    const plan = inCalendar(planCreate(draftOfQuickAdd(added, userZone, newEventReminders(preferences.get())), newEventId()), defaultCalendarOf(props.calendars))
     props.onAdded(added.start, added.title)
     applyPlan(plan).catch(() => {})
   }
