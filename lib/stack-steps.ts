@@ -247,7 +247,7 @@ function reasonOf (error: unknown): string {
 }
 
 /** One watch-maintenance pass at the Sync service; throws unless it answers 200. */
-export async function maintainOnce (caller: SchedulerFile, log: MaintenanceLog, signal?: AbortSignal): Promise<void> {
+async function maintainOnce (caller: SchedulerFile, log: MaintenanceLog, signal?: AbortSignal): Promise<void> {
   const token = await signMaintenanceToken(caller.signingKey, { caller: caller.caller, audience: caller.audience })
   const timeout = AbortSignal.timeout(120_000)
   let response: Response
@@ -272,7 +272,7 @@ export async function maintainOnce (caller: SchedulerFile, log: MaintenanceLog, 
  * be sent is said on the error log; it never stops the loop. The webhook's address is a secret
  * (such URLs carry their token), so no line names it.
  */
-export async function reportMaintenanceFailure (caller: SchedulerFile, reason: string, log: MaintenanceLog): Promise<void> {
+async function reportMaintenanceFailure (caller: SchedulerFile, reason: string, log: MaintenanceLog): Promise<void> {
   if (caller.failureWebhook === undefined) return
   const notice = {
     text: `Calendar: watch maintenance failed (${reason}); the scheduler tries again at its next run`,

@@ -4,11 +4,11 @@
 import { Aggregator } from 'mingo'
 import { Long, Timestamp, calculateObjectSize } from 'bson'
 import { CommandError } from './errors.js'
-import type { UpdateSpec } from './updates.js'
+import { isReplacement, type UpdateSpec } from './updates.js'
 import { MINGO_OPTIONS, cloneValue, isPlainObject, keyOf } from './values.js'
 import type { Doc } from './values.js'
 
-export type OperationType = 'insert' | 'update' | 'replace' | 'delete' | 'drop' | 'rename' | 'dropDatabase'
+type OperationType = 'insert' | 'update' | 'replace' | 'delete' | 'drop' | 'rename' | 'dropDatabase'
 
 /** A place in the history: a cluster time, and the operation's index within it (transactions). */
 interface Position { t: number, i: number, op: number }
@@ -34,7 +34,7 @@ interface Entry extends ChangeRecord {
 }
 
 // mongod sizes its oplog in bytes; the stand-in counts operations.
-export const DEFAULT_HISTORY = 10_000
+const DEFAULT_HISTORY = 10_000
 // The wait of an awaitData getMore that gives no maxTimeMS (mongod: one second).
 const DEFAULT_AWAIT_MS = 1000
 const MAX_BATCH_BYTES = 16 * 1024 * 1024 - 16 * 1024
@@ -390,8 +390,8 @@ export class ChangeStreamCursor {
 }
 
 /** Whether an update spec replaces the document (a replace event) rather than modifying it. */
-export function isReplacement (update: UpdateSpec | undefined): boolean {
-  return isPlainObject(update) && Object.keys(update).every((key) => !key.startsWith('$'))
+function replaces (update: UpdateSpec | undefined): boolean {
+  return isPlainObject(update) && isReplacement(update)
 }
 
 /**
@@ -399,7 +399,7 @@ export function isReplacement (update: UpdateSpec | undefined): boolean {
  * whole subdocument is one field, appended array elements are `array.N`); a pipeline update is
  * logged as a difference of the two documents, nested fields and array elements included.
  */
-export function describeUpdate (before: Doc, after: Doc, update: UpdateSpec): Doc {
+function describeUpdate (before: Doc, after: Doc, update: UpdateSpec): Doc {
   const touched: string[] = []
   if (!Array.isArray(update)) {
     for (const [operator, fields] of Object.entries(update)) {
@@ -470,6 +470,6 @@ export function recordOf (db: string, coll: string, change: { before?: Doc | und
   const { before, after, update } = change
   if (before === undefined) return { operationType: 'insert', db, coll, documentKey: { _id: (after as Doc)._id }, fullDocument: after as Doc }
   if (after === undefined) return { operationType: 'delete', db, coll, documentKey: { _id: before._id } }
-  if (update === undefined || isReplacement(update)) return { operationType: 'replace', db, coll, documentKey: { _id: after._id }, fullDocument: after }
+  if (update === undefined || replaces(update)) return { operationType: 'replace', db, coll, documentKey: { _id: after._id }, fullDocument: after }
   return { operationType: 'update', db, coll, documentKey: { _id: after._id }, updateDescription: describeUpdate(before, after, update) }
 }

@@ -16,7 +16,7 @@ function immutableId (): CommandError {
   return new CommandError(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
 }
 
-function isReplacement (update: Doc): boolean {
+export function isReplacement (update: Doc): boolean {
   return Object.keys(update).every((key) => !key.startsWith('$'))
 }
 
