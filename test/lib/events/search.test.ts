@@ -27,3 +27,11 @@ test('a cursor names where a page ended, and one not made here is refused', asyn
     t.throws(() => decodeSearchCursor(forged), { statusCode: 400, message: 'querystring/cursor must be a cursor from an earlier page of this search' }, forged)
   }
 })
+
+test('ASCII text gives the words the Unicode rule gives (folded, split on anything but letters and digits)', async (t) => {
+  const byTheRule = (text: string): string[] => [...new Set(text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0).map((word) => word.slice(0, 40)))]
+  for (const text of ['Q3-review_notes: Budget/Plan (v2.1)', 'TEAM  sync\t#42 @ HQ', 'x'.repeat(50) + ' end', '~!$%^&*', 'Café au LAIT, 2nd floor', 'Straße ﬁnal Ⅻ']) {
+    t.same(searchWordsOf({ title: text }), byTheRule(text), text)
+  }
+})
