@@ -6,7 +6,7 @@
 // web/src/config.ts), so one Vite build serves any values (web/server.ts fills a values-free
 // build with each server's own).
 import { existsSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
@@ -78,6 +78,21 @@ export function withValues (html: string, values: WebValues): string {
   return html.replace(VALUES_PLACEHOLDER, () => json)
 }
 
+/** Where web/src/sw.ts takes the list of the build's assets. */
+const ASSETS_PLACEHOLDER = /(["'`])__CALENDAR_BUILT_ASSETS__\1/
+
+/**
+ * Writes the build's assets into the service worker, which caches them all at install: the parts
+ * the page fetches only when opened (a dynamic import) are named nowhere else it can read.
+ */
+async function listAssetsInWorker (outDir: string): Promise<void> {
+  const worker = join(outDir, 'sw.js')
+  const assets = (await readdir(join(outDir, 'assets'))).sort().map((name) => `/assets/${name}`)
+  const code = await readFile(worker, 'utf8')
+  if (!ASSETS_PLACEHOLDER.test(code)) throw new Error('sw.js has no place for the list of assets')
+  await writeFile(worker, code.replace(ASSETS_PLACEHOLDER, () => JSON.stringify(JSON.stringify(assets))))
+}
+
 /** Builds the bundle into `outDir`; with `values`, they are written into its index.html, else it keeps the placeholder. */
 export async function buildWeb (options: { outDir: string, values?: WebValues }): Promise<void> {
   const { build } = await import('vite')
@@ -96,6 +111,7 @@ export async function buildWeb (options: { outDir: string, values?: WebValues })
       target: 'es2022',
       sourcemap: false,
       reportCompressedSize: false,
+      modulePreload: false,
       rolldownOptions: {
         // The service worker (web/src/sw.ts) is its own entry at /sw.js: a worker's scope is its
         // path, and its name must not change between releases.
@@ -104,6 +120,7 @@ export async function buildWeb (options: { outDir: string, values?: WebValues })
       }
     }
   })
+  await listAssetsInWorker(resolve(options.outDir))
   if (options.values !== undefined) {
     const index = join(resolve(options.outDir), 'index.html')
     await writeFile(index, withValues(await readFile(index, 'utf8'), options.values))

@@ -6,7 +6,9 @@
 // browser of the account; another tab of this browser follows at once. Signed out the choice is
 // kept in browser storage. With Google's two calendars, an Outlook one and a CalDAV one listed
 // (the list answered by a routed GET /api/calendars, as the providers' colours come: two alike,
-// Outlook's blue equal to the own calendar's), every calendar has its own default colour.
+// Outlook's blue equal to the own calendar's), every calendar has its own default colour. The
+// dialog's code is not loaded with the page: it is fetched when the dialog is first opened, and
+// the service worker has it, so the dialog opens offline too.
 import { test } from 'tap'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser, collectErrors } from './browser.js'
@@ -224,6 +226,26 @@ test('preferences: week, clock, language, zones, working hours and colours, kept
     t.equal((await weekdays(local))[0], 'Mon', 'after a reload')
     t.match(await local.evaluate('localStorage.getItem("preferences:local")'), /"weekStart":"monday"/)
     await local.context().close()
+  })
+
+  await t.test('the dialog\'s code comes when it is opened, and offline from the service worker', async (t) => {
+    const fresh = await (await context(browser, 'en-US')).newPage()
+    const scripts: string[] = []
+    fresh.on('request', (request) => {
+      if (request.resourceType() === 'script') scripts.push(new URL(request.url()).pathname)
+    })
+    await fresh.goto(`${stack.webUrl}/day?date=${DAY}`)
+    await fresh.locator('.grid[aria-busy="false"]').waitFor()
+    t.ok(scripts.length > 0 && !scripts.some((path) => /PreferencesDialog/.test(path)), `the page loads without it (${scripts.join(', ')})`)
+    await fresh.waitForFunction('navigator.serviceWorker.controller !== null')
+    await fresh.context().setOffline(true)
+    const dialog = await openPreferences(fresh)
+    t.ok(scripts.some((path) => /PreferencesDialog/.test(path)), 'fetched on opening')
+    t.equal(await dialog.getByLabel('Week starts on').inputValue(), 'sunday', 'and the dialog is there, offline, with the browser\'s own week')
+    await fresh.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'detached' })
+    t.equal(await fresh.evaluate('document.activeElement?.textContent'), 'Preferences', 'Escape goes back to the button')
+    await fresh.context().close()
   })
 
   t.same(errors.filter((error) => !/status of 401/.test(error)), [], 'no errors in the page')

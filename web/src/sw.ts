@@ -16,15 +16,30 @@ const scope = self as unknown as WorkerScope
 const CACHE = 'calendar-shell-v1'
 const SHELL = '/index.html'
 
-/** The page and the assets it names (script, styles), so the first offline reload has them all. */
+/**
+ * Every asset of this build (a JSON list written in by web/build.ts): also the parts the page
+ * fetches only when a person opens them (web/src/ui/lazy.ts), which the page does not name.
+ */
+const BUILT_ASSETS = '__CALENDAR_BUILT_ASSETS__'
+
+function builtAssets (): string[] {
+  try {
+    const list = JSON.parse(BUILT_ASSETS) as unknown
+    return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string' && item.startsWith('/assets/')) : []
+  } catch {
+    return []
+  }
+}
+
+/** The page and the assets of its build (script, styles, parts opened later), so the first offline reload has them all. */
 async function cacheShell (): Promise<void> {
   const cache = await caches.open(CACHE)
   const page = await fetch(SHELL, { cache: 'no-cache' })
   if (!page.ok) return
   const html = await page.clone().text()
   await cache.put(SHELL, page)
-  const assets = [...new Set([...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1] as string))]
-  await cache.addAll(assets)
+  const named = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1] as string)
+  await cache.addAll([...new Set([...named, ...builtAssets()])])
 }
 
 scope.addEventListener('install', (event) => {

@@ -14,10 +14,11 @@ import { useShortcuts } from './shortcuts.js'
 import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { QuickAdd } from './QuickAdd.js'
 import { AuthDialog } from './AuthDialog.js'
-import { CalDavDialog, type CalDavDialogState } from './CalDavDialog.js'
+import type { CalDavDialogState } from './CalDavDialog.js'
 import { ConnectionStatus, ReconnectBanner } from './Status.js'
 import { UndoToast } from './Safety.js'
 import { BillingBanner } from './BillingBanner.js'
+import { lazyPart, useLazyPart } from './lazy.js'
 import { useStore } from '../data/store.js'
 import { preferences } from '../data/preferences.js'
 import { WEEK_START_DAY } from '../../../lib/preferences.js'
@@ -77,6 +78,9 @@ export function Notices () {
   )
 }
 
+// Connecting a CalDAV account (or entering its password again) is rare: its form is fetched when opened.
+const calDavDialog = lazyPart(async () => (await import('./CalDavDialog.js')).CalDavDialog)
+
 export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | null, resetToken: string | null, onNavigate: (path: string) => void }) {
   const state = useStore(session)
   const connections = Object.values(useStore(syncView).connections)
@@ -87,6 +91,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const [dialog, setDialog] = useState<EventDialogState>({ kind: 'closed' })
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)
   const [caldav, setCalDav] = useState<CalDavDialogState>(null)
+  const CalDavDialog = useLazyPart(calDavDialog, caldav !== null, 'The CalDAV form', () => setCalDav(null))
   const [refreshing, setRefreshing] = useState(false)
   const [more, setMore] = useState<MoreDialogState>(null)
   const [shortcutsOpen, setShortcutsOpen] = useState(false)
@@ -265,7 +270,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
       <EventDialog state={dialog} calendars={calendars} onClose={closeDialog} onChange={setDialog} />
       <MoreDialog state={more} onOpen={openEvent} onClose={closeMore} />
       <ShortcutsDialog open={shortcutsOpen} onClose={closeShortcuts} />
-      <CalDavDialog state={caldav} onClose={closeCalDav} />
+      {CalDavDialog !== undefined && <CalDavDialog state={caldav} onClose={closeCalDav} />}
       <AuthDialog kind={auth} resetToken={props.resetToken} onSwitch={setAuth} onSignedIn={() => setAuth(null)} />
     </div>
   )

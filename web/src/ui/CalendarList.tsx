@@ -2,12 +2,14 @@
 // hides its events (kept with the account); under them the Preferences button, outside the folded
 // list so a phone reaches it too.
 import { useState } from 'preact/hooks'
-import { PreferencesDialog } from './PreferencesDialog.js'
 import { useStore } from '../data/store.js'
 import { hiddenCalendars, setCalendarShown, type ShownCalendar } from '../data/calendars.js'
 import { session } from '../data/session.js'
-import { exportCalendar, importCalendar } from '../data/ics.js'
 import { providerName } from '../lib/caldav.js'
+import { lazyPart, useLazyPart } from './lazy.js'
+
+const preferencesDialog = lazyPart(async () => (await import('./PreferencesDialog.js')).PreferencesDialog)
+const calendarFiles = lazyPart(async () => await import('../data/ics.js'))
 
 /** A calendar's file: Export .ics downloads it, Import .ics picks a file and adds its events. */
 // The picker's name is "Import .ics", the calendar its description: a label naming the calendar
@@ -17,7 +19,7 @@ function CalendarFile (props: { calendar: ShownCalendar, nameId: string, onDone:
   const failed = (error: unknown) => props.onDone(`${name}: ${error instanceof Error ? error.message : String(error)}`)
   return (
     <span class='calendar-file'>
-      <button type='button' onClick={() => { exportCalendar(key, name).catch(failed) }}>Export .ics<span class='sr-only'> of {name}</span></button>
+      <button type='button' onClick={() => { calendarFiles.load().then(async ({ exportCalendar }) => { await exportCalendar(key, name) }).catch(failed) }}>Export .ics<span class='sr-only'> of {name}</span></button>
       <label class='file-pick'>
         Import .ics
         <input
@@ -25,7 +27,7 @@ function CalendarFile (props: { calendar: ShownCalendar, nameId: string, onDone:
             const input = change.currentTarget as HTMLInputElement
             const file = input.files?.[0]
             input.value = ''
-            if (file !== undefined) importCalendar(key, name, file).then(props.onDone, failed)
+            if (file !== undefined) calendarFiles.load().then(async ({ importCalendar }) => await importCalendar(key, name, file)).then(props.onDone, failed)
           }}
         />
       </label>
@@ -40,6 +42,7 @@ export function CalendarList (props: { calendars: ShownCalendar[] }) {
   const [preferencesOpen, setPreferencesOpen] = useState(false)
   const signedIn = useStore(session).status === 'signedIn'
   const [fileStatus, setFileStatus] = useState('')
+  const PreferencesDialog = useLazyPart(preferencesDialog, preferencesOpen, 'Preferences', () => setPreferencesOpen(false))
   return (
     <aside class='sidebar' aria-label='Calendars'>
       <details class='calendars' open={open}>
@@ -62,7 +65,7 @@ export function CalendarList (props: { calendars: ShownCalendar[] }) {
         <p role='status' class='calendar-file-status'>{fileStatus}</p>
       </details>
       <button type='button' class='preferences-open' onClick={() => setPreferencesOpen(true)}>Preferences</button>
-      <PreferencesDialog open={preferencesOpen} calendars={props.calendars} onClose={() => setPreferencesOpen(false)} />
+      {PreferencesDialog !== undefined && <PreferencesDialog open={preferencesOpen} calendars={props.calendars} onClose={() => setPreferencesOpen(false)} />}
     </aside>
   )
 }
