@@ -381,8 +381,11 @@ export function foldOccurrence (records: ProviderRecord[]): { keep: ProviderReco
     providerEventId: theirs.providerEventId as string,
     providerBase: eventContentOf(theirs)
   }
-  // Content the provider's copy left out is the provider's too.
-  if (theirsNewer) for (const key of ['description', 'location', 'reminders', 'color'] as const) if (theirs[key] === undefined) delete keep[key]
+  // Content the provider's copy left out is the provider's too. A colour only when the provider's
+  // copy had one before: Graph holds no event colour, so its copy never has one, and one chosen
+  // here stays here (as planProviderBatch keeps it through Graph's changes).
+  if (theirsNewer) for (const key of ['description', 'location', 'reminders'] as const) if (theirs[key] === undefined) delete keep[key]
+  if (theirsNewer && theirs.color === undefined && theirs.providerBase?.color !== undefined) delete keep.color
   return { keep, drop: imported.map((record) => record._id) }
 }
 

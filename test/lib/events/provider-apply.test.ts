@@ -2,7 +2,7 @@
 // length long, in the master's zone: the same dates Luxon gives, across changes of offset.
 import { test } from 'tap'
 import { DateTime } from 'luxon'
-import { planProviderBatch } from '../../../lib/events/provider-apply.js'
+import { foldOccurrence, planProviderBatch } from '../../../lib/events/provider-apply.js'
 import type { ProviderRecord } from '../../../lib/events/record.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { mintEventId } from '../../../lib/events/ids.js'
@@ -115,4 +115,19 @@ test('an event\'s colour: a provider\'s replaces ours (none there: none here), b
   t.equal(colourAfter('google', item()), undefined, 'Google\'s none: the calendar\'s colour')
   t.equal(colourAfter('caldav', item()), undefined, 'CalDAV\'s none (or a COLOR not ours): the calendar\'s colour')
   t.equal(colourAfter('microsoft', item()), 'grape', 'an Outlook event keeps the colour chosen here')
+})
+
+test('an own edit folded with the provider\'s newer copy of the occurrence keeps its colour unless the provider dropped one', async (t) => {
+  const occurrence = { user: USER, title: 'Weekly', startDate: '2026-12-07T09:00:00Z', endDate: '2026-12-07T10:00:00Z', isAllDay: false, timeZone: 'UTC', status: 'confirmed' as const, origin: 'compass' as const, priority: 'self' as const, recurrence: { eventId: MASTER_ID }, originalStartDate: '2026-12-07T09:00:00Z' }
+  const mine: ProviderRecord = { ...occurrence, _id: mintEventId(), title: 'Weekly (moved)', color: 'tomato', lastUpdated: '2026-11-30T09:00:00.000Z' }
+  const graphs: ProviderRecord = { ...occurrence, _id: mintEventId(), title: 'Weekly at Outlook', calendarId: 'cal', providerEventId: 'AAMk-1', lastUpdated: '2026-11-30T09:05:00.000Z', providerUpdated: '2026-11-30T09:05:00.000Z' }
+  const folded = foldOccurrence([mine, graphs])
+  t.equal(folded?.keep.title, 'Weekly at Outlook', 'the newer copy\'s content')
+  t.equal(folded?.keep.color, 'tomato', 'a provider that never held a colour leaves ours')
+  t.same(folded?.drop, [graphs._id])
+
+  const cleared: ProviderRecord = { ...graphs, providerBase: { title: 'Weekly at Outlook', startDate: occurrence.startDate, endDate: occurrence.endDate, isAllDay: false, timeZone: 'UTC', color: 'sage' } }
+  t.equal(foldOccurrence([mine, cleared])?.keep.color, undefined, 'a colour the provider held and dropped is dropped here too')
+  const coloured: ProviderRecord = { ...graphs, color: 'banana' }
+  t.equal(foldOccurrence([mine, coloured])?.keep.color, 'banana', 'the provider\'s newer colour wins')
 })
