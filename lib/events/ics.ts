@@ -199,6 +199,9 @@ export function importPlanOf (text: string, target: { userId: string, calendarId
           isAllDay: content.isAllDay,
           timeZone: content.timeZone,
           ...(reminders === undefined ? {} : { reminders }),
+          // RFC 7986 COLOR, read as the CalDAV mapping reads it (lib/events/colors.ts): the names
+          // an export writes come back as the same colour; any other leaves the calendar's.
+          ...(content.color === undefined ? {} : { color: content.color }),
           ...(rule.length > 0 ? { recurrence: { rule: rule.slice(0, EVENT_LIMITS.ruleLines) } } : {})
         }
         if (parent !== undefined && original !== null) {

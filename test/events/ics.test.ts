@@ -4,7 +4,7 @@ import ICAL from 'ical.js'
 import { buildApp, signUp, startDependencies, uniqueEmail, type SignedIn } from '../helper.js'
 
 type Component = InstanceType<typeof ICAL.Component>
-interface Shown { _id: string, title: string, startDate: string, endDate: string, isAllDay: boolean, timeZone: string, description?: string, location?: string, reminders?: Array<{ minutes: number }>, recurrence?: { rule?: string[], eventId?: string }, originalStartDate?: string }
+interface Shown { _id: string, title: string, color?: string, startDate: string, endDate: string, isAllDay: boolean, timeZone: string, description?: string, location?: string, reminders?: Array<{ minutes: number }>, recurrence?: { rule?: string[], eventId?: string }, originalStartDate?: string }
 
 function id (): string {
   return randomBytes(12).toString('hex')
@@ -215,6 +215,31 @@ test('calendar files: export, import, re-import and refusals', async (t) => {
     t.same(response.json(), { imported: 2, skipped: 0, errors: ['Event "Swim nowhere": originalStartDate must be the start of an occurrence of the series'] }, response.body)
     const swims = (await range(bob)).filter((event) => event.title.startsWith('Swim')).map((event) => `${event.title} ${event.startDate}`)
     t.same(swims, ['Swim 2026-12-01T07:00:00Z', 'Swim later 2026-12-02T08:00:00Z', 'Swim 2026-12-03T07:00:00Z'])
+  })
+
+  await t.test('COLOR (RFC 7986): the names an export writes come back as the event\'s own colour, others leave the calendar\'s', async (t) => {
+    const dee = await signUp(app, { email: uniqueEmail('ics-dee'), password: 'correct horse 4' })
+    const vevent = (uid: string, title: string, day: string, color: string | null) => [
+      'BEGIN:VEVENT', `UID:${uid}`, 'DTSTAMP:20261129T100000Z', `DTSTART:202612${day}T100000Z`, `DTEND:202612${day}T110000Z`, `SUMMARY:${title}`,
+      ...(color === null ? [] : [`COLOR:${color}`]), 'END:VEVENT'
+    ]
+    const file = [
+      'BEGIN:VCALENDAR', 'PRODID:-//Example//Colours//EN', 'VERSION:2.0',
+      ...vevent('colour-red', 'Red review', '02', 'red'),
+      ...vevent('colour-grey', 'Grey review', '03', 'DimGrey'),
+      ...vevent('colour-tomato', 'Tomato review', '04', 'tomato'),
+      ...vevent('colour-none', 'Plain review', '05', null),
+      'END:VCALENDAR', ''
+    ].join('\r\n')
+    const imported = await importInto(dee, file)
+    t.equal(imported.statusCode, 200, imported.body)
+    t.match(imported.json(), { imported: 4, errors: [] })
+    const colours = Object.fromEntries((await range(dee)).map((event) => [event.title, event.color ?? null]))
+    t.same(colours, { 'Red review': 'tomato', 'Grey review': 'graphite', 'Tomato review': null, 'Plain review': null },
+      'read back: red is Tomato, DimGrey Graphite (case and spelling aside); CSS tomato is no name written here, so the calendar\'s colour')
+    const exported = await exportOf(dee)
+    const written = veventsOf(exported.body).map((vevent) => [vevent.getFirstPropertyValue('summary'), vevent.getFirstPropertyValue('color') ?? null])
+    t.same(written.filter(([title]) => title === 'Red review' || title === 'Grey review').sort(), [['Grey review', 'dimgray'], ['Red review', 'red']], 'and written again as the same names')
   })
 
   await t.test('refusals: no session, not iCalendar, too large, too many events', async (t) => {
