@@ -13,6 +13,7 @@ import type { EventContent } from '../../schemas/sync/index.js'
 import { compileSeries, hasOccurrenceAt, RecurrenceRuleError, type CompiledSeries } from './recurrence.js'
 import { eventDateTime, eventInstant, formatEventDate, occurrenceKey } from './time.js'
 import { occurrenceId } from './ids.js'
+import { sameReminders } from './reminders.js'
 
 /** A series' start moved by whole days and a wall-clock time of day, in its zone. */
 export interface SeriesMove {
@@ -123,22 +124,26 @@ export function exceptionMover (before: SeriesTiming, after: SeriesTiming): ((ex
   }
 }
 
-/** What a series' change of text reaches in its exceptions. */
-const FOLLOWED_FIELDS = ['title', 'description', 'location'] as const
-export type FollowedFields = Partial<Record<typeof FOLLOWED_FIELDS[number], string>>
+/** What a series' change of content reaches in its exceptions. */
+const FOLLOWED_TEXT = ['title', 'description', 'location'] as const
+export type FollowedFields = Partial<Record<typeof FOLLOWED_TEXT[number], string>> & Pick<EventRecord, 'color' | 'reminders'>
 
 /**
- * The title, description and location an exception takes from its series' change: each field the
- * series changed, where the exception still had the series' old value (its own change of that
- * field stays). As Google Calendar applies an "all events" edit to the occurrences changed before.
+ * The title, description, location, colour and reminders an exception takes from its series'
+ * change: each the series changed, where the exception still had the series' old value (its own
+ * change of that field stays). As Google Calendar applies an "all events" edit to the occurrences
+ * changed before. A text or colour the series cleared comes as '' (a record stores no such field);
+ * reminders back to the calendar's default come as undefined, which differs from none ([]).
  */
 export function followedFields (before: FollowedFields, after: FollowedFields, exception: FollowedFields): FollowedFields {
   const followed: FollowedFields = {}
-  for (const field of FOLLOWED_FIELDS) {
+  for (const field of FOLLOWED_TEXT) {
     const was = before[field] ?? ''
     const now = after[field] ?? ''
     if (was !== now && (exception[field] ?? '') === was) followed[field] = now
   }
+  if (before.color !== after.color && exception.color === before.color) followed.color = after.color
+  if (!sameReminders(before.reminders, after.reminders) && sameReminders(exception.reminders, before.reminders)) followed.reminders = after.reminders
   return followed
 }
 
@@ -199,9 +204,11 @@ export function movedExceptions (before: EventRecord, after: EventRecord, except
       _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(moved.originalStartDate, after.isAllDay, after.timeZone)) : exception._id,
       lastUpdated: now.toISOString()
     }
-    // A description or location the series cleared is no field, as a change without it stores it.
+    // A description, location, colour or reminders the series cleared is no field, as a change without it stores it.
     if (followed.description === '') delete followed.description
     if (followed.location === '') delete followed.location
+    if (followed.color === undefined) delete followed.color
+    if (followed.reminders === undefined) delete followed.reminders
     return [followed]
   })
 }

@@ -54,3 +54,24 @@ test('reminders are stored, read back on events and occurrences, and bounded', a
   events = await read()
   t.match(events.find((event) => event._id === single), { title: 'Dentist', reminders: [] }, 'nothing changed by a refusal')
 })
+
+test('new reminders for all events of a series reach an occurrence edited before, unless its own reminders were changed', async (t) => {
+  const deps = await startDependencies(t)
+  const { app } = await buildApp(t, deps)
+  const ada = await signUp(app, { email: uniqueEmail('ada-series-reminders'), password: 'correct horse 1', name: 'Ada' })
+  const read = async () => (await app.inject({ method: 'GET', url: '/api/event?start=2026-12-01T00:00:00Z&end=2026-12-20T00:00:00Z', headers: ada.headers }))
+    .json<Array<{ _id: string, title: string, startDate: string, reminders?: Array<{ minutes: number }> }>>()
+  const series = id()
+  const base = { startDate: '2026-12-01T09:00:00Z', endDate: '2026-12-01T09:30:00Z', timeZone: 'UTC', recurrence: { rule: ['RRULE:FREQ=WEEKLY;COUNT=3'] } }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: ada.headers, payload: { _id: series, title: 'Walk', ...base, reminders: [{ minutes: 5 }] } })).statusCode, 204)
+  const [, second, third] = await read()
+  if (second === undefined || third === undefined) throw new Error('the series has three occurrences')
+  const moved = { title: 'Walk', startDate: second.startDate.replace('09:00', '10:00'), endDate: second.startDate.replace('09:00', '10:30'), timeZone: 'UTC' }
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${second._id}`, headers: ada.headers, payload: { ...moved, reminders: [{ minutes: 5 }] } })).statusCode, 204, 'one occurrence moved')
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${third._id}`, headers: ada.headers, payload: { title: 'Walk', startDate: third.startDate, endDate: third.startDate.replace('09:00', '09:30'), timeZone: 'UTC', reminders: [] } })).statusCode, 204, 'another given no reminder')
+
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}`, headers: ada.headers, payload: { title: 'Walk', ...base, reminders: [{ minutes: 30 }] } })).statusCode, 204, 'all events: 30 minutes before')
+  const after = await read()
+  t.same(after.map((event) => event.reminders), [[{ minutes: 30 }], [{ minutes: 30 }], []], 'the moved occurrence follows the series; the one with its own reminders keeps them')
+  t.equal(after[1]?.startDate, moved.startDate, 'and keeps its own time')
+})

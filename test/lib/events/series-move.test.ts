@@ -69,3 +69,22 @@ test('a series renamed: an exception that kept the old title takes the new one, 
   const cleared = movedExceptions(before, { ...before, location: '' }, [moved], NOW)
   t.notOk('location' in (cleared[0] as object), 'a location the series cleared is cleared where it was the series\' own')
 })
+
+test('a series\' new reminders and colour reach the exceptions that still had the series\' own; one changed there keeps its own', async (t) => {
+  const before = daily({ reminders: [{ minutes: 10 }], color: 'sage' })
+  const after = { ...before, reminders: [{ minutes: 30 }, { minutes: 5 }], color: 'tomato' as const }
+  const moved = instance(before, { originalStartDate: '2027-03-23T10:00:00+01:00', startDate: '2027-03-23T11:00:00+01:00', endDate: '2027-03-23T11:30:00+01:00' })
+  const ownAlarm = instance(before, { originalStartDate: '2027-03-24T10:00:00+01:00', startDate: '2027-03-24T10:15:00+01:00', endDate: '2027-03-24T10:45:00+01:00', reminders: [], color: 'banana' })
+  const followed = movedExceptions(before, after, [moved, ownAlarm], NOW)
+  t.same(followed.map((event) => [event._id, event.reminders, event.color]), [
+    [moved._id, [{ minutes: 30 }, { minutes: 5 }], 'tomato'],
+    [ownAlarm._id, [], 'banana']
+  ], 'the moved one takes the new reminders and colour; the one given none and its own colour keeps them')
+
+  const toDefault = movedExceptions(before, { ...before, reminders: undefined, color: undefined }, [moved], NOW)[0] as object
+  t.notOk('reminders' in toDefault, 'reminders back to the calendar\'s default are no field there either')
+  t.notOk('color' in toDefault, 'nor is a colour the series cleared')
+
+  const plan = planTransition(before, after, NOW)
+  t.ok(plan.ok && plan.plan.writes.some((write) => write.kind === 'followSeries'), 'a change of only reminders and colour still reaches the exceptions')
+})
