@@ -32,6 +32,11 @@ export const UserPreferences = Type.Object({
   workingHours: Type.Optional(WorkingHours),
   defaultEventMinutes: Type.Optional(Type.Integer({ minimum: 5, maximum: 1440, description: 'Length of a new event, in minutes' })),
   defaultReminderMinutes: Type.Optional(Type.Integer({ minimum: 0, maximum: 40320, description: 'Minutes before a new event its reminder comes (stored for clients; 0 is at the start)' })),
+  calendarReminderMinutes: Type.Optional(Type.Record(Type.String({ pattern: '^.{1,500}$' }), Type.Integer({ minimum: 0, maximum: 40320 }), {
+    maxProperties: 500,
+    additionalProperties: false,
+    description: 'A new event\'s reminder in a calendar, in minutes before it, by calendar key as in calendarColors; a calendar left out takes defaultReminderMinutes'
+  })),
   calendarColors: Type.Optional(Type.Record(Type.String({ pattern: '^.{1,500}$' }), Type.String({ pattern: '^#[0-9a-f]{6}$' }), {
     maxProperties: 500,
     additionalProperties: false,

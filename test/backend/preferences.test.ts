@@ -36,6 +36,7 @@ test('display preferences are kept with the account', async (t) => {
     workingHours: { start: '08:30', end: '17:00', days: [1, 2, 3, 4, 5] },
     defaultEventMinutes: 30,
     defaultReminderMinutes: 10,
+    calendarReminderMinutes: { own: 0, 'family@group.calendar.google.com': 1440 },
     calendarColors: { own: '#0b8043', 'family@group.calendar.google.com': '#8e24aa' }
   }
 
@@ -75,6 +76,11 @@ test('display preferences are kept with the account', async (t) => {
       [{ defaultEventMinutes: 1441 }, 'an event longer than a day', /body\/defaultEventMinutes must be <= 1440/],
       [{ defaultEventMinutes: 30.5 }, 'a fraction of a minute', /body\/defaultEventMinutes must be integer/],
       [{ defaultReminderMinutes: -1 }, 'a reminder after the start', /body\/defaultReminderMinutes must be >= 0/],
+      [{ calendarReminderMinutes: { own: -5 } }, 'a calendar\'s reminder after the start', /body\/calendarReminderMinutes\/own must be >= 0/],
+      [{ calendarReminderMinutes: { own: 40_321 } }, 'a calendar\'s reminder more than four weeks before', /body\/calendarReminderMinutes\/own must be <= 40320/],
+      [{ calendarReminderMinutes: { own: 7.5 } }, 'a calendar\'s reminder at a fraction of a minute', /body\/calendarReminderMinutes\/own must be integer/],
+      [{ calendarReminderMinutes: { '': 10 } }, 'a calendar\'s reminder without its calendar', /calendarReminderMinutes/],
+      [{ calendarReminderMinutes: Object.fromEntries(Array.from({ length: 501 }, (_, index) => [`c${index}`, 10])) }, 'more than 500 calendars\' reminders', /calendarReminderMinutes/],
       [{ calendarColors: { own: 'red' } }, 'a colour not as #rrggbb', /calendarColors/],
       [{ calendarColors: { own: '#FFFFFF' } }, 'a colour in capitals', /calendarColors/],
       [{ calendarColors: { '': '#0b8043' } }, 'an empty calendar key', /calendarColors/],

@@ -14,15 +14,19 @@ export interface Preferences {
   workingHours: WorkingHours | null
   defaultEventMinutes: number
   defaultReminderMinutes: number | null
+  /** A new event's reminder by calendar key, over defaultReminderMinutes. */
+  calendarReminderMinutes: Readonly<Record<string, number>>
   calendarColors: Readonly<Record<string, string>>
 }
 
 /**
- * The reminders a new event starts with, whichever way it is made (the New event form, quick add):
- * the account's default reminder (Preferences) when it has one; undefined leaves the calendar's default.
+ * The reminders a new event in `calendar` starts with, whichever way it is made (the New event
+ * form, quick add): that calendar's reminder chosen in Preferences, else the account's default
+ * reminder; undefined leaves the calendar's own default at its provider.
  */
-export function newEventReminders (preferences: Pick<Preferences, 'defaultReminderMinutes'>): Reminder[] | undefined {
-  return preferences.defaultReminderMinutes === null ? undefined : [{ minutes: preferences.defaultReminderMinutes }]
+export function newEventReminders (preferences: Pick<Preferences, 'defaultReminderMinutes' | 'calendarReminderMinutes'>, calendar: string): Reminder[] | undefined {
+  const minutes = preferences.calendarReminderMinutes[calendar] ?? preferences.defaultReminderMinutes
+  return minutes === null ? undefined : [{ minutes }]
 }
 
 /** What a browser says of itself: `navigator.languages` and Intl's time zone. */
@@ -62,6 +66,7 @@ export function browserDefaults (facts: BrowserFacts): Preferences {
     workingHours: null,
     defaultEventMinutes: 60,
     defaultReminderMinutes: null,
+    calendarReminderMinutes: {},
     calendarColors: {}
   }
 }
@@ -80,6 +85,7 @@ export function effectivePreferences (stored: UserPreferences, defaults: Prefere
     workingHours: stored.workingHours ?? null,
     defaultEventMinutes: stored.defaultEventMinutes ?? defaults.defaultEventMinutes,
     defaultReminderMinutes: stored.defaultReminderMinutes ?? null,
+    calendarReminderMinutes: stored.calendarReminderMinutes ?? {},
     calendarColors: stored.calendarColors ?? {}
   }
 }
@@ -95,6 +101,7 @@ export function storedOf (preferences: Preferences): UserPreferences {
     ...(preferences.workingHours === null ? {} : { workingHours: preferences.workingHours }),
     defaultEventMinutes: preferences.defaultEventMinutes,
     ...(preferences.defaultReminderMinutes === null ? {} : { defaultReminderMinutes: preferences.defaultReminderMinutes }),
+    ...(Object.keys(preferences.calendarReminderMinutes).length === 0 ? {} : { calendarReminderMinutes: { ...preferences.calendarReminderMinutes } }),
     ...(Object.keys(preferences.calendarColors).length === 0 ? {} : { calendarColors: { ...preferences.calendarColors } })
   }
 }

@@ -43,6 +43,8 @@ interface Form {
   description: string
   /** Undefined: the event keeps the calendar's default reminders. */
   reminders: ReminderRow[] | undefined
+  /** The person set the reminders: a new event's then stay when its calendar changes. */
+  remindersPicked: boolean
   /** Undefined: drawn in the calendar's colour. */
   color: EventColor | undefined
   scope: ApplyTo
@@ -52,8 +54,13 @@ const FREQUENCY_LABELS: Record<Frequency, string> = { DAILY: 'Every day', WEEKLY
 const UNIT_LABELS: Record<Frequency, [string, string]> = { DAILY: ['day', 'days'], WEEKLY: ['week', 'weeks'], MONTHLY: ['month', 'months'], YEARLY: ['year', 'years'] }
 const WEEKDAY_NAMES: Record<Weekday, string> = { MO: 'Monday', TU: 'Tuesday', WE: 'Wednesday', TH: 'Thursday', FR: 'Friday', SA: 'Saturday', SU: 'Sunday' }
 
-function defaultReminderRows (): ReminderRow[] | undefined {
-  return reminderRows(newEventReminders(preferences.get()))
+function defaultReminderRows (calendar: string): ReminderRow[] | undefined {
+  return reminderRows(newEventReminders(preferences.get(), calendar))
+}
+
+/** A new event moved to `calendar`: its reminders are that calendar's until the person sets their own. */
+function inCalendarOf (form: Form, calendar: string): Form {
+  return { ...form, calendar, ...(form.remindersPicked ? {} : { reminders: defaultReminderRows(calendar) }) }
 }
 
 function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details' }>, rule: string[] | undefined, newCalendar: string): Form {
@@ -69,7 +76,8 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
       calendar: from === undefined ? newCalendar : calendarKeyOf(from),
       location: from?.location ?? '',
       description: from?.description ?? '',
-      reminders: from === undefined ? defaultReminderRows() : reminderRows(from.reminders),
+      reminders: from === undefined ? defaultReminderRows(newCalendar) : reminderRows(from.reminders),
+      remindersPicked: from !== undefined,
       color: from?.color,
       scope: 'this',
       startDay: state.start.toISODate() as string,
@@ -91,6 +99,7 @@ function formFrom (state: Exclude<EventDialogState, { kind: 'closed' | 'details'
     location: event.location ?? '',
     description: event.description ?? '',
     reminders: reminderRows(event.reminders),
+    remindersPicked: true,
     color: event.color,
     scope: 'this',
     startDay: start.toISODate() as string,
@@ -260,7 +269,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
   const [calendarPicked, setCalendarPicked] = useState(state.kind === 'create' && state.from !== undefined)
   const defaultCalendar = defaultCalendarOf(props.calendars)
   useEffect(() => {
-    if (event === null && !calendarPicked) setForm((previous) => previous.calendar === defaultCalendar ? previous : { ...previous, calendar: defaultCalendar })
+    if (event === null && !calendarPicked) setForm((previous) => previous.calendar === defaultCalendar ? previous : inCalendarOf(previous, defaultCalendar))
   }, [defaultCalendar])
 
   async function save (submitEvent: Event) {
@@ -329,7 +338,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
       {props.calendars.length > 1 && (
         <div class='field'>
           <label for='event-calendar'>Calendar</label>
-          <select id='event-calendar' value={form.calendar} disabled={event !== null} aria-describedby={event !== null ? 'event-calendar-hint' : undefined} onChange={(e) => { setCalendarPicked(true); set('calendar', (e.currentTarget as HTMLSelectElement).value) }}>
+          <select id='event-calendar' value={form.calendar} disabled={event !== null} aria-describedby={event !== null ? 'event-calendar-hint' : undefined} onChange={(e) => { setCalendarPicked(true); const calendar = (e.currentTarget as HTMLSelectElement).value; setForm((previous) => inCalendarOf(previous, calendar)) }}>
             {props.calendars.map((calendar) => <option key={calendar.key} value={calendar.key}>{calendar.name}</option>)}
             {!props.calendars.some((calendar) => calendar.key === form.calendar) && <option value={form.calendar}>Another calendar</option>}
           </select>
@@ -344,7 +353,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         <textarea id='event-description' rows={3} value={form.description} onInput={(e) => set('description', (e.currentTarget as HTMLTextAreaElement).value)} />
       </div>
       <ColorFields value={form.color} calendarColor={props.calendars.find((calendar) => calendar.key === form.calendar)?.color ?? 'var(--accent)'} onChange={(color) => set('color', color)} />
-      <ReminderFields rows={form.reminders} onChange={(rows) => set('reminders', rows)} />
+      <ReminderFields rows={form.reminders} onChange={(rows) => setForm((previous) => ({ ...previous, reminders: rows, remindersPicked: true }))} />
       {occurrence && <ScopeChoice legend='This event repeats. Apply the change or the deletion to' scope={form.scope} onChange={(scope) => set('scope', scope)} />}
       {error !== null && <p role='alert' class='form-error'>{error}</p>}
       <div class='actions'>

@@ -60,7 +60,8 @@ function PreferencesForm (props: { calendars: ShownCalendar[], onClose: () => vo
     submit.preventDefault()
     setSaving(true)
     const colors = Object.fromEntries(props.calendars.map((calendar) => [calendar.key, form.calendarColors[calendar.key]]).filter((entry): entry is [string, string] => entry[1] !== undefined))
-    // Colours of calendars not listed now (a connection away for a while) are kept.
+    // Colours of calendars not listed now (a connection away for a while) are kept, as are their
+    // reminders (the form started from every stored one and changes only those it lists).
     await savePreferences(storedOf({ ...form, calendarColors: { ...current.calendarColors, ...colors } }))
     setSaving(false)
     props.onClose()
@@ -164,6 +165,27 @@ function PreferencesForm (props: { calendars: ShownCalendar[], onClose: () => vo
               <select id={`pref-color-${index}`} value={color} onChange={(input) => change({ calendarColors: { ...form.calendarColors, [calendar.key]: input.currentTarget.value } })}>
                 {!named && <option value={color}>Custom</option>}
                 {CALENDAR_PALETTE.map((entry) => <option key={entry.color} value={entry.color}>{entry.name}</option>)}
+              </select>
+            </div>
+          )
+        })}
+      </fieldset>
+      <fieldset>
+        <legend>New events' reminder, by calendar</legend>
+        {props.calendars.map((calendar, index) => {
+          const minutes = form.calendarReminderMinutes[calendar.key]
+          const choose = (value: string) => {
+            const { [calendar.key]: _left, ...others } = form.calendarReminderMinutes
+            change({ calendarReminderMinutes: value === '' ? others : { ...others, [calendar.key]: Number(value) } })
+          }
+          return (
+            <div key={calendar.key} class='field'>
+              <label for={`pref-calendar-reminder-${index}`}>Reminder in {calendar.name}{calendar.provider !== null && ` (${providerName(calendar.provider)})`}</label>
+              <select id={`pref-calendar-reminder-${index}`} value={minutes === undefined ? '' : String(minutes)} onChange={(input) => choose(input.currentTarget.value)}>
+                <option value=''>The default reminder</option>
+                {[...new Set([...REMINDERS, ...(minutes === undefined ? [] : [minutes])])].sort((a, b) => a - b).map((value) => (
+                  <option key={value} value={String(value)}>{value === 0 ? minutesName(0) : `${minutesName(value)} before`}</option>
+                ))}
               </select>
             </div>
           )

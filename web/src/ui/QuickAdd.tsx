@@ -27,7 +27,8 @@ export function QuickAdd (props: { calendars: ShownCalendar[], onAdded: (start: 
       props.onUnread(typed)
       return
     }
-    const plan = inCalendar(planCreate(draftOfQuickAdd(added, userZone, newEventReminders(preferences.get())), newEventId()), defaultCalendarOf(props.calendars))
+    const calendar = defaultCalendarOf(props.calendars)
+    const plan = inCalendar(planCreate(draftOfQuickAdd(added, userZone, newEventReminders(preferences.get(), calendar)), newEventId()), calendar)
     props.onAdded(added.start, added.title)
     applyPlan(plan).catch(() => {})
   }
