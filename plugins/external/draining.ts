@@ -7,7 +7,11 @@ import fp from 'fastify-plugin'
 export default fp(async function draining (fastify) {
   let closing = false
   fastify.addHook('preClose', async () => { closing = true })
-  fastify.addHook('onSend', async (_request, reply) => {
+  // A callback hook, which lets the answer go out in the same tick: an async one would delay every
+  // answer by a turn, and the session library's middleware reads an answer sent in its own tick
+  // as handled (a later one as not, which routes the request on to a 404).
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close')
+    done(null, payload)
   })
 }, { name: 'draining' })

@@ -9,6 +9,9 @@ async function runServer (t: Test, args: string[], env: NodeJS.ProcessEnv = {}):
 }
 
 const configFile = (text: string) => writeTempFile('config.yaml', text)
+// The example's internal metrics ports are fixed (9464, 9465): a process started here takes free
+// ones, so another test's process on those ports cannot make its start fail for the wrong reason.
+const FREE_METRICS_PORTS = { 'backend.metricsPort': 0, 'sync.metricsPort': 0 }
 
 const secret = 'super-secret-internal-token-value'
 const cases: Array<[string, Record<string, unknown>, RegExp]> = [
@@ -21,7 +24,7 @@ const cases: Array<[string, Record<string, unknown>, RegExp]> = [
 
 for (const [name, patch, expected] of cases) {
   test(`the backend process exits 1 ${name}`, async (t) => {
-    const path = await configFile(exampleWith(patch))
+    const path = await configFile(exampleWith({ ...FREE_METRICS_PORTS, ...patch }))
     const { code, stderr } = await runServer(t, ['--config', path])
     t.equal(code, 1)
     const lines = stderr.trim().split('\n')
@@ -32,7 +35,7 @@ for (const [name, patch, expected] of cases) {
 }
 
 test('CONFIG_FILE names the file when --config is absent', async (t) => {
-  const path = await configFile(exampleWith({ 'runtime.timezone': 'America/New_York' }))
+  const path = await configFile(exampleWith({ ...FREE_METRICS_PORTS, 'runtime.timezone': 'America/New_York' }))
   const { code, stderr } = await runServer(t, [], { CONFIG_FILE: path })
   t.equal(code, 1)
   t.equal(stderr.trim(), 'config: runtime.timezone must be one of Etc/UTC, UTC')
@@ -46,7 +49,7 @@ test('a missing configuration file exits 1 with a clear line', async (t) => {
 
 test('an unreachable database stops the backend with status 1 and one line', { timeout: 30_000 }, async (t) => {
   // Development: a production configuration refuses loopback databases before trying them.
-  const path = await configFile(exampleWith({ 'runtime.nodeEnv': 'development', 'database.uri': 'mongodb://127.0.0.1:9/calendar', 'sync.databaseUri': 'mongodb://127.0.0.1:9/sync' }))
+  const path = await configFile(exampleWith({ ...FREE_METRICS_PORTS, 'runtime.nodeEnv': 'development', 'database.uri': 'mongodb://127.0.0.1:9/calendar', 'sync.databaseUri': 'mongodb://127.0.0.1:9/sync' }))
   const { code, stderr } = await runServer(t, ['--config', path])
   t.equal(code, 1)
   const lines = stderr.trim().split('\n')
