@@ -19,7 +19,7 @@ import sseBroker from '../plugins/app/sse-broker.js'
 import { ChangeFeedBridge, type ChangeSource } from '../services/change-feed-bridge.js'
 import { SyncClient } from '../clients/sync.js'
 import { startMongo } from '../dev/mongo/index.js'
-import { INTERNAL_AUTH_TOKEN } from './sync-for-bench.js'
+import { INTERNAL_AUTH_TOKEN, benchSyncConfig } from './sync-for-bench.js'
 
 const CHANGES = 100
 const USER_COUNTS = [1, 1000]
@@ -39,22 +39,7 @@ async function startSync (databaseUri: string): Promise<{ app: FastifyInstance, 
   let batches = 0
   const app = Fastify({ logger: false, forceCloseConnections: true })
   app.addHook('onRequest', async (incoming) => { if (incoming.url === '/internal/changes/batch') batches++ })
-  await app.register(fp(syncApp), {
-    config: {
-      runtime: { version: 'latest', nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
-      sync: {
-        port: 3010,
-        databaseUri,
-        internalAuthToken: INTERNAL_AUTH_TOKEN,
-        callbackBaseUrl: 'http://localhost:3010',
-        postConnectRedirectUrl: 'http://localhost:9080',
-        serviceUrl: 'http://127.0.0.1:3010',
-        cloudMutationMode: 'enabled',
-        execution: 'passive'
-      }
-    },
-    worker: { autoStart: false }
-  })
+  await app.register(fp(syncApp), { config: benchSyncConfig(databaseUri), worker: { autoStart: false } })
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, batchRequests: () => batches }
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import syncApp from '../sync/app.js'
+import type { SyncConfig } from '../schemas/config.js'
 import { startMongo } from '../dev/mongo/index.js'
 import { startSessionCore } from '../dev/session-core/index.js'
 
@@ -19,6 +20,23 @@ export interface BenchDependencies {
   close: () => Promise<void>
 }
 
+/** A passive Sync service's configuration over `databaseUri`: it takes reports and serves its feed, and calls no provider. */
+export function benchSyncConfig (databaseUri: string): SyncConfig {
+  return {
+    runtime: { version: 'latest', nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
+    sync: {
+      port: 3010,
+      databaseUri,
+      internalAuthToken: INTERNAL_AUTH_TOKEN,
+      callbackBaseUrl: 'http://localhost:3010',
+      postConnectRedirectUrl: 'http://localhost:9080',
+      serviceUrl: 'http://127.0.0.1:3010',
+      cloudMutationMode: 'enabled',
+      execution: 'passive'
+    }
+  }
+}
+
 export async function startBenchDependencies (): Promise<BenchDependencies> {
   const mongo = await startMongo({ replicaSet: 'rs0' })
   const core = await startSessionCore({ apiKey: SESSION_CORE_KEY })
@@ -28,22 +46,7 @@ export async function startBenchDependencies (): Promise<BenchDependencies> {
     return url.toString()
   }
   const sync = Fastify({ logger: { level: 'error' }, forceCloseConnections: true })
-  await sync.register(fp(syncApp), {
-    config: {
-      runtime: { version: 'latest', nodeEnv: 'test', timezone: 'UTC', logLevel: 'error' },
-      sync: {
-        port: 3010,
-        databaseUri: withDatabase('sync_bench'),
-        internalAuthToken: INTERNAL_AUTH_TOKEN,
-        callbackBaseUrl: 'http://localhost:3010',
-        postConnectRedirectUrl: 'http://localhost:9080',
-        serviceUrl: 'http://127.0.0.1:3010',
-        cloudMutationMode: 'enabled',
-        execution: 'passive'
-      }
-    },
-    worker: { autoStart: false }
-  })
+  await sync.register(fp(syncApp), { config: benchSyncConfig(withDatabase('sync_bench')), worker: { autoStart: false } })
   await sync.listen({ port: 0, host: '127.0.0.1' })
   return {
     withDatabase,

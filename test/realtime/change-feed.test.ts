@@ -239,12 +239,18 @@ async function untilHeld (sync: SyncService): Promise<void> {
   await eventually(() => sync.running.syncFeedWaits.waiting === 1, 5000, 'a held read')
 }
 
+/** A backend holding its reads of `sync`, with user A's stream open and followed, and a read held. */
+async function heldStreamOfA (t: Test, sync: SyncService) {
+  const backend = await startBackend(t, sync, held)
+  const reader = await openStream(t, backend.url, userA)
+  t.equal(await backend.app.changeFeed.ready(userA, 5000), true)
+  await untilHeld(sync)
+  return { ...backend, reader }
+}
+
 test('a change ends the held read and reaches the stream; an idle user is asked for once per interval', async (t) => {
   const sync = await startSync(t)
-  const { app, url } = await startBackend(t, sync, held)
-  const reader = await openStream(t, url, userA)
-  t.equal(await app.changeFeed.ready(userA, 5000), true)
-  await untilHeld(sync)
+  const { reader } = await heldStreamOfA(t, sync)
 
   const started = performance.now()
   await append(sync, userA, { kind: 'event', eventId: 'while-held' })
@@ -261,10 +267,7 @@ test('a change ends the held read and reaches the stream; an idle user is asked 
 
 test('a user whose stream opens while a read is held is in the next read at once', async (t) => {
   const sync = await startSync(t)
-  const { app, url } = await startBackend(t, sync, held)
-  await openStream(t, url, userA)
-  t.equal(await app.changeFeed.ready(userA, 5000), true)
-  await untilHeld(sync)
+  const { app, url } = await heldStreamOfA(t, sync)
 
   const started = performance.now()
   const late = await openStream(t, url, userB)
@@ -278,10 +281,7 @@ test('a user whose stream opens while a read is held is in the next read at once
 test('an append by a second Sync process over the same database ends the read held by the first', async (t) => {
   const sync = await startSync(t)
   const other = await startSyncService(t, mongoUri, sync.database)
-  const { app, url } = await startBackend(t, sync, held)
-  const reader = await openStream(t, url, userA)
-  t.equal(await app.changeFeed.ready(userA, 5000), true)
-  await untilHeld(sync)
+  const { reader } = await heldStreamOfA(t, sync)
   const started = performance.now()
   await append(other, userA, { kind: 'event', eventId: 'from-the-other' })
   t.same(await reader.untilMessages(1, HALF_HOLD_MS), [{ type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['from-the-other'] }],
@@ -290,10 +290,7 @@ test('an append by a second Sync process over the same database ends the read he
 
 test('a backend that closes gives up its held read instead of waiting for it', async (t) => {
   const sync = await startSync(t)
-  const { app, url } = await startBackend(t, sync, held)
-  await openStream(t, url, userA)
-  t.equal(await app.changeFeed.ready(userA, 5000), true)
-  await untilHeld(sync)
+  const { app } = await heldStreamOfA(t, sync)
   const started = performance.now()
   await app.changeFeed.stop()
   t.ok(performance.now() - started < HALF_HOLD_MS, `stopped in ${Math.round(performance.now() - started)} ms`)
