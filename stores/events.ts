@@ -196,10 +196,20 @@ export class EventStore {
       ? []
       : [{ seriesId: event.recurrence.eventId, at: eventInstant(event.originalStartDate, event.isAllDay, event.timeZone) }])
     if (occurrences.length === 0) return 0
-    const found = await withDatabaseDeadline(async (signal) => await this.events.find({
+    // A fold needs an own record at one of these occurrences. Most pages (an import) meet none, and
+    // the own records of their series are few: they are read first, by series alone.
+    const instants = new Set(occurrences.map((occurrence) => occurrence.at.getTime()))
+    const own = await withDatabaseDeadline(async (signal) => await this.events.find({
       user: userId,
       'recurrence.eventId': { $in: [...new Set(occurrences.map((occurrence) => occurrence.seriesId))] },
-      originalStartsAt: { $in: occurrences.map((occurrence) => occurrence.at) }
+      providerEventId: { $exists: false }
+    }, { projection: { recurrence: 1, originalStartsAt: 1 }, signal }).toArray(), deadlineMs)
+    const met = own.filter((record) => record.originalStartsAt instanceof Date && instants.has(record.originalStartsAt.getTime()))
+    if (met.length === 0) return 0
+    const found = await withDatabaseDeadline(async (signal) => await this.events.find({
+      user: userId,
+      'recurrence.eventId': { $in: [...new Set(met.map((record) => record.recurrence?.eventId))] },
+      originalStartsAt: { $in: met.map((record) => record.originalStartsAt) }
     }, { projection: { startsAt: 0, endsAt: 0, seriesEndsAt: 0 }, signal }).toArray(), deadlineMs)
     const byOccurrence = new Map<string, ProviderRecord[]>()
     for (const record of found) {
