@@ -216,7 +216,7 @@ test('search from the toolbar', async (t) => {
     if (process.env.SEARCH_SCREENSHOTS !== undefined) await local.screenshot({ path: `${process.env.SEARCH_SCREENSHOTS}/search-phone-folded.png` })
     const toggle = local.getByRole('button', { name: 'Search', exact: true })
     await toggle.click()
-    t.equal(await toggle.getAttribute('aria-expanded'), 'true')
+    t.ok(await waitFor(async () => await toggle.getAttribute('aria-expanded') === 'true', 5_000), 'the Search button says it is expanded once drawn again')
     t.ok(await waitFor(async () => await focusedId(local) === 'search-input', 5_000), 'the Search button opens the field and focuses it')
     await local.keyboard.type('lunch')
     const phoneList = local.getByRole('list', { name: 'Search results for “lunch”' })

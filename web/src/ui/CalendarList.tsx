@@ -7,9 +7,9 @@ import { hiddenCalendars, setCalendarShown, type ShownCalendar } from '../data/c
 import { session } from '../data/session.js'
 import { providerName } from '../lib/caldav.js'
 import { lazyPart, useLazyPart } from './lazy.js'
+import { exportCalendar, importCalendar } from '../data/ics.js'
 
 const preferencesDialog = lazyPart(async () => (await import('./PreferencesDialog.js')).PreferencesDialog)
-const calendarFiles = lazyPart(async () => await import('../data/ics.js'))
 
 /** A calendar's file: Export .ics downloads it, Import .ics picks a file and adds its events. */
 // The picker's name is "Import .ics", the calendar its description: a label naming the calendar
@@ -19,7 +19,7 @@ function CalendarFile (props: { calendar: ShownCalendar, nameId: string, onDone:
   const failed = (error: unknown) => props.onDone(`${name}: ${error instanceof Error ? error.message : String(error)}`)
   return (
     <span class='calendar-file'>
-      <button type='button' onClick={() => { calendarFiles.load().then(async ({ exportCalendar }) => { await exportCalendar(key, name) }).catch(failed) }}>Export .ics<span class='sr-only'> of {name}</span></button>
+      <button type='button' onClick={() => { exportCalendar(key, name).catch(failed) }}>Export .ics<span class='sr-only'> of {name}</span></button>
       <label class='file-pick'>
         Import .ics
         <input
@@ -27,7 +27,7 @@ function CalendarFile (props: { calendar: ShownCalendar, nameId: string, onDone:
             const input = change.currentTarget as HTMLInputElement
             const file = input.files?.[0]
             input.value = ''
-            if (file !== undefined) calendarFiles.load().then(async ({ importCalendar }) => await importCalendar(key, name, file)).then(props.onDone, failed)
+            if (file !== undefined) importCalendar(key, name, file).then(props.onDone, failed)
           }}
         />
       </label>

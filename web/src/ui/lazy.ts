@@ -1,4 +1,4 @@
-// Parts of the page a person rarely opens (Preferences, calendar files) are fetched the first time
+// Parts of the page a person rarely opens (Preferences, the CalDAV form) are fetched the first time
 // they are wanted, so the JavaScript every page load pays for stays within its budget (bench/web.ts).
 // The service worker caches them with the rest of the build (web/src/sw.ts), so they open offline too.
 import { useEffect, useState } from 'preact/hooks'
