@@ -2,9 +2,11 @@
 // event dialog, of a change the server refused, and of a phone: a weekly repeat on the weekday of
 // the start as it was moved, an end that keeps the event's length as the start moves, the reason a
 // change was not saved in words on the page, and a week on a 390 px phone whose titles are never
-// broken inside a word, whose "Sign out" is on screen, with one h1.
+// broken inside a word, whose "Sign out" is on screen, with one h1, and whose top bar takes two
+// rows with the rest of its controls one press of More options away.
 import { test } from 'tap'
 import type { ObjectId } from 'bson'
+import type { Locator } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
 import { EVENTUALLY_MS, createEventThroughUi, eventBlock, signInThroughUi } from './ui.js'
@@ -12,6 +14,19 @@ import { signUp, uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
 const ZONE = 'Europe/Berlin'
+
+/** Seen whole in the window, and a press at its middle reaches it (nothing scrolled or laid over it). */
+async function onScreen (control: Locator): Promise<boolean> {
+  if (!await control.isVisible()) return false
+  // The root project has no DOM library: the page's globals are reached through the element.
+  return await control.evaluate((element) => {
+    const rect = element.getBoundingClientRect()
+    const { innerWidth, innerHeight } = element.ownerDocument.defaultView ?? { innerWidth: 0, innerHeight: 0 }
+    const inView = rect.left >= 0 && rect.right <= innerWidth && rect.top >= 0 && rect.bottom <= innerHeight
+    const hit = element.ownerDocument.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
+    return inView && hit !== null && element.contains(hit)
+  })
+}
 const SATURDAY = '2026-11-28'
 
 test('the event dialog, a refused change and a phone, as a Google Calendar user expects them', async (t) => {
@@ -137,6 +152,65 @@ test('the event dialog, a refused change and a phone, as a Google Calendar user 
 
     await page.setViewportSize({ width: 1440, height: 900 })
     t.ok(await page.getByRole('heading', { level: 1 }).isVisible(), 'the h1 is seen on a wide screen')
+  })
+
+  await t.test('a 390 px phone: the top bar takes two rows, and every control is on screen or one press away', async (t) => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${stack.webUrl}/week?date=2026-03-04`)
+    await eventBlock(page, 'Standup').waitFor()
+    const header = page.getByRole('banner')
+    // Rows as the eye groups them: a control below the bottom of the row so far starts the next one.
+    const rows = async () => await header.evaluate((bar) => {
+      const boxes = [...bar.querySelectorAll('a[href], button, input, select')]
+        .map((control) => control.getBoundingClientRect())
+        .filter((box) => box.width > 0 && box.height > 0)
+        .sort((a, b) => a.top - b.top)
+      let count = 0
+      let bottom = -Infinity
+      for (const box of boxes) {
+        if (box.top >= bottom - 1) count++
+        bottom = box.top >= bottom - 1 ? box.bottom : Math.max(bottom, box.bottom)
+      }
+      return count
+    })
+    t.equal(await rows(), 2, 'the controls take two rows')
+    // Two rows of buttons (34 px each at most), the gap between them and the bar's padding and border.
+    const height = (await header.boundingBox())?.height ?? Infinity
+    t.ok(height <= 90, `the top bar takes ${Math.round(height)} px of 844`)
+
+    const controls = [
+      header.getByRole('button', { name: 'Today', exact: true }),
+      header.getByRole('button', { name: 'Previous week', exact: true }),
+      header.getByRole('button', { name: 'Next week', exact: true }),
+      ...['Day', '4 days', 'Week', 'Month', 'Agenda'].map((name) => header.getByRole('navigation', { name: 'View' }).getByRole('link', { name, exact: true })),
+      header.getByRole('button', { name: 'Search', exact: true }),
+      header.getByRole('button', { name: 'New event', exact: true }),
+      header.getByRole('button', { name: 'Sign out', exact: true })
+    ]
+    for (const control of controls) {
+      t.ok(await onScreen(control), `${await control.evaluate((element) => element.getAttribute('aria-label') ?? element.textContent)} is on screen, nothing over it`)
+    }
+
+    // What does not fit is behind one button, which says whether it is open.
+    const refresh = header.getByRole('button', { name: 'Refresh events', exact: true })
+    const quickAdd = header.getByRole('textbox', { name: 'Quick add' })
+    const more = header.getByRole('button', { name: 'More options', exact: true })
+    t.notOk(await refresh.isVisible(), 'Refresh is folded away')
+    t.equal(await more.getAttribute('aria-expanded'), 'false', 'More options says it is closed')
+    t.ok(await onScreen(more), 'More options is on screen')
+    await more.click()
+    t.equal(await more.getAttribute('aria-expanded'), 'true', 'and open once pressed')
+    t.ok(await onScreen(refresh), 'Refresh is on screen after one press')
+    t.ok(await onScreen(quickAdd), 'so is the quick add field')
+    await quickAdd.focus()
+    await page.keyboard.press('Escape')
+    t.notOk(await quickAdd.isVisible(), 'Escape folds them away again')
+    t.equal(await page.evaluate('document.activeElement.getAttribute("aria-label")'), 'More options', 'and gives the focus back to More options')
+    t.equal(await rows(), 2, 'two rows again')
+
+    await page.setViewportSize({ width: 1440, height: 900 })
+    t.notOk(await more.isVisible(), 'a wide screen has no More options')
+    t.ok(await onScreen(refresh) && await onScreen(quickAdd), 'Refresh and quick add are in its top bar')
   })
 
   // The session library's first look for a session, signed out, answers 401; the routed 409 is the test's.

@@ -1,7 +1,7 @@
 // The page: the toolbar (dates, view, status, account), the calendar list, the grid or month, and
 // the dialogs. The view and the shown date live in the URL (/day, /4days, /week, /month or /agenda,
 // ?date=YYYY-MM-DD) so reloads and links keep them; a date that does not exist is corrected there.
-import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { TimeGrid, eventKeyOf, type Moved } from './TimeGrid.js'
 import { MonthView } from './MonthView.js'
@@ -95,6 +95,9 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   const [refreshing, setRefreshing] = useState(false)
   const [more, setMore] = useState<MoreDialogState>(null)
   const [shortcutsOpen, setShortcutsOpen] = useState(false)
+  /** A phone's top bar: the status, Refresh, the account's connections and quick add are shown. */
+  const [toolbarOpen, setToolbarOpen] = useState(false)
+  const toolbarToggle = useRef<HTMLButtonElement>(null)
   const [focusKey, setFocusKey] = useState<string | null>(null)
   const [announcement, setAnnouncement] = useState('')
   const view = props.view
@@ -203,6 +206,14 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
     }
   }
 
+  // Escape folds them away again and the focus goes back to the button, as a menu's would.
+  function foldToolbar (press: KeyboardEvent) {
+    if (press.key !== 'Escape' || !toolbarOpen) return
+    press.preventDefault()
+    setToolbarOpen(false)
+    toolbarToggle.current?.focus()
+  }
+
   const title = viewTitle(anchor, view, firstDay)
   const unit = stepUnit(view)
 
@@ -225,7 +236,11 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           <a href={urlFor('agenda', anchor)} aria-current={view === 'agenda' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('agenda', anchor)) }}>Agenda</a>
         </nav>
         <Search onOpen={openFound} />
-        <div class='toolbar-end'>
+        {/* Only a phone shows it (styles.css): a wide top bar has room for the whole toolbar's end. */}
+        <button type='button' class='toolbar-more' ref={toolbarToggle} aria-label='More options' aria-expanded={toolbarOpen} aria-controls='toolbar-end' onClick={() => setToolbarOpen((open) => !open)} onKeyDown={foldToolbar}>
+          <svg viewBox='0 0 16 16' width='16' height='16' fill='currentColor' aria-hidden='true' focusable='false'><circle cx='8' cy='3' r='1.5' /><circle cx='8' cy='8' r='1.5' /><circle cx='8' cy='13' r='1.5' /></svg>
+        </button>
+        <div id='toolbar-end' class={toolbarOpen ? 'toolbar-end toolbar-open' : 'toolbar-end'} onKeyDown={foldToolbar}>
           <ConnectionStatus lastKnownAt={lastKnownAt} />
           <button type='button' onClick={refresh} disabled={refreshing} aria-label='Refresh events'>{refreshing ? 'Refreshing…' : 'Refresh'}</button>
           {state.status === 'signedIn'
@@ -241,13 +256,14 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
             : state.status === 'signedOut'
               ? (
                 <div class='account'>
-                  <button type='button' onClick={() => setAuth('login')}>Sign in</button>
+                  <button type='button' class='sign-in' onClick={() => setAuth('login')}>Sign in</button>
                   <button type='button' onClick={() => setAuth('signup')}>Create account</button>
                 </div>
                 )
               : null}
           <QuickAdd calendars={calendars} onAdded={quickAdded} onUnread={(text) => newEvent(text)} />
-          <button type='button' class='primary' onClick={() => newEvent()}>New event</button>
+          {/* A phone shows the plus alone; the name stays the words. */}
+          <button type='button' class='primary new-event' aria-label='New event' onClick={() => newEvent()}><span class='new-event-plus' aria-hidden='true'>+</span><span class='new-event-words'>New event</span></button>
         </div>
       </header>
       <ReconnectBanner onPassword={(connectionId) => setCalDav({ connectionId })} />

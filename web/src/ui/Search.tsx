@@ -1,7 +1,7 @@
 // Search in the toolbar, as in Google Calendar: "/" focuses the field, typing (after a pause) or
 // Enter lists the events found, grouped by day; the arrow keys move between them and choosing one
 // opens it as a click in the grid does. Escape closes the results and puts focus back where it was
-// before the field took it. On a phone the field hides behind a Search button.
+// before the field took it. On a phone the field hides behind a Search button (a magnifier).
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { DateTime } from 'luxon'
 import { createStore, useStore } from '../data/store.js'
@@ -180,7 +180,9 @@ export function Search (props: { onOpen: (event: CalendarEvent) => void }) {
   const days = shown === null ? [] : groupByDay(shown.events, userZone)
   return (
     <div class={`search${open ? ' search-open' : ''}`} ref={root} onKeyDown={onKeyDown} onFocusIn={onFocusIn}>
-      <button type='button' class='search-toggle' aria-expanded={open} aria-controls='search-form' onClick={() => { if (open) close(true); else focusSearch() }}>Search</button>
+      <button type='button' class='search-toggle' aria-expanded={open} aria-controls='search-form' aria-label='Search' onClick={() => { if (open) close(true); else focusSearch() }}>
+        <svg viewBox='0 0 16 16' width='16' height='16' aria-hidden='true' focusable='false'><circle cx='6.5' cy='6.5' r='4.75' fill='none' stroke='currentColor' stroke-width='1.75' /><path d='M10 10l4.5 4.5' stroke='currentColor' stroke-width='1.75' stroke-linecap='round' /></svg>
+      </button>
       <form id='search-form' role='search' class='search-form' onSubmit={(submit) => { submit.preventDefault(); run(text, null, []).catch(() => {}) }}>
         <label for='search-input' class='sr-only'>Search events</label>
         <input
