@@ -20,7 +20,8 @@ export function calendarList (synced: SyncCalendarList): CalendarListView {
     calendarId: calendar.calendarId,
     name: calendar.name === '' ? calendar.calendarId : calendar.name,
     color: calendar.color ?? PROVIDER_COLORS[calendar.provider],
-    primary: calendar.primary
+    primary: calendar.primary,
+    defaultReminders: calendar.defaultReminders ?? []
   }))
   return {
     calendars: calendars.sort((a, b) =>

@@ -10,7 +10,13 @@ export const CalendarView = Type.Object({
   calendarId: Type.String({ minLength: 1, maxLength: 500, description: 'The calendarId the calendar\'s events carry' }),
   name: Type.String({ maxLength: 1024, description: 'The calendar\'s name at the provider (the user\'s own name for it at Google, when set)' }),
   color: Type.String({ pattern: '^#[0-9a-f]{6}$', description: 'The calendar\'s colour at the provider as #rrggbb, or the provider\'s own colour when it names none' }),
-  primary: Type.Boolean({ description: 'The account\'s main calendar: where the user\'s own events are written' })
+  primary: Type.Boolean({ description: 'The account\'s main calendar: where the user\'s own events are written' }),
+  defaultReminders: Type.Array(Type.Object({
+    minutes: Type.Integer({ minimum: 0, maximum: 40_320, description: 'Minutes before the start' })
+  }, { additionalProperties: false }), {
+    maxItems: 5,
+    description: 'What an event of this calendar whose `reminders` are absent reminds of: the calendar\'s default at the provider (Google keeps one per calendar); empty when it has none'
+  })
 }, { additionalProperties: false })
 
 export const CalendarListView = Type.Object({

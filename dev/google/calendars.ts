@@ -39,6 +39,8 @@ export interface Calendar {
   selected: boolean
   primary: boolean
   accessRole: AccessRole
+  /** The account's default reminders of the calendar (calendarList and events.list `defaultReminders`). */
+  defaultReminders: DefaultReminder[]
   /** Stable per calendar, as Google's resourceId is per watched resource. */
   resourceId: string
   /** The account's calendar-list version at which this entry last changed (calendarList sync). */
@@ -55,6 +57,12 @@ export interface Calendar {
   changes: Array<{ seq: number, id: string }>
 }
 
+/** One of a calendar's default reminders: Google's EventReminder. */
+export interface DefaultReminder {
+  method: 'email' | 'popup'
+  minutes: number
+}
+
 export interface CalendarInput {
   id?: string
   summary?: string
@@ -67,6 +75,8 @@ export interface CalendarInput {
   foregroundColor?: string
   /** Default `owner`; the primary calendar is always the account's own. */
   accessRole?: AccessRole
+  /** Default none. */
+  defaultReminders?: DefaultReminder[]
 }
 
 export interface ListQuery {
@@ -151,6 +161,7 @@ export class Calendars {
       selected: input.selected ?? !(input.hidden ?? false),
       primary,
       accessRole: primary ? 'owner' : (input.accessRole ?? 'owner'),
+      defaultReminders: (input.defaultReminders ?? []).map(({ method, minutes }) => ({ method, minutes })),
       resourceId: newOpaqueId(18),
       entryVersion: this.bumpListVersion(owner.sub),
       seq: 0,
@@ -190,6 +201,12 @@ export class Calendars {
     removed.push({ id: calendar.id, version: this.bumpListVersion(calendar.ownerSub) })
     this.removedEntries.set(calendar.ownerSub, removed)
     this.onChange(calendar, 'not_exists')
+  }
+
+  /** The account changed the calendar's default reminders (its calendar list entry). */
+  setDefaultReminders (calendar: Calendar, reminders: DefaultReminder[]): void {
+    calendar.defaultReminders = reminders.map(({ method, minutes }) => ({ method, minutes }))
+    calendar.entryVersion = this.bumpListVersion(calendar.ownerSub)
   }
 
   listVersion (sub: string): number {

@@ -26,7 +26,7 @@ export interface GoogleOptions extends StandInOptions<ClientRegistration, Accoun
 
 /** The control surface in process: the same operations as the HTTP paths under /_control. */
 type GoogleControl = Pick<GoogleState,
-  'registerClient' | 'createAccount' | 'listAccounts' | 'addCalendar' | 'deleteCalendar' | 'insertEvent' | 'patchEvent' |
+  'registerClient' | 'createAccount' | 'listAccounts' | 'addCalendar' | 'setDefaultReminders' | 'deleteCalendar' | 'insertEvent' | 'patchEvent' |
   'deleteEvent' | 'seed' | 'storedEvents' | 'revoke' | 'expireAccessTokens' | 'expireSyncTokens' | 'armFault' | 'counts' |
   'resetCounts' | 'listChannels'>
 

@@ -137,7 +137,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
     foregroundColor: calendar.foregroundColor,
     ...(calendar.selected ? { selected: true } : {}),
     accessRole: calendar.accessRole,
-    defaultReminders: [],
+    defaultReminders: calendar.defaultReminders,
     ...(calendar.primary ? { primary: true } : {}),
     ...(calendar.hidden ? { hidden: true } : {}),
     conferenceProperties: { allowedConferenceSolutionTypes: ['hangoutsMeet'] }
@@ -251,7 +251,7 @@ export async function calendarRoutes (app: FastifyInstance, options: { state: Go
       updated: new Date(calendar.updated).toISOString(),
       timeZone: calendar.timeZone,
       accessRole: calendar.accessRole,
-      defaultReminders: [],
+      defaultReminders: calendar.defaultReminders,
       ...(page.nextPageToken === undefined ? {} : { nextPageToken: page.nextPageToken }),
       ...(page.nextSyncToken === undefined ? {} : { nextSyncToken: page.nextSyncToken }),
       items: page.items.map((event) => render(calendar, event, zone, page.incremental))

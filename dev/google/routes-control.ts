@@ -46,6 +46,9 @@ export async function controlRoutes (app: FastifyInstance, options: { state: Goo
   })
   app.post('/accounts/:email/expire-sync-tokens', CONTROL, async (request) => state.expireSyncTokens({ email: param(request, 'email') }))
 
+  app.put('/calendars/:calendarId/default-reminders', CONTROL, async (request) =>
+    state.setDefaultReminders(param(request, 'calendarId'), objectBody(request)['defaultReminders']))
+
   app.post('/calendars/:calendarId/expire-sync-tokens', CONTROL, async (request) =>
     state.expireSyncTokens({ calendarId: param(request, 'calendarId') }))
 }

@@ -3,7 +3,7 @@
 import { DateTime } from 'luxon'
 import { AuthorizationEndpoint } from './authorization.js'
 import { ACCESS_ROLES, Calendars } from './calendars.js'
-import type { AccessRole, Calendar, CalendarInput } from './calendars.js'
+import type { AccessRole, Calendar, CalendarInput, DefaultReminder } from './calendars.js'
 import { Channels } from './channels.js'
 import type { Channel, DeliveryOptions } from './channels.js'
 import { ApiError, ControlError } from './errors.js'
@@ -50,6 +50,7 @@ export interface CalendarView {
   accessRole: AccessRole
   timeZone: string
   backgroundColor: string
+  defaultReminders: DefaultReminder[]
   events: number
 }
 
@@ -127,6 +128,15 @@ export class GoogleState extends StandInState<Account, AccountView, Calendar, Fa
     } catch (err) {
       throw new ControlError(409, (err as Error).message)
     }
+  }
+
+  /** As the person would in Google Calendar's settings of the calendar; the events keeping the default follow. */
+  setDefaultReminders (calendarId: string, reminders: unknown): CalendarView {
+    const calendar = this.calendar(calendarId)
+    if (reminders === undefined) throw new ControlError(400, 'defaultReminders is required')
+    checkCalendarInput({ defaultReminders: reminders as DefaultReminder[] })
+    this.calendars.setDefaultReminders(calendar, reminders as DefaultReminder[])
+    return calendarView(calendar)
   }
 
   deleteCalendar (calendarId: string): void {
@@ -234,11 +244,21 @@ export class GoogleState extends StandInState<Account, AccountView, Calendar, Fa
   }
 }
 
+function isDefaultReminder (item: unknown): boolean {
+  if (typeof item !== 'object' || item === null) return false
+  const { method, minutes } = item as Record<string, unknown>
+  return (method === 'email' || method === 'popup') && typeof minutes === 'number' && Number.isInteger(minutes) && minutes >= 0 && minutes <= 40_320
+}
+
 function checkCalendarInput (input: CalendarInput): void {
   if (input.timeZone !== undefined && !isValidZone(input.timeZone)) throw new ControlError(400, `unknown time zone ${input.timeZone}`)
   if (input.accessRole !== undefined && !ACCESS_ROLES.includes(input.accessRole)) {
     throw new ControlError(400, `calendar accessRole must be one of ${ACCESS_ROLES.join(', ')}`)
   }
+  const reminders: unknown = input.defaultReminders
+  if (reminders === undefined) return
+  // Google's limits on reminders: at most 5, each `email` or `popup`, 0 to 40320 minutes (4 weeks).
+  if (!Array.isArray(reminders) || reminders.length > 5 || !reminders.every(isDefaultReminder)) throw new ControlError(400, 'calendar defaultReminders must be at most 5 of { method: email or popup, minutes: 0 to 40320 }')
 }
 
 function calendarView (calendar: Calendar): CalendarView {
@@ -250,6 +270,7 @@ function calendarView (calendar: Calendar): CalendarView {
     accessRole: calendar.accessRole,
     timeZone: calendar.timeZone,
     backgroundColor: calendar.backgroundColor,
+    defaultReminders: calendar.defaultReminders,
     events: calendar.events.size
   }
 }

@@ -16,6 +16,13 @@ export const EventIdSchema = Type.String({ minLength: 1, maxLength: 200, descrip
 
 export const CalendarIdSchema = Type.String({ minLength: 1, maxLength: 500, description: 'Identifier of one sub-calendar at the provider' })
 
+/** Notifications before an event's start (schemas/event.ts), at most the 5 Google keeps. */
+export function providerRemindersSchema (description?: string) {
+  return Type.Array(Type.Object({
+    minutes: Type.Integer({ minimum: 0, maximum: 40_320 })
+  }, { additionalProperties: false }), { maxItems: 5, ...(description === undefined ? {} : { description }) })
+}
+
 export const ProviderSchema = Type.Union([
   Type.Literal('google'),
   Type.Literal('microsoft'),

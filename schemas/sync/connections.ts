@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import {
-  CalendarIdSchema, ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema
+  CalendarIdSchema, ConnectionIdSchema, ConnectionReasonSchema, ConnectionStateSchema, ImportCountsSchema, ImportOperationSchema, IsoDateTimeSchema, providerRemindersSchema, ProviderSchema, UserIdSchema
 } from './common.js'
 
 const ImportProgressSchema = Type.Object({
@@ -49,7 +49,8 @@ const SyncCalendarSchema = Type.Object({
   calendarId: CalendarIdSchema,
   name: Type.String({ maxLength: 1024, description: 'The calendar\'s name at the provider' }),
   color: Type.Union([Type.String({ pattern: '^#[0-9a-f]{6}$' }), Type.Null()], { description: 'The calendar\'s colour at the provider (#rrggbb); null when it names none' }),
-  primary: Type.Boolean({ description: 'Where the user\'s own events are written' })
+  primary: Type.Boolean({ description: 'Where the user\'s own events are written' }),
+  defaultReminders: Type.Optional(providerRemindersSchema('The reminders of an event that keeps the calendar\'s default (its reminders absent), as the provider keeps them for the account; absent when the provider has none'))
 }, { additionalProperties: false })
 
 export const SyncCalendarListSchema = Type.Object({

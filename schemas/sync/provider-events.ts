@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import { EVENT_COLOR_NAMES, type EventColor } from '../event-colors.js'
-import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema, ProviderSchema, UserIdSchema } from './common.js'
+import { CalendarIdSchema, ConnectionIdSchema, EventIdSchema, IsoDateTimeSchema, providerRemindersSchema, ProviderSchema, UserIdSchema } from './common.js'
 
 // What the Sync service hands the backend about a provider calendar's events, and what the
 // backend hands Sync about its own events for a provider write. The backend keeps the user's
@@ -26,9 +26,7 @@ const EventContentSchema = Type.Object({
   /** On a series master: its iCalendar RRULE / EXDATE / RDATE lines. */
   recurrence: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { minItems: 1, maxItems: 20 })),
   /** Notifications before the start (schemas/event.ts); absent: the calendar's default reminders, empty: none. */
-  reminders: Type.Optional(Type.Array(Type.Object({
-    minutes: Type.Integer({ minimum: 0, maximum: 40_320 })
-  }, { additionalProperties: false }), { maxItems: 5 })),
+  reminders: Type.Optional(providerRemindersSchema()),
   /** The event's own colour (schemas/event.ts, lib/events/colors.ts); absent: the calendar's. */
   color: Type.Optional(Type.Unsafe<EventColor>(Type.String({ enum: [...EVENT_COLOR_NAMES] })))
 }, { additionalProperties: false })

@@ -67,7 +67,7 @@ export const jobKeys = {
 
 /** A stored calendar as the provider port names it. */
 export function calendarOf (record: CalendarRecord): ProviderCalendar {
-  return { calendarId: record.calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone, ...(typeof record.color === 'string' ? { color: record.color } : {}) }
+  return { calendarId: record.calendarId, name: record.name, primary: record.primary, timeZone: record.timeZone, ...(typeof record.color === 'string' ? { color: record.color } : {}), ...(record.defaultReminders === undefined ? {} : { defaultReminders: record.defaultReminders }) }
 }
 
 /** The provider and credential to act for a connection, and how a job's outcome moves the connection's state. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Collection, Db } from 'mongodb'
 import { databaseCall } from './database-calls.js'
+import type { Reminder } from '../../lib/events/reminders.js'
 
 /** Where an interrupted import of one calendar goes on from. */
 export interface ImportCheckpoint {
@@ -28,6 +29,8 @@ export interface CalendarRecord {
   timeZone: string
   /** The provider's colour of the calendar (#rrggbb); null when it names none. Absent on rows from before colours were kept. */
   color?: string | null
+  /** What an event keeping the calendar's default reminds of (ProviderCalendar); absent when the provider keeps none. */
+  defaultReminders?: Reminder[]
   /** Provider cursor (for example nextSyncToken) for the next incremental pull; null until imported. */
   cursor: string | null
   /** Incremented each time the calendar is imported from scratch and the new data replaces the old. */
@@ -41,7 +44,7 @@ export interface CalendarRecord {
 }
 
 /** What the provider says of a calendar, and whose it is. */
-export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone' | 'color'>
+export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone' | 'color' | 'defaultReminders'>
 
 function rowId (connectionId: string, calendarId: string): string {
   return `${connectionId}:${calendarId}`
@@ -87,8 +90,11 @@ export class CalendarStore {
     const existing = await databaseCall(async (signal) => await this.#rows.findOne({ _id }, { signal }))
     const resumed = existing?.checkpoint?.run === run ? existing.checkpoint : null
     const checkpoint: ImportCheckpoint = resumed ?? { run, generation: randomBytes(9).toString('base64url'), pass: 'window', pageToken: null, eventsImported: 0 }
+    // A calendar whose default reminders were removed at the provider loses the stored ones.
+    const unset = facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' as const } } : {}
     await databaseCall(async () => await this.#rows.updateOne({ _id }, {
       $set: { ...facts, checkpoint, lastUpdatedAt: now },
+      ...unset,
       $setOnInsert: { cursor: null, generation: 0, expiryStreak: 0, importedInRun: null }
     }, { upsert: true }))
     return checkpoint

@@ -21,7 +21,7 @@ test('the calendar list', async (t) => {
     })
     return _id.toHexString()
   }
-  const calendar = async (connectionId: string, userId: string, calendarId: string, fields: { name: string, primary?: boolean, color?: string | null }) => {
+  const calendar = async (connectionId: string, userId: string, calendarId: string, fields: { name: string, primary?: boolean, color?: string | null, defaultReminders?: Array<{ minutes: number }> }) => {
     await sync.db.collection('calendars').insertOne({
       _id: `${connectionId}:${calendarId}` as unknown as ObjectId,
       connectionId,
@@ -31,6 +31,7 @@ test('the calendar list', async (t) => {
       primary: fields.primary ?? false,
       timeZone: 'Europe/Berlin',
       ...(fields.color === undefined ? {} : { color: fields.color }),
+      ...(fields.defaultReminders === undefined ? {} : { defaultReminders: fields.defaultReminders }),
       cursor: null,
       generation: 1,
       expiryStreak: 0,
@@ -52,7 +53,7 @@ test('the calendar list', async (t) => {
     const caldav = await connection(user.userId, 'caldav', 'healthy', new Date('2026-02-01T00:00:00Z'))
     const gone = await connection(user.userId, 'microsoft', 'disconnected', new Date('2026-03-01T00:00:00Z'))
     await calendar(google, user.userId, 'family@group.calendar.google.com', { name: 'Family', color: '#f83a22' })
-    await calendar(google, user.userId, 'sam@example.com', { name: 'sam@example.com', primary: true, color: '#9fc6e7' })
+    await calendar(google, user.userId, 'sam@example.com', { name: 'sam@example.com', primary: true, color: '#9fc6e7', defaultReminders: [{ minutes: 10 }, { minutes: 1440 }] })
     await calendar(caldav, user.userId, 'https://dav.example.com/cal/home/', { name: 'Home', primary: true })
     await calendar(gone, user.userId, 'AAMk', { name: 'Old Outlook', primary: true, color: '#0078d4' })
     const otherConnection = await connection(other.userId, 'google')
@@ -62,9 +63,9 @@ test('the calendar list', async (t) => {
     t.equal(answer.statusCode, 200)
     t.same(answer.json(), {
       calendars: [
-        { connectionId: google, provider: 'google', calendarId: 'sam@example.com', name: 'sam@example.com', color: '#9fc6e7', primary: true },
-        { connectionId: google, provider: 'google', calendarId: 'family@group.calendar.google.com', name: 'Family', color: '#f83a22', primary: false },
-        { connectionId: caldav, provider: 'caldav', calendarId: 'https://dav.example.com/cal/home/', name: 'Home', color: '#8e8e93', primary: true }
+        { connectionId: google, provider: 'google', calendarId: 'sam@example.com', name: 'sam@example.com', color: '#9fc6e7', primary: true, defaultReminders: [{ minutes: 10 }, { minutes: 1440 }] },
+        { connectionId: google, provider: 'google', calendarId: 'family@group.calendar.google.com', name: 'Family', color: '#f83a22', primary: false, defaultReminders: [] },
+        { connectionId: caldav, provider: 'caldav', calendarId: 'https://dav.example.com/cal/home/', name: 'Home', color: '#8e8e93', primary: true, defaultReminders: [] }
       ]
     }, 'the disconnected connection and the other user\'s calendars are not listed')
   })

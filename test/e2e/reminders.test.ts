@@ -33,6 +33,13 @@ test('reminders both ways with Google, Microsoft and CalDAV', { skip: radicaleMi
     end: { dateTime: '2026-12-01T10:00:00+01:00', timeZone: 'Europe/Berlin' },
     reminders: { useDefault: false, overrides: [{ method: 'popup', minutes: 15 }, { method: 'email', minutes: 1440 }] }
   })
+  // The person's own default for the calendar in Google Calendar's settings, and an event keeping it.
+  google.setDefaultReminders(user.email, [{ method: 'popup', minutes: 30 }, { method: 'email', minutes: 60 }, { method: 'popup', minutes: 5 }])
+  google.insertEvent(user.email, {
+    summary: 'Lunch (Google default)',
+    start: { dateTime: '2026-12-02T12:00:00+01:00', timeZone: 'Europe/Berlin' },
+    end: { dateTime: '2026-12-02T13:00:00+01:00', timeZone: 'Europe/Berlin' }
+  })
   stack.microsoft.control.createAccount({ email: user.email, name: 'reminders', timeZone: 'W. Europe Standard Time' })
   const app = stack.backend.app
   const { range, read, settled, refreshed, atGoogle, atMicrosoft, atRadicale, microsoftCalendar } = await connectAllThree(t, stack, user, radicale, { username: USER, password: PASSWORD }, RANGE)
@@ -40,6 +47,18 @@ test('reminders both ways with Google, Microsoft and CalDAV', { skip: radicaleMi
   await t.test('an import keeps the provider\'s reminders', async (t) => {
     await refreshed(async () => (await range()).some((event) => event.title === 'Dentist (Google)'), 'the Google event imported')
     t.same((await range()).find((event) => event.title === 'Dentist (Google)')?.reminders, [{ minutes: 15 }], 'the popup is a reminder; the email one is not shown here')
+  })
+
+  await t.test('Google\'s default reminders of a calendar: listed with the calendar, kept by its events', async (t) => {
+    await refreshed(async () => (await range()).some((event) => event.title === 'Lunch (Google default)'), 'the event keeping the default imported')
+    const lunch = (await range()).find((event) => event.title === 'Lunch (Google default)')
+    t.equal(lunch?.reminders, undefined, 'the event keeps the calendar\'s default: its reminders are absent')
+    const { calendars } = (await app.inject({ method: 'GET', url: '/api/calendars', headers: user.headers })).json<{ calendars: Array<{ provider: string, calendarId: string, defaultReminders: Array<{ minutes: number }> }> }>()
+    t.same(calendars.map((calendar) => [calendar.provider, calendar.defaultReminders]), [
+      ['google', [{ minutes: 5 }, { minutes: 30 }]],
+      ['microsoft', []],
+      ['caldav', []]
+    ], 'the popups of Google\'s default, in order; Outlook and CalDAV keep no default per calendar')
   })
 
   const create = async (title: string, calendarId: string) => {

@@ -42,6 +42,16 @@ function remindersOf (reminders: CalendarV3.Schema$Event['reminders']): { remind
 }
 
 /**
+ * A calendar's default reminders (calendarList `defaultReminders`) as ours: the popups, as an
+ * event's; nothing when the calendar has none this service shows.
+ */
+export function calendarDefaultRemindersOf (defaults: CalendarV3.Schema$CalendarListEntry['defaultReminders']): { defaultReminders?: Reminder[] } {
+  const popups = (defaults ?? []).filter((item) => item.method === 'popup' && typeof item.minutes === 'number')
+  const reminders = canonicalReminders(popups.map((item) => ({ minutes: item.minutes as number })))
+  return reminders.length === 0 ? {} : { defaultReminders: reminders }
+}
+
+/**
  * Our reminders as Google's: absent is the calendar's default, else popup overrides beside the
  * email ones Google holds (`current`), at most Google's 5. `overrides: []` with the default, since a
  * patch merges the object and Google refuses the default together with overrides.

@@ -2,6 +2,7 @@
 // (Google, Microsoft, CalDAV) implement it; the service never calls a provider API any other way.
 import type { EventOperation, Provider, ProviderEvent, ProviderWriteSubject } from '../../../schemas/sync/index.js'
 import type { ProviderCredential } from '../credentials.js'
+import type { Reminder } from '../../../lib/events/reminders.js'
 
 /** The grant is dead (for example `invalid_grant`): the connection needs the user (`authorizationRevoked`). */
 export class ProviderAuthorizationRevokedError extends Error {
@@ -113,6 +114,11 @@ export interface ProviderCalendar {
   timeZone: string
   /** The calendar's colour at the provider as #rrggbb (lower case), when it names one. */
   color?: string
+  /**
+   * What an event keeping the calendar's default (reminders absent) reminds of, when the provider
+   * keeps such a default per calendar (Google's calendarList `defaultReminders`).
+   */
+  defaultReminders?: Reminder[]
 }
 
 /**

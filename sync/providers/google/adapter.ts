@@ -12,7 +12,7 @@ import { calendar } from '@googleapis/calendar'
 import type { calendar_v3 as CalendarV3 } from '@googleapis/calendar'
 import type { EventContent, ProviderEvent } from '../../../schemas/sync/index.js'
 import {
-  classifyFailure, EVENT_ID_PROPERTY, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
+  calendarDefaultRemindersOf, classifyFailure, EVENT_ID_PROPERTY, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
 } from '../../lib/providers/google-mapping.js'
 import type { FailureKind, GoogleFailure } from '../../lib/providers/google-mapping.js'
 import { providerVersionWins } from '../../lib/provider-sync.js'
@@ -144,7 +144,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
           name: entry.summaryOverride ?? entry.summary ?? entry.id,
           primary: entry.primary === true,
           timeZone: entry.timeZone ?? 'UTC',
-          ...colorOf(entry.backgroundColor)
+          ...colorOf(entry.backgroundColor),
+          ...calendarDefaultRemindersOf(entry.defaultReminders)
         })
       }
       pageToken = data.nextPageToken ?? undefined

@@ -67,6 +67,40 @@ test('calendarList: the primary calendar and the visible ones; hidden ones with 
   t.equal((await failure(api.calendarList.list({ syncToken: 'bogus' }))).status, 410)
 })
 
+test('a calendar\'s default reminders: in its calendarList entry and with its events; the control surface checks them', async (t) => {
+  const reminders = [{ method: 'popup' as const, minutes: 10 }, { method: 'email' as const, minutes: 1440 }]
+  const google = await startStandIn(t, {
+    accounts: [{ email: ALICE, timeZone: BERLIN, calendars: [{ summary: 'Work', defaultReminders: reminders }] }]
+  })
+  const api = await calendarClient(google, ALICE)
+  const { data } = await api.calendarList.list()
+  t.same(data.items?.map((item) => [item.summary, item.defaultReminders]), [[ALICE, []], ['Work', reminders]], 'a calendar given none has none')
+  const work = data.items?.[1]?.id ?? ''
+  t.same((await api.calendarList.get({ calendarId: work })).data.defaultReminders, reminders)
+  t.same((await api.events.list({ calendarId: work })).data.defaultReminders, reminders, 'events.list answers the calendar\'s defaults beside its events')
+
+  for (const [defaultReminders, why] of [
+    [[{ method: 'sms', minutes: 10 }], 'a method Google no longer offers'],
+    [[{ method: 'popup', minutes: 40_321 }], 'more than four weeks'],
+    [[{ method: 'popup', minutes: 1.5 }], 'a fraction of a minute'],
+    [Array.from({ length: 6 }, (_, minutes) => ({ method: 'popup', minutes })), 'six of them'],
+    ['popup', 'not a list']
+  ] as const) {
+    const refused = await control<{ error: string }>(google, 'POST', `/accounts/${ALICE}/calendars`, { summary: 'Refused', defaultReminders })
+    t.equal(refused.status, 400, why)
+  }
+  t.same((await api.calendarList.list()).data.items?.map((item) => item.summary), [ALICE, 'Work'], 'no refused calendar was added')
+
+  const { nextSyncToken } = (await api.calendarList.list()).data
+  const changed = await control(google, 'PUT', `/calendars/${ALICE}/default-reminders`, { defaultReminders: [{ method: 'popup', minutes: 30 }] })
+  t.equal(changed.status, 200)
+  t.same((await api.calendarList.get({ calendarId: 'primary' })).data.defaultReminders, [{ method: 'popup', minutes: 30 }], 'the person changed the primary calendar\'s default')
+  t.same((await api.calendarList.list({ syncToken: nextSyncToken ?? '' })).data.items?.map((item) => item.id), [ALICE], 'an incremental list of the calendar list names the changed entry')
+  t.equal((await control(google, 'PUT', `/calendars/${ALICE}/default-reminders`, {})).status, 400, 'a change without reminders is refused')
+  t.equal((await control(google, 'PUT', `/calendars/${ALICE}/default-reminders`, { defaultReminders: [{ method: 'popup', minutes: -1 }] })).status, 400)
+  t.same((await api.calendarList.get({ calendarId: 'primary' })).data.defaultReminders, [{ method: 'popup', minutes: 30 }], 'refused changes changed nothing')
+})
+
 test('a 10,000-event calendar seeds and lists in pages: 250 by default, at most 2500', async (t) => {
   const google = await startStandIn(t, { accounts: [{ email: ALICE, timeZone: BERLIN }] })
   const seeded = await control<{ inserted: number, tookMs: number }>(google, 'POST', `/calendars/${ALICE}/seed`, { generate: { singles: 9300, series: 200, exceptions: 500 } })

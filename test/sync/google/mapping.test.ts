@@ -1,7 +1,7 @@
 // The pure rules between Google events and the backend's event content.
 import { test } from 'tap'
 import {
-  classifyFailure, contentOf, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
+  calendarDefaultRemindersOf, classifyFailure, contentOf, googleFieldsOf, insertIdFor, instanceId, toProviderEvent
 } from '../../../sync/lib/providers/google-mapping.js'
 import { importWindow, providerVersionWins, watchAction, WATCH_LIFETIME_MS } from '../../../sync/lib/provider-sync.js'
 
@@ -111,6 +111,15 @@ test('reminders: popup overrides both ways, the default as absent, Google\'s ema
   t.same(googleFieldsOf({ ...content, reminders: [{ minutes: 10 }] }, current).reminders,
     { useDefault: false, overrides: [{ method: 'popup', minutes: 10 }, { method: 'email', minutes: 1440 }] }, 'the email reminder at Google stays; the popups are ours')
   t.same(googleFieldsOf({ ...content, reminders: [1, 2, 3, 4, 5].map((minutes) => ({ minutes })) }, current).reminders?.overrides?.length, 5, 'never more than Google\'s 5')
+})
+
+test('a calendar\'s default reminders: its popups, nearest the start first, each once; none when it has no popup', async (t) => {
+  t.same(calendarDefaultRemindersOf([{ method: 'popup', minutes: 30 }, { method: 'email', minutes: 10 }, { method: 'popup', minutes: 5 }, { method: 'popup', minutes: 30 }]),
+    { defaultReminders: [{ minutes: 5 }, { minutes: 30 }] })
+  t.same(calendarDefaultRemindersOf([{ method: 'email', minutes: 10 }]), {}, 'an email is Google\'s to send')
+  t.same(calendarDefaultRemindersOf([{ method: 'popup', minutes: -1 }, { method: 'popup', minutes: 40_321 }, { method: 'popup' }]), {}, 'nothing out of range or without minutes')
+  t.same(calendarDefaultRemindersOf([]), {})
+  t.same(calendarDefaultRemindersOf(undefined), {}, 'a calendar Google lists without the field')
 })
 
 test('colour: Google\'s colorId 1 to 11 both ways, none as the calendar\'s', async (t) => {

@@ -44,7 +44,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const connections = (await fastify.syncConnections.listByUser(request.params.userId)).filter((connection) => connection.state !== 'disconnected')
     const calendars = await Promise.all(connections.map(async (connection) => {
       const rows = await fastify.syncCalendars.listByConnection(connection._id.toHexString())
-      return rows.map((row) => ({ connectionId: row.connectionId, provider: connection.provider, calendarId: row.calendarId, name: row.name, color: row.color ?? null, primary: row.primary }))
+      return rows.map((row) => ({ connectionId: row.connectionId, provider: connection.provider, calendarId: row.calendarId, name: row.name, color: row.color ?? null, primary: row.primary, ...(row.defaultReminders === undefined ? {} : { defaultReminders: row.defaultReminders }) }))
     }))
     return { calendars: calendars.flat() }
   })
