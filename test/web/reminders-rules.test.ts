@@ -2,7 +2,7 @@
 // which reminders fall due when (occurrences of a series and all-day events included), what a
 // notification says, and when the permission may be offered.
 import { test } from 'tap'
-import { customMinutes, keptShown, LATE_GRACE_MS, notificationText, offersPermission, reminderLabel, reminderPlan, remindersBetween, withAnotherReminder } from '../../web/src/lib/reminders.js'
+import { customMinutes, effectiveReminders, keptShown, LATE_GRACE_MS, notificationText, offersPermission, reminderLabel, reminderPlan, remindersBetween, remindersInWords, withAnotherReminder } from '../../web/src/lib/reminders.js'
 import type { CalendarEvent } from '../../web/src/lib/events.js'
 
 const ZONE = 'Europe/Berlin'
@@ -55,6 +55,24 @@ test('which reminders fall due, for single events, occurrences and all-day event
   t.equal(plan.nextAt, Date.parse('2026-03-02T08:55:00Z'), 'then look again at the next one')
   t.same(reminderPlan(due, new Set([due[0]?.key ?? '']), now).show, [], 'shown once')
   t.same(reminderPlan(due, new Set(), now + LATE_GRACE_MS + 1).show.map((reminder) => reminder.title), [], 'too late to be of use: not shown')
+})
+
+test('a Google calendar\'s default reminders hold for its events without reminders of their own', async (t) => {
+  const GOOGLE = 'sam@example.com'
+  const defaults = new Map([[GOOGLE, [{ minutes: 30 }, { minutes: 5 }]], ['family@group.calendar.google.com', []]])
+  const keeping = event({ _id: 'a'.repeat(24), calendarId: GOOGLE, startDate: '2026-03-02T09:00:00+01:00', endDate: '2026-03-02T10:00:00+01:00' })
+  t.same(effectiveReminders(keeping, defaults), [{ minutes: 30 }, { minutes: 5 }], 'the calendar\'s default')
+  t.same(effectiveReminders({ ...keeping, reminders: [] }, defaults), [], 'an event that turned reminders off has none')
+  t.same(effectiveReminders({ ...keeping, reminders: [{ minutes: 60 }] }, defaults), [{ minutes: 60 }], 'its own replace the default')
+  t.same(effectiveReminders({ ...keeping, calendarId: 'family@group.calendar.google.com' }, defaults), [], 'a calendar whose default is none')
+  t.same(effectiveReminders({ reminders: undefined }, defaults), [], 'the own calendar keeps no default')
+  t.same(effectiveReminders({ reminders: undefined, calendarId: 'unlisted' }, defaults), [], 'nor a calendar not listed (yet)')
+
+  const due = remindersBetween([keeping], 0, Infinity, ZONE, defaults)
+  t.same(due.map((reminder) => new Date(reminder.at).toISOString()), ['2026-03-02T07:30:00.000Z', '2026-03-02T07:55:00.000Z'], 'notified at the default\'s times')
+  t.same(remindersBetween([keeping], 0, Infinity, ZONE), [], 'without the list, nothing is made up')
+  t.equal(remindersInWords([{ minutes: 30 }, { minutes: 5 }, { minutes: 30 }]), '5 minutes before, 30 minutes before', 'in words, nearest the start first, each once')
+  t.equal(remindersInWords([]), '')
 })
 
 test('what a notification says', async (t) => {

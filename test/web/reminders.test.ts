@@ -6,30 +6,11 @@ import { test } from 'tap'
 import type { BrowserContext, Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { signInThroughUi } from './ui.js'
+import { RECORD_NOTIFICATIONS, shownNotifications as shown, signInThroughUi } from './ui.js'
 import { seriousViolations } from './axe.js'
 import { signUp, uniqueEmail } from '../helper.js'
 
 const ZONE = 'Europe/Berlin'
-
-// Every Notification a page constructs, recorded before the app's own code runs.
-const RECORD_NOTIFICATIONS = `(() => {
-  const Original = window.Notification
-  window.__notifications = []
-  class Recorded extends Original {
-    constructor (title, options) {
-      super(title, options)
-      window.__notifications.push({ title, body: options && options.body, tag: options && options.tag })
-    }
-  }
-  Object.defineProperty(Recorded, 'permission', { get: () => Original.permission })
-  Recorded.requestPermission = (...args) => Original.requestPermission(...args)
-  window.Notification = Recorded
-})()`
-
-async function shown (page: Page): Promise<Array<{ title: string, body: string, tag: string }>> {
-  return await page.evaluate('window.__notifications') as Array<{ title: string, body: string, tag: string }>
-}
 
 async function openTab (context: BrowserContext, url: string): Promise<Page> {
   const page = await context.newPage()
@@ -84,7 +65,7 @@ test('reminders as browser notifications, and the form\'s reminders field', asyn
     const dialog = page.getByRole('dialog')
     await dialog.getByLabel('Title').fill('Team lunch')
     const reminders = dialog.getByRole('group', { name: 'Reminders' })
-    await reminders.getByText('The calendar\'s default reminders.').waitFor()
+    await reminders.getByText('No reminders.').waitFor()
     await reminders.getByRole('button', { name: 'Add reminder' }).click()
     t.equal(await reminders.getByLabel('Reminder 1', { exact: true }).inputValue(), '5', 'the first preset')
     await reminders.getByLabel('Reminder 1', { exact: true }).selectOption('60')

@@ -57,6 +57,26 @@ export async function createEventThroughUi (page: Page, event: EventInput): Prom
 }
 
 /** The event blocks of the grid whose visible text includes `title`. */
+/** Every Notification a page constructs, recorded before the app's own code runs (an init script). */
+export const RECORD_NOTIFICATIONS = `(() => {
+  const Original = window.Notification
+  window.__notifications = []
+  class Recorded extends Original {
+    constructor (title, options) {
+      super(title, options)
+      window.__notifications.push({ title, body: options && options.body, tag: options && options.tag })
+    }
+  }
+  Object.defineProperty(Recorded, 'permission', { get: () => Original.permission })
+  Recorded.requestPermission = (...args) => Original.requestPermission(...args)
+  window.Notification = Recorded
+})()`
+
+/** The notifications the page showed so far (RECORD_NOTIFICATIONS). */
+export async function shownNotifications (page: Page): Promise<Array<{ title: string, body: string, tag: string }>> {
+  return await page.evaluate('window.__notifications') as Array<{ title: string, body: string, tag: string }>
+}
+
 export function eventBlock (page: Page, title: string) {
   return page.locator('.event-body', { hasText: title })
 }

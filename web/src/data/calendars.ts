@@ -13,6 +13,7 @@ import { preferences } from './preferences.js'
 import { calendarColorsOf } from '../../../lib/preferences.js'
 import { EVENT_COLORS } from '../../../lib/events/colors.js'
 import { readJson } from '../lib/storage.js'
+import type { CalendarDefaults } from '../lib/reminders.js'
 import type { CalendarEvent } from '../lib/events.js'
 import type { CalendarListView, CalendarView, HiddenCalendarsView } from '../../../schemas/calendar.js'
 
@@ -26,6 +27,8 @@ export interface ShownCalendar {
   provider: CalendarView['provider'] | null
   /** The own calendar, or a provider calendar where the user's own events go. */
   primary: boolean
+  /** What an event of the calendar without reminders of its own reminds of (Google's per-calendar default). */
+  defaultReminders: CalendarView['defaultReminders']
 }
 
 export function calendarKeyOf (event: Pick<CalendarEvent, 'calendarId'>): string {
@@ -41,7 +44,7 @@ export function defaultCalendarOf (calendars: ShownCalendar[]): string {
   return calendars.find((calendar) => calendar.provider !== null && calendar.primary)?.key ?? OWN_CALENDAR
 }
 
-const ownCalendar: Omit<ShownCalendar, 'color'> = { key: OWN_CALENDAR, name: 'My calendar', provider: null, primary: true }
+const ownCalendar: Omit<ShownCalendar, 'color'> = { key: OWN_CALENDAR, name: 'My calendar', provider: null, primary: true, defaultReminders: [] }
 
 function storage (): Storage | null {
   try {
@@ -142,6 +145,8 @@ export function setCalendarShown (key: string, shown: boolean): void {
   sendHidden([...next]).catch(() => {})
 }
 
+const CALENDARS_STALE_MS = 60_000
+
 function calendarsKey (userId: string): QueryKey {
   return ['calendars', userId]
 }
@@ -151,8 +156,28 @@ function shownOf (list: CalendarListView): Array<Omit<ShownCalendar, 'color'>> {
     key: calendar.calendarId,
     name: calendar.name,
     provider: calendar.provider,
-    primary: calendar.primary
+    primary: calendar.primary,
+    defaultReminders: calendar.defaultReminders
   }))
+}
+
+async function readCalendarList (): Promise<CalendarListView> {
+  return await api<CalendarListView>('/calendars')
+}
+
+/**
+ * The default reminders of the signed-in account's provider calendars, by calendarId: from the
+ * list already read when it is fresh, else read now. Signed out, or unanswered: none.
+ */
+export async function calendarDefaults (): Promise<CalendarDefaults> {
+  const userId = signedInUserId()
+  if (userId === null) return new Map()
+  try {
+    const list = await queryClient.ensureQueryData({ queryKey: calendarsKey(userId), queryFn: readCalendarList, staleTime: CALENDARS_STALE_MS })
+    return new Map(list.calendars.map((calendar) => [calendar.calendarId, calendar.defaultReminders]))
+  } catch {
+    return new Map()
+  }
 }
 
 /**
@@ -163,9 +188,9 @@ function shownOf (list: CalendarListView): Array<Omit<ShownCalendar, 'color'>> {
 export function useCalendars (userId: string | null): ShownCalendar[] {
   const options = useMemo((): QueryObserverOptions<CalendarListView, Error, CalendarListView, CalendarListView, QueryKey> => ({
     queryKey: calendarsKey(userId ?? ''),
-    queryFn: async () => await api<CalendarListView>('/calendars'),
+    queryFn: readCalendarList,
     enabled: userId !== null,
-    staleTime: 60_000
+    staleTime: CALENDARS_STALE_MS
   }), [userId])
   const observer = useMemo(() => new QueryObserver<CalendarListView>(queryClient, options), [])
   const [result, setResult] = useState(() => observer.getOptimisticResult(queryClient.defaultQueryOptions(options)))

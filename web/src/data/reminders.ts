@@ -6,6 +6,7 @@
 // where a tab coming later finds it. The permission is asked only from a click (ReminderFields).
 import { api } from './api.js'
 import { currentSource, queryClient, userZone } from './calendar.js'
+import { calendarDefaults } from './calendars.js'
 import { session } from './session.js'
 import { browserStore } from './browser-store.js'
 import { createStore } from './store.js'
@@ -103,10 +104,13 @@ async function read (): Promise<void> {
         const source = currentSource()
         // The account's events straight from the API: a read through the source would keep four
         // weeks of events for an offline reload, which is the shown ranges' business.
-        const events = source.mode === 'account'
-          ? await api<CalendarEvent[]>('/event', { query: { start: start.toISOString(), end: end.toISOString() } })
-          : await source.range(start, end)
-        upcoming = remindersBetween(events, from, end.getTime(), userZone)
+        const [events, defaults] = await Promise.all([
+          source.mode === 'account'
+            ? api<CalendarEvent[]>('/event', { query: { start: start.toISOString(), end: end.toISOString() } })
+            : source.range(start, end),
+          calendarDefaults()
+        ])
+        upcoming = remindersBetween(events, from, end.getTime(), userZone, defaults)
       } catch {
         // No answer now: the reminders already read still stand, and the next read tries again.
       }
@@ -121,10 +125,12 @@ async function read (): Promise<void> {
 export function wireReminders (): void {
   if (typeof Notification === 'undefined') return
   session.subscribe(() => { read().catch(() => {}) })
-  // Any change to a shown range of events may change a reminder: read again, once per burst.
+  // Any change to a shown range of events, or to the calendars' default reminders, may change a
+  // reminder: read again, once per burst.
   let pending: ReturnType<typeof setTimeout> | null = null
   queryClient.getQueryCache().subscribe((event) => {
-    if (event.type !== 'updated' || event.query.queryKey[0] !== 'events' || event.action.type !== 'success' || pending !== null) return
+    const kind = event.query.queryKey[0]
+    if (event.type !== 'updated' || (kind !== 'events' && kind !== 'calendars') || event.action.type !== 'success' || pending !== null) return
     pending = setTimeout(() => { pending = null; read().catch(() => {}) }, 500)
   })
   setInterval(() => { read().catch(() => {}) }, REREAD_MS)

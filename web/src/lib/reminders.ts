@@ -23,6 +23,11 @@ export const LATE_GRACE_MS = 5 * 60_000
 /** How far ahead the events are read: the longest reminder (4 weeks) and a day. */
 export const LOOKAHEAD_MS = (MAX_REMINDER_MINUTES + 24 * 60) * 60_000
 
+/** "10 minutes before, 1 hour before": an event's reminders in the order they come, for reading. */
+export function remindersInWords (reminders: readonly Reminder[]): string {
+  return canonicalReminders(reminders).map((reminder) => reminderLabel(reminder.minutes)).join(', ')
+}
+
 /** "10 minutes before", "1 hour before", "1 day before", "At the start". */
 export function reminderLabel (minutes: number): string {
   if (minutes === 0) return 'At the start'
@@ -65,17 +70,26 @@ function startOf (event: Pick<CalendarEvent, 'startDate' | 'isAllDay'>, zone: st
   return event.isAllDay ? DateTime.fromISO(event.startDate, { zone }).toMillis() : Date.parse(event.startDate)
 }
 
+/** The provider calendars' default reminders (`GET /api/calendars`), by calendarId. */
+export type CalendarDefaults = ReadonlyMap<string, readonly Reminder[]>
+
 /**
- * The reminders whose time falls in [from, to), in time order. An event without reminders of its
- * own (the calendar's default) has none here: the browser knows no calendar's default.
+ * What an event reminds of: its own reminders, or, without them, its calendar's default (Google
+ * keeps one per calendar; the own calendar and the others have none).
  */
-export function remindersBetween (events: CalendarEvent[], from: number, to: number, zone: string): DueReminder[] {
+export function effectiveReminders (event: Pick<CalendarEvent, 'reminders' | 'calendarId'>, defaults: CalendarDefaults): readonly Reminder[] {
+  return event.reminders ?? (event.calendarId === undefined ? undefined : defaults.get(event.calendarId)) ?? []
+}
+
+/** The reminders whose time falls in [from, to), in time order. */
+export function remindersBetween (events: CalendarEvent[], from: number, to: number, zone: string, defaults: CalendarDefaults = new Map()): DueReminder[] {
   const due: DueReminder[] = []
   for (const event of events) {
-    if (event.reminders === undefined || event.reminders.length === 0 || event.status === 'cancelled') continue
+    const reminders = effectiveReminders(event, defaults)
+    if (reminders.length === 0 || event.status === 'cancelled') continue
     const start = startOf(event, zone)
     if (Number.isNaN(start)) continue
-    for (const { minutes } of canonicalReminders(event.reminders)) {
+    for (const { minutes } of canonicalReminders(reminders)) {
       const at = start - minutes * 60_000
       if (at < from || at >= to) continue
       due.push({

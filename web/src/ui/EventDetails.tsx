@@ -7,6 +7,7 @@ import { isOccurrence, seriesIdOf, type ApplyTo, type CalendarEvent } from '../l
 import { descriptionParts, repeatInWords, whenInWords } from '../lib/event-details.js'
 import { repeatFormOf } from '../lib/recurrence-form.js'
 import { eventStart } from '../lib/grid.js'
+import { remindersInWords } from '../lib/reminders.js'
 import { currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 import './details.css'
@@ -57,7 +58,9 @@ export function EventDetails (props: { event: CalendarEvent, calendars: ShownCal
   const title = event.title === '' ? '(No title)' : event.title
   const repeat = repeatInWords(repeatFormOf(rule, eventStart(event, userZone), userZone)) ?? (occurrence ? (seriesRead ? 'Repeats' : 'Repeats…') : null)
   const key = calendarKeyOf(event)
-  const calendar = props.calendars.find((item) => item.key === key)?.name ?? (key === OWN_CALENDAR ? 'My calendar' : 'Another calendar')
+  const shownCalendar = props.calendars.find((item) => item.key === key)
+  const calendar = shownCalendar?.name ?? (key === OWN_CALENDAR ? 'My calendar' : 'Another calendar')
+  const reminders = remindersInWords(event.reminders ?? shownCalendar?.defaultReminders ?? [])
   const parts = descriptionParts(event.description ?? '')
 
   async function remove (applyTo: ApplyTo) {
@@ -85,6 +88,7 @@ export function EventDetails (props: { event: CalendarEvent, calendars: ShownCal
         )}
         <dt>Calendar</dt>
         <dd class='details-calendar'>{calendar}</dd>
+        {reminders !== '' && <><dt>Reminders</dt><dd class='details-reminders'>{reminders}{event.reminders === undefined && ' (the calendar\'s default)'}</dd></>}
       </dl>
       {event.syncIssue !== undefined && <p class='sync-issue'><strong>Not synced.</strong> {event.syncIssue.message}</p>}
       {confirming

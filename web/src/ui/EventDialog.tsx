@@ -58,6 +58,16 @@ function defaultReminderRows (calendar: string): ReminderRow[] | undefined {
   return reminderRows(newEventReminders(preferences.get(), calendar))
 }
 
+/**
+ * The time field's step in seconds: five minutes, as a calendar's times usually are, unless the
+ * time is off that grid (an event another client made at 9:03), which a five-minute step would
+ * refuse as invalid and so keep from being saved at all.
+ */
+function timeStep (time: string): number {
+  const minutes = Number(time.slice(3, 5))
+  return Number.isInteger(minutes) && minutes % 5 === 0 ? 300 : 60
+}
+
 /** A new event moved to `calendar`: its reminders are that calendar's until the person sets their own. */
 function inCalendarOf (form: Form, calendar: string): Form {
   return { ...form, calendar, ...(form.remindersPicked ? {} : { reminders: defaultReminderRows(calendar) }) }
@@ -320,7 +330,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         {!form.isAllDay && (
           <div class='field'>
             <label for='event-start-time'>Start time</label>
-            <input id='event-start-time' type='time' required step={300} value={form.startTime} onInput={(e) => { const value = (e.currentTarget as HTMLInputElement).value; setForm((previous) => withStart(previous, previous.startDay, value)) }} />
+            <input id='event-start-time' type='time' required step={timeStep(form.startTime)} value={form.startTime} onInput={(e) => { const value = (e.currentTarget as HTMLInputElement).value; setForm((previous) => withStart(previous, previous.startDay, value)) }} />
           </div>
         )}
         <div class='field'>
@@ -330,7 +340,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         {!form.isAllDay && (
           <div class='field'>
             <label for='event-end-time'>End time</label>
-            <input id='event-end-time' type='time' required step={300} value={form.endTime} onInput={(e) => set('endTime', (e.currentTarget as HTMLInputElement).value)} />
+            <input id='event-end-time' type='time' required step={timeStep(form.endTime)} value={form.endTime} onInput={(e) => set('endTime', (e.currentTarget as HTMLInputElement).value)} />
           </div>
         )}
         <p class='hint'>Times are in {userZone.replaceAll('_', ' ')}.</p>
@@ -353,7 +363,7 @@ function EventForm (props: { state: Exclude<EventDialogState, { kind: 'closed' |
         <textarea id='event-description' rows={3} value={form.description} onInput={(e) => set('description', (e.currentTarget as HTMLTextAreaElement).value)} />
       </div>
       <ColorFields value={form.color} calendarColor={props.calendars.find((calendar) => calendar.key === form.calendar)?.color ?? 'var(--accent)'} onChange={(color) => set('color', color)} />
-      <ReminderFields rows={form.reminders} onChange={(rows) => setForm((previous) => ({ ...previous, reminders: rows, remindersPicked: true }))} />
+      <ReminderFields rows={form.reminders} calendarDefault={props.calendars.find((calendar) => calendar.key === form.calendar)?.defaultReminders ?? []} onChange={(rows) => setForm((previous) => ({ ...previous, reminders: rows, remindersPicked: true }))} />
       {occurrence && <ScopeChoice legend='This event repeats. Apply the change or the deletion to' scope={form.scope} onChange={(scope) => set('scope', scope)} />}
       {error !== null && <p role='alert' class='form-error'>{error}</p>}
       <div class='actions'>

@@ -4,7 +4,8 @@
 import { useState } from 'preact/hooks'
 import { useStore } from '../data/store.js'
 import { askNotificationPermission, notificationPermission } from '../data/reminders.js'
-import { MAX_REMINDER_MINUTES, MAX_REMINDERS, offersPermission, reminderLabel, REMINDER_PRESETS, withAnotherReminder } from '../lib/reminders.js'
+import { canonicalReminders } from '../../../lib/events/reminders.js'
+import { MAX_REMINDER_MINUTES, MAX_REMINDERS, offersPermission, reminderLabel, REMINDER_PRESETS, remindersInWords, withAnotherReminder, type Reminder } from '../lib/reminders.js'
 
 /** A row as the form holds it: minutes, or the text of a custom value being typed. */
 export interface ReminderRow {
@@ -18,19 +19,32 @@ export function reminderRows (reminders: Array<{ minutes: number }> | undefined)
   return reminders?.map(({ minutes }) => ({ minutes, custom: !(REMINDER_PRESETS as readonly number[]).includes(minutes), text: String(minutes) }))
 }
 
-export function ReminderFields (props: { rows: ReminderRow[] | undefined, onChange: (rows: ReminderRow[]) => void }) {
+/**
+ * `calendarDefault`: what the event's calendar reminds of when the event keeps its default (rows
+ * undefined); adding a reminder then starts from those, as Google Calendar's form turns the
+ * default into the event's own.
+ */
+export function ReminderFields (props: { rows: ReminderRow[] | undefined, calendarDefault: readonly Reminder[], onChange: (rows: ReminderRow[]) => void }) {
   const permission = useStore(notificationPermission)
   const [asking, setAsking] = useState(false)
   const rows = props.rows ?? []
+  const keepsDefault = props.rows === undefined
   const replace = (index: number, row: ReminderRow) => props.onChange(rows.map((item, at) => at === index ? row : item))
   const add = () => {
-    const [next] = withAnotherReminder(rows).slice(rows.length)
-    if (next !== undefined) props.onChange([...rows, { minutes: next.minutes, custom: false, text: String(next.minutes) }])
+    const from = keepsDefault ? reminderRows(canonicalReminders(props.calendarDefault)) ?? [] : rows
+    const [next] = withAnotherReminder(from).slice(from.length)
+    props.onChange(next === undefined ? from : [...from, { minutes: next.minutes, custom: false, text: String(next.minutes) }])
   }
+  const defaultInWords = remindersInWords(props.calendarDefault)
+  const effective = keepsDefault ? props.calendarDefault.length : rows.length
   return (
     <fieldset class='reminders'>
       <legend>Reminders</legend>
-      {rows.length === 0 && <p class='hint' id='event-reminders-none'>{props.rows === undefined ? 'The calendar\'s default reminders.' : 'No reminders.'}</p>}
+      {rows.length === 0 && (
+        <p class='hint' id='event-reminders-none'>
+          {keepsDefault && defaultInWords !== '' ? `The calendar's default: ${defaultInWords}.` : 'No reminders.'}
+        </p>
+      )}
       {rows.map((row, index) => (
         <div class='field-inline reminder-row' key={index}>
           <select
@@ -57,13 +71,13 @@ export function ReminderFields (props: { rows: ReminderRow[] | undefined, onChan
         </div>
       ))}
       {rows.length < MAX_REMINDERS && <button type='button' onClick={add}>Add reminder</button>}
-      {offersPermission(permission, rows.length) && (
+      {offersPermission(permission, effective) && (
         <p class='hint'>
           This browser shows reminders while the calendar is open, once allowed.{' '}
           <button type='button' disabled={asking} onClick={() => { setAsking(true); askNotificationPermission().finally(() => setAsking(false)) }}>Allow notifications</button>
         </p>
       )}
-      {permission === 'denied' && rows.length > 0 && <p class='hint'>Notifications are blocked for this site in the browser's settings: reminders are not shown here.</p>}
+      {permission === 'denied' && effective > 0 && <p class='hint'>Notifications are blocked for this site in the browser's settings: reminders are not shown here.</p>}
     </fieldset>
   )
 }
