@@ -3,7 +3,8 @@
 // the start as it was moved, an end that keeps the event's length as the start moves, the reason a
 // change was not saved in words on the page, and a week on a 390 px phone whose titles are never
 // broken inside a word, whose "Sign out" is on screen, with one h1, and whose top bar takes two
-// rows with the rest of its controls one press of More options away.
+// rows with the rest of its controls one press of More options away, which is marked, and says so,
+// while the phone is offline.
 import { test } from 'tap'
 import type { ObjectId } from 'bson'
 import type { Locator } from 'playwright-core'
@@ -211,6 +212,48 @@ test('the event dialog, a refused change and a phone, as a Google Calendar user 
     await page.setViewportSize({ width: 1440, height: 900 })
     t.notOk(await more.isVisible(), 'a wide screen has no More options')
     t.ok(await onScreen(refresh) && await onScreen(quickAdd), 'Refresh and quick add are in its top bar')
+  })
+
+  await t.test('a 390 px phone offline: More options carries a mark and says "offline" until the connection returns', async (t) => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${stack.webUrl}/week?date=2026-03-04`)
+    await eventBlock(page, 'Standup').waitFor()
+    const header = page.getByRole('banner')
+    const more = header.getByRole('button', { name: 'More options', exact: true })
+    const mark = header.locator('.toolbar-more .toolbar-signal')
+    // Folded away, the status line is in the page but not seen.
+    await header.locator('.status', { hasText: 'Up to date' }).waitFor({ state: 'attached' })
+    t.notOk(await mark.isVisible(), 'up to date: no mark on More options')
+
+    await context.setOffline(true)
+    const offline = header.getByRole('button', { name: 'More options, offline', exact: true })
+    await offline.waitFor()
+    t.equal(await offline.getAttribute('aria-expanded'), 'false', 'the status line is still folded away')
+    t.ok(await onScreen(offline), 'More options is on screen')
+    t.ok(await mark.isVisible(), 'and carries a mark')
+    const marked = await mark.evaluate((dot) => {
+      const box = dot.getBoundingClientRect()
+      const button = dot.closest('button')?.getBoundingClientRect()
+      const background = dot.ownerDocument.defaultView?.getComputedStyle(dot).backgroundColor
+      return { inside: button !== undefined && box.left >= button.left && box.right <= button.right && box.top >= button.top && box.bottom <= button.bottom, size: Math.min(box.width, box.height), background }
+    })
+    t.ok(marked.inside && marked.size >= 6, `a dot of ${Math.round(marked.size)} px on the button`)
+    t.not(marked.background, 'rgba(0, 0, 0, 0)', 'in a colour')
+    const height = (await header.boundingBox())?.height ?? Infinity
+    t.ok(height <= 90, `the top bar still takes ${Math.round(height)} px of 844`)
+    const line = header.getByRole('status').filter({ hasText: 'Offline: changes are kept until the connection returns' })
+    t.equal(await line.count(), 1, 'folded away, the status line is still there for a screen reader')
+    t.notOk(await onScreen(line), 'but not seen')
+    await offline.click()
+    t.ok(await onScreen(line), 'one press shows the whole status line')
+    await offline.click()
+
+    await context.setOffline(false)
+    await more.waitFor()
+    t.notOk(await mark.isVisible(), 'back online: the mark is gone')
+    t.equal(await more.getAttribute('aria-label'), 'More options', 'and the button is More options again')
+
+    await page.setViewportSize({ width: 1440, height: 900 })
   })
 
   // The session library's first look for a session, signed out, answers 401; the routed 409 is the test's.

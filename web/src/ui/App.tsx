@@ -2,6 +2,7 @@
 // the dialogs. The view and the shown date live in the URL (/day, /4days, /week, /month or /agenda,
 // ?date=YYYY-MM-DD) so reloads and links keep them; a date that does not exist is corrected there.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import type { Ref } from 'preact'
 import { DateTime } from 'luxon'
 import { TimeGrid, eventKeyOf, type Moved } from './TimeGrid.js'
 import { MonthView } from './MonthView.js'
@@ -15,7 +16,7 @@ import { EventDialog, type EventDialogState } from './EventDialog.js'
 import { QuickAdd } from './QuickAdd.js'
 import { AuthDialog } from './AuthDialog.js'
 import type { CalDavDialogState } from './CalDavDialog.js'
-import { ConnectionStatus, ReconnectBanner } from './Status.js'
+import { ConnectionStatus, ReconnectBanner, useStatusAttention } from './Status.js'
 import { UndoToast } from './Safety.js'
 import { BillingBanner } from './BillingBanner.js'
 import { lazyPart, useLazyPart } from './lazy.js'
@@ -75,6 +76,19 @@ export function Notices () {
         </p>
       ))}
     </div>
+  )
+}
+
+/** The phone's button for the rest of the toolbar's end (styles.css: a wide top bar has room for the
+ * whole of it). The status line is behind it, so what needs attention there (offline, a change not
+ * saved) marks the button and is said in its name: a phone user learns it without opening it. */
+function MoreOptions (props: { open: boolean, buttonRef: Ref<HTMLButtonElement>, lastKnownAt: number | null, onToggle: () => void, onKeyDown: (press: KeyboardEvent) => void }) {
+  const attention = useStatusAttention(props.lastKnownAt)
+  return (
+    <button type='button' class='toolbar-more' ref={props.buttonRef} aria-label={attention === null ? 'More options' : `More options, ${attention}`} aria-expanded={props.open} aria-controls='toolbar-end' onClick={props.onToggle} onKeyDown={props.onKeyDown}>
+      <svg viewBox='0 0 16 16' width='16' height='16' fill='currentColor' aria-hidden='true' focusable='false'><circle cx='8' cy='3' r='1.5' /><circle cx='8' cy='8' r='1.5' /><circle cx='8' cy='13' r='1.5' /></svg>
+      {attention !== null && <span class='toolbar-signal' aria-hidden='true' />}
+    </button>
   )
 }
 
@@ -236,10 +250,7 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
           <a href={urlFor('agenda', anchor)} aria-current={view === 'agenda' ? 'page' : undefined} onClick={(e) => { e.preventDefault(); props.onNavigate(urlFor('agenda', anchor)) }}>Agenda</a>
         </nav>
         <Search onOpen={openFound} />
-        {/* Only a phone shows it (styles.css): a wide top bar has room for the whole toolbar's end. */}
-        <button type='button' class='toolbar-more' ref={toolbarToggle} aria-label='More options' aria-expanded={toolbarOpen} aria-controls='toolbar-end' onClick={() => setToolbarOpen((open) => !open)} onKeyDown={foldToolbar}>
-          <svg viewBox='0 0 16 16' width='16' height='16' fill='currentColor' aria-hidden='true' focusable='false'><circle cx='8' cy='3' r='1.5' /><circle cx='8' cy='8' r='1.5' /><circle cx='8' cy='13' r='1.5' /></svg>
-        </button>
+        <MoreOptions open={toolbarOpen} buttonRef={toolbarToggle} lastKnownAt={lastKnownAt} onToggle={() => setToolbarOpen((open) => !open)} onKeyDown={foldToolbar} />
         <div id='toolbar-end' class={toolbarOpen ? 'toolbar-end toolbar-open' : 'toolbar-end'} onKeyDown={foldToolbar}>
           <ConnectionStatus lastKnownAt={lastKnownAt} />
           <button type='button' onClick={refresh} disabled={refreshing} aria-label='Refresh events'>{refreshing ? 'Refreshing…' : 'Refresh'}</button>

@@ -46,8 +46,22 @@ function lastSeenText (readAt: number, now: number): string {
   return `Offline: showing events as last seen ${day}at ${seen.toFormat('HH:mm')}`
 }
 
+type Tone = 'local' | 'healthy' | 'syncing' | 'attention' | 'unsaved' | 'offline'
+
+interface StatusLine {
+  tone: Tone
+  text: string
+  /** When a delayed change is tried again: the line counts down to it. */
+  retryAt: number | null
+  /** What is said of the shown events after what is said of unsent changes. */
+  lastSeen: string | null
+  /** A few words for what needs the user's attention (offline, a change not saved or not synced, a
+   * connection to repair), said where the line itself is folded away; null when nothing does. */
+  brief: string | null
+}
+
 /** `lastKnownAt`: the shown events are the account's as last read then (no answer from the server). */
-export function ConnectionStatus (props: { lastKnownAt: number | null }) {
+function useStatusLine (lastKnownAt: number | null): StatusLine {
   const state = useStore(session)
   const stream = useStore(streamStatus)
   const view = useStore(syncView)
@@ -56,28 +70,32 @@ export function ConnectionStatus (props: { lastKnownAt: number | null }) {
   const isOnline = useStore(online)
   const data = useStore(pendingWrites)
   const writes = state.status === 'signedIn' ? summaryOf(data, state.userId) : null
-  const now = useSecondTicks(writes !== null && writes.delayed > 0)
-  let tone: 'local' | 'healthy' | 'syncing' | 'attention' | 'unsaved' | 'offline'
+  let tone: Tone
   let text: string
-  /** A countdown: shown, but not announced every second (the rest of the line is). */
-  let countdown: string | null = null
+  let brief: string | null = null
+  let retryAt: number | null = null
   // A change the server has not taken comes first: the line never says "up to date" over it.
   if (writes !== null && writes.failed > 0) {
     tone = 'unsaved'
     text = writes.failed === 1 ? '1 change not saved' : `${writes.failed} changes not saved`
+    brief = text
   } else if (writes !== null && writes.delayed > 0 && writes.retryAt !== null) {
     tone = 'offline'
-    text = `${writes.delayed === 1 ? '1 change' : `${writes.delayed} changes`} waiting: retrying in `
-    countdown = waitLeft(writes.retryAt, now)
+    const changes = writes.delayed === 1 ? '1 change' : `${writes.delayed} changes`
+    text = `${changes} waiting: retrying in `
+    brief = `${changes} waiting`
+    retryAt = writes.retryAt
   } else if (writes !== null && writes.waiting > 0) {
     tone = 'offline'
     text = `${writes.waiting === 1 ? '1 change' : `${writes.waiting} changes`} waiting for the connection`
+    brief = text
   } else if (writes !== null && writes.queued > 0) {
     tone = 'syncing'
     text = 'Saving…'
   } else if (state.status === 'signedIn' && !isOnline) {
     tone = 'offline'
     text = 'Offline: changes are kept until the connection returns'
+    brief = 'offline'
   } else if (state.status !== 'signedIn') {
     tone = 'local'
     text = 'Not signed in: events stay in this browser'
@@ -88,11 +106,13 @@ export function ConnectionStatus (props: { lastKnownAt: number | null }) {
     tone = 'attention'
     const name = providerName(connection.provider)
     text = !connection.revoked ? `${name} needs attention` : connection.provider === 'caldav' ? `${name}: the server refused its password` : `${name} access was revoked`
+    brief = text
   } else if (unsynced !== null) {
     // Saved here but refused (or failing) at a provider: never "up to date" over it.
     tone = 'attention'
     const where = unsynced.providers.length === 1 ? providerName(unsynced.providers[0] as string) : 'their calendars'
     text = `${unsynced.count === 1 ? '1 change' : `${unsynced.count} changes`} not synced to ${where}`
+    brief = text
   } else if (stream === 'open') {
     tone = 'healthy'
     text = connection === null ? 'Up to date' : `${providerName(connection.provider)} up to date`
@@ -102,23 +122,38 @@ export function ConnectionStatus (props: { lastKnownAt: number | null }) {
   }
   // Events shown from the kept copy: said after what is said of unsent changes, instead of the rest.
   let lastSeen: string | null = null
-  if (state.status === 'signedIn' && props.lastKnownAt !== null) {
+  if (state.status === 'signedIn' && lastKnownAt !== null) {
     const unsent = writes !== null && writes.failed + writes.delayed + writes.waiting + writes.queued > 0
     if (unsent) {
-      lastSeen = ` · ${lastSeenText(props.lastKnownAt, Date.now())}`
+      lastSeen = ` · ${lastSeenText(lastKnownAt, Date.now())}`
+      brief ??= 'offline'
     } else {
       tone = 'offline'
-      text = lastSeenText(props.lastKnownAt, Date.now())
+      text = lastSeenText(lastKnownAt, Date.now())
+      brief = 'offline'
     }
   }
+  return { tone, text, retryAt, lastSeen, brief }
+}
+
+/** `lastKnownAt`: the shown events are the account's as last read then (no answer from the server). */
+export function ConnectionStatus (props: { lastKnownAt: number | null }) {
+  const { tone, text, retryAt, lastSeen } = useStatusLine(props.lastKnownAt)
+  const now = useSecondTicks(retryAt !== null)
   return (
     <p class={`status status-${tone}`} role='status'>
       <span class='status-dot' aria-hidden='true' />
       {text}
-      {countdown !== null && <span aria-live='off'>{countdown}</span>}
+      {/* A countdown: shown, but not announced every second (the rest of the line is). */}
+      {retryAt !== null && <span aria-live='off'>{waitLeft(retryAt, now)}</span>}
       {lastSeen}
     </p>
   )
+}
+
+/** A few words for what in the status line needs the user's attention, or null when nothing does. */
+export function useStatusAttention (lastKnownAt: number | null): string | null {
+  return useStatusLine(lastKnownAt).brief
 }
 
 /** `onPassword`: a revoked CalDAV connection is repaired by entering its password again here. */
