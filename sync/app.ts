@@ -69,6 +69,8 @@ export interface SyncAppOptions {
   maintenance?: SyncMaintenanceOptions
   /** Source of retry jitter, in [0, 1). */
   random?: () => number
+  /** Events an import gathers from its pages before handing them to the backend (CalendarReads); default IMPORT_BATCH_EVENTS. */
+  importBatchEvents?: number
 }
 
 export function syncServerOptions (config: SyncConfig): FastifyServerOptions {
@@ -139,7 +141,7 @@ const app: FastifyPluginAsync<SyncAppOptions> = async (fastify: FastifyInstance,
   await fastify.register(writeIssuesPlugin)
   await fastify.register(activityPlugin)
   await fastify.register(jobQueuePlugin, { random: options.random ?? Math.random, leaseMs: options.worker?.leaseMs })
-  await fastify.register(syncEnginePlugin)
+  await fastify.register(syncEnginePlugin, { importBatchEvents: options.importBatchEvents })
   await fastify.register(analyticsPlugin, { analytics: options.analytics })
   await fastify.register(connectPlugin)
   await fastify.register(eventChangesPlugin)

@@ -51,7 +51,7 @@ const ProviderEventSchema = Type.Object({
   }))
 }, { additionalProperties: false })
 
-const PROVIDER_EVENT_BATCH_MAX = 2500
+export const PROVIDER_EVENT_BATCH_MAX = 2500
 
 /**
  * One page of a calendar's events, applied by the backend as one bulk write, idempotently, keyed

@@ -7,7 +7,7 @@ declare module 'fastify' {
   }
 }
 
-export default fp(async function syncEngine (fastify) {
+export default fp<{ importBatchEvents?: number | undefined }>(async function syncEngine (fastify, options) {
   fastify.decorate('syncEngine', new SyncEngine({
     connections: fastify.syncConnections,
     calendars: fastify.syncCalendars,
@@ -25,7 +25,8 @@ export default fp(async function syncEngine (fastify) {
     settings: fastify.syncConfig.sync,
     clock: fastify.syncClock,
     log: fastify.log.child({ component: 'sync' }),
-    random: fastify.syncJobQueue.random
+    random: fastify.syncJobQueue.random,
+    ...(options.importBatchEvents === undefined ? {} : { importBatchEvents: options.importBatchEvents })
   }))
 }, {
   name: 'sync-engine',

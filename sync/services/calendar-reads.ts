@@ -2,6 +2,7 @@
 // every page, resumable from a checkpoint) and the pull of what changed since the last cursor,
 // which reads a calendar again when its provider forgot the cursor.
 import type { ImportOperation, ProviderEvent } from '../../schemas/sync/index.js'
+import { PROVIDER_EVENT_BATCH_MAX } from '../../schemas/sync/provider-events.js'
 import type { ConnectionRecord } from '../lib/connections/record.js'
 import { importWindow } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
@@ -20,6 +21,14 @@ import type { ConnectionWatches } from './connection-watches.js'
  * completion are always recorded.
  */
 export const PAGE_PROGRESS_INTERVAL_MS = 1000
+
+/**
+ * An import hands the pages of a pass over together until they hold this many events (or the pass
+ * ends, or the next page would pass the batch limit): each batch costs both services a round of
+ * fixed work (the backend's lookups and write, a checkpoint), which a page of Microsoft's 500 events
+ * or the few of a range's end cost as much as one of 2,000.
+ */
+const IMPORT_BATCH_EVENTS = 1000
 
 /** Imports and pulls of a connection's calendars, handed to the backend page by page. */
 export class CalendarReads {
@@ -92,21 +101,36 @@ export class CalendarReads {
     // second time (a resumed run, which has no record of them, sends them again, harmlessly).
     const sentInWindow = new Map<string, string>()
     const versionOf = (event: ProviderEvent) => `${event.etag ?? ''}|${event.updated}`
+    // Pages read and not handed over yet, and the page after them (where a resumed run goes on).
+    const batchEvents = this.#parts.importBatchEvents ?? IMPORT_BATCH_EVENTS
+    let held: ProviderEvent[] = []
+    let heldRead = 0
+    let heldNext: string | null = null
+    const hand = async (pass: ImportCheckpoint['pass'], nextPageToken: string | null): Promise<void> => {
+      const last = pass === 'full' && nextPageToken === null
+      if (held.length > 0 || last) await this.#jobs.send(context, provider.provider, calendar.calendarId, held, { id: checkpoint.generation, complete: last })
+      const eventsImported = checkpoint.eventsImported + heldRead
+      if (pass === 'window') windowEvents = eventsImported
+      checkpoint = pass === 'window' && nextPageToken === null
+        ? { ...checkpoint, pass: 'full', pageToken: null, eventsImported: 0 }
+        : { ...checkpoint, pass, pageToken: nextPageToken, eventsImported }
+      const read = heldRead
+      held = []
+      heldRead = 0
+      // The last page's checkpoint is the promotion below.
+      if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
+      if (read > 0) await progress(shown())
+    }
     const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {
-      const last = pass === 'full' && page.nextPageToken === null
       const fresh = pass === 'window'
         ? page.events
         : page.events.filter((event) => sentInWindow.get(event.providerEventId) !== versionOf(event))
       if (pass === 'window') for (const event of page.events) sentInWindow.set(event.providerEventId, versionOf(event))
-      if (fresh.length > 0 || last) await this.#jobs.send(context, provider.provider, calendar.calendarId, fresh, { id: checkpoint.generation, complete: last })
-      const eventsImported = checkpoint.eventsImported + page.events.length
-      if (pass === 'window') windowEvents = eventsImported
-      checkpoint = pass === 'window' && page.nextPageToken === null
-        ? { ...checkpoint, pass: 'full', pageToken: null, eventsImported: 0 }
-        : { ...checkpoint, pass, pageToken: page.nextPageToken, eventsImported }
-      // The last page's checkpoint is the promotion below.
-      if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
-      if (page.events.length > 0) await progress(shown())
+      if (held.length > 0 && held.length + fresh.length > PROVIDER_EVENT_BATCH_MAX) await hand(pass, heldNext)
+      held = held.length === 0 ? fresh : held.concat(fresh)
+      heldRead += page.events.length
+      heldNext = page.nextPageToken
+      if (page.nextPageToken === null || held.length >= batchEvents) await hand(pass, page.nextPageToken)
     }
 
     if (checkpoint.pass === 'window') {

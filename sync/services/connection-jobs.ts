@@ -51,6 +51,8 @@ export interface SyncEngineParts {
   log: FastifyBaseLogger
   /** Source of the jitter of the provider's next try, in [0, 1). */
   random?: () => number
+  /** Events an import gathers from its pages before handing them over; default IMPORT_BATCH_EVENTS (calendar-reads.ts). */
+  importBatchEvents?: number
 }
 
 /** The connection cannot be acted on: it is gone, or its credential is. The job has nothing to do. */

@@ -26,10 +26,10 @@ function brief (item: Invalidation): Brief {
   }
 }
 
-async function setup (t: Test) {
+async function setup (t: Test, options: { importBatchEvents?: number } = {}) {
   const provider = new ScriptedProvider()
   provider.calendars = [scriptedCalendar('primary', 'Primary', true), scriptedCalendar('work', 'Work')]
-  const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider } })
+  const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider }, ...options })
   const userId = newUserId()
   const start = await built.app.syncFeed.page(userId, null, 1)
   return { built, provider, userId, cursor: start.cursor }
@@ -92,7 +92,8 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
 })
 
 test('an import records its progress after a page at most once a second; its start, each calendar\'s end and its completion always', async (t) => {
-  const { built, provider, userId, cursor } = await setup(t)
+  // Each page handed over on its own, as pages of the batch size are.
+  const { built, provider, userId, cursor } = await setup(t, { importBatchEvents: 1 })
   provider.calendars = [scriptedCalendar('primary', 'Primary', true)]
   provider.eventsPerCalendar = 8
   provider.pagesPerCalendar = 4

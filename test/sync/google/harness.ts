@@ -23,6 +23,8 @@ export interface Stack extends SyncUnderTest {
 export interface StackOptions {
   accounts?: AccountSetup[]
   pageSize?: number
+  /** Events an import gathers before handing them over (1: each page on its own). */
+  importBatchEvents?: number
   sync?: Partial<SyncConfig['sync']>
   appOptions?: Partial<SyncAppOptions>
   analytics?: { key: string, host: string }
@@ -43,6 +45,7 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
     }),
     appOptions: () => ({
       ...(options.pageSize === undefined ? {} : { google: { pageSize: options.pageSize } }),
+      ...(options.importBatchEvents === undefined ? {} : { importBatchEvents: options.importBatchEvents }),
       ...options.appOptions
     }),
     ...(options.sync === undefined ? {} : { sync: options.sync }),

@@ -77,6 +77,42 @@ test('import: every calendar (hidden ones too), the weeks around today first, th
   t.equal(stack.google.control.listChannels().filter((channel) => channel.state === 'active').length, 3)
 })
 
+test('small pages are handed over together, up to the batch size: fewer rounds for both services, and a crash resumes after the last batch handed over', async (t) => {
+  const stack = await startStack(t, { pageSize: 4, importBatchEvents: 6, accounts: [{ email: ALICE, timeZone: 'UTC' }] })
+  const events = Array.from({ length: 14 }, (_, n) => ({
+    summary: `Event ${n}`,
+    start: { date: `2025-0${1 + (n % 9)}-1${n % 10}` },
+    end: { date: `2025-0${1 + (n % 9)}-2${n % 10}` }
+  }))
+  stack.google.control.seed(ALICE, { events })
+  const userId = newUserId()
+  await followCallback(await consent((await begin(stack, userId)).authorizationUrl, ALICE))
+
+  // The full pass reads pages of 4, 4, 4 and 2: two pages make a batch of 8 (6 or more), then the
+  // last two one of 6. The backend fails the second batch.
+  let delivered = 0
+  const original = stack.backend.batches.push.bind(stack.backend.batches)
+  stack.backend.batches.push = (...items: ProviderEventBatch[]) => {
+    delivered += items.length
+    if (delivered === 1) stack.backend.failNext(1)
+    return original(...items)
+  }
+  await stack.sync.syncJobWorker.tick()
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  t.match(connection, { state: 'importing', reason: 'readFailure' }, 'the import failed on a batch and will run again')
+  t.same(stack.backend.batches.map((batch) => batch.events.length), [8], 'the first two pages were one batch')
+  const connectionId = connection?._id.toHexString() ?? ''
+  t.match((await stack.sync.syncCalendars.get(connectionId, ALICE))?.checkpoint, { pass: 'full', pageToken: /./, eventsImported: 8 }, 'the checkpoint is after the batch handed over, not after the pages read since')
+
+  stack.clock.advance(60_000)
+  await stack.drain()
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+  const imported = stack.backend.batches.filter((batch) => batch.generation !== undefined)
+  t.same(imported.map((batch) => [batch.events.length, batch.complete === true]), [[8, false], [6, true]], 'the resumed run went on after the batch handed over: the last pages as one batch, which completes the import')
+  t.equal(new Set(imported.flatMap((batch) => batch.events.map((event) => event.providerEventId))).size, 14, 'no event twice')
+  t.equal(stack.backend.events(ALICE).size, 14)
+})
+
 test('an event changed between the window pass and the full pass is handed over again, in its new version', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin' }] })
   const ids = calendarIds(stack)
@@ -98,7 +134,8 @@ test('an event changed between the window pass and the full pass is handed over 
 })
 
 test('a crash between import pages resumes after the last applied page, with no duplicates', async (t) => {
-  const stack = await startStack(t, { pageSize: 4, accounts: [{ email: ALICE, timeZone: 'UTC' }] })
+  // Each page handed over on its own, as pages of the batch size are.
+  const stack = await startStack(t, { pageSize: 4, importBatchEvents: 1, accounts: [{ email: ALICE, timeZone: 'UTC' }] })
   const calendarId = ALICE
   const events = Array.from({ length: 10 }, (_, n) => ({
     summary: `Event ${n}`,

@@ -24,6 +24,8 @@ export interface StackOptions {
   accounts?: AccountSetup[]
   /** Events per delta page. */
   pageSize?: number
+  /** Events an import gathers before handing them over (1: each page on its own). */
+  importBatchEvents?: number
 }
 
 export async function startStack (t: Test, options: StackOptions = {}): Promise<Stack> {
@@ -37,9 +39,12 @@ export async function startStack (t: Test, options: StackOptions = {}): Promise<
     webCallback: WEB_CALLBACK,
     providerConfig: (microsoft) => ({ extprovider2: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: microsoft.url } }),
     // The configured adapter, with a page size small enough to page.
-    appOptions: (microsoft, clock) => options.pageSize === undefined
-      ? {}
-      : { providers: { microsoft: new MicrosoftCalendarAdapter({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: microsoft.url, pageSize: options.pageSize, now: () => clock.now() }) } }
+    appOptions: (microsoft, clock) => ({
+      ...(options.importBatchEvents === undefined ? {} : { importBatchEvents: options.importBatchEvents }),
+      ...(options.pageSize === undefined
+        ? {}
+        : { providers: { microsoft: new MicrosoftCalendarAdapter({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, endpointBase: microsoft.url, pageSize: options.pageSize, now: () => clock.now() }) } })
+    })
   })
   return { microsoft: standIn, ...stack }
 }

@@ -44,7 +44,8 @@ test('connect: the authorization URL asks for offline access with PKCE; the code
 })
 
 test('import: window pass then the whole range, in delta pages; masters with RRULE, exceptions, all-day, Windows zones', async (t) => {
-  const stack = await startStack(t, { pageSize: 2 })
+  // Each page handed over on its own, as pages of the batch size are.
+  const stack = await startStack(t, { pageSize: 2, importBatchEvents: 1 })
   const calendarId = defaultCalendar(stack)
   const control = stack.microsoft.control
   const timed = control.insertEvent(calendarId, SAMPLE_EVENTS.timed)
