@@ -30,6 +30,13 @@ export const PAGE_PROGRESS_INTERVAL_MS = 1000
  */
 const IMPORT_BATCH_EVENTS = 1000
 
+/**
+ * A pull of a whole connection (the person's refresh, a tab coming back, a CalDAV poll) looks at the
+ * provider's list of calendars when it was last read longer ago than this: a calendar added there is
+ * imported, one no longer listed leaves, and names, colours and default reminders follow.
+ */
+export const CALENDAR_LIST_REFRESH_MS = 10 * 60_000
+
 /** Imports and pulls of a connection's calendars, handed to the backend page by page. */
 export class CalendarReads {
   readonly #parts: SyncEngineParts
@@ -147,7 +154,9 @@ export class CalendarReads {
     const { calendars, connections, feed, clock } = this.#parts
     const only = job.payload.calendarId
     const bootstrap = connection.state === 'catchingUp'
-    const records = (await calendars.listByConnection(context.connectionId)).filter((record) => only === undefined || record.calendarId === only)
+    let records = (await calendars.listByConnection(context.connectionId)).filter((record) => only === undefined || record.calendarId === only)
+    const listedAt = Math.max(0, ...records.map((record) => record.listedAt?.getTime() ?? 0))
+    if (only === undefined && clock.now().getTime() - listedAt >= CALENDAR_LIST_REFRESH_MS) records = await this.#followCalendarList(context, provider, records)
     for (const calendar of records) {
       if (calendar.cursor === null) continue
       let outcome: PullOutcome
@@ -190,6 +199,36 @@ export class CalendarReads {
     }
     // A pull of one calendar does not end the catch-up of the whole connection.
     if (only === undefined || !bootstrap) await connections.apply(context.connectionId, { type: 'pullSucceeded' })
+  }
+
+  /**
+   * The provider's list of calendars now: one added there is imported (the weeks around today
+   * first) and watched, one no longer listed leaves with its events, and the others take the
+   * provider's name, colour and default reminders. Answers the stored calendars still listed and
+   * imported, for the pull to go on with. An empty list is taken for a provider's glitch, never
+   * for every calendar gone.
+   */
+  async #followCalendarList (context: ProviderContext, provider: ProviderPort, records: CalendarRecord[]): Promise<CalendarRecord[]> {
+    const { calendars, feed, clock } = this.#parts
+    const found = await provider.listCalendars(context)
+    if (found.length === 0) return records
+    const listed = new Set(found.map((calendar) => calendar.calendarId))
+    for (const record of records) if (!listed.has(record.calendarId)) await this.#dropCalendar(context, record)
+    const stored = new Map(records.map((record) => [record.calendarId, record]))
+    const added: ProviderCalendar[] = []
+    for (const calendar of found) {
+      const record = stored.get(calendar.calendarId)
+      if (record !== undefined && record.cursor !== null) {
+        await calendars.refreshFacts({ connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }, clock.now())
+        continue
+      }
+      // New, or added by a pull that stopped before its import finished: the same run goes on.
+      await this.#importCalendar(context, provider, calendar, { run: 'added', window: true, expiryStreak: 0 })
+      await feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+      added.push(calendar)
+    }
+    if (added.length > 0) await this.#watches.ensureWatches(provider, context, added)
+    return records.filter((record) => listed.has(record.calendarId) && record.cursor !== null)
   }
 
   /** The calendar is gone at the provider: its events leave the user's data, its channel stops. */

@@ -41,6 +41,8 @@ export interface CalendarRecord {
   importedInRun: string | null
   checkpoint: ImportCheckpoint | null
   lastUpdatedAt: Date
+  /** When the provider last listed the calendar (import or a pull's look at the list); absent on older rows. */
+  listedAt?: Date
 }
 
 /** What the provider says of a calendar, and whose it is. */
@@ -93,11 +95,17 @@ export class CalendarStore {
     // A calendar whose default reminders were removed at the provider loses the stored ones.
     const unset = facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' as const } } : {}
     await databaseCall(async () => await this.#rows.updateOne({ _id }, {
-      $set: { ...facts, checkpoint, lastUpdatedAt: now },
+      $set: { ...facts, checkpoint, lastUpdatedAt: now, listedAt: now },
       ...unset,
       $setOnInsert: { cursor: null, generation: 0, expiryStreak: 0, importedInRun: null }
     }, { upsert: true }))
     return checkpoint
+  }
+
+  /** What the provider now says of a calendar already imported (its name, colour, default reminders). */
+  async refreshFacts (facts: CalendarFacts, now: Date): Promise<void> {
+    const unset = facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' as const } } : {}
+    await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(facts.connectionId, facts.calendarId) }, { $set: { ...facts, listedAt: now }, ...unset }))
   }
 
   async saveCheckpoint (connectionId: string, calendarId: string, checkpoint: ImportCheckpoint): Promise<void> {

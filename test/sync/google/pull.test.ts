@@ -178,3 +178,44 @@ test('a calendar deleted at Google: the next pull finds it gone, its events leav
   t.match((await feedSince(stack, userId, start)).items, [{ kind: 'calendar', connectionId, calendarId: work }], 'the user\'s tabs are told')
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
 })
+
+test('the calendar list followed: a whole-connection pull ten minutes on imports a calendar added at Google, drops one removed, and takes the others\' new default reminders', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'UTC', calendars: [{ summary: 'Work' }] }] })
+  const control = stack.google.control
+  const work = control.listAccounts()[0]?.calendars.find((calendar) => calendar.summary === 'Work')?.id ?? ''
+  control.insertEvent(work, SAMPLE_EVENTS.timed)
+  const { userId, connectionId } = await connectAndSync(stack)
+  await stack.google.notificationsSettled()
+  const calendarLists = () => control.counts().operations['calendar.calendarList.list']?.total ?? 0
+
+  const family = control.addCalendar(ALICE, { summary: 'Family' })
+  control.insertEvent(family.id, { ...SAMPLE_EVENTS.allDay, summary: 'Grandma\'s birthday' })
+  control.setDefaultReminders(ALICE, [{ method: 'popup', minutes: 15 }])
+
+  const listsBefore = calendarLists()
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
+  t.equal(calendarLists(), listsBefore, 'a refresh soon after the import does not list the calendars again')
+  t.equal(await stack.sync.syncCalendars.get(connectionId, family.id), null, 'so the new calendar is not known yet')
+
+  stack.clock.advance(10 * 60_000)
+  const start = (await stack.sync.syncFeed.page(userId, null, 1)).cursor
+  control.deleteCalendar(work)
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
+  t.equal(calendarLists(), listsBefore + 1, 'ten minutes on, a refresh lists them once')
+  t.match(await stack.sync.syncCalendars.get(connectionId, family.id), { name: 'Family', cursor: /./ }, 'the calendar added at Google is imported')
+  t.same([...stack.backend.events(family.id).values()].map((event) => event.content?.title), ['Grandma\'s birthday'], 'with its events')
+  t.ok((await stack.sync.syncWatches.listByConnection(connectionId)).some((watch) => watch.calendarId === family.id), 'and watched')
+  t.equal(await stack.sync.syncCalendars.get(connectionId, work), null, 'the calendar removed at Google is forgotten')
+  t.equal(stack.backend.events(work).size, 0, 'with its events')
+  t.match(await stack.sync.syncCalendars.get(connectionId, ALICE), { defaultReminders: [{ minutes: 15 }] }, 'the primary calendar takes its new default reminders')
+  const told = (await feedSince(stack, userId, start)).items.filter((item) => item.kind === 'calendar').map((item) => item.kind === 'calendar' ? item.calendarId : '')
+  t.same([...new Set(told)].sort(), [family.id, work].sort(), 'the user\'s tabs are told of the added and the removed calendar')
+  t.equal(new Set(stack.backend.batches.filter((batch) => batch.calendarId === family.id).map((batch) => batch.generation)).size, 1, 'the added calendar was imported once')
+  t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+
+  await stack.sync.syncEngine.restart(userId)
+  await stack.drain()
+  t.equal(calendarLists(), listsBefore + 1, 'and not again within ten minutes')
+})
