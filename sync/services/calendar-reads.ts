@@ -35,7 +35,7 @@ const IMPORT_BATCH_EVENTS = 1000
  * provider's list of calendars when it was last read longer ago than this: a calendar added there is
  * imported, one no longer listed leaves, and names, colours and default reminders follow.
  */
-export const CALENDAR_LIST_REFRESH_MS = 10 * 60_000
+const CALENDAR_LIST_REFRESH_MS = 10 * 60_000
 
 /** Imports and pulls of a connection's calendars, handed to the backend page by page. */
 export class CalendarReads {
