@@ -37,6 +37,20 @@ const IMPORT_BATCH_EVENTS = 1000
  */
 const CALENDAR_LIST_REFRESH_MS = 10 * 60_000
 
+/**
+ * The calendars of one connection Sync keeps, the primary first: a CalDAV server may list tens of
+ * thousands in one answer, each an import and a pull for a worker. As many as a person can hide in
+ * the list (schemas/calendar.ts).
+ */
+export const CALENDARS_PER_CONNECTION = 500
+
+/** The calendars a connection keeps of those its provider lists (CALENDARS_PER_CONNECTION). */
+function keptCalendars (listed: ProviderCalendar[], log: SyncEngineParts['log'], connectionId: string): ProviderCalendar[] {
+  if (listed.length <= CALENDARS_PER_CONNECTION) return listed
+  log.warn({ connectionId, listed: listed.length, kept: CALENDARS_PER_CONNECTION }, 'the provider lists more calendars than a connection keeps; the rest are left out')
+  return [...listed].sort((a, b) => Number(b.primary) - Number(a.primary)).slice(0, CALENDARS_PER_CONNECTION)
+}
+
 /** Imports and pulls of a connection's calendars, handed to the backend page by page. */
 export class CalendarReads {
   readonly #parts: SyncEngineParts
@@ -55,7 +69,7 @@ export class CalendarReads {
     const operation: ImportOperation = job.payload.operation === 'repair' ? 'repair' : 'full'
     // A job from before runs were named is its own run.
     const run = job.payload.run ?? job._id.toHexString()
-    const found = await provider.listCalendars(context)
+    const found = keptCalendars(await provider.listCalendars(context), this.#parts.log, context.connectionId)
     const stored = new Map((await calendars.listByConnection(context.connectionId)).map((record) => [record.calendarId, record]))
     const counts = { calendarsDone: 0, calendarsTotal: found.length, eventsImported: 0 }
     // A run that crashed goes on after the calendars it finished.
@@ -210,7 +224,7 @@ export class CalendarReads {
    */
   async #followCalendarList (context: ProviderContext, provider: ProviderPort, records: CalendarRecord[]): Promise<CalendarRecord[]> {
     const { calendars, feed, clock } = this.#parts
-    const found = await provider.listCalendars(context)
+    const found = keptCalendars(await provider.listCalendars(context), this.#parts.log, context.connectionId)
     if (found.length === 0) return records
     const listed = new Set(found.map((calendar) => calendar.calendarId))
     for (const record of records) if (!listed.has(record.calendarId)) await this.#dropCalendar(context, record)

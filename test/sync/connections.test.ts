@@ -6,6 +6,7 @@ import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, Provider
 import { ATTEMPT_BUDGET, FAILED_JOB_COOLDOWN_MS, MAX_REQUEUES, RETRY_LADDER_MS } from '../../sync/lib/jobs/rules.js'
 import { PAGE_PROGRESS_INTERVAL_MS } from '../../sync/services/calendar-reads.js'
 import { buildSyncApp, newUserId, startDatabase } from './helper.js'
+import { CALENDARS_PER_CONNECTION } from '../../sync/services/calendar-reads.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider, scriptedCalendar } from './scripted-provider.js'
 
@@ -288,4 +289,19 @@ test('a connection\'s provider health: each unavailable answer lengthens the wai
   t.equal(await store.recordAnswered('not-a-connection'), false)
   await t.resolves(store.tryProviderNow('not-a-connection'))
   t.same(await store.recordUnavailable('not-a-connection', null, () => 0), new Date(now + 7_500))
+})
+
+test('a provider that lists more calendars than a connection keeps: the primary and the first others up to the limit are imported, no more', async (t) => {
+  const { built, provider, userId } = await setup(t)
+  provider.eventsPerCalendar = 0
+  provider.calendars = [
+    ...Array.from({ length: CALENDARS_PER_CONNECTION + 1 }, (_, index) => scriptedCalendar(`extra-${String(index).padStart(4, '0')}`, `Extra ${index}`)),
+    scriptedCalendar('primary', 'Primary', true)
+  ]
+  const connection = await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  await built.app.syncJobWorker.tick()
+  const kept = await built.app.syncCalendars.listByConnection(connection._id.toHexString())
+  t.equal(kept.length, CALENDARS_PER_CONNECTION, 'as many as a connection keeps')
+  t.ok(kept.some((calendar) => calendar.calendarId === 'primary'), 'the primary among them, though listed last')
+  t.match(await built.app.syncConnections.get(connection._id.toHexString()), { importProgress: { phase: 'completed', counts: { calendarsTotal: CALENDARS_PER_CONNECTION } } })
 })
