@@ -225,6 +225,12 @@ export class SyncClient {
       throw new SyncUnavailableError(`Sync service answered ${method} ${pathAndQuery.split('?')[0]} with a body outside the contract`, { statusCode: status })
     }
     const typed = checkers.error.Check(parsed) ? parsed : null
+    // Sync refusing this backend's own signature (another internal auth token, or clocks more than
+    // five minutes apart) is the deployment's fault, never the person's: passed on as a 401, a client
+    // would take it for a lost session and sign its user out.
+    if (status === 401 || status === 403) {
+      throw new SyncUnavailableError(`Sync service refused the backend's internal signature (${status}): the internal auth tokens or the two hosts' clocks differ`, { statusCode: status, code: typed?.code ?? null })
+    }
     if (status >= 500 && typed?.code !== 'MAINTENANCE') {
       throw new SyncUnavailableError(`Sync service answered ${status}`, { statusCode: status, code: typed?.code ?? null })
     }

@@ -102,6 +102,16 @@ test('the calendar list', async (t) => {
     t.same((await hidden()).json(), { hidden: [] })
   })
 
+  await t.test('Sync refusing the backend\'s signature (another token, or clocks apart): 503 SYNC_UNAVAILABLE, never a 401 the client takes for a lost session', async (t) => {
+    const { app: misconfigured } = await buildApp(t, deps, { syncUrl: sync.url, internalAuthToken: `${sync.internalAuthToken}-not-the-same` })
+    for (const [method, url] of [['GET', '/api/calendars'], ['POST', '/api/connections/refresh']] as const) {
+      const answer = await misconfigured.inject({ method, url, headers: user.headers, ...(method === 'POST' ? { payload: {} } : {}) })
+      t.equal(answer.statusCode, 503, `${method} ${url}`)
+      t.equal(answer.json().code, 'SYNC_UNAVAILABLE')
+      t.equal(answer.headers['retry-after'], '5')
+    }
+  })
+
   await t.test('Sync away: 503 SYNC_UNAVAILABLE with Retry-After', async (t) => {
     await sync.stop()
     const answer = await list()
