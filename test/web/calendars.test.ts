@@ -3,7 +3,8 @@
 // names both, each in its own default colour, events are drawn in their calendar's colour, a calendar hidden
 // stays hidden across a reload (kept for this account), a new event made in "Family" through
 // the dialog's calendar picker reaches Family at Google, and a dialog opened before the list
-// arrived takes the primary calendar once it does.
+// arrived takes the primary calendar once it does. A calendar added at Google afterwards comes with
+// Refresh once Sync reads the calendar list again (ten minutes after it last did).
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
@@ -19,7 +20,7 @@ async function edgeColor (page: Page, title: string): Promise<string> {
   return await eventBlock(page, title).evaluate((body) => body.ownerDocument.defaultView?.getComputedStyle(body.parentElement as typeof body).borderLeftColor ?? '')
 }
 
-test('calendars of a Google account: names, colours, visibility kept, the picker', async (t) => {
+test('calendars of a Google account: names, colours, visibility kept, the picker, one added at Google later', async (t) => {
   const stack = await startFullStack(t, { web: true })
   const google = stack.google.control
   const email = uniqueEmail('cal')
@@ -125,6 +126,21 @@ test('calendars of a Google account: names, colours, visibility kept, the picker
     await page.unroute(calendarList)
     await page.keyboard.press('Escape')
     await dialog.waitFor({ state: 'detached' })
+  })
+
+  await t.test('a calendar added at Google later: Refresh ten minutes on brings it, named in the list with its events', async (t) => {
+    const book = google.addCalendar(email, { summary: 'Book club', timeZone: 'Europe/Berlin' })
+    google.insertEvent(book.id, { summary: 'Reading night', start: { dateTime: `${DAY}T20:00:00+01:00` }, end: { dateTime: `${DAY}T21:00:00+01:00` } })
+    // As if Sync had last read the calendar list ten minutes ago.
+    await stack.sync.syncDb.db.collection('calendars').updateMany({}, { $set: { listedAt: new Date(Date.now() - 10 * 60_000) } })
+    await page.getByRole('button', { name: 'Refresh events' }).click()
+    await eventBlock(page, 'Reading night').waitFor({ timeout: 20_000 })
+    const list = page.getByRole('complementary', { name: 'Calendars' })
+    await list.getByLabel('Book club').waitFor({ timeout: 10_000 })
+    t.ok(await list.getByLabel('Book club').isChecked(), 'named in the list, shown')
+    await eventBlock(page, 'Reading night').click()
+    t.equal(await page.getByRole('dialog').locator('.details-calendar').textContent(), 'Book club', 'the details card names it')
+    await page.keyboard.press('Escape')
   })
 
   // The session library's first look for a session, signed out, answers 401 (as in the neighbouring tests).
