@@ -163,7 +163,12 @@ test('npm run backup of the local stack, npm run restore into a fresh one: every
   t.same(after.jobs, before.jobs, 'every queued job, with its id and its time')
 
   // Sync carries on from the restored cursors: a refresh pulls the CalDAV calendar, nothing is imported again.
-  const refreshed = await fetch(`${api}/connections/refresh`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: restoredAuthorization }, body: '{}' })
+  // As the web client does: a 503 while Sync is still starting is tried again after its Retry-After.
+  let refreshed = await fetch(`${api}/connections/refresh`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: restoredAuthorization }, body: '{}' })
+  for (let tries = 1; refreshed.status === 503 && tries < 6; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, Number(refreshed.headers.get('retry-after') ?? '5') * 1000))
+    refreshed = await fetch(`${api}/connections/refresh`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: restoredAuthorization }, body: '{}' })
+  }
   t.equal(refreshed.status, 200)
   await waitFor(async () => (metricValue((await scrape(ports.syncMetrics)).samples, 'sync_job_runs_total', { type: 'pull', outcome: 'done' }) ?? 0) >= 1, 60_000)
   const figures = (await scrape(ports.syncMetrics)).samples
