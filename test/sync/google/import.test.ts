@@ -32,6 +32,20 @@ function seedSample (stack: Stack, calendarId: string): { seriesId: string, move
   return { seriesId, movedId: String(moved['id']), cancelledId: String(cancelled['id']) }
 }
 
+/** Runs the queued import with the backend failing the second batch handed to it; answers the user's connection then. */
+async function importFailingOnSecondBatch (stack: Stack, userId: string) {
+  let delivered = 0
+  const original = stack.backend.batches.push.bind(stack.backend.batches)
+  stack.backend.batches.push = (...items: ProviderEventBatch[]) => {
+    delivered += items.length
+    if (delivered === 1) stack.backend.failNext(1)
+    return original(...items)
+  }
+  await stack.sync.syncJobWorker.tick()
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  return connection
+}
+
 test('import: every calendar (hidden ones too), the weeks around today first, then every page under one generation, the last complete', async (t) => {
   const stack = await startStack(t, {
     accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin', calendars: [{ summary: 'Work' }, { summary: 'Birthdays', hidden: true }] }]
@@ -90,15 +104,7 @@ test('small pages are handed over together, up to the batch size: fewer rounds f
 
   // The full pass reads pages of 4, 4, 4 and 2: two pages make a batch of 8 (6 or more), then the
   // last two one of 6. The backend fails the second batch.
-  let delivered = 0
-  const original = stack.backend.batches.push.bind(stack.backend.batches)
-  stack.backend.batches.push = (...items: ProviderEventBatch[]) => {
-    delivered += items.length
-    if (delivered === 1) stack.backend.failNext(1)
-    return original(...items)
-  }
-  await stack.sync.syncJobWorker.tick()
-  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  const connection = await importFailingOnSecondBatch(stack, userId)
   t.match(connection, { state: 'importing', reason: 'readFailure' }, 'the import failed on a batch and will run again')
   t.same(stack.backend.batches.map((batch) => batch.events.length), [8], 'the first two pages were one batch')
   const connectionId = connection?._id.toHexString() ?? ''
@@ -150,16 +156,8 @@ test('a crash between import pages resumes after the last applied page, with no 
 
   // The full pass reads pages of 4, 4 and 2; the backend fails on the second page of it.
   const listsBefore = stack.google.control.counts().operations['calendar.events.list']?.total ?? 0
-  let delivered = 0
-  const original = stack.backend.batches.push.bind(stack.backend.batches)
-  stack.backend.batches.push = (...items: ProviderEventBatch[]) => {
-    delivered += items.length
-    // The window pass finds nothing, so nothing is handed over for it; the first batch is the first full page.
-    if (delivered === 1) stack.backend.failNext(1)
-    return original(...items)
-  }
-  await stack.sync.syncJobWorker.tick()
-  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  // The window pass finds nothing, so nothing is handed over for it; the first batch is the first full page.
+  const connection = await importFailingOnSecondBatch(stack, userId)
   t.match(connection, { state: 'importing', reason: 'readFailure' }, 'the import failed on a page and will run again')
   t.equal(stack.backend.batches.length, 1)
 
