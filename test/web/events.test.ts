@@ -160,6 +160,8 @@ test('stream reactions: both revoked codes mean revoked; eventsChanged refetches
   t.same(queriesToRefetch({ all: true }, cached), ['monday', 'nextWeek'])
   t.same(queriesToRefetch(null, cached), [])
   t.same(reactTo(EMPTY_SYNC_VIEW, { type: 'eventsChanged', reasons: ['event'], refetchAll: false, eventIds: ['aaaaaaaaaaaaaaaaaaaaaaaa'] }).refetch, { all: false, eventIds: ['aaaaaaaaaaaaaaaaaaaaaaaa'] })
+  t.equal(reactTo(EMPTY_SYNC_VIEW, { type: 'eventsChanged', reasons: ['event'], refetchAll: true }).calendars, undefined, 'events alone leave the calendar list')
+  t.equal(reactTo(EMPTY_SYNC_VIEW, { type: 'calendarsChanged', reasons: ['calendar'], refetchAll: true }).calendars, true, 'calendarsChanged: the calendar list is read again (specification, "Message types")')
 })
 
 test('changes a provider does not have: counted per connection from the replay and the stream, summed over every connection', async (t) => {

@@ -5,8 +5,9 @@ import { api, ApiError } from './api.js'
 import { attemptRefresh, endSession } from './session.js'
 import { createStore } from './store.js'
 import { invalidateEvents, notify, queryClient, refetchLastKnown } from './calendar.js'
+import { refreshCalendars } from './calendars.js'
 import { EMPTY_SYNC_VIEW, primaryConnection, queriesToRefetch, reactTo, type Refetch, type SyncView } from '../lib/stream-reactions.js'
-import { createCoalescer } from '../lib/coalesce.js'
+import { createCoalescer, type Timers } from '../lib/coalesce.js'
 import { createFocusRefresh, createRefreshCoordinator, type RefreshOptions } from '../lib/focus-refresh.js'
 import { savePendingConnect, type ConnectIntent } from '../lib/oauth.js'
 import type { ServerMessage } from '../../../schemas/server-message.js'
@@ -24,8 +25,10 @@ function mergeRefetch (a: Refetch, b: Refetch): Refetch {
   return { all: false, eventIds: [...new Set([...a.eventIds, ...b.eventIds])] }
 }
 
+const timers: Timers = { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as number) }
+
 const wakeUps = createCoalescer<Refetch>({
-  timers: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as number) },
+  timers,
   merge: mergeRefetch,
   run: (refetch) => {
     const cached = queryClient.getQueryCache().findAll({ queryKey: ['events', 'account'] }).map((query) => ({
@@ -35,6 +38,9 @@ const wakeUps = createCoalescer<Refetch>({
     for (const key of queriesToRefetch(refetch, cached)) invalidateEvents(key).catch(() => {})
   }
 })
+
+// An import's calendars each say calendarsChanged: the list is read once per window.
+const calendarWakeUps = createCoalescer<true>({ timers, merge: () => true, run: () => { refreshCalendars().catch(() => {}) } })
 
 let source: EventSource | null = null
 let retryTimer: ReturnType<typeof setTimeout> | undefined
@@ -52,6 +58,7 @@ function handle (message: ServerMessage): void {
   const reaction = reactTo(syncView.get(), message, connecting ?? undefined)
   syncView.set(reaction.sync)
   if (reaction.refetch !== null) wakeUps.push(reaction.refetch)
+  if (reaction.calendars === true) calendarWakeUps.push(true)
 }
 
 /** Opens this tab's stream (once); the browser reconnects on its own after drops (retry: 5000). */
@@ -96,6 +103,7 @@ export function closeStream (): void {
   source?.close()
   source = null
   wakeUps.cancel()
+  calendarWakeUps.cancel()
   streamStatus.set('off')
   syncView.set(EMPTY_SYNC_VIEW)
 }

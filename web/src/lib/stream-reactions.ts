@@ -42,6 +42,8 @@ export type Refetch = { all: true } | { all: false, eventIds: string[] } | null
 export interface Reaction {
   sync: SyncView
   refetch: Refetch
+  /** The calendar list is read again (a calendar added, removed or renamed at a provider). */
+  calendars?: true
 }
 
 function isRevokedCode (code: string | undefined): boolean {
@@ -120,8 +122,8 @@ export function reactTo (sync: SyncView, message: ServerMessage, unknownProvider
     case 'eventsChanged':
       return { sync, refetch: message.refetchAll || message.eventIds === undefined ? { all: true } : { all: false, eventIds: message.eventIds } }
     case 'calendarsChanged':
-      // The calendar list is not shown yet; the eventsChanged that accompanies it refetches events.
-      return { sync, refetch: null }
+      // The eventsChanged that accompanies it refetches the events.
+      return { sync, refetch: null, calendars: true }
     case 'syncStatusChanged':
       return { sync: applySyncStatus(sync, message, unknownProvider), refetch: null }
     case 'importCompleted': {

@@ -152,9 +152,6 @@ export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | n
   // A connection added, importing its calendars one by one, or repaired: the list is read again.
   const connectionsSeen = connections.map((connection) => `${connection.connectionId}:${connection.status}:${connection.importProgress?.calendarsDone ?? ''}`).join(',')
   useEffect(() => { refreshCalendars().catch(() => {}) }, [connectionsSeen])
-  // Events of a calendar the list does not name yet (one added at the provider since): read it again.
-  const unlisted = allEvents.some((event) => event.calendarId !== undefined && !calendars.some((calendar) => calendar.key === event.calendarId))
-  useEffect(() => { if (unlisted) refreshCalendars().catch(() => {}) }, [unlisted])
   const hidden = useStore(hiddenCalendars)
   useEffect(() => calendarColors.set(new Map(calendars.map((calendar) => [calendar.key, calendar.color]))), [calendars])
   const events = useMemo(() => hidden.size === 0 ? allEvents : allEvents.filter((event) => !hidden.has(calendarKeyOf(event))), [allEvents, hidden])
