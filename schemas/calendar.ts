@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ConnectionIdSchema, ProviderSchema } from './sync/common.js'
+import { ConnectionIdSchema, providerRemindersSchema, ProviderSchema } from './sync/common.js'
 
 // The user's provider calendars as a client lists them (GET /api/calendars): what the Sync service
 // knows of each connection's calendars. The user's own calendar (events without a calendarId) is
@@ -11,12 +11,7 @@ export const CalendarView = Type.Object({
   name: Type.String({ maxLength: 1024, description: 'The calendar\'s name at the provider (the user\'s own name for it at Google, when set)' }),
   color: Type.String({ pattern: '^#[0-9a-f]{6}$', description: 'The calendar\'s colour at the provider as #rrggbb, or the provider\'s own colour when it names none' }),
   primary: Type.Boolean({ description: 'The account\'s main calendar: where the user\'s own events are written' }),
-  defaultReminders: Type.Array(Type.Object({
-    minutes: Type.Integer({ minimum: 0, maximum: 40_320, description: 'Minutes before the start' })
-  }, { additionalProperties: false }), {
-    maxItems: 5,
-    description: 'What an event of this calendar whose `reminders` are absent reminds of: the calendar\'s default at the provider (Google keeps one per calendar); empty when it has none'
-  })
+  defaultReminders: providerRemindersSchema('What an event of this calendar whose `reminders` are absent reminds of, in minutes before its start: the calendar\'s default at the provider (Google keeps one per calendar); empty when it has none')
 }, { additionalProperties: false })
 
 export const CalendarListView = Type.Object({

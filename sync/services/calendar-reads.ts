@@ -9,7 +9,7 @@ import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
 import { ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort } from '../lib/providers/port.js'
-import type { CalendarRecord, ImportCheckpoint } from '../stores/calendars.js'
+import type { CalendarFacts, CalendarRecord, ImportCheckpoint } from '../stores/calendars.js'
 import type { JobRecord } from '../stores/job-queue.js'
 import { calendarOf, jobKeys, NothingToDo, type ConnectionJobs, type SyncEngineParts } from './connection-jobs.js'
 import type { ConnectionWatches } from './connection-watches.js'
@@ -49,6 +49,11 @@ function keptCalendars (listed: ProviderCalendar[], log: SyncEngineParts['log'],
   if (listed.length <= CALENDARS_PER_CONNECTION) return listed
   log.warn({ connectionId, listed: listed.length, kept: CALENDARS_PER_CONNECTION }, 'the provider lists more calendars than a connection keeps; the rest are left out')
   return [...listed].sort((a, b) => Number(b.primary) - Number(a.primary)).slice(0, CALENDARS_PER_CONNECTION)
+}
+
+/** What Sync stores of a calendar its provider lists. */
+function factsOf (context: ProviderContext, calendar: ProviderCalendar): CalendarFacts {
+  return { connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }
 }
 
 /** Imports and pulls of a connection's calendars, handed to the backend page by page. */
@@ -112,8 +117,7 @@ export class CalendarReads {
     progress: (imported: number) => Promise<void> = async () => {}
   ): Promise<number> {
     const { calendars, clock } = this.#parts
-    const facts = { connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }
-    let checkpoint: ImportCheckpoint = await calendars.beginImport(facts, options.run, clock.now())
+    let checkpoint: ImportCheckpoint = await calendars.beginImport(factsOf(context, calendar), options.run, clock.now())
     if (!options.window && checkpoint.pass === 'window') checkpoint = { ...checkpoint, pass: 'full' }
     let windowEvents = checkpoint.pass === 'window' ? checkpoint.eventsImported : 0
     const shown = () => Math.max(windowEvents, checkpoint.pass === 'full' ? checkpoint.eventsImported : 0)
@@ -233,7 +237,7 @@ export class CalendarReads {
     for (const calendar of found) {
       const record = stored.get(calendar.calendarId)
       if (record !== undefined && record.cursor !== null) {
-        await calendars.refreshFacts({ connectionId: context.connectionId, userId: context.userId, ...calendar, color: calendar.color ?? null }, clock.now())
+        await calendars.refreshFacts(factsOf(context, calendar), clock.now())
         continue
       }
       // New, or added by a pull that stopped before its import finished: the same run goes on.

@@ -48,6 +48,11 @@ export interface CalendarRecord {
 /** What the provider says of a calendar, and whose it is. */
 export type CalendarFacts = Pick<CalendarRecord, 'connectionId' | 'userId' | 'calendarId' | 'name' | 'primary' | 'timeZone' | 'color' | 'defaultReminders'>
 
+/** A calendar whose default reminders were removed at the provider loses the stored ones. */
+function unsetDropped (facts: CalendarFacts): { $unset?: { defaultReminders: '' } } {
+  return facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' } } : {}
+}
+
 function rowId (connectionId: string, calendarId: string): string {
   return `${connectionId}:${calendarId}`
 }
@@ -92,11 +97,9 @@ export class CalendarStore {
     const existing = await databaseCall(async (signal) => await this.#rows.findOne({ _id }, { signal }))
     const resumed = existing?.checkpoint?.run === run ? existing.checkpoint : null
     const checkpoint: ImportCheckpoint = resumed ?? { run, generation: randomBytes(9).toString('base64url'), pass: 'window', pageToken: null, eventsImported: 0 }
-    // A calendar whose default reminders were removed at the provider loses the stored ones.
-    const unset = facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' as const } } : {}
     await databaseCall(async () => await this.#rows.updateOne({ _id }, {
       $set: { ...facts, checkpoint, lastUpdatedAt: now, listedAt: now },
-      ...unset,
+      ...unsetDropped(facts),
       $setOnInsert: { cursor: null, generation: 0, expiryStreak: 0, importedInRun: null }
     }, { upsert: true }))
     return checkpoint
@@ -104,8 +107,7 @@ export class CalendarStore {
 
   /** What the provider now says of a calendar already imported (its name, colour, default reminders). */
   async refreshFacts (facts: CalendarFacts, now: Date): Promise<void> {
-    const unset = facts.defaultReminders === undefined ? { $unset: { defaultReminders: '' as const } } : {}
-    await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(facts.connectionId, facts.calendarId) }, { $set: { ...facts, listedAt: now }, ...unset }))
+    await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(facts.connectionId, facts.calendarId) }, { $set: { ...facts, listedAt: now }, ...unsetDropped(facts) }))
   }
 
   async saveCheckpoint (connectionId: string, calendarId: string, checkpoint: ImportCheckpoint): Promise<void> {

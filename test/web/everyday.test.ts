@@ -139,15 +139,7 @@ test('the event dialog, a refused change and a phone, as a Google Calendar user 
     t.equal(lines.lines, 1, '"Standup" is on one line, not broken inside the word')
     t.ok(!lines.cut || lines.textOverflow === 'ellipsis', 'cut, it ends with an ellipsis')
 
-    const signOut = page.getByRole('button', { name: 'Sign out' })
-    const onScreen = await signOut.evaluate((button) => {
-      const rect = button.getBoundingClientRect()
-      const { innerWidth, innerHeight } = button.ownerDocument.defaultView ?? { innerWidth: 0, innerHeight: 0 }
-      const inView = rect.left >= 0 && rect.right <= innerWidth && rect.top >= 0 && rect.bottom <= innerHeight
-      const hit = button.ownerDocument.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
-      return inView && hit !== null && button.contains(hit)
-    })
-    t.ok(onScreen, 'Sign out is on screen, nothing scrolled over it')
+    t.ok(await onScreen(page.getByRole('button', { name: 'Sign out' })), 'Sign out is on screen, nothing scrolled over it')
     t.equal(await page.getByRole('heading', { level: 1 }).count(), 1, 'one h1 for the page')
     t.equal(await page.locator('h1').count(), 1, 'and only one in the document')
 

@@ -168,7 +168,7 @@ test('preferences: week, clock, language, zones, working hours and colours, kept
     await form.waitFor({ state: 'hidden' })
 
     // With a Google calendar listed: a new event moved to it takes its reminder, until the person sets one.
-    const family = { connectionId: 'c'.repeat(24), provider: 'google', calendarId: 'family@group.calendar.google.com', name: 'Family', color: '#8e24aa', primary: false }
+    const family = { connectionId: 'c'.repeat(24), provider: 'google', calendarId: 'family@group.calendar.google.com', name: 'Family', color: '#8e24aa', primary: false, defaultReminders: [] }
     await page.route(`${stack.apiUrl}/calendars`, async (route) => { await route.fulfill({ json: { calendars: [family] } }) })
     await page.reload()
     await page.getByRole('complementary', { name: 'Calendars' }).getByLabel('Family').waitFor({ timeout: EVENTUALLY_MS })

@@ -61,12 +61,12 @@ test('a Google calendar\'s default reminders hold for its events without reminde
   const GOOGLE = 'sam@example.com'
   const defaults = new Map([[GOOGLE, [{ minutes: 30 }, { minutes: 5 }]], ['family@group.calendar.google.com', []]])
   const keeping = event({ _id: 'a'.repeat(24), calendarId: GOOGLE, startDate: '2026-03-02T09:00:00+01:00', endDate: '2026-03-02T10:00:00+01:00' })
-  t.same(effectiveReminders(keeping, defaults), [{ minutes: 30 }, { minutes: 5 }], 'the calendar\'s default')
-  t.same(effectiveReminders({ ...keeping, reminders: [] }, defaults), [], 'an event that turned reminders off has none')
-  t.same(effectiveReminders({ ...keeping, reminders: [{ minutes: 60 }] }, defaults), [{ minutes: 60 }], 'its own replace the default')
-  t.same(effectiveReminders({ ...keeping, calendarId: 'family@group.calendar.google.com' }, defaults), [], 'a calendar whose default is none')
-  t.same(effectiveReminders({ reminders: undefined }, defaults), [], 'the own calendar keeps no default')
-  t.same(effectiveReminders({ reminders: undefined, calendarId: 'unlisted' }, defaults), [], 'nor a calendar not listed (yet)')
+  t.same(effectiveReminders(keeping, defaults.get(GOOGLE)), [{ minutes: 30 }, { minutes: 5 }], 'the calendar\'s default')
+  t.same(effectiveReminders({ ...keeping, reminders: [] }, defaults.get(GOOGLE)), [], 'an event that turned reminders off has none')
+  t.same(effectiveReminders({ ...keeping, reminders: [{ minutes: 60 }] }, defaults.get(GOOGLE)), [{ minutes: 60 }], 'its own replace the default')
+  t.same(effectiveReminders(keeping, defaults.get('family@group.calendar.google.com')), [], 'a calendar whose default is none')
+  t.same(effectiveReminders({ reminders: undefined }, undefined), [], 'a calendar keeping no default (the own one, or one not listed yet)')
+  t.same(remindersBetween([{ ...keeping, calendarId: 'unlisted' }, { ...keeping, _id: 'b'.repeat(24), calendarId: undefined }], 0, Infinity, ZONE, defaults), [], 'an event of a calendar not listed, or of the own calendar, reminds of nothing')
 
   const due = remindersBetween([keeping], 0, Infinity, ZONE, defaults)
   t.same(due.map((reminder) => new Date(reminder.at).toISOString()), ['2026-03-02T07:30:00.000Z', '2026-03-02T07:55:00.000Z'], 'notified at the default\'s times')

@@ -77,15 +77,15 @@ export type CalendarDefaults = ReadonlyMap<string, readonly Reminder[]>
  * What an event reminds of: its own reminders, or, without them, its calendar's default (Google
  * keeps one per calendar; the own calendar and the others have none).
  */
-export function effectiveReminders (event: Pick<CalendarEvent, 'reminders' | 'calendarId'>, defaults: CalendarDefaults): readonly Reminder[] {
-  return event.reminders ?? (event.calendarId === undefined ? undefined : defaults.get(event.calendarId)) ?? []
+export function effectiveReminders (event: Pick<CalendarEvent, 'reminders'>, calendarDefault: readonly Reminder[] | undefined): readonly Reminder[] {
+  return event.reminders ?? calendarDefault ?? []
 }
 
 /** The reminders whose time falls in [from, to), in time order. */
 export function remindersBetween (events: CalendarEvent[], from: number, to: number, zone: string, defaults: CalendarDefaults = new Map()): DueReminder[] {
   const due: DueReminder[] = []
   for (const event of events) {
-    const reminders = effectiveReminders(event, defaults)
+    const reminders = effectiveReminders(event, event.calendarId === undefined ? undefined : defaults.get(event.calendarId))
     if (reminders.length === 0 || event.status === 'cancelled') continue
     const start = startOf(event, zone)
     if (Number.isNaN(start)) continue

@@ -7,7 +7,7 @@ import { isOccurrence, seriesIdOf, type ApplyTo, type CalendarEvent } from '../l
 import { descriptionParts, repeatInWords, whenInWords } from '../lib/event-details.js'
 import { repeatFormOf } from '../lib/recurrence-form.js'
 import { eventStart } from '../lib/grid.js'
-import { remindersInWords } from '../lib/reminders.js'
+import { effectiveReminders, remindersInWords } from '../lib/reminders.js'
 import { currentSource, deleteEvent, userZone } from '../data/calendar.js'
 import { calendarKeyOf, OWN_CALENDAR, type ShownCalendar } from '../data/calendars.js'
 import './details.css'
@@ -60,7 +60,7 @@ export function EventDetails (props: { event: CalendarEvent, calendars: ShownCal
   const key = calendarKeyOf(event)
   const shownCalendar = props.calendars.find((item) => item.key === key)
   const calendar = shownCalendar?.name ?? (key === OWN_CALENDAR ? 'My calendar' : 'Another calendar')
-  const reminders = remindersInWords(event.reminders ?? shownCalendar?.defaultReminders ?? [])
+  const reminders = remindersInWords(effectiveReminders(event, shownCalendar?.defaultReminders))
   const parts = descriptionParts(event.description ?? '')
 
   async function remove (applyTo: ApplyTo) {
