@@ -80,6 +80,9 @@ test('calendar files in the web client', async (t) => {
 
   await t.test('both are reached and used with the keyboard alone; axe finds nothing serious', async (t) => {
     await page.goto(`${stack.webUrl}/day?date=${DAY}`)
+    // Playwright asks Chromium to hand it file choosers only once someone listens, and does not wait
+    // for the answer: listening before the Tab presses lets that settle before Space is pressed.
+    const chooser = page.waitForEvent('filechooser', { timeout: 120_000 })
     await page.getByText('Dentist').first().waitFor()
     const focused = async () => await page.evaluate('document.activeElement?.closest(".calendar-file") ? (document.activeElement.tagName + " " + document.activeElement.textContent) : ""') as string
     let reached = ''
@@ -94,7 +97,6 @@ test('calendar files in the web client', async (t) => {
     await page.keyboard.press('Tab')
     t.match(await focused(), /^INPUT/, 'the next Tab is the file picker of Import .ics')
     t.equal(await page.evaluate('document.getElementById(document.activeElement.getAttribute("aria-describedby")).textContent'), 'My calendar', 'described by its calendar')
-    const chooser = page.waitForEvent('filechooser')
     await page.keyboard.press('Space')
     await (await chooser).setFiles({ name: 'lunch.ics', mimeType: 'text/calendar', buffer: Buffer.from(FILE) })
     await page.locator('.calendar-file-status').getByText('Imported 0 events into My calendar; 2 events already there.').waitFor()
