@@ -213,7 +213,12 @@ export class ChangeFeedBridge {
       .then((result) => {
         // A failed join is retried by the regular tick, with its backoff.
         if (!result.ok) this.#log.warn({ err: result.error, users: joining.length }, 'change feed could not start following new users yet')
-        else this.#heldRead?.abort()
+        // The held read under way leaves out the users who just joined: it is given up on, or
+        // when none is under way the next read starts now, not an interval after the first
+        // stream opened (a tab back from a provider's consent would hear nothing of its import
+        // for that long).
+        else if (this.#heldRead !== undefined) this.#heldRead.abort()
+        else if (this.#ticking === undefined) this.#scheduleTick(0)
       })
       .finally(() => {
         this.#joining = undefined

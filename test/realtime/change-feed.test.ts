@@ -265,6 +265,20 @@ test('a change ends the held read and reaches the stream; an idle user is asked 
   t.equal(sync.batchWaits[0], 0, 'the first read, for the watermark, is not held')
 })
 
+test('the first stream of an idle process hears a change at once, not an interval after it opened', async (t) => {
+  // A tab back from a provider's consent opens its stream just as the import begins.
+  const sync = await startSync(t)
+  const { app, url } = await startBackend(t, sync, held)
+  const started = performance.now()
+  const reader = await openStream(t, url, userA)
+  t.equal(await app.changeFeed.ready(userA, 5000), true)
+  await append(sync, userA, { kind: 'calendar', connectionId: conn1, calendarId: 'primary' })
+  t.same((await reader.untilMessages(2, HALF_HOLD_MS)).map((message) => (message as { type: string }).type), ['calendarsChanged', 'eventsChanged'],
+    `on the stream ${Math.round(performance.now() - started)} ms after it opened`)
+  await untilHeld(sync)
+  t.equal(sync.batchWaits.at(-1), CHANGES_WAIT_MAX_MS, 'then the reads are held for the interval')
+})
+
 test('a user whose stream opens while a read is held is in the next read at once', async (t) => {
   const sync = await startSync(t)
   const { app, url } = await heldStreamOfA(t, sync)
