@@ -144,6 +144,8 @@ export class CalendarReads {
       heldRead = 0
       // The last page's checkpoint is the promotion below.
       if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
+      // The weeks around today are in: the user's tabs show them now, not once the whole calendar is.
+      if (pass === 'window' && nextPageToken === null) await this.#parts.feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
       if (read > 0) await progress(shown())
     }
     const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {

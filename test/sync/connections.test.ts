@@ -55,8 +55,11 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
     'connection connecting',
     'connection importing',
     'import full progress 0/2 0',
+    // Each calendar tells the tabs twice: once the weeks around today are in, and at its end.
+    'calendar primary',
     'calendar primary',
     'import full progress 1/2 3',
+    'calendar work',
     'calendar work',
     'import full progress 2/2 6',
     'import full completed 2/2 6',
@@ -92,7 +95,7 @@ test('connect: importing -> catchingUp when the import finishes -> healthy on th
   })
 })
 
-test('an import records its progress after a page at most once a second; its start, each calendar\'s end and its completion always', async (t) => {
+test('an import records its progress after a page at most once a second; its start, the end of each calendar\'s weeks around today and of the calendar, and its completion always', async (t) => {
   // Each page handed over on its own, as pages of the batch size are.
   const { built, provider, userId, cursor } = await setup(t, { importBatchEvents: 1 })
   provider.calendars = [scriptedCalendar('primary', 'Primary', true)]
@@ -106,6 +109,8 @@ test('an import records its progress after a page at most once a second; its sta
     'connection connecting',
     'connection importing',
     'import full progress 0/1 0',
+    // The weeks around today are told as soon as they are in.
+    'calendar primary',
     'import full progress 0/1 4',
     'calendar primary',
     'import full progress 1/1 8',
