@@ -131,7 +131,12 @@ export class ProviderWrites {
     // at the provider replaces the change, and a merge brings it what the provider added. Anything else comes back through the next pull, where
     // the backend finds it unchanged.
     if (result.event !== null && (result.outcome === 'inserted' || result.outcome === 'providerNewer' || result.outcome === 'merged')) {
-      await this.#jobs.send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }])
+      // An import of the calendar under way may have read past where the provider lists this event
+      // before the write reached it; its last page then removes every provider event of the
+      // calendar outside its generation. Filed under that generation, the event stays. Asked
+      // after the write: an import that begins later lists the event itself.
+      const importing = await calendars.importUnderWay(context.connectionId, calendar.calendarId)
+      await this.#jobs.send(context, provider.provider, calendar.calendarId, [{ ...result.event, eventId }], importing === null ? undefined : { id: importing, complete: false })
     }
   }
 

@@ -110,6 +110,12 @@ export class CalendarStore {
     await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(facts.connectionId, facts.calendarId) }, { $set: { ...facts, listedAt: now }, ...unsetDropped(facts) }))
   }
 
+  /** The generation of the calendar's import under way, or null when none is. */
+  async importUnderWay (connectionId: string, calendarId: string): Promise<string | null> {
+    const row = await databaseCall(async (signal) => await this.#rows.findOne({ _id: rowId(connectionId, calendarId) }, { projection: { checkpoint: 1 }, signal }))
+    return row?.checkpoint?.generation ?? null
+  }
+
   async saveCheckpoint (connectionId: string, calendarId: string, checkpoint: ImportCheckpoint): Promise<void> {
     await databaseCall(async () => await this.#rows.updateOne({ _id: rowId(connectionId, calendarId) }, { $set: { checkpoint } }))
   }

@@ -493,3 +493,30 @@ test('pages that bring the same new event at once (an import beside a pull, two 
   }
   t.same(await stored(), ['dinner-1', 'dinner-2', 'dinner-3', 'lunch-1', 'lunch-2', 'lunch-3'], 'each event once')
 })
+
+test('an own event linked while a re-import runs stays when its link carries the import\'s generation', async (t) => {
+  const deps = await startDependencies(t, { replicaSet: true })
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('linked-mid-import'), password: 'pw-for-linked-mid-import-1' })
+  const send = async (batch: Partial<ProviderEventBatch>) => await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events: [], ...batch }
+  })
+  const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string }>).map((event) => event.title).sort()
+  t.equal((await send({ generation: 'first', complete: true, events: [item('gone-since')] })).statusCode, 200)
+  const generation = 'second'
+  t.equal((await send({ generation, events: [item('dentist')] })).statusCode, 200)
+  // Made here and written to the provider after the re-import read past where the provider lists it.
+  const own = 'ab'.repeat(12)
+  const made = { title: 'Made during the import', startDate: '2026-05-21T08:00:00Z', endDate: '2026-05-21T09:00:00Z' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: own, ...made, calendarId: CALENDAR } })).statusCode, 204)
+  const linked = await send({ generation, events: [item('made-during', { eventId: own, updated: '2026-05-06T11:00:00.000Z', content: { ...made, isAllDay: false, timeZone: 'UTC' } })] })
+  t.equal(linked.statusCode, 200, linked.body)
+  const last = await send({ generation, complete: true, events: [] })
+  t.equal(last.json().deleted, 1, 'the event the re-import did not bring goes')
+  t.same(await titles(), ['Made during the import', 'dentist'], 'the own event stays, with the re-import\'s events')
+  const kept = (await app.inject({ method: 'GET', url: `/api/event/${own}`, headers: user.headers })).json()
+  t.equal(kept.providerEventId, 'made-during', 'and keeps its link')
+})

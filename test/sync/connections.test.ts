@@ -9,6 +9,7 @@ import { buildSyncApp, newUserId, startDatabase } from './helper.js'
 import { CALENDARS_PER_CONNECTION } from '../../sync/services/calendar-reads.js'
 import type { BuiltSyncApp } from './helper.js'
 import { ScriptedProvider, scriptedCalendar } from './scripted-provider.js'
+import { RecordingBackend } from './recording-backend.js'
 
 type Brief = string
 
@@ -27,7 +28,7 @@ function brief (item: Invalidation): Brief {
   }
 }
 
-async function setup (t: Test, options: { importBatchEvents?: number } = {}) {
+async function setup (t: Test, options: { importBatchEvents?: number, backend?: RecordingBackend } = {}) {
   const provider = new ScriptedProvider()
   provider.calendars = [scriptedCalendar('primary', 'Primary', true), scriptedCalendar('work', 'Work')]
   const built = await buildSyncApp(t, await startDatabase(t), { providers: { google: provider }, ...options })
@@ -117,6 +118,46 @@ test('an import records its progress after a page at most once a second; its sta
     'import full completed 1/1 8',
     'connection catchingUp'
   ], 'only the second page came a second or more after the last record')
+})
+
+test('a new event written to the provider while an import of its calendar is under way is filed under the import\'s generation, which the import\'s last page keeps', async (t) => {
+  const backend = new RecordingBackend()
+  const { built, provider, userId } = await setup(t, { backend, importBatchEvents: 1 })
+  provider.calendars = [scriptedCalendar('primary', 'Primary', true)]
+  provider.pagesPerCalendar = 2
+  // The import stops after the first page of the whole calendar: the write lands at the provider
+  // past where that page read it.
+  let stopped = false
+  provider.beforePage = (page) => {
+    if (page === 1 && !stopped) {
+      stopped = true
+      throw new Error('the connection dropped')
+    }
+  }
+  await built.app.syncEngine.authorize(userId, 'google', { refreshToken: 'refresh-1' }, null)
+  await built.app.syncJobWorker.tick()
+  const generation = backend.batches[0]?.generation
+  t.ok(generation, 'the import files its pages under a generation')
+  t.notOk(backend.batches.some((batch) => batch.complete === true), 'the import has not ended')
+
+  provider.writeResult = {
+    outcome: 'inserted',
+    event: { providerEventId: 'made-here', etag: '"w1"', updated: new Date().toISOString(), status: 'confirmed', content: { title: 'Made here', startDate: '2026-12-01T10:00:00Z', endDate: '2026-12-01T11:00:00Z', isAllDay: false, timeZone: 'UTC' } }
+  }
+  const subject = { content: { title: 'Made here', startDate: '2026-12-01T10:00:00Z', endDate: '2026-12-01T11:00:00Z', isAllDay: false, timeZone: 'UTC' }, lastUpdated: new Date().toISOString() }
+  const report = await built.signed({ method: 'POST', url: '/internal/event-changes', body: { userId, eventId: 'event-made-here', operation: 'create', idempotencyKey: 'key-made-here', calendarId: 'primary', subject }, userId })
+  t.equal(report.statusCode, 202, report.body)
+  await built.app.syncJobWorker.tick()
+  t.same(provider.calls.filter((call) => call.method === 'writeEvent' || call.method === 'importCalendar').map((call) => call.method), ['importCalendar', 'importCalendar', 'writeEvent'], 'written while the import waits for its retry')
+  const writeBack = backend.batches.find((batch) => batch.events.some((item) => item.eventId === 'event-made-here'))
+  t.match(writeBack, { generation, calendarId: 'primary' }, 'the link goes under the import\'s generation')
+  t.notOk(writeBack?.complete, 'and ends nothing')
+
+  for (let attempts = 0; !backend.batches.some((batch) => batch.complete === true) && attempts < 20; attempts++) {
+    built.clock.advance(60_000)
+    await built.app.syncJobWorker.tick()
+  }
+  t.match(backend.batches.find((batch) => batch.complete === true), { generation }, 'the import ended under that same generation')
 })
 
 test('the pull rule: idle pulls append nothing; changes, expiry repair and a cleared streak append a calendar invalidation', async (t) => {

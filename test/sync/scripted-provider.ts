@@ -94,10 +94,13 @@ export class ScriptedProvider implements ProviderPort {
     return { cursor: this.#nextCursor() }
   }
 
+  /** What a write answers; by default written, with nothing for the backend to link. */
+  writeResult: WriteResult = { outcome: 'written', event: null }
+
   async writeEvent (context: ProviderContext, calendar: ProviderCalendar, write: ProviderWrite): Promise<WriteResult> {
     this.#record('writeEvent', context, calendar.calendarId)
     this.writes.push(write)
-    return { outcome: 'written', event: null }
+    return this.writeResult
   }
 
   async watch (context: ProviderContext, calendarId: string, request: WatchRequest): Promise<Watch> {
