@@ -21,6 +21,7 @@ import {
 } from '../../lib/providers/port.js'
 import { addressPolicy } from '../address-guard.js'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
+import { takePagesReadingAhead } from '../read-ahead.js'
 import { CALDAV_ANSWER_LIMIT_BYTES, CalDavClient, CalDavDiscoveryError, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
 
 export interface CalDavAdapterOptions {
@@ -163,19 +164,23 @@ export class CalDavAdapter implements ProviderPort {
         if (Object.keys(starts).length > 0) overrides[resource.href] = starts
       }
     }
-    if (listed.length <= offset) await sink({ events: [], nextPageToken: null })
-    for (let start = offset; start < listed.length; start += size) {
-      const resources = await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, start + size).map((entry) => entry.href))
-      const events: ProviderEvent[] = []
-      for (const resource of resources) {
-        const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
-        const starts = overrideStarts(found)
-        if (Object.keys(starts).length > 0) overrides[resource.href] = starts
-        // The version read is the one delivered: a change since the listing is that version's.
-        etags[resource.href] = resource.etag ?? ''
-        events.push(...found)
-      }
-      await sink({ events, nextPageToken: start + size < listed.length ? String(start + size) : null })
+    if (listed.length <= offset) {
+      await sink({ events: [], nextPageToken: null })
+    } else {
+      // The server reads the next page while this one is parsed and applied.
+      const read = async (start: number) => ({ start, resources: await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, start + size).map((entry) => entry.href)) })
+      await takePagesReadingAhead(await read(offset), (page) => page.start + size < listed.length ? read(page.start + size) : null, async ({ start, resources }) => {
+        const events: ProviderEvent[] = []
+        for (const resource of resources) {
+          const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+          const starts = overrideStarts(found)
+          if (Object.keys(starts).length > 0) overrides[resource.href] = starts
+          // The version read is the one delivered: a change since the listing is that version's.
+          etags[resource.href] = resource.etag ?? ''
+          events.push(...found)
+        }
+        await sink({ events, nextPageToken: start + size < listed.length ? String(start + size) : null })
+      })
     }
     if (state === null) return { cursor: null }
     if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken, overrides }) }

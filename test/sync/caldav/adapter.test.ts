@@ -188,3 +188,30 @@ test('an import resumed after its first page still knows the overrides of that p
   await adapter.pullChanges(context, calendar, String(cursor), pulled.sink)
   t.same(pulled.events.filter((event) => event.status === 'cancelled').map((event) => event.providerEventId), ['/alice/work/a-series.ics#2026-11-03T08:00:00Z'], 'the removed override is named')
 })
+
+test('an import asks the server for the next page while the current one is applied, and a page not applied stops it there', { skip: missing ?? false }, async (t) => {
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  // One resource a page, each page's multiget counted as it is asked for.
+  let multigets = 0
+  const paged = new CalDavAdapter({
+    fetch: async (input, init) => {
+      if (typeof init?.body === 'string' && init.body.includes('calendar-multiget')) multigets++
+      return await caldavFetch(input, init)
+    },
+    pageSize: 1
+  })
+  for (const name of ['a', 'b', 'c']) {
+    await radicale.put(`${calendarUrl}${name}.ics`, USER, PASSWORD, ics([`UID:${name}`, 'DTSTAMP:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', `SUMMARY:${name}`]))
+  }
+  const askedWhileApplying: number[] = []
+  const { cursor } = await paged.importCalendar(context, calendar, {}, async () => {
+    askedWhileApplying.push(multigets)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  })
+  t.same(askedWhileApplying, [2, 3, 3], 'each page but the last is applied with the next one already asked for')
+  t.ok(cursor, 'the import ends with a cursor')
+
+  multigets = 0
+  await t.rejects(paged.importCalendar(context, calendar, {}, async () => { throw new Error('the backend refused the page') }), /refused the page/)
+  t.equal(multigets, 2, 'the page read ahead is the only one past the refused page')
+})
