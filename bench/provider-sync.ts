@@ -185,6 +185,7 @@ async function windowShownAfterConsent (user: User, connect: (returning: () => v
   const stream = await RawSseReader.open(`${stack.backendOrigin}/api/events/stream`, { authorization: user.headers.authorization ?? '' })
   const reads: Array<{ at: number, count: number }> = []
   let startedAt = 0
+  let startedAtEpoch = 0
   let seen = 0
   const finished = new AbortController()
   const watch = (async () => {
@@ -199,8 +200,11 @@ async function windowShownAfterConsent (user: User, connect: (returning: () => v
       }
     }
   })()
-  await connect(() => { startedAt = performance.now() })
-  const importMs = await importTook(user, Date.now() - (performance.now() - startedAt), 0)
+  await connect(() => {
+    startedAt = performance.now()
+    startedAtEpoch = Date.now()
+  })
+  const importMs = await importTook(user, startedAtEpoch, 0)
   finished.abort()
   await watch
   stream.close()
