@@ -94,7 +94,7 @@ async function importTook (user: User, startedAt: number, stored: number): Promi
 }
 
 /** Each import is timed this many times against its baseline, each in turn; the medians are compared. */
-const IMPORT_ROUNDS = Number(process.env['PROVIDER_SYNC_ROUNDS'] ?? 7)
+const IMPORT_ROUNDS = Math.max(1, Number(process.env['PROVIDER_SYNC_ROUNDS'] ?? 7))
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 /**
