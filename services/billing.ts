@@ -79,8 +79,9 @@ export function createBillingService (deps: {
     return await store.userOfCustomer(subscription.customerId)
   }
 
-  /** Stripe's current state of a subscription, re-fetched, applied unless a newer event was applied first. */
+  /** Stripe's current state of a subscription, re-fetched, stored unless a read begun later was stored first. */
   async function applySubscription (subscriptionId: string, event: VendorEvent, extra: { paymentFailed?: boolean } = {}): Promise<void> {
+    const ticket = await store.snapshotTicket()
     const subscription = await vendor.retrieveSubscription(subscriptionId)
     const userId = await userOfSubscription(subscription)
     if (userId === undefined) {
@@ -92,8 +93,8 @@ export function createBillingService (deps: {
       log.info({ eventId: event.id, userId }, 'billing event about an earlier subscription; ignored')
       return
     }
-    const applied = await store.applySubscription(userId, subscription, event.created, extra)
-    if (!applied) log.info({ eventId: event.id, userId }, 'billing event older than the last one applied; ignored')
+    const applied = await store.applySubscription(userId, subscription, ticket, extra)
+    if (!applied) log.info({ eventId: event.id, userId }, 'billing state read before the one already stored; ignored')
     else log.info({ eventId: event.id, type: event.type, userId, status: subscription.status }, 'billing state updated')
   }
 
@@ -182,8 +183,9 @@ export function createBillingService (deps: {
       if (record.subscriptionId === undefined || !hasLiveSubscription(record)) {
         throw new TypedHttpError(409, 'NO_SUBSCRIPTION', 'There is no subscription to cancel or resume')
       }
+      const ticket = await store.snapshotTicket()
       const subscription = await vendor.setCancelAtPeriodEnd(record.subscriptionId, cancel)
-      await store.setSubscription(userId, subscription)
+      await store.applySubscription(userId, subscription, ticket)
       return await this.status(userId)
     },
     async endTrial (userId) {
@@ -192,8 +194,9 @@ export function createBillingService (deps: {
       if (record.subscriptionId === undefined || record.subscriptionStatus !== 'trialing') {
         throw new TypedHttpError(409, 'NOT_TRIALING', 'Only a subscription in its trial can start its paid period now; without one, subscribe instead')
       }
+      const ticket = await store.snapshotTicket()
       const subscription = await vendor.endTrialNow(record.subscriptionId)
-      await store.setSubscription(userId, subscription)
+      await store.applySubscription(userId, subscription, ticket)
       return await this.status(userId)
     },
     async receiveWebhook (rawBody, signature, requestLog) {

@@ -10,8 +10,11 @@ export interface BillingDocument extends BillingRecord {
   _id: ObjectId
   createdAt: Date
   updatedAt: Date
-  /** `created` (seconds) of the newest event applied: an older one arriving late changes nothing. */
-  lastEventAt?: number
+  /**
+   * The ticket of the subscription snapshot stored (`snapshotTicket`): a snapshot whose fetch began
+   * earlier changes nothing, however its event is dated.
+   */
+  snapshotTicket?: number
 }
 
 /** One trial claimed by a proven identity (lib/billing.ts trialClaimIds): whose it was, when it ends. */
@@ -20,6 +23,11 @@ export interface TrialClaim {
   userId: string
   trialEndsAt: Date
   claimedAt: Date
+}
+
+interface Counter {
+  _id: string
+  value: number
 }
 
 interface ProcessedEvent {
@@ -48,11 +56,13 @@ export class BillingStore {
   readonly #records: Collection<BillingDocument>
   readonly #events: Collection<ProcessedEvent>
   readonly #claims: Collection<TrialClaim>
+  readonly #counters: Collection<Counter>
 
   constructor (db: Db) {
     this.#records = db.collection<BillingDocument>('billing')
     this.#events = db.collection<ProcessedEvent>('billingEvents')
     this.#claims = db.collection<TrialClaim>('trialClaims')
+    this.#counters = db.collection<Counter>('billingCounters')
   }
 
   async ensureIndexes (): Promise<void> {
@@ -86,18 +96,29 @@ export class BillingStore {
     return owner?._id.toHexString()
   }
 
-  /** Mirrors the subscription, unless an event newer than `eventCreated` was applied first; true when applied. */
-  async applySubscription (userId: string, subscription: VendorSubscription, eventCreated: number, extra: { paymentFailed?: boolean }): Promise<boolean> {
-    const applied = await this.#records.updateOne(
-      { _id: new ObjectId(userId), $or: [{ lastEventAt: { $exists: false } }, { lastEventAt: { $lte: eventCreated } }] },
-      { $set: { ...subscriptionFields(subscription), ...extra, lastEventAt: eventCreated, updatedAt: new Date() } }
-    )
-    return applied.matchedCount > 0
+  /**
+   * A number taken before Stripe's state is read, from one counter every backend process shares:
+   * a read begun later holds a larger one. Stripe dates its events in whole seconds and delivers
+   * them in no set order, so neither an event's date nor its arrival says which read is newer.
+   */
+  async snapshotTicket (): Promise<number> {
+    const next = async () => await this.#counters.findOneAndUpdate({ _id: 'subscriptionSnapshot' }, { $inc: { value: 1 } }, { upsert: true, returnDocument: 'after' })
+    // The first two tickets ever taken at once: the other one created the counter.
+    const counter = await next().catch(async (error: unknown) => { if (isDuplicateKeyError(error)) return await next(); throw error })
+    if (counter === null) throw new Error('the subscription snapshot counter was not written')
+    return counter.value
   }
 
-  /** Mirrors the subscription as a change made here left it. */
-  async setSubscription (userId: string, subscription: VendorSubscription): Promise<void> {
-    await this.#records.updateOne({ _id: new ObjectId(userId) }, { $set: { ...subscriptionFields(subscription), updatedAt: new Date() } })
+  /**
+   * Mirrors the subscription as read after `ticket` was taken, unless a read begun later was stored
+   * first; true when stored.
+   */
+  async applySubscription (userId: string, subscription: VendorSubscription, ticket: number, extra: { paymentFailed?: boolean } = {}): Promise<boolean> {
+    const applied = await this.#records.updateOne(
+      { _id: new ObjectId(userId), $or: [{ snapshotTicket: { $exists: false } }, { snapshotTicket: { $lt: ticket } }] },
+      { $set: { ...subscriptionFields(subscription), ...extra, snapshotTicket: ticket, updatedAt: new Date() } }
+    )
+    return applied.matchedCount > 0
   }
 
   /** Notes an event as processed; false when it already was. */

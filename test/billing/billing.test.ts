@@ -1,4 +1,6 @@
 import { test } from 'tap'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { metricValue, parseMetrics } from '../metrics-text.js'
 import Stripe from 'stripe'
 import { ObjectId } from 'mongodb'
@@ -44,12 +46,51 @@ function signedDelivery (event: object, secret = WEBHOOK_SECRET, timestamp?: num
   return { payload, headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': header } }
 }
 
+/**
+ * Stripe reached through a proxy that can hold one answer: the request reaches Stripe at once (its
+ * answer is Stripe's state of that moment) and the answer reaches the backend only when released,
+ * as a slow network or a busy process would deliver it.
+ */
+async function startHoldingProxy (t: { teardown: (fn: () => unknown) => void }, target: string) {
+  const upstream = new URL(target)
+  let hold: { path: string, reached: () => void, released: Promise<void> } | undefined
+  const server = createServer((incoming, outgoing) => {
+    const held = hold !== undefined && incoming.method === 'GET' && incoming.url?.startsWith(hold.path) === true ? hold : undefined
+    if (held !== undefined) hold = undefined
+    const forwarded = httpRequest({ host: upstream.hostname, port: upstream.port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (answer) => {
+      const chunks: Buffer[] = []
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk))
+      answer.on('end', () => {
+        held?.reached()
+        const send = () => { outgoing.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(chunks)) }
+        if (held === undefined) send()
+        else held.released.then(send, send)
+      })
+    })
+    incoming.pipe(forwarded)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.closeAllConnections(); server.close() })
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Holds the next answer to a GET under `path`; resolves `reached` once Stripe has answered it. */
+    holdNext (path: string) {
+      let reached!: () => void
+      let release!: () => void
+      const answered = new Promise<void>((resolve) => { reached = resolve })
+      hold = { path, reached, released: new Promise<void>((resolve) => { release = resolve }) }
+      return { answered, release }
+    }
+  }
+}
+
 test('billing with Stripe (the stand-in, through the stripe package)', async (t) => {
   const deps = await startDependencies(t)
   const stripe: StripeStandIn = await startStripeStandIn({ secretKey: SECRET_KEY, webhookSecret: WEBHOOK_SECRET, retryDelaysMs: [50, 100] })
   t.teardown(() => stripe.close())
+  const proxy = await startHoldingProxy(t, stripe.url)
   const bypassEmail = uniqueEmail('staff')
-  const { app, log } = await buildApp(t, deps, { extra: { billing: billingBlock(stripe.url, [bypassEmail.toUpperCase()]) } })
+  const { app, log } = await buildApp(t, deps, { extra: { billing: billingBlock(proxy.url, [bypassEmail.toUpperCase()]) } })
   const base = await listen(app)
   stripe.setWebhookUrl(`${base}/api/billing/webhook`)
   const records = app.mongo.db.collection('billing')
@@ -219,10 +260,10 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     await stripe.settled()
     const subscription = [...stripe.state.subscriptions.values()].find((entry) => (entry['metadata'] as { userId?: string }).userId === user.userId)
     const id = String(subscription?.id)
-    const newest = (await records.findOne({ _id: new ObjectId(user.userId) }))?.['lastEventAt'] as number
+    const newest = Math.floor(Date.now() / 1000)
 
     // The body claims canceled; Stripe (re-fetched) says trialing, and that is what is kept.
-    const lie = { id: 'evt_lie_1', object: 'event', type: 'customer.subscription.updated', created: newest + 10, data: { object: { id, object: 'subscription', status: 'canceled' } } }
+    const lie = { id: 'evt_lie_1', object: 'event', type: 'customer.subscription.updated', created: newest, data: { object: { id, object: 'subscription', status: 'canceled' } } }
     const delivered = signedDelivery(lie)
     const first = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: delivered.headers, payload: delivered.payload })
     t.same(first.json(), { received: true })
@@ -237,13 +278,10 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     t.same(replay.json(), { received: true, duplicate: true }, 'a replay is acknowledged and not processed')
     t.match(await status(app, user), { subscriptionStatus: 'trialing' }, 'so it did not re-fetch')
 
-    const older = signedDelivery({ ...lie, id: 'evt_older_1', created: newest })
-    await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: older.headers, payload: older.payload })
-    t.match(await status(app, user), { subscriptionStatus: 'trialing' }, 'an event older than the last applied changes nothing')
-
-    const later = signedDelivery({ ...lie, id: 'evt_later_1', created: newest + 20 })
-    await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: later.headers, payload: later.payload })
-    t.match(await status(app, user), { subscriptionStatus: 'canceled', isReadOnly: true }, 'a newer one applies Stripe\'s current state')
+    // Delivered late and out of order, dated a minute before the one applied: Stripe's state now.
+    const late = signedDelivery({ ...lie, id: 'evt_late_1', created: newest - 60 })
+    await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: late.headers, payload: late.payload })
+    t.match(await status(app, user), { subscriptionStatus: 'canceled', isReadOnly: true }, 'an event delivered late brings Stripe\'s current state, re-fetched, not its own')
 
     const broken = signedDelivery({ id: 'evt_broken_1', object: 'event', type: 'customer.subscription.updated', created: newest + 30, data: { object: { id: 'sub_missing', object: 'subscription' } } })
     const failed = await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: broken.headers, payload: broken.payload })
@@ -254,7 +292,48 @@ test('billing with Stripe (the stand-in, through the stripe package)', async (t)
     t.equal(retried.statusCode, 500, 'the retry is processed again, not taken for a duplicate')
     t.equal(await webhookCount('failed') - failedBefore, 1, 'a failed delivery counted as failed')
     t.ok(await webhookCount('duplicate') >= 1, 'the replay counted as a duplicate')
-    t.ok(await webhookCount('applied') >= 3, 'and the applied ones as applied')
+    t.ok(await webhookCount('applied') >= 2, 'and the applied ones as applied')
+  })
+
+  await t.test('webhook: a state read before another and stored after it changes nothing, in the same second or across a cancel', async (t) => {
+    const user = await signUp(app, { email: uniqueEmail('burst'), password: 'pw-for-burst-1' })
+    const checkout = await app.inject({ method: 'POST', url: '/api/billing/checkout', headers: user.headers })
+    await completeCheckout(String(checkout.json().url))
+    await stripe.settled()
+    const subscription = [...stripe.state.subscriptions.values()].find((entry) => (entry['metadata'] as { userId?: string }).userId === user.userId)
+    const id = String(subscription?.id)
+    t.match(await status(app, user), { subscriptionStatus: 'trialing', cancelAtPeriodEnd: false })
+    // Only the deliveries below reach the backend.
+    stripe.setWebhookUrl('http://127.0.0.1:9/nowhere')
+    t.teardown(() => { stripe.setWebhookUrl(`${base}/api/billing/webhook`) })
+    const second = Math.floor(Date.now() / 1000)
+    const deliver = async (eventId: string) => {
+      const delivery = signedDelivery({ id: eventId, object: 'event', type: 'customer.subscription.updated', created: second, data: { object: { id, object: 'subscription' } } })
+      return await app.inject({ method: 'POST', url: '/api/billing/webhook', headers: delivery.headers, payload: delivery.payload })
+    }
+
+    // A delivery reads the subscription, and its answer is slow; meanwhile the user cancels.
+    const slowCancel = proxy.holdNext(`/v1/subscriptions/${id}`)
+    const beforeCancel = deliver('evt_burst_1')
+    await slowCancel.answered
+    const cancelled = await app.inject({ method: 'POST', url: '/api/billing/subscription/cancel', headers: user.headers })
+    t.match(cancelled.json(), { cancelAtPeriodEnd: true })
+    slowCancel.release()
+    t.same((await beforeCancel).json(), { received: true })
+    t.match(await status(app, user), { subscriptionStatus: 'trialing', cancelAtPeriodEnd: true }, 'the cancel stays: the delivery read Stripe before it')
+
+    // Two deliveries of one second (a burst, as the card fix makes): the first read is the older.
+    const slowFirst = proxy.holdNext(`/v1/subscriptions/${id}`)
+    const first = deliver('evt_burst_2')
+    await slowFirst.answered
+    stripe.state.cancel(subscription!)
+    await stripe.settled()
+    t.same((await deliver('evt_burst_3')).json(), { received: true })
+    t.match(await status(app, user), { subscriptionStatus: 'canceled' })
+    slowFirst.release()
+    t.same((await first).json(), { received: true }, 'the older read is acknowledged')
+    t.match(await status(app, user), { subscriptionStatus: 'canceled', isReadOnly: true }, 'and does not bring the trial back')
+    t.match(log.text(), /billing state read before the one already stored; ignored/)
   })
 
   await t.test('the gate: one case per status', async (t) => {
