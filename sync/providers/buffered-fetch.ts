@@ -30,6 +30,15 @@ function bodyOf (body: RequestInit['body']): string | Uint8Array | undefined {
   throw new TypeError('bufferedFetch sends text, form or byte bodies only')
 }
 
+/**
+ * Drops an answer's body unread. undici's body fails with an abort error when destroyed before its
+ * end, and one nobody listens to would end the process: the failure is the caller's to report.
+ */
+function discard (body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {})
+  body.destroy()
+}
+
 /** An answer read whole, but never past `maxBytes`: a larger one fails before it fills the memory. */
 async function readLimited (body: Dispatcher.ResponseData['body'], maxBytes: number, url: string): Promise<Uint8Array> {
   const chunks: Buffer[] = []
@@ -37,7 +46,7 @@ async function readLimited (body: Dispatcher.ResponseData['body'], maxBytes: num
   for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.length
     if (size > maxBytes) {
-      body.destroy()
+      discard(body)
       throw new ProviderAnswerTooLargeError(`the answer of ${new URL(url).host} is larger than ${maxBytes} bytes`)
     }
     chunks.push(chunk)
@@ -120,7 +129,7 @@ export function providerFetch (options: ProviderFetchOptions): ProviderFetch {
     })
     const declared = Number(answer.headers['content-length'])
     if (Number.isFinite(declared) && declared > options.maxBytes) {
-      answer.body.destroy()
+      discard(answer.body)
       throw new ProviderAnswerTooLargeError(`the answer of ${new URL(url).host} says it is ${declared} bytes, more than ${options.maxBytes}`)
     }
     const bytes = await readLimited(answer.body, options.maxBytes, url)

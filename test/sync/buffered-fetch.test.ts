@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
-import { googleFetch } from '../../sync/providers/buffered-fetch.js'
+import { googleFetch, ProviderAnswerTooLargeError, providerFetch } from '../../sync/providers/buffered-fetch.js'
 import type { Teardown } from '../helper.js'
 
 // A server that answers like Radicale: a large body, then it closes the connection at once.
@@ -43,6 +43,29 @@ test('large answers from a server that closes the connection arrive whole, howev
     t.equal(answer.headers.get('etag'), '"v1"')
     t.equal(await readSlowly(answer), body.length)
   }
+})
+
+test('an answer over the limit fails the request and nothing else, whether its length is declared or found while reading', async (t) => {
+  const limited = providerFetch({ provider: 'caldav', maxBytes: 1024 })
+  const declared = await closingServer(t, Buffer.alloc(4096, 0x61))
+  const streamed = createHttpServer((request, response) => {
+    request.resume()
+    // No Content-Length: the size is known only once the bytes have come.
+    response.writeHead(207, { 'content-type': 'application/xml' })
+    response.write(Buffer.alloc(800, 0x61))
+    setTimeout(() => response.end(Buffer.alloc(800, 0x61)), 20)
+  })
+  await new Promise<void>((resolve) => streamed.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { streamed.closeAllConnections(); streamed.close() })
+  const streamedUrl = `http://127.0.0.1:${(streamed.address() as AddressInfo).port}/`
+  for (let round = 0; round < 3; round++) {
+    await t.rejects(limited(declared, { method: 'REPORT', body: '<x/>' }), ProviderAnswerTooLargeError, 'declared larger than the limit')
+    await t.rejects(limited(streamedUrl, { method: 'REPORT', body: '<x/>' }), ProviderAnswerTooLargeError, 'found larger while read')
+  }
+  // The process lives on (an abort error nobody heard would have ended it) and asks again.
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const small = await closingServer(t, Buffer.alloc(100, 0x61))
+  t.equal((await limited(small, { method: 'REPORT', body: '<x/>' })).status, 207)
 })
 
 test('an answer without a body, and a request the caller aborts', async (t) => {
