@@ -22,7 +22,7 @@ import {
 import { addressPolicy } from '../address-guard.js'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
-import { CALDAV_ANSWER_LIMIT_BYTES, CalDavClient, CalDavDiscoveryError, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
+import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAnswerTooLargeError, CalDavClient, CalDavDiscoveryError, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
 
 export interface CalDavAdapterOptions {
   /** Resources per page handed to the backend. */
@@ -139,27 +139,37 @@ export class CalDavAdapter implements ProviderPort {
   }
 
   /**
-   * Lists the calendar's resources (hrefs and etags only), then reads them in pages of `pageSize`
-   * (calendar-multiget), so no answer holds the whole calendar: each stays within the answer limit.
+   * Reads the calendar (or the window's part of it) with one calendar-query that brings every
+   * resource's data, as the server answers it in one go; when that answer is larger than the
+   * answer limit, lists the resources (hrefs and etags only) and reads them in pages of `pageSize`
+   * (calendar-multiget), the next page asked for while one is applied. Either way the backend gets
+   * pages of `pageSize` resources, and a page token is the offset of the next page.
    */
   async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
-    // Read before the listing, so a change made while the listing runs is pulled afterwards.
+    // Read before the calendar is, so a change made while it is read is pulled afterwards.
     const state = request.window ? null : await this.#caldav.collectionState(context, calendar.calendarId)
     const range = request.window
       ? `<c:time-range start="${ICAL.Time.fromJSDate(request.window.from, true).toICALString()}" end="${ICAL.Time.fromJSDate(request.window.to, true).toICALString()}"/>`
       : ''
-    const listed = await this.#caldav.listing(context, calendar.calendarId,
-      `<c:calendar-query ${DAV_NAMESPACES}><d:prop><d:getetag/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`)
+    const query = (props: string) =>
+      `<c:calendar-query ${DAV_NAMESPACES}><d:prop>${props}</d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`
     const size = this.#options.pageSize ?? 250
     const offset = Number(request.pageToken ?? 0) || 0
+    const whole = await this.#caldav.query(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>')).catch((error: unknown) => {
+      if (error instanceof CalDavAnswerTooLargeError) return null
+      throw error
+    })
+    const listed = whole ?? await this.#caldav.listing(context, calendar.calendarId, query('<d:getetag/>'))
+    const read = whole === null
+      ? async (start: number, end: number) => ({ start, resources: await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, end).map((entry) => entry.href)) })
+      : async (start: number, end: number) => ({ start, resources: whole.slice(start, end) })
     const overrides: KnownOverrides = {}
     const etags: Record<string, string> = Object.fromEntries(listed.map((entry) => [entry.href, entry.etag ?? '']))
     // A resumed import delivered the pages before its offset already, but the cursor it ends with
     // must know their overrides too (a pull tells an override removed only against what it knew):
     // they are read again, not delivered.
     for (let start = 0; start < Math.min(offset, listed.length); start += size) {
-      const resources = await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, Math.min(start + size, offset)).map((entry) => entry.href))
-      for (const resource of resources) {
+      for (const resource of (await read(start, Math.min(start + size, offset))).resources) {
         const starts = overrideStarts(eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
         if (Object.keys(starts).length > 0) overrides[resource.href] = starts
       }
@@ -167,9 +177,8 @@ export class CalDavAdapter implements ProviderPort {
     if (listed.length <= offset) {
       await sink({ events: [], nextPageToken: null })
     } else {
-      // The server reads the next page while this one is parsed and applied.
-      const read = async (start: number) => ({ start, resources: await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, start + size).map((entry) => entry.href)) })
-      await takePagesReadingAhead(await read(offset), (page) => page.start + size < listed.length ? read(page.start + size) : null, async ({ start, resources }) => {
+      const page = async (start: number) => await read(start, start + size)
+      await takePagesReadingAhead(await page(offset), (last) => last.start + size < listed.length ? page(last.start + size) : null, async ({ start, resources }) => {
         const events: ProviderEvent[] = []
         for (const resource of resources) {
           const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)

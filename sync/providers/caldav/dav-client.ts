@@ -6,7 +6,7 @@ import type { DAVResponse } from 'tsdav'
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { AddressRefusedError } from '../address-guard.js'
-import type { ProviderFetch } from '../buffered-fetch.js'
+import { ProviderAnswerTooLargeError, type ProviderFetch } from '../buffered-fetch.js'
 import { davResponsesOf } from './dav-answers.js'
 
 /** No CalDAV calendar home was found at the URL (not a CalDAV server, or a wrong URL). */
@@ -14,9 +14,15 @@ export class CalDavDiscoveryError extends Error {
   override name = 'CalDavDiscoveryError'
 }
 
+/** The server's answer was larger than the answer limit (or held more than the parser takes). */
+export class CalDavAnswerTooLargeError extends ProviderUnavailableError {
+  override name = 'CalDavAnswerTooLargeError'
+}
+
 /**
  * A DAV answer larger than this fails the request: a listing of hrefs and etags holds tens of
- * thousands of events within it, and resources are read in pages (calendar-multiget).
+ * thousands of events within it, and a calendar too large to come in one answer is read in pages
+ * (calendar-multiget).
  */
 export const CALDAV_ANSWER_LIMIT_BYTES = 10 * 1024 * 1024
 
@@ -59,6 +65,12 @@ export interface Resource {
   href: string
   etag: string | null
   ics: string
+}
+
+/** A request that brought no answer to read: too large (CalDavAnswerTooLargeError), refused, timed out, cut off. */
+function unanswered (method: string, error: unknown): ProviderUnavailableError {
+  const message = `the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`
+  return error instanceof ProviderAnswerTooLargeError ? new CalDavAnswerTooLargeError(message, null) : new ProviderUnavailableError(message, null)
 }
 
 /** WebDAV and resource requests of CalDAV connections, each for the connection its context names. */
@@ -198,7 +210,7 @@ export class CalDavClient {
       return await this.#transport(url, { method, headers, body, signal: AbortSignal.timeout(this.#timeoutMs) })
     } catch (error) {
       if (error instanceof ProviderAuthorizationRevokedError) throw error
-      throw new ProviderUnavailableError(`the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`, null)
+      throw unanswered(method, error)
     }
   }
 
@@ -208,7 +220,7 @@ export class CalDavClient {
     try {
       responses = await davResponsesOf(response)
     } catch (error) {
-      throw new ProviderUnavailableError(`the CalDAV server did not answer ${method} (${error instanceof Error ? error.name : 'failure'})`, null)
+      throw unanswered(method, error)
     }
     const first = responses[0]
     // A failed request comes back as a single answer without a multistatus.
@@ -253,7 +265,7 @@ export class CalDavClient {
       return await this.#transport(url, { ...init, headers: { ...this.#headers(context), ...init.headers }, signal: AbortSignal.timeout(this.#timeoutMs) })
     } catch (error) {
       if (error instanceof ProviderAuthorizationRevokedError) throw error
-      throw new ProviderUnavailableError(`the CalDAV server did not answer ${init.method} (${error instanceof Error ? error.name : 'failure'})`, null)
+      throw unanswered(init.method, error)
     }
   }
 

@@ -3,6 +3,8 @@
 import { test } from 'tap'
 import { CalDavAdapter } from '../../../sync/providers/caldav/adapter.js'
 import { caldavFetch } from './fetch.js'
+import { providerFetch } from '../../../sync/providers/buffered-fetch.js'
+import { CALDAV_ANSWER_LIMIT_BYTES } from '../../../sync/providers/caldav/dav-client.js'
 import { ProviderCursorExpiredError, ProviderUnavailableError } from '../../../sync/lib/providers/port.js'
 import type { ProviderCalendar, ProviderContext, ProviderEventPage } from '../../../sync/lib/providers/port.js'
 import type { ProviderEvent } from '../../../schemas/sync/index.js'
@@ -189,29 +191,64 @@ test('an import resumed after its first page still knows the overrides of that p
   t.same(pulled.events.filter((event) => event.status === 'cancelled').map((event) => event.providerEventId), ['/alice/work/a-series.ics#2026-11-03T08:00:00Z'], 'the removed override is named')
 })
 
-test('an import asks the server for the next page while the current one is applied, and a page not applied stops it there', { skip: missing ?? false }, async (t) => {
-  const { radicale, context, calendar, calendarUrl } = await setUp(t)
-  // One resource a page, each page's multiget counted as it is asked for.
-  let multigets = 0
-  const paged = new CalDavAdapter({
-    fetch: async (input, init) => {
-      if (typeof init?.body === 'string' && init.body.includes('calendar-multiget')) multigets++
-      return await caldavFetch(input, init)
-    },
-    pageSize: 1
-  })
-  for (const name of ['a', 'b', 'c']) {
-    await radicale.put(`${calendarUrl}${name}.ics`, USER, PASSWORD, ics([`UID:${name}`, 'DTSTAMP:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', `SUMMARY:${name}`]))
+/** Counts the adapter's reports by kind: a calendar-query with the data, one of etags only (a listing), a calendar-multiget. */
+function countingReports (limitBytes: number = CALDAV_ANSWER_LIMIT_BYTES) {
+  const limited = providerFetch({ provider: 'caldav', maxBytes: limitBytes })
+  const counts = { withData: 0, listings: 0, multigets: 0 }
+  const fetch: typeof caldavFetch = async (input, init) => {
+    const body = typeof init?.body === 'string' ? init.body : ''
+    if (body.includes('calendar-multiget')) counts.multigets++
+    else if (body.includes('calendar-query')) body.includes('calendar-data') ? counts.withData++ : counts.listings++
+    return await limited(input, init)
   }
+  return { counts, fetch }
+}
+
+/** Three resources of about 2 KB each (a long description): one answer with all their data is over 6 KB. */
+async function putThree (radicale: Radicale, calendarUrl: string): Promise<void> {
+  for (const name of ['a', 'b', 'c']) {
+    await radicale.put(`${calendarUrl}${name}.ics`, USER, PASSWORD, ics([`UID:${name}`, 'DTSTAMP:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', `SUMMARY:${name}`, `DESCRIPTION:${'agenda '.repeat(300)}`]))
+  }
+}
+
+test('a calendar that fits one answer is read with one calendar-query and handed over in pages', { skip: missing ?? false }, async (t) => {
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  await putThree(radicale, calendarUrl)
+  const { counts, fetch } = countingReports()
+  const adapter = new CalDavAdapter({ fetch, pageSize: 2 })
+  const pages: Array<{ titles: unknown[], next: string | null }> = []
+  const { cursor } = await adapter.importCalendar(context, calendar, {}, async (page) => {
+    pages.push({ titles: page.events.map((event) => event.content?.title), next: page.nextPageToken })
+  })
+  t.same(counts, { withData: 1, listings: 0, multigets: 0 }, 'one request brings every resource with its data')
+  t.same(pages.map((page) => page.next), ['2', null], 'pages of pageSize, each token the offset of the next')
+  t.same(pages.flatMap((page) => page.titles).sort(), ['a', 'b', 'c'])
+  t.match(cursor, /^token:/)
+
+  const resumed: unknown[] = []
+  await adapter.importCalendar(context, calendar, { pageToken: '2' }, async (page) => { resumed.push(...page.events.map((event) => event.content?.title)) })
+  t.same(resumed, pages[1]?.titles, 'a resumed import hands over what follows its offset')
+})
+
+test('a calendar larger than one answer is listed and read in pages, the next asked for while one is applied; a page not applied stops it there', { skip: missing ?? false }, async (t) => {
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  await putThree(radicale, calendarUrl)
+  // An answer limit the listing and a page of one resource fit in, and the whole calendar does not.
+  const { counts, fetch } = countingReports(4096)
+  const paged = new CalDavAdapter({ fetch, pageSize: 1 })
   const askedWhileApplying: number[] = []
-  const { cursor } = await paged.importCalendar(context, calendar, {}, async () => {
-    askedWhileApplying.push(multigets)
+  const titles: unknown[] = []
+  const { cursor } = await paged.importCalendar(context, calendar, {}, async (page) => {
+    askedWhileApplying.push(counts.multigets)
+    titles.push(...page.events.map((event) => event.content?.title))
     await new Promise((resolve) => setTimeout(resolve, 20))
   })
+  t.same({ withData: counts.withData, listings: counts.listings }, { withData: 1, listings: 1 }, 'the one answer was too large, so the calendar was listed')
+  t.same(titles.sort(), ['a', 'b', 'c'], 'and every resource was read')
   t.same(askedWhileApplying, [2, 3, 3], 'each page but the last is applied with the next one already asked for')
   t.ok(cursor, 'the import ends with a cursor')
 
-  multigets = 0
+  counts.multigets = 0
   await t.rejects(paged.importCalendar(context, calendar, {}, async () => { throw new Error('the backend refused the page') }), /refused the page/)
-  t.equal(multigets, 2, 'the page read ahead is the only one past the refused page')
+  t.equal(counts.multigets, 2, 'the page read ahead is the only one past the refused page')
 })
