@@ -22,7 +22,7 @@ import {
 import { addressPolicy } from '../address-guard.js'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
-import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAnswerTooLargeError, CalDavClient, CalDavDiscoveryError, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
+import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAnswerTooLargeError, CalDavClient, CalDavDiscoveryError, type CollectionState, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
 
 export interface CalDavAdapterOptions {
   /** Resources per page handed to the backend. */
@@ -58,6 +58,8 @@ export class CalDavCredentialsRefusedError extends Error {
 }
 
 const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
+/** How long a collection state asked for at the end of a window pass may serve the full pass that follows it. */
+const STATE_AHEAD_MS = 60_000
 /** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
 const WRITE_ATTEMPTS = 3
 /** The collection's own time zone (`calendar-timezone` holds a VTIMEZONE): its TZID, else UTC. */
@@ -71,6 +73,8 @@ export class CalDavAdapter implements ProviderPort {
   readonly pollIntervalMs: number
   readonly #options: CalDavAdapterOptions
   readonly #caldav: CalDavClient
+  /** Collection states asked for ahead, by connection and calendar, each taken once (#stateBeforeRead). */
+  readonly #statesAhead = new Map<string, { askedAt: number, state: Promise<CollectionState> }>()
 
   constructor (options: CalDavAdapterOptions = {}) {
     this.#options = options
@@ -147,7 +151,7 @@ export class CalDavAdapter implements ProviderPort {
    */
   async importCalendar (context: ProviderContext, calendar: ProviderCalendar, request: ImportRequest, sink: ProviderEventSink): Promise<ImportResult> {
     // Read before the calendar is, so a change made while it is read is pulled afterwards.
-    const state = request.window ? null : await this.#caldav.collectionState(context, calendar.calendarId)
+    const state = request.window ? null : await this.#stateBeforeRead(context, calendar)
     const range = request.window
       ? `<c:time-range start="${ICAL.Time.fromJSDate(request.window.from, true).toICALString()}" end="${ICAL.Time.fromJSDate(request.window.to, true).toICALString()}"/>`
       : ''
@@ -160,6 +164,9 @@ export class CalDavAdapter implements ProviderPort {
       throw error
     })
     const listed = whole ?? await this.#caldav.listing(context, calendar.calendarId, query('<d:getetag/>'))
+    // The full pass follows: the server works out the collection's state (for a first sync token,
+    // seconds on a large calendar) while the weeks around today are applied here.
+    if (request.window) this.#askStateAhead(context, calendar)
     const read = whole === null
       ? async (start: number, end: number) => ({ start, resources: await this.#caldav.multiget(context, calendar.calendarId, listed.slice(start, end).map((entry) => entry.href)) })
       : async (start: number, end: number) => ({ start, resources: whole.slice(start, end) })
@@ -341,6 +348,28 @@ export class CalDavAdapter implements ProviderPort {
   }
 
   async unwatch (): Promise<void> {}
+
+  #askStateAhead (context: ProviderContext, calendar: ProviderCalendar): void {
+    const now = Date.now()
+    for (const [key, ahead] of this.#statesAhead) if (now - ahead.askedAt > STATE_AHEAD_MS) this.#statesAhead.delete(key)
+    const state = this.#caldav.collectionState(context, calendar.calendarId)
+    // Its failure is the full pass's to meet, by asking again.
+    state.catch(() => {})
+    this.#statesAhead.set(`${context.connectionId} ${calendar.calendarId}`, { askedAt: now, state })
+  }
+
+  /**
+   * The collection's state for a full pass: the one asked for at the end of its window pass when
+   * there is one (read before this pass reads anything, as it must be), else read now.
+   */
+  async #stateBeforeRead (context: ProviderContext, calendar: ProviderCalendar): Promise<CollectionState> {
+    const key = `${context.connectionId} ${calendar.calendarId}`
+    const ahead = this.#statesAhead.get(key)
+    this.#statesAhead.delete(key)
+    const readNow = async () => await this.#caldav.collectionState(context, calendar.calendarId)
+    if (ahead === undefined || Date.now() - ahead.askedAt > STATE_AHEAD_MS) return await readNow()
+    return await ahead.state.catch(readNow)
+  }
 
   /**
    * Hands the backend the changed resources and the removed ones, and answers the overrides known

@@ -60,6 +60,12 @@ export function propsOf (response: DAVResponse): Record<string, unknown> {
   return (response.props ?? {}) as Record<string, unknown>
 }
 
+/** What says a collection changed: its sync token (RFC 6578) and its ctag, either null when the server has none. */
+export interface CollectionState {
+  syncToken: string | null
+  ctag: string | null
+}
+
 /** A calendar resource as read: where it is, its version and its iCalendar text. */
 export interface Resource {
   href: string
@@ -83,7 +89,7 @@ export class CalDavClient {
     this.#timeoutMs = timeoutMs
   }
 
-  async collectionState (context: ProviderContext, calendarUrl: string): Promise<{ syncToken: string | null, ctag: string | null }> {
+  async collectionState (context: ProviderContext, calendarUrl: string): Promise<CollectionState> {
     const [response] = await this.request(context, calendarUrl, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><d:sync-token/><cs:getctag/></d:prop></d:propfind>`)
     const props = response === undefined ? {} : propsOf(response)
     return { syncToken: text(props['syncToken']), ctag: text(props['getctag']) }

@@ -194,9 +194,10 @@ test('an import resumed after its first page still knows the overrides of that p
 /** Counts the adapter's reports by kind: a calendar-query with the data, one of etags only (a listing), a calendar-multiget. */
 function countingReports (limitBytes: number = CALDAV_ANSWER_LIMIT_BYTES) {
   const limited = providerFetch({ provider: 'caldav', maxBytes: limitBytes })
-  const counts = { withData: 0, listings: 0, multigets: 0 }
+  const counts = { withData: 0, listings: 0, multigets: 0, states: 0 }
   const fetch: typeof caldavFetch = async (input, init) => {
     const body = typeof init?.body === 'string' ? init.body : ''
+    if (body.includes('sync-token') && init?.method === 'PROPFIND') counts.states++
     if (body.includes('calendar-multiget')) counts.multigets++
     else if (body.includes('calendar-query')) body.includes('calendar-data') ? counts.withData++ : counts.listings++
     return await limited(input, init)
@@ -220,7 +221,7 @@ test('a calendar that fits one answer is read with one calendar-query and handed
   const { cursor } = await adapter.importCalendar(context, calendar, {}, async (page) => {
     pages.push({ titles: page.events.map((event) => event.content?.title), next: page.nextPageToken })
   })
-  t.same(counts, { withData: 1, listings: 0, multigets: 0 }, 'one request brings every resource with its data')
+  t.same(counts, { withData: 1, listings: 0, multigets: 0, states: 1 }, 'one request brings every resource with its data')
   t.same(pages.map((page) => page.next), ['2', null], 'pages of pageSize, each token the offset of the next')
   t.same(pages.flatMap((page) => page.titles).sort(), ['a', 'b', 'c'])
   t.match(cursor, /^token:/)
@@ -251,4 +252,28 @@ test('a calendar larger than one answer is listed and read in pages, the next as
   counts.multigets = 0
   await t.rejects(paged.importCalendar(context, calendar, {}, async () => { throw new Error('the backend refused the page') }), /refused the page/)
   t.equal(counts.multigets, 2, 'the page read ahead is the only one past the refused page')
+})
+
+test('a full pass after a window pass uses the state asked for as the window pass ended; a change between the two is read, and named again by the next pull', { skip: missing ?? false }, async (t) => {
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  const event = (name: string, summary = name) => ics([`UID:${name}`, 'DTSTAMP:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', `SUMMARY:${summary}`])
+  await radicale.put(`${calendarUrl}a.ics`, USER, PASSWORD, event('a'))
+  const { counts, fetch } = countingReports()
+  const adapter = new CalDavAdapter({ fetch })
+  const window = { from: new Date('2026-10-26T00:00:00Z'), to: new Date('2026-11-23T00:00:00Z') }
+  const statesWhenApplied: number[] = []
+  await adapter.importCalendar(context, calendar, { window }, async () => { statesWhenApplied.push(counts.states) })
+  t.same(statesWhenApplied, [1], 'the full pass\'s state is asked for before the weeks around today are applied')
+
+  await radicale.put(`${calendarUrl}b.ics`, USER, PASSWORD, event('b'))
+  const full = collect()
+  const { cursor } = await adapter.importCalendar(context, calendar, {}, full.sink)
+  t.equal(counts.states, 1, 'the full pass asked for no state of its own')
+  t.same(full.events.map((one) => one.content?.title).sort(), ['a', 'b'], 'the change between the passes is read')
+  const pulled = collect()
+  await adapter.pullChanges(context, calendar, String(cursor), pulled.sink)
+  t.same(pulled.events.map((one) => one.content?.title), ['b'], 'and the cursor is from before it: the next pull names it again, never misses it')
+
+  await adapter.importCalendar(context, calendar, {}, collect().sink)
+  t.equal(counts.states, 2, 'a full pass without a window pass before it reads the state itself')
 })
