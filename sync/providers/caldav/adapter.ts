@@ -22,7 +22,7 @@ import {
 import { addressPolicy } from '../address-guard.js'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
-import { CALDAV_ANSWER_LIMIT_BYTES, CalDavAnswerTooLargeError, CalDavClient, CalDavDiscoveryError, type CollectionState, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
+import { CALDAV_ANSWER_LIMIT_BYTES, CalDavClient, CalDavDiscoveryError, type CollectionState, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
 
 export interface CalDavAdapterOptions {
   /** Resources per page handed to the backend. */
@@ -145,7 +145,7 @@ export class CalDavAdapter implements ProviderPort {
   /**
    * Reads the calendar (or the window's part of it) with one calendar-query that brings every
    * resource's data, as the server answers it in one go; when that answer is larger than the
-   * answer limit, lists the resources (hrefs and etags only) and reads them in pages of `pageSize`
+   * answer limit (or leaves some resource's data out), lists the resources (hrefs and etags only) and reads them in pages of `pageSize`
    * (calendar-multiget), the next page asked for while one is applied. Either way the backend gets
    * pages of `pageSize` resources, and a page token is the offset of the next page.
    */
@@ -159,10 +159,7 @@ export class CalDavAdapter implements ProviderPort {
       `<c:calendar-query ${DAV_NAMESPACES}><d:prop>${props}</d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`
     const size = this.#options.pageSize ?? 250
     const offset = Number(request.pageToken ?? 0) || 0
-    const whole = await this.#caldav.query(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>')).catch((error: unknown) => {
-      if (error instanceof CalDavAnswerTooLargeError) return null
-      throw error
-    })
+    const whole = await this.#caldav.wholeQuery(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>'))
     const listed = whole ?? await this.#caldav.listing(context, calendar.calendarId, query('<d:getetag/>'))
     // The full pass follows: the server works out the collection's state (for a first sync token,
     // seconds on a large calendar) while the weeks around today are applied here.

@@ -15,7 +15,7 @@ export class CalDavDiscoveryError extends Error {
 }
 
 /** The server's answer was larger than the answer limit (or held more than the parser takes). */
-export class CalDavAnswerTooLargeError extends ProviderUnavailableError {
+class CalDavAnswerTooLargeError extends ProviderUnavailableError {
   override name = 'CalDavAnswerTooLargeError'
 }
 
@@ -111,15 +111,38 @@ export class CalDavClient {
   }
 
   async query (context: ProviderContext, calendarUrl: string, body: string): Promise<Resource[]> {
+    return (await this.#resourcesOf(context, calendarUrl, body)).found
+  }
+
+  /**
+   * Every resource a calendar-query names, with its data, in one answer; null when that answer is
+   * over the answer limit, or names a resource without its data (a server that leaves
+   * calendar-data out of a query's answer): then the resources are to be listed and read in pages.
+   */
+  async wholeQuery (context: ProviderContext, calendarUrl: string, body: string): Promise<Resource[] | null> {
+    try {
+      const { found, withoutData } = await this.#resourcesOf(context, calendarUrl, body)
+      return withoutData ? null : found
+    } catch (error) {
+      if (error instanceof CalDavAnswerTooLargeError) return null
+      throw error
+    }
+  }
+
+  async #resourcesOf (context: ProviderContext, calendarUrl: string, body: string): Promise<{ found: Resource[], withoutData: boolean }> {
     const responses = await this.request(context, calendarUrl, 'REPORT', '1', body)
+    const collection = new URL(calendarUrl).pathname
     const found: Resource[] = []
+    let withoutData = false
     for (const response of responses) {
+      if (response.href === undefined || response.status === 404) continue
+      const href = new URL(response.href, calendarUrl).pathname
       const props = propsOf(response)
       const ics = text(props['calendarData'])
-      if (response.href === undefined || ics === null || response.status === 404) continue
-      found.push({ href: new URL(response.href, calendarUrl).pathname, etag: text(props['getetag']), ics })
+      if (ics !== null) found.push({ href, etag: text(props['getetag']), ics })
+      else if (href !== collection) withoutData = true
     }
-    return found
+    return { found, withoutData }
   }
 
   /** The calendar home, and the server the connection is pinned to: the one given, or where its well-known URI led (#wellKnown). */

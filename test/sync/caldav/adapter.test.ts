@@ -231,6 +231,26 @@ test('a calendar that fits one answer is read with one calendar-query and handed
   t.same(resumed, pages[1]?.titles, 'a resumed import hands over what follows its offset')
 })
 
+test('a server that leaves the data out of a calendar-query\'s answer: the calendar is listed and read with multigets, nothing is lost', { skip: missing ?? false }, async (t) => {
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  await putThree(radicale, calendarUrl)
+  const { counts, fetch } = countingReports()
+  const adapter = new CalDavAdapter({
+    fetch: async (input, init) => {
+      const response = await fetch(input, init)
+      const body = typeof init?.body === 'string' ? init.body : ''
+      if (!body.includes('calendar-query')) return response
+      // The answer names each resource with its etag, and its calendar-data not at all.
+      const stripped = (await response.text()).replace(/<(\w+:)?calendar-data[^>]*>[^<]*<\/(\w+:)?calendar-data>/g, '')
+      return new Response(stripped, { status: response.status, headers: response.headers })
+    }
+  })
+  const imported = collect()
+  await adapter.importCalendar(context, calendar, {}, imported.sink)
+  t.same(imported.events.map((event) => event.content?.title).sort(), ['a', 'b', 'c'], 'every resource arrives')
+  t.same({ withData: counts.withData, listings: counts.listings, multigets: counts.multigets }, { withData: 1, listings: 1, multigets: 1 }, 'read through the listing and a multiget')
+})
+
 test('a calendar larger than one answer is listed and read in pages, the next asked for while one is applied; a page not applied stops it there', { skip: missing ?? false }, async (t) => {
   const { radicale, context, calendar, calendarUrl } = await setUp(t)
   await putThree(radicale, calendarUrl)
