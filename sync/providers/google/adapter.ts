@@ -5,6 +5,7 @@
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { googleLibraryEndpointsAt } from '../../../lib/google-endpoints.js'
 import { googleFetch } from '../buffered-fetch.js'
+import { FreshGrants } from '../fresh-grants.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
 import { CodeChallengeMethod, OAuth2Client } from 'google-auth-library'
 import type { Credentials } from 'google-auth-library'
@@ -94,6 +95,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
   readonly #options: GoogleAdapterOptions
   readonly #rootUrl: string | undefined
   readonly #clients = new Map<string, { refreshToken: string, client: OAuth2Client }>()
+  readonly #freshGrants = new FreshGrants()
 
   constructor (options: GoogleAdapterOptions) {
     this.#options = options
@@ -121,6 +123,9 @@ export class GoogleCalendarAdapter implements ProviderPort {
     const granted = (tokens.scope ?? '').split(' ')
     if (!granted.includes(GOOGLE_CALENDAR_SCOPE)) throw new GoogleScopeMissingError('the grant does not include the calendar scope')
     const claims = idTokenIdentity(tokens.id_token, { email: ['email'], subject: ['sub'] })
+    if (tokens.refresh_token && tokens.access_token && typeof tokens.expiry_date === 'number') {
+      this.#freshGrants.keep(tokens.refresh_token, tokens.access_token, tokens.expiry_date)
+    }
     return {
       credential: {
         ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
@@ -409,7 +414,8 @@ export class GoogleCalendarAdapter implements ProviderPort {
     if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Google credential has no refresh token')
     let cached = this.#clients.get(context.connectionId)
     if (cached?.refreshToken !== refreshToken) {
-      cached = { refreshToken, client: this.#oauthClient({ refresh_token: refreshToken }) }
+      const fresh = this.#freshGrants.take(refreshToken)
+      cached = { refreshToken, client: this.#oauthClient({ refresh_token: refreshToken, ...(fresh === undefined ? {} : { access_token: fresh.accessToken, expiry_date: fresh.expiresAt }) }) }
       this.#clients.set(context.connectionId, cached)
       if (this.#clients.size > CLIENT_CACHE_SIZE) {
         const oldest = this.#clients.keys().next().value

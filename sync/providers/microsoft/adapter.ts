@@ -136,6 +136,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
     const scope = tokens.scope ?? ''
     if (!grantsMicrosoftScope(scope, MICROSOFT_CALENDAR_SCOPE)) throw new MicrosoftScopeMissingError('the grant does not include the calendar permission')
     const claims = idTokenIdentity(tokens.id_token, { email: ['email', 'preferred_username'], subject: ['oid', 'sub'] })
+    this.#microsoft.keepFreshGrant(tokens)
     return {
       credential: {
         ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),

@@ -4,6 +4,7 @@ import type { ProviderCredential } from '../../lib/credentials.js'
 import { classifyFailure, type GraphFailure, type MicrosoftFailureKind } from '../../lib/providers/microsoft-mapping.js'
 import { ProviderAuthorizationRevokedError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { microsoftFetch } from '../buffered-fetch.js'
+import { FreshGrants } from '../fresh-grants.js'
 
 /** The scopes asked for at consent (here and at a Microsoft sign-in). */
 export const CONSENT_SCOPES = MICROSOFT_SCOPES
@@ -69,12 +70,18 @@ export class MicrosoftGraph {
   /** Access tokens by connection, with the refresh token they came from. */
   readonly #tokens = new Map<string, { refreshToken: string, accessToken: string, expiresAt: number }>()
   readonly #refreshing = new Map<string, Promise<string>>()
+  readonly #freshGrants = new FreshGrants()
 
   constructor (options: MicrosoftGraphOptions) {
     this.#options = options
     const origin = options.endpointBase === undefined ? null : new URL(options.endpointBase).origin
     this.login = origin ?? 'https://login.microsoftonline.com'
     this.base = `${origin ?? 'https://graph.microsoft.com'}/v1.0`
+  }
+
+  /** Keeps the access token a code exchange answered for the new connection's first call (fresh-grants.ts). */
+  keepFreshGrant (tokens: TokenAnswer): void {
+    if (tokens.refresh_token && tokens.access_token) this.#freshGrants.keep(tokens.refresh_token, tokens.access_token, Date.now() + (tokens.expires_in ?? 3599) * 1000)
   }
 
   /** Drops the connection's access token, so the next call refreshes it. */
@@ -107,6 +114,11 @@ export class MicrosoftGraph {
     if (!refreshToken) throw new ProviderAuthorizationRevokedError('the stored Microsoft credential has no refresh token')
     const cached = this.#tokens.get(context.connectionId)
     if (cached !== undefined && cached.refreshToken === refreshToken && cached.expiresAt > Date.now() + EXPIRY_MARGIN_MS) return cached.accessToken
+    const fresh = this.#freshGrants.take(refreshToken)
+    if (fresh !== undefined) {
+      this.#remember(context.connectionId, { refreshToken, ...fresh })
+      return fresh.accessToken
+    }
     // Requests running side by side share one refresh: Microsoft rotates the refresh token on use.
     const inFlight = this.#refreshing.get(context.connectionId)
     if (inFlight !== undefined) return await inFlight
@@ -130,12 +142,16 @@ export class MicrosoftGraph {
       context.credential = renewed
       current = tokens.refresh_token
     }
-    this.#tokens.set(context.connectionId, { refreshToken: current, accessToken: tokens.access_token, expiresAt: Date.now() + (tokens.expires_in ?? 3599) * 1000 })
+    this.#remember(context.connectionId, { refreshToken: current, accessToken: tokens.access_token, expiresAt: Date.now() + (tokens.expires_in ?? 3599) * 1000 })
+    return tokens.access_token
+  }
+
+  #remember (connectionId: string, token: { refreshToken: string, accessToken: string, expiresAt: number }): void {
+    this.#tokens.set(connectionId, token)
     if (this.#tokens.size > CLIENT_CACHE_SIZE) {
       const oldest = this.#tokens.keys().next().value
       if (oldest !== undefined) this.#tokens.delete(oldest)
     }
-    return tokens.access_token
   }
 
   /**

@@ -56,6 +56,7 @@ test('import: every calendar (hidden ones too), the weeks around today first, th
 
   const { userId, connectionId } = await connectAndSync(stack)
   t.match(await stack.sync.syncConnections.get(connectionId), { state: 'healthy' })
+  t.equal(stack.google.control.counts().operations['oauth2.token']?.total, 1, 'the code exchange\'s access token serves the import: no refresh before the weeks around today')
 
   const primary = stack.backend.batches.filter((batch) => batch.calendarId === ids.primary)
   t.ok(primary.every((batch) => batch.userId === userId && batch.connectionId === connectionId && batch.provider === 'google'))
