@@ -8,7 +8,7 @@ import { importWindow } from '../lib/provider-sync.js'
 import { appendsCalendarInvalidation } from '../lib/pull-rule.js'
 import type { PullOutcome } from '../lib/pull-rule.js'
 import { ProviderCursorExpiredError, ProviderNotFoundError } from '../lib/providers/port.js'
-import type { ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort } from '../lib/providers/port.js'
+import type { ImportResult, ProviderCalendar, ProviderContext, ProviderEventPage, ProviderPort } from '../lib/providers/port.js'
 import type { CalendarFacts, CalendarRecord, ImportCheckpoint } from '../stores/calendars.js'
 import type { JobRecord } from '../stores/job-queue.js'
 import { calendarOf, jobKeys, NothingToDo, type ConnectionJobs, type SyncEngineParts } from './connection-jobs.js'
@@ -148,7 +148,15 @@ export class CalendarReads {
       if (pass === 'window' && nextPageToken === null) await this.#parts.feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
       if (read > 0) await progress(shown())
     }
+    // The window pass's last batch, on its way to the backend while the full pass reads its first
+    // page; the full pass hands nothing over before it has arrived.
+    let windowHanding: Promise<void> | null = null
     const take = (pass: ImportCheckpoint['pass']) => async (page: ProviderEventPage): Promise<void> => {
+      if (pass === 'full' && windowHanding !== null) {
+        const handing = windowHanding
+        windowHanding = null
+        await handing
+      }
       const fresh = pass === 'window'
         ? page.events
         : page.events.filter((event) => sentInWindow.get(event.providerEventId) !== versionOf(event))
@@ -157,13 +165,28 @@ export class CalendarReads {
       held = held.length === 0 ? fresh : held.concat(fresh)
       heldRead += page.events.length
       heldNext = page.nextPageToken
-      if (page.nextPageToken === null || held.length >= batchEvents) await hand(pass, page.nextPageToken)
+      if (pass === 'window' && page.nextPageToken === null) {
+        windowHanding = hand(pass, null)
+        // Met by the full pass's first page, or after the full pass below.
+        windowHanding.catch(() => {})
+      } else if (page.nextPageToken === null || held.length >= batchEvents) {
+        await hand(pass, page.nextPageToken)
+      }
     }
 
-    if (checkpoint.pass === 'window') {
-      await provider.importCalendar(context, calendar, { window: importWindow(clock.now()), pageToken: checkpoint.pageToken }, take('window'))
+    const windowPass = checkpoint.pass === 'window'
+    let result: ImportResult
+    try {
+      if (windowPass) {
+        await provider.importCalendar(context, calendar, { window: importWindow(clock.now()), pageToken: checkpoint.pageToken }, take('window'))
+      }
+      // After a window pass the full pass begins at its first page, whether or not the window's
+      // last batch (whose checkpoint says so) has arrived yet.
+      result = await provider.importCalendar(context, calendar, { pageToken: windowPass ? null : checkpoint.pageToken }, take('full'))
+    } finally {
+      // A full pass that failed before its first page: the window's batch still ends first, and its failure is the one told.
+      if (windowHanding !== null) await windowHanding
     }
-    const result = await provider.importCalendar(context, calendar, { pageToken: checkpoint.pageToken }, take('full'))
     if (result.cursor === null) throw new Error(`the provider gave no sync cursor after importing calendar ${calendar.calendarId}`)
     await calendars.promoteImport(context.connectionId, calendar.calendarId, { cursor: result.cursor, run: options.run, expiryStreak: options.expiryStreak }, clock.now())
     return shown()

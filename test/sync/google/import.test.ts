@@ -92,6 +92,46 @@ test('import: every calendar (hidden ones too), the weeks around today first, th
   t.equal(stack.google.control.listChannels().filter((channel) => channel.state === 'active').length, 3)
 })
 
+test('the full pass asks Google for its first page while the weeks around today are still on their way to the backend', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin' }] })
+  const primary = calendarIds(stack).primary
+  seedSample(stack, primary)
+  const lists = () => stack.google.control.counts().operations['calendar.events.list']?.total ?? 0
+  let listsWhileWindowApplied: number | undefined
+  stack.backend.beforeBatch(async (batch) => {
+    if (listsWhileWindowApplied !== undefined || batch.calendarId !== primary || batch.generation === undefined) return
+    // The window's batch, at a slow backend: the full pass's list comes meanwhile, or never does.
+    const deadline = Date.now() + 3000
+    while (lists() < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    listsWhileWindowApplied = lists()
+  })
+  await connectAndSync(stack)
+  t.equal(listsWhileWindowApplied, 2, 'the window\'s list, and the full pass\'s first one, before the window\'s batch was applied')
+  const imported = stack.backend.batches.filter((batch) => batch.calendarId === primary && batch.generation !== undefined)
+  t.same(imported.map((batch) => batch.complete === true), [false, true], 'and the batches still arrive in order: the window\'s, then the full pass\'s')
+  t.equal(stack.backend.events(primary).size, 6, 'every event of the calendar')
+})
+
+test('the window\'s batch refused while the full pass reads: nothing of the full pass is handed over, and the retry goes on from the window', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin' }] })
+  const primary = calendarIds(stack).primary
+  seedSample(stack, primary)
+  const userId = newUserId()
+  await followCallback(await consent((await begin(stack, userId)).authorizationUrl, ALICE))
+  stack.backend.failNext(1)
+  await stack.sync.syncJobWorker.tick()
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  t.match(connection, { state: 'importing', reason: 'readFailure' }, 'the import failed on the window\'s batch and will run again')
+  t.same(stack.backend.batches.filter((batch) => batch.calendarId === primary), [], 'no batch of the calendar was applied: the full pass handed nothing over')
+
+  stack.clock.advance(60_000)
+  await stack.drain()
+  t.match(await stack.sync.syncConnections.get(connection?._id.toHexString() ?? ''), { state: 'healthy' })
+  const imported = stack.backend.batches.filter((batch) => batch.calendarId === primary && batch.generation !== undefined)
+  t.same(imported.map((batch) => batch.complete === true), [false, true], 'the retry: the window\'s batch, then the full pass\'s')
+  t.equal(stack.backend.events(primary).size, 6, 'every event of the calendar')
+})
+
 test('small pages are handed over together, up to the batch size: fewer rounds for both services, and a crash resumes after the last batch handed over', async (t) => {
   const stack = await startStack(t, { pageSize: 4, importBatchEvents: 6, accounts: [{ email: ALICE, timeZone: 'UTC' }] })
   const events = Array.from({ length: 14 }, (_, n) => ({
@@ -120,7 +160,7 @@ test('small pages are handed over together, up to the batch size: fewer rounds f
   t.equal(stack.backend.events(ALICE).size, 14)
 })
 
-test('an event changed between the window pass and the full pass is handed over again, in its new version', async (t) => {
+test('an event changed while the weeks around today are applied reaches the backend in its new version, once', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, name: 'Alice', timeZone: 'Europe/Berlin' }] })
   const ids = calendarIds(stack)
   const { seriesId } = seedSample(stack, ids.primary)
@@ -133,10 +173,14 @@ test('an event changed between the window pass and the full pass is handed over 
     }
   })
   await connectAndSync(stack)
-  const imported = stack.backend.batches.filter((batch) => batch.calendarId === ids.primary && batch.generation !== undefined)
+  const windowBatch = stack.backend.batches.findIndex((batch) => batch.calendarId === ids.primary && batch.generation !== undefined)
   t.ok(patched)
-  t.equal(imported[0]?.events.find((event) => event.providerEventId === seriesId)?.content?.title, 'Weekly review', 'the window pass had the old version')
-  t.equal(imported[1]?.events.find((event) => event.providerEventId === seriesId)?.content?.title, 'Weekly review (renamed)', 'the full pass sends the new one')
+  t.equal(stack.backend.batches[windowBatch]?.events.find((event) => event.providerEventId === seriesId)?.content?.title, 'Weekly review', 'the window pass had the old version')
+  // The full pass reads its first page while that batch is applied: it brings the new version, or,
+  // when it read the page before the change, the first pull does (Google's sync token covers every
+  // change made after the list's first page was read).
+  const after = stack.backend.batches.slice(windowBatch + 1).flatMap((batch) => batch.events).filter((event) => event.providerEventId === seriesId)
+  t.same(after.map((event) => event.content?.title), ['Weekly review (renamed)'], 'after it the new version is handed over once, the old one never again')
   t.equal(stack.backend.events(ids.primary).get(seriesId)?.content?.title, 'Weekly review (renamed)')
 })
 
