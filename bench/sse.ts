@@ -280,11 +280,11 @@ async function fastifyServer (syncUrl: string, recorder: FeedRecorder): Promise<
   app.get('/stream', async (request, reply) => {
     const userId = userOf(request.url)
     reply.hijack()
-    const stream = sse.open(reply.raw, { userId, sessionHandle: `handle-${userId}`, headers: reply.getHeaders() })
+    const stream = sse.open(reply.raw, { userId, sessionHandle: `handle-${userId}`, headers: reply.getHeaders(), replayFirst: true })
     if (stream === undefined) return
     await bridge.ready(userId)
     if (stream.closed) return
-    sse.send(stream, replayOf(userId))
+    sse.replay(stream, replayOf(userId))
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()

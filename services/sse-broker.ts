@@ -43,6 +43,11 @@ export interface OpenStreamOptions {
   headers?: Record<string, string | number | string[] | undefined>
   /** Ends the stream earlier than the planned lifetime, for example when its access token expires. */
   lifetimeMs?: number
+  /**
+   * The stream's first message is a replay (`replay`): messages published to it before then wait
+   * for it, so a client sees the state first and the changes after it, whatever the order they came in.
+   */
+  replayFirst?: boolean
 }
 
 export type StreamCloseReason = 'client' | 'lifetime' | 'session' | 'user' | 'slow' | 'error' | 'shutdown' | 'displaced'
@@ -51,6 +56,8 @@ type Release = (stream: SseStream, reason: StreamCloseReason, error?: unknown) =
 
 export class SseStream {
   closeReason: StreamCloseReason | undefined
+  /** Frames published before the replay of a `replayFirst` stream, written right after it. */
+  waiting: string[] | undefined
   constructor (
     readonly id: number,
     readonly userId: string,
@@ -94,6 +101,11 @@ const sseHeaders: OutgoingHttpHeaders = {
 }
 
 const keepaliveFrame = ': keepalive\n\n'
+/**
+ * Messages a stream keeps while its replay is read (a few milliseconds, at most the Sync and
+ * session reads' deadlines): past this the stream is cut off and its client reconnects.
+ */
+const MAX_FRAMES_BEFORE_REPLAY = 64
 
 /** The known keys of `defaults`, each overridden when `given` has a value for it. */
 export function pickOptions<T extends object> (defaults: T, given: Partial<T> | undefined): T {
@@ -195,6 +207,7 @@ export class SseBroker {
 
     const lifetimeMs = Math.max(0, Math.min(options.lifetimeMs ?? this.options.lifetimeMs, this.options.lifetimeMs))
     const stream = new SseStream(this.#nextId++, options.userId, options.sessionHandle, res, Date.now() + lifetimeMs, this.#release)
+    if (options.replayFirst === true) stream.waiting = []
     const streamResponse: StreamResponse = res
     streamResponse[streamKey] = stream
     res.on('close', onResponseClose)
@@ -229,11 +242,18 @@ export class SseBroker {
     return stream
   }
 
-  /** Writes one message to one stream (the replay after connect). */
-  send (stream: SseStream, message: ServerMessage): boolean {
-    const frame = this.#frame(message)
-    if (frame === undefined || stream.closed) return false
-    return this.#write(stream, frame)
+  /**
+   * Writes the replay after connect to one stream, then what was published to it meanwhile; with
+   * no message (the replay could not be made), only that.
+   */
+  replay (stream: SseStream, message: ServerMessage | undefined): boolean {
+    const waiting = stream.waiting ?? []
+    stream.waiting = undefined
+    const frame = message === undefined ? undefined : this.#frame(message)
+    if (stream.closed) return false
+    const written = frame !== undefined && this.#write(stream, frame)
+    for (const held of waiting) if (!this.#write(stream, held)) break
+    return written
   }
 
   /** Fans one message out to every open stream of the user; returns how many streams got it. */
@@ -246,9 +266,20 @@ export class SseBroker {
     // A write may cut a stream off and delete it from the set; a Set keeps iterating correctly
     // past deletions, so no copy of a possibly large set is made per message.
     for (const stream of streams) {
-      if (this.#write(stream, frame)) written++
+      if (stream.waiting === undefined ? this.#write(stream, frame) : this.#hold(stream, frame)) written++
     }
     return written
+  }
+
+  /** Keeps a frame for a stream whose replay has not been written yet; one that waits too long for it is cut off. */
+  #hold (stream: SseStream, frame: string): boolean {
+    if (stream.closed || stream.waiting === undefined) return false
+    if (stream.waiting.length >= MAX_FRAMES_BEFORE_REPLAY) {
+      this.#end(stream, 'slow')
+      return false
+    }
+    stream.waiting.push(frame)
+    return true
   }
 
   publishEventsChanged (userId: string, payload: PayloadOf<EventsChangedMessage>): number {

@@ -66,16 +66,21 @@ const stream: FastifyPluginAsyncTypebox = async (fastify) => {
     const lifetimeMs = typeof exp === 'number' ? exp * 1000 - Date.now() : undefined
     reply.hijack()
     // Headers set by earlier hooks (CORS, security headers) would be lost with the reply taken over.
-    const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders(), lifetimeMs })
+    // What is published to it before the replay waits for it: the replay is the first message.
+    const opened = fastify.sse.open(reply.raw, { userId, sessionHandle: session.getHandle(), headers: reply.getHeaders(), lifetimeMs, replayFirst: true })
     if (opened === undefined) return
 
-    // Replay after the feed position is known, so nothing between the replay and the next poll is lost.
-    const following = await fastify.changeFeed.ready(userId)
-    if (!following) request.log.warn({ userId }, 'stream opened before its change feed could be followed')
-    if (opened.closed) return
-    const [metadata, sync] = await Promise.all([sessionMetadata(userId, request.log), syncMetadata(fastify.syncClient, userId, request.log)])
-    const replay: UserMetadataChangedMessage = { type: 'userMetadataChanged', session: { userId, metadata }, sync }
-    fastify.sse.send(opened, replay)
+    let replay: UserMetadataChangedMessage | undefined
+    try {
+      // Replay after the feed position is known, so nothing between the replay and the next poll is lost.
+      const following = await fastify.changeFeed.ready(userId)
+      if (!following) request.log.warn({ userId }, 'stream opened before its change feed could be followed')
+      if (opened.closed) return
+      const [metadata, sync] = await Promise.all([sessionMetadata(userId, request.log), syncMetadata(fastify.syncClient, userId, request.log)])
+      replay = { type: 'userMetadataChanged', session: { userId, metadata }, sync }
+    } finally {
+      fastify.sse.replay(opened, replay)
+    }
   })
 }
 

@@ -52,6 +52,16 @@ export async function startBrokerApp (t: Test, options: BrokerAppOptions = {}): 
     reply.hijack()
     app.sse.open(reply.raw, { userId, sessionHandle: typeof session === 'string' ? session : undefined })
   })
+  // A stream whose replay comes `?replayAfterMs=` later, as the stream route's does once its reads end.
+  app.get('/replayed', (request, reply) => {
+    const userId = request.headers['x-user']
+    if (typeof userId !== 'string') return reply.code(401).send({ message: 'no user' })
+    const after = Number((request.query as { replayAfterMs?: string }).replayAfterMs ?? 0)
+    reply.hijack()
+    const stream = app.sse.open(reply.raw, { userId, replayFirst: true })
+    if (stream === undefined) return
+    setTimeout(() => { app.sse.replay(stream, { type: 'userMetadataChanged', session: { userId, metadata: {} }, sync: null }) }, after)
+  })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())
   return { app, url: `${address}/stream`, logs }

@@ -30,6 +30,25 @@ test('a stream starts with the SSE headers and the retry line, and frames are na
   t.same(reader.messages(), [eventsChanged])
 })
 
+test('a stream opened for a replay gets the replay first, then what was published to it while the replay was read', async (t) => {
+  const { app, url } = await startBrokerApp(t)
+  const replayed = url.replace(/\/stream$/, '/replayed?replayAfterMs=300')
+  const reader = await RawSseReader.open(replayed, { 'x-user': userA })
+  t.teardown(() => reader.close())
+  await eventually(() => app.sse.streamsOf(userA) === 1)
+  t.equal(app.sse.publish(userA, eventsChanged), 1, 'published before the replay: kept for the stream')
+  await reader.untilMessages(2)
+  t.same(reader.messages().map((message) => (message as { type: string }).type), ['userMetadataChanged', 'eventsChanged'])
+
+  // One that waits for its replay past the bound is cut off; its client reconnects.
+  const slow = await RawSseReader.open(url.replace(/\/stream$/, '/replayed?replayAfterMs=60000'), { 'x-user': userB })
+  t.teardown(() => slow.close())
+  await eventually(() => app.sse.streamsOf(userB) === 1)
+  for (let message = 0; message < 65; message++) app.sse.publish(userB, eventsChanged)
+  await eventually(() => app.sse.streamsOf(userB) === 0)
+  t.same(slow.messages(), [], 'nothing was written before the replay')
+})
+
 test('every named publish operation writes a schema-valid message event that EventSource receives', async (t) => {
   const { app, url } = await startBrokerApp(t)
   const source = new EventSource(url, { fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, 'x-user': userA } }) })
