@@ -1,3 +1,5 @@
+import { setBounded } from '../lib/bounded-map.js'
+
 /**
  * The access tokens that code exchanges answered, by the refresh token issued with each, until
  * the new connection's first call takes its own. Without them a new connection's import began
@@ -16,11 +18,7 @@ export class FreshGrants {
   keep (refreshToken: string, accessToken: string, expiresAt: number): void {
     const now = this.#now()
     for (const [key, grant] of this.#grants) if (grant.expiresAt <= now) this.#grants.delete(key)
-    this.#grants.set(refreshToken, { accessToken, expiresAt })
-    if (this.#grants.size > FRESH_GRANTS_KEPT) {
-      const oldest = this.#grants.keys().next().value
-      if (oldest !== undefined) this.#grants.delete(oldest)
-    }
+    setBounded(this.#grants, refreshToken, { accessToken, expiresAt }, FRESH_GRANTS_KEPT)
   }
 
   /** The access token issued with `refreshToken`, once, while it has more than FRESH_GRANT_MARGIN_MS left. */

@@ -26,6 +26,7 @@ import type {
   ProviderPort, ProviderWrite, PullResult, Watch, WatchRequest, WriteResult
 } from '../../lib/providers/port.js'
 import { idTokenIdentity } from '../../lib/providers/id-token.js'
+import { setBounded } from '../../lib/bounded-map.js'
 
 const GOOGLE_CALENDAR_SCOPE = 'https://www.googleapis.com/auth/calendar'
 const SCOPES = ['openid', 'email', GOOGLE_CALENDAR_SCOPE]
@@ -416,11 +417,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
     if (cached?.refreshToken !== refreshToken) {
       const fresh = this.#freshGrants.take(refreshToken)
       cached = { refreshToken, client: this.#oauthClient({ refresh_token: refreshToken, ...(fresh === undefined ? {} : { access_token: fresh.accessToken, expiry_date: fresh.expiresAt }) }) }
-      this.#clients.set(context.connectionId, cached)
-      if (this.#clients.size > CLIENT_CACHE_SIZE) {
-        const oldest = this.#clients.keys().next().value
-        if (oldest !== undefined) this.#clients.delete(oldest)
-      }
+      setBounded(this.#clients, context.connectionId, cached, CLIENT_CACHE_SIZE)
     }
     return calendar({
       version: 'v3',

@@ -18,6 +18,7 @@ import { takePagesReadingAhead } from '../read-ahead.js'
 import { CONSENT_SCOPES, MicrosoftGraph, type MicrosoftGraphOptions } from './graph.js'
 import { MicrosoftSeriesReader, type GraphPage, type SeriesPrefetch, type SeriesRead } from './series-reader.js'
 import { MicrosoftWriter } from './writes.js'
+import { setBounded } from '../../lib/bounded-map.js'
 
 /**
  * Series read at once while a page is mapped. Outlook serves 4 concurrent requests per app and
@@ -230,11 +231,7 @@ export class MicrosoftCalendarAdapter implements ProviderPort {
       return kept === undefined || this.#now().getTime() - kept.at > IMPORT_MEMORY_MS ? undefined : { reuse: kept.series, range: span }
     }
     const learnt = new Map<string, SeriesRead>()
-    this.#importMemory.set(key, { at: this.#now().getTime(), series: learnt })
-    if (this.#importMemory.size > IMPORT_MEMORY_SIZE) {
-      const oldest = this.#importMemory.keys().next().value
-      if (oldest !== undefined) this.#importMemory.delete(oldest)
-    }
+    setBounded(this.#importMemory, key, { at: this.#now().getTime(), series: learnt }, IMPORT_MEMORY_SIZE)
     return { learnt, range: span }
   }
 

@@ -5,6 +5,7 @@ import { classifyFailure, type GraphFailure, type MicrosoftFailureKind } from '.
 import { ProviderAuthorizationRevokedError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { microsoftFetch } from '../buffered-fetch.js'
 import { FreshGrants } from '../fresh-grants.js'
+import { setBounded } from '../../lib/bounded-map.js'
 
 /** The scopes asked for at consent (here and at a Microsoft sign-in). */
 export const CONSENT_SCOPES = MICROSOFT_SCOPES
@@ -147,11 +148,7 @@ export class MicrosoftGraph {
   }
 
   #remember (connectionId: string, token: { refreshToken: string, accessToken: string, expiresAt: number }): void {
-    this.#tokens.set(connectionId, token)
-    if (this.#tokens.size > CLIENT_CACHE_SIZE) {
-      const oldest = this.#tokens.keys().next().value
-      if (oldest !== undefined) this.#tokens.delete(oldest)
-    }
+    setBounded(this.#tokens, connectionId, token, CLIENT_CACHE_SIZE)
   }
 
   /**

@@ -5,6 +5,7 @@ import {
 } from '../../lib/providers/microsoft-series.js'
 import { ProviderNotFoundError, type ProviderCalendar, type ProviderContext } from '../../lib/providers/port.js'
 import type { MicrosoftGraph } from './graph.js'
+import { setBounded } from '../../lib/bounded-map.js'
 
 export interface GraphPage {
   value?: GraphEvent[]
@@ -71,11 +72,7 @@ export class MicrosoftSeriesReader {
 
   remember (id: string, seriesId: string): void {
     this.#seen.delete(id)
-    this.#seen.set(id, seriesId)
-    if (this.#seen.size > SEEN_IDS_SIZE) {
-      const oldest = this.#seen.keys().next().value
-      if (oldest !== undefined) this.#seen.delete(oldest)
-    }
+    setBounded(this.#seen, id, seriesId, SEEN_IDS_SIZE)
   }
 
   /** The ids of the calendar's series masters (`/events` lists single events and masters, not occurrences). */
