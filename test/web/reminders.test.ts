@@ -57,6 +57,10 @@ test('reminders as browser notifications, and the form\'s reminders field', asyn
     t.match(all[0], { title: 'Call the dentist', body: new RegExp(`^In 1 (minute|minutes), at ${time} · Phone$`) })
     await page.waitForTimeout(3000)
     t.equal((await shown(page)).length + (await shown(second)).length, 1, 'and no second one from the other tab')
+    // The other tab's copy of local storage learns of the record a moment after it is written: the
+    // showing tab keeps its claim while the reminder is due, so the other cannot take it meanwhile.
+    const held = await second.evaluate<string[]>('navigator.locks.query().then((state) => state.held.map((lock) => lock.name))')
+    t.ok(held.some((name) => name.startsWith('calendar-reminder:')), 'the claim on the reminder is still held')
   })
 
   await t.test('the form sets reminders: presets, custom minutes, at most five; saved and read back', async (t) => {

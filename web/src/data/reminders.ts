@@ -2,8 +2,8 @@
 // weeks are read from the current calendar (the account's or the browser's) when the tab starts,
 // whenever a shown range of events changes (a write, the stream, a refresh) and every 15 minutes;
 // one timer waits for the next reminder. Each reminder is shown by one tab only: a Web Lock named
-// after it is taken without waiting, and the tab holding it records it as shown in local storage,
-// where a tab coming later finds it. The permission is asked only from a click (ReminderFields).
+// after it is taken without waiting and held while the reminder is due, and the tab holding it
+// records it as shown in local storage, where a tab coming later finds it. The permission is asked only from a click (ReminderFields).
 import { api } from './api.js'
 import { currentSource, queryClient, userZone } from './calendar.js'
 import { calendarDefaults } from './calendars.js'
@@ -73,8 +73,14 @@ async function show (reminder: DueReminder): Promise<void> {
     claim()
     return
   }
-  // The tab that holds the lock shows it; a tab that finds it held, or shown, leaves it.
-  await locks.request(`calendar-reminder:${reminder.key}`, { ifAvailable: true }, async (lock) => { if (lock !== null) claim() })
+  // The tab that holds the lock shows it; a tab that finds it held, or shown, leaves it. The lock
+  // is kept until no tab would show the reminder any more: another tab's copy of local storage
+  // learns of the record a moment later, and a lock let go at once would let it show a second one.
+  await locks.request(`calendar-reminder:${reminder.key}`, { ifAvailable: true }, async (lock) => {
+    if (lock === null) return
+    claim()
+    await new Promise((resolve) => setTimeout(resolve, Math.max(reminder.at + LATE_GRACE_MS - Date.now(), 0)))
+  })
 }
 
 function plan (): void {
