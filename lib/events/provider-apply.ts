@@ -5,6 +5,7 @@ import { dateMillis, eventDateTime, eventInstant, formatEventDate, timedMillis }
 import { isoInZone } from '../zone-offsets.js'
 import { eventContentOf } from './change-reports.js'
 import { sameReminders } from './reminders.js'
+import { compileSeries, excludesOccurrenceAt, RecurrenceRuleError, type CompiledSeries } from './recurrence.js'
 
 // How a page of a provider calendar's events becomes the user's own data (docs/design.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -31,7 +32,8 @@ export interface ProviderApplyInput {
   /**
    * Stored edits (changed or cancelled occurrences) of the series this batch's exceptions belong
    * to, so an exception finds the edit of its occurrence by series and original start even when
-   * the edit has no provider id yet (it was made here).
+   * the edit has no provider id yet (it was made here); and of the stored series whose new
+   * version excludes occurrences (EXDATE), so an edit of an occurrence cancelled there goes.
    */
   edits: EventRecord[]
   /** The user's deletions here of events this batch names (by our id, provider id or series). */
@@ -114,6 +116,35 @@ const UNKNOWN_TIME = new Date(0).toISOString()
 function changedHereSince (existing: ProviderRecord, item: ProviderEvent): boolean {
   if (item.status === 'cancelled' && item.updated === UNKNOWN_TIME) return existing.providerUpdated !== undefined && existing.lastUpdated > existing.providerUpdated
   return existing.lastUpdated > item.updated
+}
+
+function compiledOrNull (record: EventRecord): CompiledSeries | null {
+  const rule = record.recurrence?.rule
+  if (rule === undefined) return null
+  try {
+    return compileSeries({ ...record, rule })
+  } catch (error) {
+    if (error instanceof RecurrenceRuleError) return null
+    throw error
+  }
+}
+
+/**
+ * The edits here of occurrences that a provider's new version of their series newly excludes: an
+ * EXDATE is how another CalDAV client cancels an occurrence, its override going with it. An edit
+ * changed here after that version stays (its write to the provider brings the occurrence back).
+ */
+function editsExcludedBy (before: ProviderRecord, after: ProviderRecord, edits: EventRecord[]): string[] {
+  if (after.recurrence?.rule?.some((line) => line.startsWith('EXDATE')) !== true) return []
+  const ofSeries = edits.filter((edit) => edit.recurrence?.eventId === before._id && edit.status !== 'cancelled' &&
+    edit.originalStartDate !== undefined && edit.lastUpdated <= after.lastUpdated)
+  if (ofSeries.length === 0) return []
+  const [now, was] = [compiledOrNull(after), compiledOrNull(before)]
+  if (now === null) return []
+  return ofSeries.filter((edit) => {
+    const at = eventInstant(edit.originalStartDate as string, before.isAllDay, before.timeZone)
+    return excludesOccurrenceAt(now, at) && (was === null || !excludesOccurrenceAt(was, at))
+  }).map((edit) => edit._id)
 }
 
 function emptyCounts (): ProviderEventBatchResult {
@@ -257,7 +288,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     // An occurrence is one per series and original start: an edit made here (or linked to another
     // provider id before) is that occurrence, and the provider's exception updates it.
     const existing = known ?? editsByOccurrence.get(editKey(master._id, originalStartDate, master.isAllDay, master.timeZone))
-    if (known === undefined && existing !== undefined && existing.lastUpdated > item.updated) {
+    if (known === undefined && existing !== undefined && changedHereSince(existing, item)) {
       counts.superseded++
       return
     }
@@ -279,7 +310,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     // series would replace the series with one occurrence.
     const isException = item.recurringEventId !== undefined
     if (linkedEvent !== undefined && isException && linkedEvent.recurrence?.eventId !== undefined && !byProviderId.has(item.providerEventId)) {
-      if (linkedEvent.lastUpdated > item.updated) counts.superseded++
+      if (changedHereSince(linkedEvent as ProviderRecord, item)) counts.superseded++
       else applyException(item, linkedEvent as ProviderRecord, item.recurringEventId as string)
       continue
     }
@@ -328,6 +359,12 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     }
     const record = recordFor(item, existing, item.content, item.content.recurrence === undefined ? {} : { recurrence: { rule: item.content.recurrence } })
     put(item, record, existing)
+    if (existing?.recurrence?.rule !== undefined && byProviderId.get(item.providerEventId) !== existing) {
+      for (const eventId of editsExcludedBy(existing, record, input.edits)) {
+        writes.push({ kind: 'delete', eventId })
+        counts.deleted++
+      }
+    }
   }
 
   // Exceptions that waited for a master this page brought are linked to it now.

@@ -242,12 +242,22 @@ export function seriesEnd (series: CompiledSeries): Date | null {
   return occurrenceFromFloating(series, start).end
 }
 
-/** Whether `originalStartDate` is one of the series' occurrences. */
-export function hasOccurrenceAt (series: CompiledSeries, originalStart: Date): boolean {
-  const wallClock = DateTime.fromJSDate(originalStart).setZone(series.shape.timeZone)
-  const floating = series.shape.isAllDay
+/** An instant as the series' rule counts it: its wall time in the series' zone (its day, all day). */
+function floatingOf (series: CompiledSeries, instant: Date): Date {
+  const wallClock = DateTime.fromJSDate(instant).setZone(series.shape.timeZone)
+  return series.shape.isAllDay
     ? new Date(Date.UTC(wallClock.year, wallClock.month - 1, wallClock.day))
     : toFloating(wallClock)
+}
+
+/** Whether the series' EXDATEs exclude the occurrence that begins at `originalStart`. */
+export function excludesOccurrenceAt (series: CompiledSeries, originalStart: Date): boolean {
+  return series.excluded.has(floatingOf(series, originalStart).getTime())
+}
+
+/** Whether `originalStartDate` is one of the series' occurrences. */
+export function hasOccurrenceAt (series: CompiledSeries, originalStart: Date): boolean {
+  const floating = floatingOf(series, originalStart)
   if (series.excluded.has(floating.getTime())) return false
   let found = false
   matchesBetween(series, floating, floating, (match) => {

@@ -451,5 +451,9 @@ export const DELETION_RACES: Command[][] = [
  */
 export const EDIT_RACES: Command[][] = [
   [new CreateHere(true, 0, 8), new EditOccurrenceHere(0, 1)],
-  [new CreateHere(true, 0, 8), new EditFollowingHere(0, 1), new EditOccurrenceHere(1, 1)]
+  [new CreateHere(true, 0, 8), new EditFollowingHere(0, 1), new EditOccurrenceHere(1, 1)],
+  // Found at Google (seed -940592739): an occurrence renamed here, later cancelled there. Google
+  // dates no deletion, and the rename here won against it for good: the occurrence stayed here,
+  // under a title neither side held any more.
+  [new CreateHere(true, 2, 16), new EditOccurrenceHere(2, 4), new CreateHere(false, 3, 14), new EditTitleThere(4), new EditTitleHere(6), new CancelOccurrenceThere(6, 4)]
 ]

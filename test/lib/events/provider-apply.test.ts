@@ -131,3 +131,84 @@ test('an own edit folded with the provider\'s newer copy of the occurrence keeps
   const coloured: ProviderRecord = { ...graphs, color: 'banana' }
   t.equal(foldOccurrence([mine, coloured])?.keep.color, 'banana', 'the provider\'s newer colour wins')
 })
+
+test('a deletion the provider gave no time (Google\'s incremental lists) cancels an occurrence edited here, unless it changed here since the provider\'s version', async (t) => {
+  const series = master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York')
+  const original = '2026-07-13T09:00:00-04:00'
+  const edit = (fields: Partial<ProviderRecord>): ProviderRecord => ({
+    ...series,
+    _id: mintEventId(),
+    title: 'Renamed here',
+    startDate: original,
+    endDate: '2026-07-13T10:00:00-04:00',
+    origin: 'compass',
+    lastUpdated: '2026-07-01T12:00:00.000Z',
+    recurrence: { eventId: MASTER_ID },
+    originalStartDate: original,
+    ...fields
+  })
+  const cancellation: ProviderEvent = { providerEventId: 'weekly_20260713T130000Z', updated: new Date(0).toISOString(), status: 'cancelled', recurringEventId: 'weekly', originalStartDate: original }
+  const plan = (occurrence: ProviderRecord, known: boolean) => planProviderBatch({
+    batch: { userId: USER, connectionId: 'connection-1', provider: 'google', calendarId: 'primary', events: [cancellation] },
+    stored: known ? [series, occurrence] : [series],
+    waiting: [],
+    linked: [],
+    edits: known ? [] : [occurrence],
+    mintId: mintEventId
+  })
+
+  // Renamed here, then cancelled at Google before the rename had a provider id of its own.
+  const unlinked = edit({})
+  const applied = plan(unlinked, false)
+  t.same(applied.counts.superseded, 0, 'the cancellation is not counted older than the rename')
+  const written = applied.writes.find((write) => write.kind === 'replace')
+  t.equal(written?.kind === 'replace' ? written.record._id : undefined, unlinked._id, 'the occurrence edited here is the one written')
+  t.equal(written?.kind === 'replace' ? written.record.status : undefined, 'cancelled', 'as cancelled')
+
+  // Known at Google's version of 12:00, renamed here at 13:00: the rename is newer than what Google's deletion removed.
+  const changedSince = edit({ providerEventId: cancellation.providerEventId, providerUpdated: '2026-07-01T12:00:00.000Z', lastUpdated: '2026-07-01T13:00:00.000Z' })
+  t.same(plan(changedSince, true).counts.superseded, 1, 'a change here after the provider\'s version keeps the occurrence')
+  // Known at that version and not changed here since: the deletion is applied.
+  const unchanged = edit({ providerEventId: cancellation.providerEventId, providerUpdated: '2026-07-01T12:00:00.000Z' })
+  t.same(plan(unchanged, true).counts.superseded, 0, 'unchanged here since: cancelled')
+})
+
+test('a series whose new version excludes an occurrence (another client cancelled it there) takes away the edit here of that occurrence, unless it changed here since', async (t) => {
+  const series = { ...master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York'), providerUpdated: '2026-07-01T10:00:00.000Z' }
+  const original = '2026-07-13T09:00:00-04:00'
+  const edit = (lastUpdated: string): ProviderRecord => ({
+    ...series,
+    _id: mintEventId(),
+    title: 'Renamed here',
+    startDate: original,
+    endDate: '2026-07-13T10:00:00-04:00',
+    origin: 'compass',
+    lastUpdated,
+    recurrence: { eventId: MASTER_ID },
+    originalStartDate: original,
+    providerEventId: undefined,
+    providerUpdated: undefined
+  })
+  const plan = (stored: ProviderRecord, occurrence: ProviderRecord, updated: string, rule: string[]) => planProviderBatch({
+    batch: { userId: USER, connectionId: 'connection-1', provider: 'caldav', calendarId: 'primary', events: [{ providerEventId: 'weekly', updated, status: 'confirmed', content: { title: 'Weekly', startDate: series.startDate, endDate: series.endDate, isAllDay: false, timeZone: series.timeZone, recurrence: rule } }] },
+    stored: [stored],
+    waiting: [],
+    linked: [],
+    edits: [occurrence],
+    mintId: mintEventId
+  })
+  const excluding = ['RRULE:FREQ=WEEKLY', 'EXDATE;TZID=America/New_York:20260713T090000']
+
+  const renamed = edit('2026-07-01T11:00:00.000Z')
+  const cancelledThere = plan(series, renamed, '2026-07-01T12:00:00.000Z', excluding)
+  t.ok(cancelledThere.writes.some((write) => write.kind === 'delete' && write.eventId === renamed._id), 'the edit of the excluded occurrence goes')
+  t.equal(cancelledThere.counts.deleted, 1, 'counted deleted')
+
+  const newer = edit('2026-07-01T13:00:00.000Z')
+  t.notOk(plan(series, newer, '2026-07-01T12:00:00.000Z', excluding).writes.some((write) => write.kind === 'delete'), 'an edit changed here after that version stays')
+  const other = plan(series, edit('2026-07-01T11:00:00.000Z'), '2026-07-01T12:00:00.000Z', ['RRULE:FREQ=WEEKLY', 'EXDATE;TZID=America/New_York:20260720T090000'])
+  t.notOk(other.writes.some((write) => write.kind === 'delete'), 'another occurrence excluded: the edit stays')
+  const excludedBefore = { ...series, recurrence: { rule: excluding } }
+  t.notOk(plan(excludedBefore, edit('2026-07-01T11:00:00.000Z'), '2026-07-01T12:00:00.000Z', [...excluding, 'EXDATE;TZID=America/New_York:20260727T090000']).writes.some((write) => write.kind === 'delete'),
+    'an exclusion the series already had is no news: an edit made here at it stays')
+})
