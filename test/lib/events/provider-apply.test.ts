@@ -132,21 +132,27 @@ test('an own edit folded with the provider\'s newer copy of the occurrence keeps
   t.equal(foldOccurrence([mine, coloured])?.keep.color, 'banana', 'the provider\'s newer colour wins')
 })
 
-test('a deletion the provider gave no time (Google\'s incremental lists) cancels an occurrence edited here, unless it changed here since the provider\'s version', async (t) => {
-  const series = master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York')
-  const original = '2026-07-13T09:00:00-04:00'
-  const edit = (fields: Partial<ProviderRecord>): ProviderRecord => ({
-    ...series,
+/** Weekly at 9:00 in New York, and the edit here of its second occurrence (no provider id of its own yet unless given). */
+const NEW_YORK_WEEKLY = master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York')
+const SECOND_WEEK = '2026-07-13T09:00:00-04:00'
+function renamedHere (fields: Partial<ProviderRecord>): ProviderRecord {
+  return {
+    ...NEW_YORK_WEEKLY,
     _id: mintEventId(),
     title: 'Renamed here',
-    startDate: original,
+    startDate: SECOND_WEEK,
     endDate: '2026-07-13T10:00:00-04:00',
     origin: 'compass',
     lastUpdated: '2026-07-01T12:00:00.000Z',
     recurrence: { eventId: MASTER_ID },
-    originalStartDate: original,
+    originalStartDate: SECOND_WEEK,
+    providerEventId: undefined,
     ...fields
-  })
+  }
+}
+
+test('a deletion the provider gave no time (Google\'s incremental lists) cancels an occurrence edited here, unless it changed here since the provider\'s version', async (t) => {
+  const [series, original, edit] = [NEW_YORK_WEEKLY, SECOND_WEEK, renamedHere]
   const cancellation: ProviderEvent = { providerEventId: 'weekly_20260713T130000Z', updated: new Date(0).toISOString(), status: 'cancelled', recurringEventId: 'weekly', originalStartDate: original }
   const plan = (occurrence: ProviderRecord, known: boolean) => planProviderBatch({
     batch: { userId: USER, connectionId: 'connection-1', provider: 'google', calendarId: 'primary', events: [cancellation] },
@@ -174,21 +180,8 @@ test('a deletion the provider gave no time (Google\'s incremental lists) cancels
 })
 
 test('a series whose new version excludes an occurrence (another client cancelled it there) takes away the edit here of that occurrence, unless it changed here since', async (t) => {
-  const series = { ...master('2026-07-06T09:00:00-04:00', '2026-07-06T10:00:00-04:00', 'America/New_York'), providerUpdated: '2026-07-01T10:00:00.000Z' }
-  const original = '2026-07-13T09:00:00-04:00'
-  const edit = (lastUpdated: string): ProviderRecord => ({
-    ...series,
-    _id: mintEventId(),
-    title: 'Renamed here',
-    startDate: original,
-    endDate: '2026-07-13T10:00:00-04:00',
-    origin: 'compass',
-    lastUpdated,
-    recurrence: { eventId: MASTER_ID },
-    originalStartDate: original,
-    providerEventId: undefined,
-    providerUpdated: undefined
-  })
+  const series = { ...NEW_YORK_WEEKLY, providerUpdated: '2026-07-01T10:00:00.000Z' }
+  const edit = (lastUpdated: string): ProviderRecord => renamedHere({ lastUpdated })
   const plan = (stored: ProviderRecord, occurrence: ProviderRecord, updated: string, rule: string[]) => planProviderBatch({
     batch: { userId: USER, connectionId: 'connection-1', provider: 'caldav', calendarId: 'primary', events: [{ providerEventId: 'weekly', updated, status: 'confirmed', content: { title: 'Weekly', startDate: series.startDate, endDate: series.endDate, isAllDay: false, timeZone: series.timeZone, recurrence: rule } }] },
     stored: [stored],
