@@ -197,6 +197,8 @@ test('two backends and two Sync processes over one database: each job once, each
     await waitUntil(() => google.control.listChannels().some((channel) => channel.account === email && channel.state === 'active'), 'the calendar watched', 30_000)
     // Whatever ran after the import (the first pull that makes the connection healthy) is over.
     await streamB.until(() => messages(streamB).some((message) => message.type === 'syncStatusChanged' && message.status === 'healthy'), 30_000)
+    // The healthy status is told while that pull is still being recorded done: it is counted before, not as this change's.
+    await waitUntil(async () => await syncDatabase.collection('jobs').countDocuments({ type: 'pull', status: 'running' }) === 0, 'the pull after the import recorded', 30_000)
     const pullsBefore = jobsDone().filter((line) => line.type === 'pull').length
     google.control.resetCounts()
     proxy.holdCopies = true
