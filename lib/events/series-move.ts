@@ -197,16 +197,17 @@ export function movedExceptions (before: EventRecord, after: EventRecord, except
     const kept = moves || slot === undefined ? rest : { ...rest, providerEventId: slot }
     // An edit keeps its own id; one stored under its occurrence's id (a cancellation) takes the new occurrence's.
     const slotId = occurrenceId(before._id, occurrenceKey(exception.originalStartDate, before.isAllDay, before.timeZone))
-    const fields = followedFields(before, after, exception)
-    const changes = Object.keys(fields).length > 0 || moves || moved.startDate !== exception.startDate || moved.endDate !== exception.endDate
+    const retimed = moves || moved.startDate !== exception.startDate || moved.endDate !== exception.endDate
     const followed: EventRecord = {
       ...kept,
-      ...fields,
+      ...followedFields(before, after, exception),
       ...moved,
       _id: exception._id === slotId ? occurrenceId(after._id, occurrenceKey(moved.originalStartDate, after.isAllDay, after.timeZone)) : exception._id,
-      // One the series' change leaves as it was keeps its time: nothing of it changed here, and a
-      // provider's deletion of it (Google's carry no time) must not count older than this change.
-      lastUpdated: changes ? now.toISOString() : exception.lastUpdated
+      // Only a move is a change of the occurrence's own. Taking the series' new title (or room,
+      // colour, reminders) is not: the provider's copy of the occurrence does the same with the
+      // series, and a change of the occurrence's own there, or its deletion there (Google's carry no
+      // time), must not count older than it.
+      lastUpdated: retimed ? now.toISOString() : exception.lastUpdated
     }
     // A description, location, colour or reminders the series cleared is no field, as a change without it stores it.
     if (followed.description === '') delete followed.description

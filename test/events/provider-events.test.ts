@@ -474,19 +474,22 @@ test('pages that cross a change made here: an echo of our own write, a page read
   })
 })
 
-test('an occurrence renamed at the provider, its series renamed here, then the occurrence deleted there without a time: it goes here too', async (t) => {
+test('occurrences changed at the provider, their series renamed here, then deleted there without a time: they go here too', async (t) => {
   const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'renamed-then-gone')
   const seriesId = 'e'.repeat(24)
   const { rule, shape } = await syncedSeries(t, seriesId, 'gweekly')
   const second = { recurringEventId: 'gweekly', originalStartDate: '2026-05-11T09:00:00+02:00' }
   const renamedThere = item('gweekly_20260511T070000Z', { ...second, updated: new Date().toISOString(), content: { title: 'Renamed there', startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })
-  t.same((await send([renamedThere])).created, 1)
-  // The series' new title does not reach an occurrence that has its own: that occurrence did not change here.
+  const third = { recurringEventId: 'gweekly', originalStartDate: '2026-05-18T09:00:00+02:00' }
+  const movedThere = item('gweekly_20260518T070000Z', { ...third, updated: new Date().toISOString(), content: { title: 'Weekly', startDate: '2026-05-18T11:00:00+02:00', endDate: '2026-05-18T12:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })
+  t.same((await send([renamedThere, movedThere])).created, 2)
+  // The series' new title does not reach the occurrence that has its own, and reaches the moved one: neither is a change of the occurrence's own.
   t.equal((await app.inject({ method: 'PUT', url: `/api/event/${seriesId}`, headers: user.headers, payload: { title: 'Renamed here', ...shape, recurrence: { rule } } })).statusCode, 204)
-  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here', '2026-05-11T09:00:00+02:00 Renamed there', '2026-05-18T09:00:00+02:00 Renamed here'])
-  const gone = await send([item('gweekly_20260511T070000Z', { ...second, status: 'cancelled', updated: new Date(0).toISOString(), content: undefined })])
-  t.equal(gone.superseded, 0, 'not counted older than the rename of its series')
-  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here', '2026-05-18T09:00:00+02:00 Renamed here'])
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here', '2026-05-11T09:00:00+02:00 Renamed there', '2026-05-18T11:00:00+02:00 Renamed here'])
+  const cancelled = (id: string, occurrence: typeof second) => item(id, { ...occurrence, status: 'cancelled', updated: new Date(0).toISOString(), content: undefined })
+  const gone = await send([cancelled('gweekly_20260511T070000Z', second), cancelled('gweekly_20260518T070000Z', third)])
+  t.equal(gone.superseded, 0, 'neither is counted older than the rename of its series')
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here'])
 })
 
 test('pages that bring the same new event at once (an import beside a pull, two Sync processes): each is taken, the event is stored once', async (t) => {
