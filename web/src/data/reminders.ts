@@ -132,11 +132,13 @@ export function wireReminders (): void {
   if (typeof Notification === 'undefined') return
   session.subscribe(() => { read().catch(() => {}) })
   // Any change to a shown range of events, or to the calendars' default reminders, may change a
-  // reminder: read again, once per burst.
+  // reminder: read again, once per burst. A range's first answer is no change: the read at start
+  // (or at sign-in) covers the four weeks ahead already.
   let pending: ReturnType<typeof setTimeout> | null = null
   queryClient.getQueryCache().subscribe((event) => {
     const kind = event.query.queryKey[0]
     if (event.type !== 'updated' || (kind !== 'events' && kind !== 'calendars') || event.action.type !== 'success' || pending !== null) return
+    if (event.query.state.dataUpdateCount <= 1) return
     pending = setTimeout(() => { pending = null; read().catch(() => {}) }, 500)
   })
   setInterval(() => { read().catch(() => {}) }, REREAD_MS)
