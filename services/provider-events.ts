@@ -47,8 +47,8 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
     // The stored edits of the series whose exceptions this page brings, matched by original start,
     // and of the series it brings with exclusions, which may cancel an edited occurrence.
     const excluding = new Set(batch.events.flatMap((item) => item.content?.recurrence?.some((line) => line.startsWith('EXDATE')) === true ? [item.providerEventId] : []))
-    const seriesWithEdits = stored.filter((record) => record.recurrence?.rule !== undefined &&
-      (masterIds.includes(record.providerEventId as string) || excluding.has(record.providerEventId as string))).map((record) => record._id)
+    const named = new Set([...masterIds, ...excluding])
+    const seriesWithEdits = stored.filter((record) => record.recurrence?.rule !== undefined && named.has(record.providerEventId as string)).map((record) => record._id)
     const edits = await store.findEditsOf(batch.userId, seriesWithEdits)
     const plan = planProviderBatch({ batch, stored, waiting, linked, edits, deleted, mintId: mintEventId })
     const supersede = batch.complete === true && batch.generation !== undefined

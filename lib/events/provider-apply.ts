@@ -5,7 +5,8 @@ import { dateMillis, eventDateTime, eventInstant, formatEventDate, timedMillis }
 import { isoInZone } from '../zone-offsets.js'
 import { eventContentOf } from './change-reports.js'
 import { sameReminders } from './reminders.js'
-import { compileSeries, excludesOccurrenceAt, RecurrenceRuleError, type CompiledSeries } from './recurrence.js'
+import { excludesOccurrenceAt } from './recurrence.js'
+import { expandableSeries } from './range.js'
 
 // How a page of a provider calendar's events becomes the user's own data (docs/design.md, "Provider
 // data"): every item is an idempotent upsert by (user, calendarId, providerEventId), so replaying
@@ -118,17 +119,6 @@ function changedHereSince (existing: ProviderRecord, item: ProviderEvent): boole
   return existing.lastUpdated > item.updated
 }
 
-function compiledOrNull (record: EventRecord): CompiledSeries | null {
-  const rule = record.recurrence?.rule
-  if (rule === undefined) return null
-  try {
-    return compileSeries({ ...record, rule })
-  } catch (error) {
-    if (error instanceof RecurrenceRuleError) return null
-    throw error
-  }
-}
-
 /**
  * The edits here of occurrences that a provider's new version of their series newly excludes: an
  * EXDATE is how another CalDAV client cancels an occurrence, its override going with it. An edit
@@ -139,7 +129,7 @@ function editsExcludedBy (before: ProviderRecord, after: ProviderRecord, edits: 
   const ofSeries = edits.filter((edit) => edit.recurrence?.eventId === before._id && edit.status !== 'cancelled' &&
     edit.originalStartDate !== undefined && edit.lastUpdated <= after.lastUpdated)
   if (ofSeries.length === 0) return []
-  const [now, was] = [compiledOrNull(after), compiledOrNull(before)]
+  const [now, was] = [expandableSeries(after), expandableSeries(before)]
   if (now === null) return []
   return ofSeries.filter((edit) => {
     const at = eventInstant(edit.originalStartDate as string, before.isAllDay, before.timeZone)

@@ -3,7 +3,8 @@
 // whenever a shown range of events changes (a write, the stream, a refresh) and every 15 minutes;
 // one timer waits for the next reminder. Each reminder is shown by one tab only: a Web Lock named
 // after it is taken without waiting and held while the reminder is due, and the tab holding it
-// records it as shown in local storage, where a tab coming later finds it. The permission is asked only from a click (ReminderFields).
+// records it as shown in local storage, where a tab coming later finds it. The permission is
+// asked only from a click (ReminderFields).
 import { api } from './api.js'
 import { currentSource, queryClient, userZone } from './calendar.js'
 import { calendarDefaults } from './calendars.js'
