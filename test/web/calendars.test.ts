@@ -73,8 +73,12 @@ test('calendars of a Google account: names, colours, visibility kept, the picker
     await elsewhereList.getByLabel('Family').waitFor({ timeout: 10_000 })
     t.notOk(await elsewhereList.getByLabel('Family').isChecked(), 'hidden on the other device too: kept with the account')
     t.equal(await eventBlock(elsewhere, 'Swim class').count(), 0)
+    // The choice is drawn at once and reaches the account a moment later: the device is closed
+    // only once the server has taken it, as a person would close it after a while.
+    const taken = elsewhere.waitForResponse((response) => response.url().endsWith('/api/calendars/hidden') && response.request().method() === 'PUT')
     await elsewhereList.getByLabel('Family').check()
     await eventBlock(elsewhere, 'Swim class').waitFor()
+    t.equal((await taken).status(), 200, 'the account took the choice')
     t.same(elsewhereErrors.filter((error) => !/status of 401/.test(error)), [], 'no errors on the other device')
     await elsewhere.context().close()
 

@@ -101,6 +101,34 @@ test('an event\'s details before its form', async (t) => {
     await page.keyboard.press('Escape')
     await form.waitFor({ state: 'hidden' })
     t.match(await focusedText(page), /^Planning/, 'Escape on the form: focus back on the event')
+
+    // The dialog's close event comes a task after it closed: a key pressed in between that moved
+    // the focus on (an arrow, Tab) is not undone by it.
+    await page.keyboard.press('Enter')
+    await card.waitFor()
+    await page.evaluate(`(() => {
+      document.querySelector('dialog[open]').close()
+      ;[...document.querySelectorAll('button')].find((button) => button.textContent.trim() === 'Today').focus()
+    })()`)
+    await card.waitFor({ state: 'hidden' })
+    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 100))')
+    t.equal(await focusedText(page), 'Today', 'the focus stays where it was moved after the dialog closed')
+
+    // The browser closes it (a close request), and Enter on the event comes before its close event:
+    // the card opens again and stays.
+    await eventBlock(page, 'Planning').focus()
+    await page.keyboard.press('Enter')
+    await card.waitFor()
+    await page.evaluate(`(async () => {
+      document.querySelector('dialog[open]').close()
+      ;[...document.querySelectorAll('.event-body')].find((block) => block.textContent.includes('Planning')).focus()
+      await Promise.resolve()
+      document.activeElement.click()
+    })()`)
+    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 300))')
+    t.ok(await card.isVisible(), 'the card opened again is still open')
+    await page.keyboard.press('Escape')
+    await card.waitFor({ state: 'hidden' })
   })
 
   await t.test('a double click opens the form directly', async (t) => {
