@@ -70,7 +70,7 @@ export function Dialog (props: { open: boolean, labelledBy: string, onClose: () 
 
   function onKeyDown (press: KeyboardEvent): void {
     const dialog = ref.current
-    if (press.key !== 'Escape' || press.defaultPrevented || dialog === null || !dialog.open) return
+    if (press.key !== 'Escape' || press.isComposing || press.defaultPrevented || dialog === null || !dialog.open) return
     press.preventDefault()
     closeHere(dialog)
     props.onClose()
