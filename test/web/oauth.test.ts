@@ -77,14 +77,19 @@ test('the Sync redirect after a connect: status and cid, one oauth_return for ea
   t.same(parseConnectRedirect('?status=error&cid=zz99&provider=microsoft'), { status: 'error', correlationId: 'zz99', provider: 'microsoft' })
   t.equal(parseConnectRedirect('?status=connected'), null, 'no cid: not a connect redirect')
   t.equal(parseConnectRedirect('?status=<script>&cid=abcd'), null)
-  t.equal(withoutConnectRedirect(`${origin}/day?status=connected&cid=Ab12cd&date=2026-03-02`), '/day?date=2026-03-02')
+  t.equal(withoutConnectRedirect(`${origin}/day?status=connected&cid=Ab12cd&provider=microsoft&intent=connect&date=2026-03-02`), '/day?date=2026-03-02')
 
   const store = memoryStore()
   const now = 1_700_000_000_000
-  savePendingConnect(store, 'reconnect', now)
-  const intent = takePendingConnect(store, now + 5000)
+  savePendingConnect(store, 'reconnect', now, '/week?date=2026-03-02')
+  const { intent, returnPath } = takePendingConnect(store, now + 5000, origin)
   t.equal(intent, 'reconnect', 'the reconnect banner said so before leaving')
-  t.equal(takePendingConnect(store, now), 'connect', 'nothing pending: a plain connect')
+  t.equal(returnPath, '/week?date=2026-03-02', 'back to the page it began on')
+  t.same(takePendingConnect(store, now, origin), { intent: 'connect', returnPath: null }, 'nothing pending: a plain connect, where Sync sent it')
+  savePendingConnect(store, 'connect', now, '//evil.example/day')
+  t.equal(takePendingConnect(store, now, origin).returnPath, '/day', 'a path that leaves the site is not followed')
+  savePendingConnect(store, 'connect', now, '/month')
+  t.same(takePendingConnect(store, now + INTENT_TTL_MS + 1, origin), { intent: 'connect', returnPath: null }, 'a stale one is not followed either')
   t.same(oauthReturnEvent({ status: 'connected', correlationId: 'Ab12cd', provider: 'google' }, intent), {
     event: 'oauth_return',
     properties: { provider: 'google', status: 'connected', intent: 'reconnect', correlationId: 'Ab12cd' }

@@ -17,11 +17,12 @@ import { readAuthEntry, routeOf, type Route } from './lib/auth-params.js'
 
 initSession()
 
+// First: a connect that came back through Sync returns to the page it began on.
+const connectMessage = routeOf(location.href).route === 'callback' ? null : handleConnectRedirect()
 const initialRoute = routeOf(location.href)
 if (initialRoute.redirect !== null) history.replaceState(history.state, '', initialRoute.redirect)
 const entry = readAuthEntry(location.href)
 if (entry.dialog !== null) history.replaceState(history.state, '', entry.cleaned)
-const connectMessage = initialRoute.route === 'callback' ? null : handleConnectRedirect()
 
 let lastStatus = session.get().status
 let lastUser: string | null = null

@@ -155,9 +155,9 @@ async function connectWithCode (params: { code: string, state: string | null, sc
 export function handleConnectRedirect (): string | null {
   const redirect = parseConnectRedirect(location.search)
   if (redirect === null) return null
-  const intent = takePendingConnect(sessionStorage, Date.now())
+  const { intent, returnPath } = takePendingConnect(sessionStorage, Date.now(), location.origin)
   track(oauthReturnEvent(redirect, intent))
   if (redirect.status === 'connected') track(calendarConnectedEvent(redirect, intent))
-  history.replaceState(history.state, '', withoutConnectRedirect(location.href))
+  history.replaceState(history.state, '', returnPath ?? withoutConnectRedirect(location.href))
   return connectRedirectMessage(redirect, intent)
 }

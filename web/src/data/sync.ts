@@ -147,7 +147,7 @@ export function wireFocusRefresh (): () => void {
  */
 export async function beginConnection (body: { provider: 'google' | 'microsoft', intent: ConnectIntent, connectionId?: string }): Promise<void> {
   const answer = await api<{ authorizationUrl: string }>('/auth/connections/begin', { method: 'POST', body })
-  savePendingConnect(sessionStorage, body.intent, Date.now())
+  savePendingConnect(sessionStorage, body.intent, Date.now(), `${location.pathname}${location.search}`)
   location.assign(answer.authorizationUrl)
 }
 

@@ -131,7 +131,7 @@ export function parseConnectRedirect (search: string): ConnectRedirect | null {
 /** The URL without the redirect's parameters, once they are handled. */
 export function withoutConnectRedirect (href: string): string {
   const url = new URL(href)
-  for (const name of ['status', 'cid', 'provider']) url.searchParams.delete(name)
+  for (const name of ['status', 'cid', 'provider', 'intent']) url.searchParams.delete(name)
   return `${url.pathname}${url.search}${url.hash}`
 }
 
@@ -179,16 +179,23 @@ export function newCorrelationId (): string {
 
 const PENDING_CONNECT_KEY = 'pendingConnect'
 
-/** Before leaving for a Sync-started authorization: which kind of connect, so the return can say. */
-export function savePendingConnect (store: KeyValueStore, intent: ConnectIntent, now: number): void {
-  store.setItem(PENDING_CONNECT_KEY, JSON.stringify({ intent, at: now }))
+/**
+ * Before leaving for a Sync-started authorization: which kind of connect, so the return can say,
+ * and the page the person was on (its view and date), which Sync's redirect does not carry.
+ */
+export function savePendingConnect (store: KeyValueStore, intent: ConnectIntent, now: number, returnPath: string): void {
+  store.setItem(PENDING_CONNECT_KEY, JSON.stringify({ intent, at: now, returnPath }))
 }
 
-export function takePendingConnect (store: KeyValueStore, now: number): ConnectIntent {
-  const pending = readJson<{ intent?: unknown, at?: unknown }>(store, PENDING_CONNECT_KEY)
+/** What `savePendingConnect` kept; a plain connect, back where Sync sent the browser, when nothing (or something stale) was. */
+export function takePendingConnect (store: KeyValueStore, now: number, origin: string): { intent: ConnectIntent, returnPath: string | null } {
+  const pending = readJson<{ intent?: unknown, at?: unknown, returnPath?: unknown }>(store, PENDING_CONNECT_KEY)
   store.removeItem(PENDING_CONNECT_KEY)
-  if (pending === null || typeof pending.at !== 'number' || now - pending.at > INTENT_TTL_MS) return 'connect'
-  return pending.intent === 'reconnect' ? 'reconnect' : 'connect'
+  if (pending === null || typeof pending.at !== 'number' || now - pending.at > INTENT_TTL_MS) return { intent: 'connect', returnPath: null }
+  return {
+    intent: pending.intent === 'reconnect' ? 'reconnect' : 'connect',
+    returnPath: pending.returnPath === undefined ? null : safeReturnPath(pending.returnPath, origin)
+  }
 }
 
 // The backend's list (lib/identity-providers.ts, GOOGLE_SCOPES); the web tests hold the two equal.

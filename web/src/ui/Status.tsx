@@ -115,7 +115,9 @@ function useStatusLine (lastKnownAt: number | null): StatusLine {
     brief = text
   } else if (stream === 'open') {
     tone = 'healthy'
-    text = connection === null ? 'Up to date' : `${providerName(connection.provider)} up to date`
+    // With several accounts connected, naming one would say nothing of the others (all are healthy here).
+    const connected = Object.values(view.connections).filter((entry) => entry.status !== 'DISCONNECTED').length
+    text = connection === null ? 'Up to date' : connected > 1 ? 'All calendars up to date' : `${providerName(connection.provider)} up to date`
   } else {
     tone = 'syncing'
     text = 'Connecting for live updates…'
