@@ -12,7 +12,7 @@ import type { DateTime } from 'luxon'
 import ICAL from 'ical.js'
 import { fetchCalendarObjects } from 'tsdav'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { EVENTUALLY_MS, eventBlock, signUpThroughUi } from './ui.js'
+import { EVENTUALLY_MS, connectCalDavThroughUi, eventBlock, signUpThroughUi } from './ui.js'
 import {
   FIRST_DAY, IMPORTED_AFTER_DELETE, IMPORTED_AFTER_RENAME, IMPORTED_AFTER_SPLIT, IMPORTED_WEEKS_AFTER_SPLIT, OCCURRENCE_WINDOW, OWN_AFTER_SPLIT, OWN_WEEKS_AFTER_SPLIT, ZONE,
   createWeeklySeriesInDialog, date, deleteOccurrenceInDialog, occurrencesInBerlin, own, renameInDialog, seenNotSynced, seenWeekByWeek, settledOccurrences, week, writeMarks
@@ -113,13 +113,7 @@ test('a CalDAV calendar in the browser: one occurrence renamed and one deleted, 
   const errors = collectErrors(page)
   const status = page.locator('p.status')
   await signUpThroughUi(page, stack.webUrl, { name: 'Ida', email: uniqueEmail('caldav-series-ui'), password: 'correct horse 1' }, `/day?date=${date(FIRST_DAY)}`)
-  await page.getByRole('button', { name: 'Connect CalDAV calendar' }).click()
-  const connect = page.getByRole('dialog', { name: 'Connect a CalDAV calendar' })
-  await connect.getByLabel('Server address').fill(radicale.url)
-  await connect.getByLabel('User name').fill(USER)
-  await connect.getByLabel('App password').fill(APP_PASSWORD)
-  await connect.getByRole('button', { name: 'Connect' }).click()
-  await connect.waitFor({ state: 'hidden' })
+  await connectCalDavThroughUi(page, { url: radicale.url, user: USER, password: APP_PASSWORD })
   await eventBlock(page, 'Weekly review').waitFor({ timeout: 20_000 })
   await status.filter({ hasText: 'CalDAV calendar up to date' }).waitFor({ timeout: 20_000 })
 

@@ -7,7 +7,7 @@
 import { test } from 'tap'
 import type { DateTime } from 'luxon'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
-import { consent, eventBlock, signUpThroughUi } from './ui.js'
+import { connectCalDavThroughUi, consent, eventBlock, signUpThroughUi } from './ui.js'
 import { FIRST_DAY, OCCURRENCE_WINDOW, ZONE, date, occurrencesInBerlin, renameInDialog, settledOccurrences, week, writeMarks } from './series-ui.js'
 import { defaultMicrosoftCalendar, startFullStack, withMicrosoft } from '../e2e/stack.js'
 import { graphClient } from '../e2e/graph-client.js'
@@ -97,13 +97,7 @@ test('three accounts of different kinds at once: the list, the status line, and 
   // Back on the page it began on, the redirect's parameters gone, as after Google's connect.
   await page.waitForURL(`${stack.webUrl}/day?date=${date(FIRST_DAY)}`)
   await eventBlock(page, outlookSeries.title).waitFor({ timeout: 20_000 })
-  await page.getByRole('button', { name: 'Connect CalDAV calendar' }).click()
-  const connect = page.getByRole('dialog', { name: 'Connect a CalDAV calendar' })
-  await connect.getByLabel('Server address').fill(radicale.url)
-  await connect.getByLabel('User name').fill(CALDAV_USER)
-  await connect.getByLabel('App password').fill(APP_PASSWORD)
-  await connect.getByRole('button', { name: 'Connect' }).click()
-  await connect.waitFor({ state: 'hidden' })
+  await connectCalDavThroughUi(page, { url: radicale.url, user: CALDAV_USER, password: APP_PASSWORD })
   await eventBlock(page, caldavSeries.title).waitFor({ timeout: 20_000 })
 
   await t.test('the list names each calendar beside its box; the status line speaks of all three', async (t) => {

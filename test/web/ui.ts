@@ -26,6 +26,17 @@ export async function consent (page: Page, googleUrl: string, email: string): Pr
   await page.getByRole('button', { name: 'Allow' }).click()
 }
 
+/** Connects a CalDAV account from the toolbar's button and its dialog, and waits for the dialog to close. */
+export async function connectCalDavThroughUi (page: Page, account: { url: string, user: string, password: string }): Promise<void> {
+  await page.getByRole('button', { name: 'Connect CalDAV calendar' }).click()
+  const dialog = page.getByRole('dialog', { name: 'Connect a CalDAV calendar' })
+  await dialog.getByLabel('Server address').fill(account.url)
+  await dialog.getByLabel('User name').fill(account.user)
+  await dialog.getByLabel('App password').fill(account.password)
+  await dialog.getByRole('button', { name: 'Connect' }).click()
+  await dialog.waitFor({ state: 'hidden' })
+}
+
 export async function signInThroughUi (page: Page, user: { email: string, password: string }): Promise<void> {
   const dialog = page.getByRole('dialog', { name: 'Sign in' })
   await dialog.getByLabel('Email').fill(user.email)
