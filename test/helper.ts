@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import fp from 'fastify-plugin'
 import supertokens from 'supertokens-node'
 import EmailVerification from 'supertokens-node/recipe/emailverification'
@@ -220,20 +220,27 @@ function userIdFromAccessToken (token: string): string {
   return (decodeJwt(token) as { sub: string }).sub
 }
 
-async function headerModeAuth (app: FastifyInstance, path: string, fields: Record<string, string>): Promise<SignedIn> {
-  const send = async () => await app.inject({
-    method: 'POST',
-    url: `/api/auth/${path}`,
-    headers: { 'sx-auth-mode': 'header', rid: 'emailpassword' },
-    payload: authFields(fields)
-  })
+/**
+ * Sends a request, and again after the wait a 429's Retry-After names (at most a minute, three
+ * times), as a client would: a long run (a property test's many sequences) meets the backend's
+ * per-address limits, which are right, from its one address.
+ */
+export async function afterRateLimit (send: () => Promise<LightMyRequestResponse>): Promise<LightMyRequestResponse> {
   let response = await send()
-  // A long run of users from one address (a property test's many sequences) meets the per-address
-  // limit: it waits as Retry-After says and asks again, as a client would.
   for (let retries = 0; response.statusCode === 429 && retries < 3; retries++) {
     await new Promise((resolve) => setTimeout(resolve, Math.min(Number(response.headers['retry-after'] ?? 1), 60) * 1000))
     response = await send()
   }
+  return response
+}
+
+async function headerModeAuth (app: FastifyInstance, path: string, fields: Record<string, string>): Promise<SignedIn> {
+  const response = await afterRateLimit(async () => await app.inject({
+    method: 'POST',
+    url: `/api/auth/${path}`,
+    headers: { 'sx-auth-mode': 'header', rid: 'emailpassword' },
+    payload: authFields(fields)
+  }))
   const body = response.json() as { status: string }
   if (response.statusCode !== 200 || body.status !== 'OK') {
     throw new Error(`${path} failed: ${response.statusCode} ${response.body}`)

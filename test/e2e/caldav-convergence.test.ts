@@ -1,7 +1,7 @@
 import tap, { test } from 'tap'
 import ICAL from 'ical.js'
 import { waitFor } from '../processes.js'
-import { signUp, uniqueEmail } from '../helper.js'
+import { afterRateLimit, signUp, uniqueEmail } from '../helper.js'
 import { radicaleMissing, startRadicale, type Radicale } from '../sync/caldav/radicale.js'
 import { caldavFetch } from '../sync/caldav/fetch.js'
 import { startFullStack, type FullStack } from './stack.js'
@@ -56,13 +56,8 @@ async function connect (stack: FullStack, radicale: Radicale, label: string): Pr
   const calendarUrl = `${radicale.url}/${label}/home/`
   const email = uniqueEmail(label)
   const user = { ...await signUp(stack.backend.app, { email, password: `pw-for-${label}-1` }), email, password: `pw-for-${label}-1` }
-  const connect = async () => await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: radicale.url, username: label, password } })
-  let connected = await connect()
-  // A long run (CONVERGENCE_RUNS) connects more than the 30 a minute one server takes: it waits as Retry-After says.
-  for (let retries = 0; connected.statusCode === 429 && retries < 3; retries++) {
-    await new Promise((resolve) => setTimeout(resolve, Math.min(Number(connected.headers['retry-after'] ?? 20), 60) * 1000))
-    connected = await connect()
-  }
+  // A long run (CONVERGENCE_RUNS) connects more than the 30 a minute one server takes.
+  const connected = await afterRateLimit(async () => await stack.backend.app.inject({ method: 'POST', url: '/api/connections/caldav', headers: user.headers, payload: { serverUrl: radicale.url, username: label, password } }))
   if (connected.statusCode !== 200) throw new Error(`connect answered ${connected.statusCode}: ${connected.body}`)
   if (!await waitFor(async () => (await stack.sync.syncConnections.listByUser(user.userId))[0]?.state === 'healthy', 20_000)) throw new Error('the connection never became healthy')
   const utc = (ms: number) => ICAL.Time.fromJSDate(new Date(ms), true)

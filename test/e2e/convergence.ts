@@ -349,7 +349,7 @@ export function runsOf (defaultRuns: number): number {
  * A new user's sign-in, asked again after the wait a 429 names: a long run (CONVERGENCE_RUNS)
  * signs in more users a minute from one address than the limit lets through.
  */
-async function afterRateLimit<T> (act: () => Promise<T>): Promise<T> {
+async function clientAfterRateLimit<T> (act: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await act()
@@ -374,7 +374,7 @@ export async function convergenceSuite (t: Test, options: SuiteOptions): Promise
     sequences++
     const { user, device } = await options.connect(`conv-${options.provider}-${++label}`)
     const client = new CalendarClient({ apiUrl: `${options.stack.backendOrigin}/api` })
-    const signedIn = await afterRateLimit(async () => await client.signIn({ email: user.email, password: user.password }))
+    const signedIn = await clientAfterRateLimit(async () => await client.signIn({ email: user.email, password: user.password }))
     if (signedIn.status !== 'OK') throw new Error(`the client module could not sign in: ${signedIn.status}`)
     const real: Real = { app, user, device, calendarId: await primaryCalendarId(app, user.headers), client }
     const model: Model = { made: [], titles: 0, down: false }

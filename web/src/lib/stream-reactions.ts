@@ -173,9 +173,14 @@ export function unsyncedWritesOf (sync: SyncView): { count: number, providers: s
   }
 }
 
+/** The account's connections still connected. */
+export function liveConnections (sync: SyncView): ConnectionView[] {
+  return Object.values(sync.connections).filter((connection) => connection.status !== 'DISCONNECTED')
+}
+
 /** The connection the status indicator, the reconnect banner and focus refresh speak of. */
 export function primaryConnection (sync: SyncView): ConnectionView | null {
-  const all = Object.values(sync.connections).filter((connection) => connection.status !== 'DISCONNECTED')
+  const all = liveConnections(sync)
   const order: ClientConnectionStatus[] = ['RECONNECT_REQUIRED', 'ATTENTION', 'IMPORTING', 'SYNCING', 'HEALTHY']
   all.sort((a, b) => order.indexOf(a.status) - order.indexOf(b.status))
   return all[0] ?? null

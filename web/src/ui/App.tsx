@@ -26,6 +26,7 @@ import { WEEK_START_DAY } from '../../../lib/preferences.js'
 import { session, signOut } from '../data/session.js'
 import { dismissNotice, notices, notify, useEvents, userZone } from '../data/calendar.js'
 import { refreshCoordinator, syncView } from '../data/sync.js'
+import { liveConnections } from '../lib/stream-reactions.js'
 import { microsoftConnectEnabled, providerEnabled, startConnect, startMicrosoftConnect } from '../data/provider.js'
 import { providerStartFailure } from '../lib/oauth.js'
 import { calendarColors, calendarKeyOf, hiddenCalendars, refreshCalendars, useCalendars } from '../data/calendars.js'
@@ -97,10 +98,10 @@ const calDavDialog = lazyPart(async () => (await import('./CalDavDialog.js')).Ca
 
 export function CalendarApp (props: { view: View, authDialog: AuthDialogKind | null, resetToken: string | null, onNavigate: (path: string) => void }) {
   const state = useStore(session)
-  const connections = Object.values(useStore(syncView).connections)
+  const connections = liveConnections(useStore(syncView))
   // Google's own connect hides once a Google connection exists; a CalDAV account can be added beside it.
-  const googleConnected = connections.some((connection) => connection.provider === 'google' && connection.status !== 'DISCONNECTED')
-  const microsoftConnected = connections.some((connection) => connection.provider === 'microsoft' && connection.status !== 'DISCONNECTED')
+  const googleConnected = connections.some((connection) => connection.provider === 'google')
+  const microsoftConnected = connections.some((connection) => connection.provider === 'microsoft')
   const [anchor, setAnchor] = useState(anchorFromUrl)
   const [dialog, setDialog] = useState<EventDialogState>({ kind: 'closed' })
   const [auth, setAuth] = useState<AuthDialogKind | null>(props.authDialog)

@@ -10,7 +10,7 @@ import { startReconnect, streamStatus, syncView } from '../data/sync.js'
 import { notify, userZone } from '../data/calendar.js'
 import { online, pendingWrites } from '../data/pending.js'
 import { summaryOf } from '../lib/pending-writes.js'
-import { primaryConnection, unsyncedWritesOf, type ConnectionView } from '../lib/stream-reactions.js'
+import { liveConnections, primaryConnection, unsyncedWritesOf, type ConnectionView } from '../lib/stream-reactions.js'
 import { providerName } from '../lib/caldav.js'
 
 function progressText (connection: ConnectionView): string {
@@ -116,8 +116,7 @@ function useStatusLine (lastKnownAt: number | null): StatusLine {
   } else if (stream === 'open') {
     tone = 'healthy'
     // With several accounts connected, naming one would say nothing of the others (all are healthy here).
-    const connected = Object.values(view.connections).filter((entry) => entry.status !== 'DISCONNECTED').length
-    text = connection === null ? 'Up to date' : connected > 1 ? 'All calendars up to date' : `${providerName(connection.provider)} up to date`
+    text = connection === null ? 'Up to date' : liveConnections(view).length > 1 ? 'All calendars up to date' : `${providerName(connection.provider)} up to date`
   } else {
     tone = 'syncing'
     text = 'Connecting for live updates…'
