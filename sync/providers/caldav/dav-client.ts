@@ -150,6 +150,8 @@ export class CalDavClient {
     const principalBody = `<d:propfind ${DAV_NAMESPACES}><d:prop><d:current-user-principal/></d:prop></d:propfind>`
     let principal: string | null = null
     let pinned = context
+    // Why the last start found nothing (an address refused, an answer too large, no answer), for the operator's log.
+    let failure: unknown = null
     const starts = [
       async () => await this.#wellKnown(context, server, principalBody),
       async () => ({ context, url: server.toString(), responses: await this.request(context, server.toString(), 'PROPFIND', '0', principalBody) })
@@ -166,9 +168,12 @@ export class CalDavClient {
         }
       } catch (error) {
         if (error instanceof ProviderAuthorizationRevokedError) throw error
+        failure = error
       }
     }
-    if (principal === null) throw new CalDavDiscoveryError('the server names no current-user-principal')
+    if (principal === null) {
+      throw new CalDavDiscoveryError(`the server names no current-user-principal${failure instanceof Error ? ` (${failure.message})` : ''}`)
+    }
     const [response] = await this.request(pinned, principal, 'PROPFIND', '0', `<d:propfind ${DAV_NAMESPACES}><d:prop><c:calendar-home-set/></d:prop></d:propfind>`)
     const home = response === undefined ? null : hrefOf(propsOf(response)['calendarHomeSet'])
     if (home === null) throw new CalDavDiscoveryError('the principal names no calendar-home-set')

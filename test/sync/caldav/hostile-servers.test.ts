@@ -81,6 +81,10 @@ test('addresses Sync must not reach for a user: every spelling of loopback, priv
     t.same(await sync.app.syncConnections.listByUser(answer.userId), [], `${serverUrl}: nothing stored`)
   }
   t.equal(dav.requests.length, 0, 'the listener on loopback received nothing')
+  const reasons = sync.logs.filter((line) => line['msg'] === 'CalDAV connect failed').map((line) => String(line['reason']))
+  t.equal(reasons.length, spellings.length)
+  t.ok(reasons.every((reason) => /AddressRefusedError/.test(reason)), 'the operator\'s log says the address was refused, not that the server lacked CalDAV')
+  t.notOk(reasons.some((reason) => reason.includes('the-users-app-password')), 'and never the password')
 
   const allowed = await sync.connect(`${dav.url}/`)
   t.equal(allowed.statusCode, 200, 'the host the operator allows by name is reached')
@@ -120,6 +124,7 @@ test('an answer past the limit fails the connect at once, and so does a flood of
   const huge = await startHostileDav(t, { hugeHome: 50 * 1024 * 1024 })
   const answer = await sync.connect(`${huge.url}/`)
   t.equal(answer.statusCode, 422)
+  t.match(String(sync.logs.find((line) => line['msg'] === 'CalDAV connect failed')?.['reason']), /ProviderAnswerTooLargeError/, 'the operator\'s log says the answer was too large')
   t.same(await sync.app.syncConnections.listByUser(answer.userId), [])
   const flood = await startHostileDav(t, { floodHome: 2_000_000 })
   t.equal((await sync.connect(`${flood.url}/`)).statusCode, 422, 'many tiny elements are bytes too')
