@@ -3,7 +3,7 @@ import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchRes
 import { planProviderBatch } from '../lib/events/provider-apply.js'
 import { mintEventId } from '../lib/events/ids.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS } from '../stores/database.js'
-import type { EventStore } from '../stores/events.js'
+import { ProviderPageStaleError, type EventStore } from '../stores/events.js'
 import type { UserStore } from '../stores/users.js'
 
 export interface ProviderEvents {
@@ -14,7 +14,7 @@ export interface ProviderEvents {
   setWriteState: (state: ProviderWriteState) => Promise<boolean>
 }
 
-/** How often a page is planned again when another page stored one of its new events first. */
+/** How often a page is planned, when another page or the person changed its events between its read and its write. */
 const PAGE_PLAN_ATTEMPTS = 3
 
 // What the Sync service learns from providers reaches the user's calendar here. Sync then appends
@@ -26,8 +26,9 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
         return await applyOnce(batch, log)
       } catch (error) {
         // Another page brought the same new event meanwhile (an import beside a pull, two Sync
-        // processes) and stored it first: planned again, this page finds it stored.
-        if (!isDuplicateKeyError(error) || attempt === PAGE_PLAN_ATTEMPTS) throw error
+        // processes) and stored it first, or the person or another page changed one of its events
+        // since it was read: planned again, this page finds them as they are now.
+        if (!(isDuplicateKeyError(error) || error instanceof ProviderPageStaleError) || attempt === PAGE_PLAN_ATTEMPTS) throw error
       }
     }
   }

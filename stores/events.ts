@@ -56,6 +56,13 @@ const SEARCH_PROJECTION = { endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0, sea
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
+/** A page of provider changes met events changed since it read them: planned again, it weighs those changes. */
+export class ProviderPageStaleError extends Error {
+  constructor () {
+    super('a provider page met events changed since it read them')
+    this.name = 'ProviderPageStaleError'
+  }
+}
 
 function stored (event: ProviderRecord): StoredEvent {
   return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
@@ -152,27 +159,45 @@ export class EventStore {
 
   /**
    * Carries out a page of provider changes as one bulk write. These are the provider's changes,
-   * not the user's: nothing is reported back to Sync. `supersede` (the last page of an import)
-   * then removes the calendar's provider events that the import did not write.
+   * not the user's: nothing is reported back to Sync. A write planned on a version of an event
+   * that is no longer stored (changed here meanwhile, or by another page) changes nothing, and
+   * the page is refused with ProviderPageStaleError once the rest is written, to be planned again.
+   * `supersede` (the last page of an import) then removes the calendar's provider events that the
+   * import did not write.
    */
   async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
-    const operations = writes.map((write): AnyBulkWriteOperation<StoredEvent> => {
+    const versioned = (eventId: string, ifLastUpdated: string | undefined) => ({ _id: storageKey(userId, eventId), ...(ifLastUpdated === undefined ? {} : { lastUpdated: ifLastUpdated }) })
+    const expected = { matched: 0, deleted: 0 }
+    const operations: Array<AnyBulkWriteOperation<StoredEvent>> = []
+    // A series' occurrences go after the bulk write, so its count of deletions is the single events'.
+    const seriesGone: string[] = []
+    for (const write of writes) {
       switch (write.kind) {
         case 'insert':
-          return { insertOne: { document: stored(write.record) } }
+          operations.push({ insertOne: { document: stored(write.record) } })
+          break
         case 'replace':
-          return { replaceOne: { filter: { _id: storageKey(userId, write.record._id) }, replacement: stored(write.record) } }
+          operations.push({ replaceOne: { filter: versioned(write.record._id, write.ifLastUpdated), replacement: stored(write.record) } })
+          expected.matched++
+          break
         case 'touch':
-          return { updateOne: { filter: { _id: storageKey(userId, write.eventId) }, update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } }
+          operations.push({ updateOne: { filter: versioned(write.eventId, write.ifLastUpdated), update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } })
+          expected.matched++
+          break
         case 'delete':
-          return { deleteOne: { filter: { _id: storageKey(userId, write.eventId) } } }
+          operations.push({ deleteOne: { filter: versioned(write.eventId, write.ifLastUpdated) } })
+          expected.deleted++
+          break
         case 'deleteInstances':
-          return { deleteMany: { filter: { user: userId, 'recurrence.eventId': write.seriesId } } }
+          seriesGone.push(write.seriesId)
+          break
         default:
           throw new Error(`unknown provider write: ${JSON.stringify(write satisfies never)}`)
       }
-    })
-    if (operations.length > 0) await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
+    }
+    const done = operations.length === 0 ? null : await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
+    if (seriesGone.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: seriesGone } }), PROVIDER_PAGE_DEADLINE_MS)
+    if (done !== null && (done.matchedCount < expected.matched || done.deletedCount < expected.deleted)) throw new ProviderPageStaleError()
     if (supersede === undefined) return 0
     const gone = await withDatabaseDeadline(async () => await this.events.deleteMany({
       user: userId,

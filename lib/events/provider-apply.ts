@@ -14,12 +14,17 @@ import { expandableSeries } from './range.js'
 // cancelled exception takes its content from the master; the backend's own later change of an
 // event wins over an older provider item; and nothing here is reported back to Sync.
 
+/**
+ * `ifLastUpdated`: the stored event's version the plan was made on. The write applies only while
+ * the event is still that version: a change made here (or by another page) after the page read it
+ * was not weighed by the plan, and the page is planned again (services/provider-events.ts).
+ */
 export type ProviderWrite =
   | { kind: 'insert', record: ProviderRecord }
-  | { kind: 'replace', record: ProviderRecord }
+  | { kind: 'replace', record: ProviderRecord, ifLastUpdated?: string }
   /** Provider bookkeeping only: the event as the user sees it does not change. `agreed`: the provider's copy shows the change made here. */
-  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string }, agreed?: true }
-  | { kind: 'delete', eventId: string }
+  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string }, agreed?: true, ifLastUpdated?: string }
+  | { kind: 'delete', eventId: string, ifLastUpdated?: string }
   | { kind: 'deleteInstances', seriesId: string }
 
 export interface ProviderApplyInput {
@@ -148,6 +153,15 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const rejections: ProviderApplyPlan['rejections'] = []
   const skippedExpansions: ProviderApplyPlan['skippedExpansions'] = []
   const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
+  // The version of each stored event as this plan read it. Only a page's first write of an event
+  // is guarded: its later writes follow that one in the same ordered bulk write.
+  const versionsRead = new Map([...input.stored, ...input.waiting, ...input.linked, ...input.edits].map((record) => [record._id, record.lastUpdated]))
+  const asRead = (eventId: string): { ifLastUpdated?: string } => {
+    const version = versionsRead.get(eventId)
+    if (version === undefined) return {}
+    versionsRead.delete(eventId)
+    return { ifLastUpdated: version }
+  }
   const linkedById = new Map(input.linked.map((record) => [record._id, record]))
   const editKey = (seriesId: string, originalStartDate: string, isAllDay: boolean, timeZone: string): string =>
     `${seriesId}|${eventInstant(originalStartDate, isAllDay, timeZone).getTime()}`
@@ -244,14 +258,14 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       const set = bookkeeping(item)
       const agreed = existing.providerBase !== undefined
       if (agreed || (Object.keys(set) as Array<keyof ProviderFields>).some((key) => existing[key] !== set[key])) {
-        writes.push({ kind: 'touch', eventId: existing._id, set, ...(agreed ? { agreed } : {}) })
+        writes.push({ kind: 'touch', eventId: existing._id, set, ...(agreed ? { agreed } : {}), ...asRead(existing._id) })
       }
       counts.unchanged++
       return
     }
     // A mark of a change not at the provider stays until Sync clears it, so the event and the status line's count agree.
     const mark = existing.syncIssue === undefined ? {} : { syncIssue: existing.syncIssue }
-    writes.push({ kind: 'replace', record: { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated } })
+    writes.push({ kind: 'replace', record: { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated }, ...asRead(existing._id) })
     if (record.waitingForSeries !== undefined) counts.waiting++
     else counts.updated++
   }
@@ -310,13 +324,13 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       // The provider's copy of our own event, read before it named our event (Graph's delta between
       // our insert and Sync's record of it), was imported as an event of its own: ours takes the
       // provider's identity below and the copy goes.
-      writes.push({ kind: 'delete', eventId: copy._id })
+      writes.push({ kind: 'delete', eventId: copy._id, ...asRead(copy._id) })
       byProviderId.delete(item.providerEventId)
       counts.deleted++
     }
     if (linkedEvent !== undefined && !isException && !byProviderId.has(item.providerEventId)) {
       // The backend's own event, now also at the provider: it gains the provider's identity.
-      writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId } })
+      writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId }, ...asRead(linkedEvent._id) })
       byProviderId.set(item.providerEventId, { ...linkedEvent, calendarId: batch.calendarId, providerEventId: item.providerEventId })
       counts.unchanged++
       continue
@@ -332,7 +346,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     }
     if (item.status === 'cancelled') {
       if (existing !== undefined) {
-        writes.push({ kind: 'delete', eventId: existing._id })
+        writes.push({ kind: 'delete', eventId: existing._id, ...asRead(existing._id) })
         if (existing.recurrence?.rule !== undefined) writes.push({ kind: 'deleteInstances', seriesId: existing._id })
         byProviderId.delete(item.providerEventId)
         masters.delete(item.providerEventId)
@@ -351,7 +365,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     put(item, record, existing)
     if (existing?.recurrence?.rule !== undefined && byProviderId.get(item.providerEventId) !== existing) {
       for (const eventId of editsExcludedBy(existing, record, input.edits)) {
-        writes.push({ kind: 'delete', eventId })
+        writes.push({ kind: 'delete', eventId, ...asRead(eventId) })
         counts.deleted++
       }
     }

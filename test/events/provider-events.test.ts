@@ -25,11 +25,11 @@ async function newUserWithPages (t: Test, label: string) {
   const deps = await startDependencies(t, { replicaSet: true })
   const { app, config } = await buildApp(t, deps)
   const user = await signUp(app, { email: uniqueEmail(label), password: `pw-for-${label}-1` })
-  const send = async (events: ProviderEvent[]) => (await app.inject({
+  const send = async (events: ProviderEvent[], provider: ProviderEventBatch['provider'] = 'google') => (await app.inject({
     method: 'POST',
     url: BACKEND_INTERNAL_PATHS.providerEvents,
     headers: { authorization: `Bearer ${config.backend.serviceToken}` },
-    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+    payload: { userId: user.userId, connectionId: CONNECTION, provider, calendarId: CALENDAR, events }
   })).json<ProviderEventBatchResult>()
   const titles = async () => ((await app.inject({ method: 'GET', url: '/api/event?start=2026-05-01T00:00:00Z&end=2026-06-01T00:00:00Z', headers: user.headers })).json() as Array<{ title: string, startDate: string }>)
     .map((event) => `${event.startDate} ${event.title}`)
@@ -490,6 +490,43 @@ test('occurrences changed at the provider, their series renamed here, then delet
   const gone = await send([cancelled('gweekly_20260511T070000Z', second), cancelled('gweekly_20260518T070000Z', third)])
   t.equal(gone.superseded, 0, 'neither is counted older than the rename of its series')
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here'])
+})
+
+test('a page that read an event before the person changed it, and writes after: planned again, the change made here stays', async (t) => {
+  const { app, user, send } = await newUserWithPages(t, 'stale-page')
+  const review = 'f'.repeat(24)
+  const times = { startDate: '2026-05-06T10:00:00Z', endDate: '2026-05-06T11:00:00Z', timeZone: 'Europe/Berlin' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: review, title: 'Review', ...times, color: 'basil' } })).statusCode, 204)
+  const graphCopy = (title: string, updated: string) => item('outlook-review', { eventId: review, updated, content: { title, ...times, isAllDay: false } })
+  t.same((await send([graphCopy('Review', new Date().toISOString())], 'microsoft')).unchanged, 1, 'Sync\'s write of it links it')
+  const shown = async () => (await app.inject({ method: 'GET', url: `/api/event/${review}`, headers: user.headers })).json<{ title: string, color?: string }>()
+  const store = app.eventStore
+  const findByProviderIds = store.findByProviderIds.bind(store)
+  const meanwhile = (change: () => Promise<void>) => {
+    store.findByProviderIds = async (...args) => {
+      const seen = await findByProviderIds(...args)
+      store.findByProviderIds = findByProviderIds
+      await change()
+      return seen
+    }
+  }
+
+  // Renamed at Outlook, then read by a pull; the person picks a colour here before the pull's page is written.
+  const renamedThere = new Date().toISOString()
+  meanwhile(async () => {
+    t.equal((await app.inject({ method: 'PUT', url: `/api/event/${review}`, headers: user.headers, payload: { title: 'Review', ...times, color: 'tomato' } })).statusCode, 204, 'the person\'s edit')
+  })
+  const answer = await send([graphCopy('Review (renamed there)', renamedThere)], 'microsoft')
+  t.match(answer, { superseded: 1, updated: 0 }, 'the page, planned again, finds the newer change made here')
+  t.match(await shown(), { title: 'Review', color: 'tomato' }, 'the colour chosen here stays (Graph has none to give it back), and the title is the newer change\'s')
+
+  // Two pages of the provider's versions, the older one read first and written last.
+  const [older, newer] = [60_000, 120_000].map((ahead) => new Date(Date.now() + ahead).toISOString()) as [string, string]
+  meanwhile(async () => {
+    t.match(await send([graphCopy('Review (newer)', newer)], 'microsoft'), { updated: 1 }, 'the newer version is written first')
+  })
+  t.match(await send([graphCopy('Review (older)', older)], 'microsoft'), { superseded: 1, updated: 0 }, 'the older page, planned again, gives way')
+  t.match(await shown(), { title: 'Review (newer)', color: 'tomato' }, 'the newer version stays')
 })
 
 test('pages that bring the same new event at once (an import beside a pull, two Sync processes): each is taken, the event is stored once', async (t) => {

@@ -205,3 +205,36 @@ test('a series whose new version excludes an occurrence (another client cancelle
   t.notOk(plan(excludedBefore, edit('2026-07-01T11:00:00.000Z'), '2026-07-01T12:00:00.000Z', [...excluding, 'EXDATE;TZID=America/New_York:20260727T090000']).writes.some((write) => write.kind === 'delete'),
     'an exclusion the series already had is no news: an edit made here at it stays')
 })
+
+test('each write of a stored event names the version the plan read; an insert and a second write of the same event in the page do not', async (t) => {
+  const single = { ...master('2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z', 'UTC'), _id: mintEventId(), providerEventId: 'single', recurrence: undefined, lastUpdated: '2026-02-01T00:00:00.000Z' }
+  const content = (title: string) => ({ title, startDate: '2026-06-01T09:00:00Z', endDate: '2026-06-01T10:00:00Z', isAllDay: false, timeZone: 'UTC' })
+  const plan = planProviderBatch({
+    batch: {
+      userId: USER,
+      connectionId: 'connection-1',
+      provider: 'google',
+      calendarId: 'primary',
+      events: [
+        { providerEventId: 'single', updated: '2026-06-01T00:00:00.000Z', status: 'confirmed', content: content('Renamed') },
+        { providerEventId: 'single', updated: '2026-06-02T00:00:00.000Z', status: 'confirmed', content: content('Renamed again') },
+        { providerEventId: 'weekly', updated: '2026-06-01T00:00:00.000Z', status: 'cancelled' },
+        { providerEventId: 'new', updated: '2026-06-01T00:00:00.000Z', status: 'confirmed', content: content('New') }
+      ]
+    },
+    stored: [master('2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z', 'UTC'), single],
+    waiting: [],
+    linked: [],
+    edits: [],
+    mintId: mintEventId
+  })
+  t.match(plan.writes, [
+    { kind: 'replace', record: { _id: single._id, title: 'Renamed' }, ifLastUpdated: '2026-02-01T00:00:00.000Z' },
+    { kind: 'replace', record: { _id: single._id, title: 'Renamed again' } },
+    { kind: 'delete', eventId: MASTER_ID, ifLastUpdated: '2026-01-01T00:00:00.000Z' },
+    { kind: 'deleteInstances', seriesId: MASTER_ID },
+    { kind: 'insert', record: { title: 'New' } }
+  ])
+  t.notOk('ifLastUpdated' in (plan.writes[1] ?? {}), 'the second write follows the first in the same bulk write')
+  t.notOk('ifLastUpdated' in (plan.writes[4] ?? {}))
+})
