@@ -1,10 +1,10 @@
 import createError from '@fastify/error'
-import type { AnyBulkWriteOperation, ClientSession, Collection, FindCursor } from 'mongodb'
+import type { AnyBulkWriteOperation, ClientSession, Collection, Filter, FindCursor } from 'mongodb'
 import type { EventRecord } from '../lib/events/record.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from './database.js'
 import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
 import type { NewOutboxEntry } from '../lib/outbox.js'
-import { foldOccurrence, type ProviderWrite } from '../lib/events/provider-apply.js'
+import { foldOccurrence, type ProviderWrite, type StoredVersion } from '../lib/events/provider-apply.js'
 import type { ProviderRecord } from '../lib/events/record.js'
 import type { MongoHandle } from './database.js'
 import { assembleRange, RangeBudget, storageFields } from '../lib/events/range.js'
@@ -67,6 +67,14 @@ export class ProviderPageStaleError extends Error {
 function stored (event: ProviderRecord): StoredEvent {
   return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
 }
+
+/** The event, only while it is still the version a plan read. */
+function unchangedSince (userId: string, eventId: string, version: StoredVersion): Filter<StoredEvent> {
+  return { _id: storageKey(userId, eventId), lastUpdated: version.lastUpdated, syncIssue: version.syncIssue ?? { $exists: false } }
+}
+
+/** How often an occurrence's two records are folded when the own one keeps changing under the fold. */
+const FOLD_ATTEMPTS = 3
 
 function keysOf (userId: string, eventIds: readonly string[]): string[] {
   return eventIds.map((eventId) => storageKey(userId, eventId))
@@ -160,13 +168,15 @@ export class EventStore {
   /**
    * Carries out a page of provider changes as one bulk write. These are the provider's changes,
    * not the user's: nothing is reported back to Sync. A write planned on a version of an event
-   * that is no longer stored (changed here meanwhile, or by another page) changes nothing, and
+   * that is no longer stored (changed here meanwhile, marked by Sync, or written by another page)
+   * changes nothing, and
    * the page is refused with ProviderPageStaleError once the rest is written, to be planned again.
    * `supersede` (the last page of an import) then removes the calendar's provider events that the
    * import did not write.
    */
   async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
-    const versioned = (eventId: string, ifLastUpdated: string | undefined) => ({ _id: storageKey(userId, eventId), ...(ifLastUpdated === undefined ? {} : { lastUpdated: ifLastUpdated }) })
+    const versioned = (eventId: string, unchanged: StoredVersion | undefined): Filter<StoredEvent> =>
+      unchanged === undefined ? { _id: storageKey(userId, eventId) } : unchangedSince(userId, eventId, unchanged)
     const expected = { matched: 0, deleted: 0 }
     const operations: Array<AnyBulkWriteOperation<StoredEvent>> = []
     // A series' occurrences go after the bulk write, so its count of deletions is the single events'.
@@ -177,15 +187,15 @@ export class EventStore {
           operations.push({ insertOne: { document: stored(write.record) } })
           break
         case 'replace':
-          operations.push({ replaceOne: { filter: versioned(write.record._id, write.ifLastUpdated), replacement: stored(write.record) } })
+          operations.push({ replaceOne: { filter: versioned(write.record._id, write.unchanged), replacement: stored(write.record) } })
           expected.matched++
           break
         case 'touch':
-          operations.push({ updateOne: { filter: versioned(write.eventId, write.ifLastUpdated), update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } })
+          operations.push({ updateOne: { filter: versioned(write.eventId, write.unchanged), update: { $set: write.set, ...(write.agreed === true ? { $unset: { providerBase: '' as const } } : {}) } } })
           expected.matched++
           break
         case 'delete':
-          operations.push({ deleteOne: { filter: versioned(write.eventId, write.ifLastUpdated) } })
+          operations.push({ deleteOne: { filter: versioned(write.eventId, write.unchanged) } })
           expected.deleted++
           break
         case 'deleteInstances':
@@ -248,10 +258,33 @@ export class EventStore {
       if (fold === null) continue
       // The provider's record goes first: its provider id is unique per calendar.
       await withDatabaseDeadline(async () => await this.events.deleteMany({ _id: { $in: keysOf(userId, fold.drop) } }), deadlineMs)
-      await withDatabaseDeadline(async () => await this.events.replaceOne({ _id: storageKey(userId, fold.keep._id) }, stored(fold.keep)), deadlineMs)
       dropped += fold.drop.length
+      await this.#keepFolded(userId, fold.keep, records, deadlineMs)
     }
     return dropped
+  }
+
+  /**
+   * Writes the own record of a fold, over the own edit as the fold read it. When a person's write
+   * (or Sync's mark) came between, the edit as it is now is folded again, so that write is not undone.
+   */
+  async #keepFolded (userId: string, keep: ProviderRecord, records: ProviderRecord[], deadlineMs?: number): Promise<void> {
+    const imported = records.filter((record) => record.providerEventId !== undefined)
+    let mine: ProviderRecord | undefined = records.find((record) => record._id === keep._id)
+    let folded: ProviderRecord = keep
+    for (let attempt = 1; mine !== undefined; attempt++) {
+      const filter = unchangedSince(userId, folded._id, { lastUpdated: mine.lastUpdated, syncIssue: mine.syncIssue ?? null })
+      const replacement = stored(folded)
+      const written = await withDatabaseDeadline(async () => await this.events.replaceOne(filter, replacement), deadlineMs)
+      if (written.matchedCount > 0 || attempt === FOLD_ATTEMPTS) return
+      const now: StoredEvent | null = await withDatabaseDeadline(async (signal) => await this.events.findOne({ _id: storageKey(userId, keep._id) }, { projection: STORAGE_ONLY, signal }), deadlineMs)
+      // Deleted here meanwhile: nothing to keep (the provider's exception comes back with a page, unless the deletion reaches it first).
+      if (now === null) return
+      mine = fromStorage(now)
+      const again = foldOccurrence([mine, ...imported])
+      if (again === null) return
+      folded = again.keep
+    }
   }
 
   /**

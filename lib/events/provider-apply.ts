@@ -1,4 +1,4 @@
-import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult } from '../../schemas/sync/index.js'
+import type { EventContent, ProviderEvent, ProviderEventBatch, ProviderEventBatchResult, WriteIssue } from '../../schemas/sync/index.js'
 import type { EventRecord, ProviderFields, ProviderRecord } from './record.js'
 import { validateEventChange } from './record.js'
 import { dateMillis, eventDateTime, eventInstant, formatEventDate, timedMillis } from './time.js'
@@ -15,16 +15,18 @@ import { expandableSeries } from './range.js'
 // event wins over an older provider item; and nothing here is reported back to Sync.
 
 /**
- * `ifLastUpdated`: the stored event's version the plan was made on. The write applies only while
- * the event is still that version: a change made here (or by another page) after the page read it
- * was not weighed by the plan, and the page is planned again (services/provider-events.ts).
+ * A stored event as the plan read it. A write made on it applies only while the event is still
+ * so: a change made here, a mark Sync set or cleared, or another page's write since the page read
+ * it was not weighed by the plan, and the page is planned again (services/provider-events.ts).
  */
+export interface StoredVersion { lastUpdated: string, syncIssue: WriteIssue | null }
+
 export type ProviderWrite =
   | { kind: 'insert', record: ProviderRecord }
-  | { kind: 'replace', record: ProviderRecord, ifLastUpdated?: string }
+  | { kind: 'replace', record: ProviderRecord, unchanged?: StoredVersion }
   /** Provider bookkeeping only: the event as the user sees it does not change. `agreed`: the provider's copy shows the change made here. */
-  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string }, agreed?: true, ifLastUpdated?: string }
-  | { kind: 'delete', eventId: string, ifLastUpdated?: string }
+  | { kind: 'touch', eventId: string, set: ProviderFields & { calendarId?: string, providerEventId?: string }, agreed?: true, unchanged?: StoredVersion }
+  | { kind: 'delete', eventId: string, unchanged?: StoredVersion }
   | { kind: 'deleteInstances', seriesId: string }
 
 export interface ProviderApplyInput {
@@ -153,14 +155,15 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const rejections: ProviderApplyPlan['rejections'] = []
   const skippedExpansions: ProviderApplyPlan['skippedExpansions'] = []
   const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
-  // The version of each stored event as this plan read it. Only a page's first write of an event
-  // is guarded: its later writes follow that one in the same ordered bulk write.
-  const versionsRead = new Map([...input.stored, ...input.waiting, ...input.linked, ...input.edits].map((record) => [record._id, record.lastUpdated]))
-  const asRead = (eventId: string): { ifLastUpdated?: string } => {
+  // Each stored event as this plan read it. Only a page's first write of an event is guarded:
+  // its later writes follow that one in the same ordered bulk write.
+  const versionsRead = new Map<string, StoredVersion>([...input.stored, ...input.waiting, ...input.linked, ...input.edits]
+    .map((record) => [record._id, { lastUpdated: record.lastUpdated, syncIssue: (record as ProviderRecord).syncIssue ?? null }]))
+  const asRead = (eventId: string): { unchanged?: StoredVersion } => {
     const version = versionsRead.get(eventId)
     if (version === undefined) return {}
     versionsRead.delete(eventId)
-    return { ifLastUpdated: version }
+    return { unchanged: version }
   }
   const linkedById = new Map(input.linked.map((record) => [record._id, record]))
   const editKey = (seriesId: string, originalStartDate: string, isAllDay: boolean, timeZone: string): string =>

@@ -44,7 +44,7 @@ async function newUserWithPages (t: Test, label: string) {
     t.same((await send([item(providerId, { eventId: seriesId, content: { title: 'Weekly', ...shape, isAllDay: false, recurrence: rule } })])).unchanged, 1)
     return { rule, shape }
   }
-  return { app, user, send, titles, syncedSeries }
+  return { app, config, user, send, titles, syncedSeries }
 }
 
 test('provider pages reach the user\'s calendar', async (t) => {
@@ -492,8 +492,37 @@ test('occurrences changed at the provider, their series renamed here, then delet
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here'])
 })
 
+test('a person\'s rename that comes while a page folds the occurrence\'s two records is kept', async (t) => {
+  const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'fold-rename')
+  const series = 'c'.repeat(24)
+  const { shape } = await syncedSeries(t, series, 'gfold2')
+  const rename = async (title: string) => await app.inject({ method: 'PUT', url: `/api/event/${series}_20260511T070000Z`, headers: user.headers, payload: { title, ...shape, startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00' } })
+  const store = app.eventStore
+  // The page reads the stored edits, then the person's first rename is stored; the page writes the
+  // provider's exception and folds the two records, and the second rename comes in the middle of it.
+  const findEditsOf = store.findEditsOf.bind(store)
+  const replaceOne = store.events.replaceOne.bind(store.events)
+  store.findEditsOf = async (...args) => {
+    const seen = await findEditsOf(...args)
+    store.findEditsOf = findEditsOf
+    t.equal((await rename('Renamed here')).statusCode, 204)
+    store.events.replaceOne = (async (...replaceArgs: Parameters<typeof replaceOne>) => {
+      store.events.replaceOne = replaceOne
+      t.equal((await rename('Renamed again')).statusCode, 204, 'the second rename, between the fold\'s read and its write')
+      return await replaceOne(...replaceArgs)
+    }) as typeof replaceOne
+    return seen
+  }
+  await send([item('gfold2_20260511T070000Z', {
+    updated: '2026-05-01T10:00:00.000Z', recurringEventId: 'gfold2', originalStartDate: '2026-05-11T09:00:00+02:00', content: { title: 'Weekly', startDate: '2026-05-11T11:00:00+02:00', endDate: '2026-05-11T12:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+  })])
+  t.equal(store.events.replaceOne, replaceOne, 'the fold wrote its record')
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly', '2026-05-11T09:00:00+02:00 Renamed again', '2026-05-18T09:00:00+02:00 Weekly'], 'one occurrence on 11 May: the newest rename')
+  t.match(await app.mongo.db.collection('events').find({ user: user.userId, 'recurrence.eventId': series }).toArray(), [{ title: 'Renamed again', providerEventId: 'gfold2_20260511T070000Z' }], 'one record, with the provider\'s identity')
+})
+
 test('a page that read an event before the person changed it, and writes after: planned again, the change made here stays', async (t) => {
-  const { app, user, send } = await newUserWithPages(t, 'stale-page')
+  const { app, config, user, send } = await newUserWithPages(t, 'stale-page')
   const review = 'f'.repeat(24)
   const times = { startDate: '2026-05-06T10:00:00Z', endDate: '2026-05-06T11:00:00Z', timeZone: 'Europe/Berlin' }
   t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: review, title: 'Review', ...times, color: 'basil' } })).statusCode, 204)
@@ -527,6 +556,17 @@ test('a page that read an event before the person changed it, and writes after: 
   })
   t.match(await send([graphCopy('Review (older)', older)], 'microsoft'), { superseded: 1, updated: 0 }, 'the older page, planned again, gives way')
   t.match(await shown(), { title: 'Review (newer)', color: 'tomato' }, 'the newer version stays')
+
+  // Sync clears the event's mark (its change reached Outlook) while a page read with the mark is on its way.
+  const mark = async (issue: unknown) => (await app.inject({
+    method: 'POST', url: BACKEND_INTERNAL_PATHS.providerWriteState, headers: { authorization: `Bearer ${config.backend.serviceToken}` }, payload: { userId: user.userId, connectionId: CONNECTION, eventId: review, issue }
+  })).json()
+  t.same(await mark({ provider: 'microsoft', reason: 'failing', message: 'Outlook did not answer; the change is tried again.', retrying: true, at: new Date().toISOString() }), { updated: true })
+  meanwhile(async () => { t.same(await mark(null), { updated: true }, 'the change is at Outlook') })
+  t.match(await send([graphCopy('Review (renamed again)', new Date(Date.now() + 180_000).toISOString())], 'microsoft'), { updated: 1 })
+  const after = await shown()
+  t.equal(after.title, 'Review (renamed again)', 'the page, planned again, is written')
+  t.notOk('syncIssue' in after, 'without the mark Sync cleared meanwhile')
 })
 
 test('pages that bring the same new event at once (an import beside a pull, two Sync processes): each is taken, the event is stored once', async (t) => {

@@ -229,12 +229,12 @@ test('each write of a stored event names the version the plan read; an insert an
     mintId: mintEventId
   })
   t.match(plan.writes, [
-    { kind: 'replace', record: { _id: single._id, title: 'Renamed' }, ifLastUpdated: '2026-02-01T00:00:00.000Z' },
+    { kind: 'replace', record: { _id: single._id, title: 'Renamed' }, unchanged: { lastUpdated: '2026-02-01T00:00:00.000Z', syncIssue: null } },
     { kind: 'replace', record: { _id: single._id, title: 'Renamed again' } },
-    { kind: 'delete', eventId: MASTER_ID, ifLastUpdated: '2026-01-01T00:00:00.000Z' },
+    { kind: 'delete', eventId: MASTER_ID, unchanged: { lastUpdated: '2026-01-01T00:00:00.000Z', syncIssue: null } },
     { kind: 'deleteInstances', seriesId: MASTER_ID },
     { kind: 'insert', record: { title: 'New' } }
   ])
-  t.notOk('ifLastUpdated' in (plan.writes[1] ?? {}), 'the second write follows the first in the same bulk write')
-  t.notOk('ifLastUpdated' in (plan.writes[4] ?? {}))
+  t.notOk('unchanged' in (plan.writes[1] ?? {}), 'the second write follows the first in the same bulk write')
+  t.notOk('unchanged' in (plan.writes[4] ?? {}))
 })
