@@ -1,10 +1,10 @@
 import createError from '@fastify/error'
-import type { AnyBulkWriteOperation, ClientSession, Collection, Filter, FindCursor } from 'mongodb'
+import type { AnyBulkWriteOperation, ClientSession, Collection, Document, Filter, FindCursor } from 'mongodb'
 import type { EventRecord } from '../lib/events/record.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from './database.js'
 import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
 import type { NewOutboxEntry } from '../lib/outbox.js'
-import { foldOccurrence, type ProviderWrite, type StoredVersion } from '../lib/events/provider-apply.js'
+import { foldOccurrence, PROVIDER_COPY_FIELDS, type ProviderWrite, type StoredVersion } from '../lib/events/provider-apply.js'
 import type { ProviderRecord } from '../lib/events/record.js'
 import type { MongoHandle } from './database.js'
 import { assembleRange, RangeBudget, storageFields } from '../lib/events/range.js'
@@ -66,6 +66,17 @@ export class ProviderPageStaleError extends Error {
 
 function stored (event: ProviderRecord): StoredEvent {
   return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
+}
+
+/**
+ * An update that writes a person's change (`document`) over the stored event, with the provider
+ * copy's fields (PROVIDER_COPY_FIELDS) as they are stored at that moment; one the event no longer
+ * has is left out.
+ */
+function withStoredProviderCopy (document: StoredEvent): Document[] {
+  const planned: Document = { ...document }
+  for (const field of PROVIDER_COPY_FIELDS) delete planned[field]
+  return [{ $replaceWith: { $mergeObjects: [{ $literal: planned }, Object.fromEntries(PROVIDER_COPY_FIELDS.map((field) => [field, `$${field}`]))] } }]
 }
 
 /** The event, only while it is still the version a plan read. */
@@ -455,7 +466,7 @@ export class EventStore {
           }
           break
         case 'replace': {
-          const result = await this.events.replaceOne({ _id: storageKey(userId, write.event._id) }, stored(write.event), options)
+          const result = await this.events.updateOne({ _id: storageKey(userId, write.event._id) }, withStoredProviderCopy(stored(write.event)), options)
           if (result.matchedCount === 0) throw new EventChangedMeanwhileError(write.event._id)
           break
         }

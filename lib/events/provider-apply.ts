@@ -398,6 +398,14 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
 const PROVIDER_BOOKKEEPING = ['connectionId', 'iCalUID', 'providerEtag', 'providerUpdated', 'generation', 'waitingForSeries', 'syncIssue'] as const
 
 /**
+ * What a person's change of a stored event takes from the event as stored when it is written, not
+ * as it was read when the change was planned (ownProviderFields): a provider page may have written
+ * them in between (a re-import's generation, a new etag, Sync's link or mark), and the change
+ * would otherwise undo that.
+ */
+export const PROVIDER_COPY_FIELDS = ['calendarId', 'providerEventId', ...PROVIDER_BOOKKEEPING] as const
+
+/**
  * Two stored records of one occurrence, made at the same moment from both sides: the user's own
  * edit (its report to the provider on its way, no provider id yet) and the provider's exception of
  * that occurrence, imported by a page planned before the edit was stored (or stored while the edit

@@ -492,6 +492,32 @@ test('occurrences changed at the provider, their series renamed here, then delet
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here'])
 })
 
+test('a person\'s edit planned before a re-import\'s page reached the event keeps the page\'s generation: the event stays when the re-import completes', async (t) => {
+  const { app, config, user, titles } = await newUserWithPages(t, 'reimport-edit')
+  const page = async (generation: string, events: ProviderEvent[], complete = false) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, generation, ...(complete ? { complete } : {}), events }
+  })).json<ProviderEventBatchResult>()
+  t.match(await page('first', [item('dentist'), item('lunch', { content: { title: 'lunch', startDate: '2026-05-05T12:00:00+02:00', endDate: '2026-05-05T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })], true), { created: 2 })
+  const dentist = (await app.mongo.db.collection('events').findOne({ user: user.userId, providerEventId: 'dentist' }))?.['eventId'] as string
+  const store = app.eventStore
+  const findById = store.findById.bind(store)
+  // Google's sync token expired: a re-import reads the calendar again. Its page with the dentist
+  // arrives after the person's rename read the event, before the rename is written.
+  store.findById = async (...args) => {
+    const seen = await findById(...args)
+    store.findById = findById
+    t.match(await page('second', [item('dentist')]), { unchanged: 1 }, 'the re-import\'s page files the event under its generation')
+    return seen
+  }
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${dentist}`, headers: user.headers, payload: { title: 'Dentist (moved here)', startDate: '2026-05-04T09:00:00+02:00', endDate: '2026-05-04T10:00:00+02:00', timeZone: 'Europe/Berlin' } })).statusCode, 204)
+  t.match(await page('second', [item('lunch', { content: { title: 'lunch', startDate: '2026-05-05T12:00:00+02:00', endDate: '2026-05-05T13:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' } })], true), { deleted: 0 }, 'the re-import completes and removes nothing it read')
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Dentist (moved here)', '2026-05-05T12:00:00+02:00 lunch'], 'the renamed event stays')
+  t.match(await app.mongo.db.collection('events').findOne({ user: user.userId, providerEventId: 'dentist' }), { generation: 'second', providerEventId: 'dentist', calendarId: CALENDAR })
+})
+
 test('a person\'s rename that comes while a page folds the occurrence\'s two records is kept', async (t) => {
   const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'fold-rename')
   const series = 'c'.repeat(24)
