@@ -21,6 +21,10 @@ import { expandableSeries } from './range.js'
  */
 export interface StoredVersion { lastUpdated: string, syncIssue: WriteIssue | null }
 
+function versionOf (record: EventRecord): StoredVersion {
+  return { lastUpdated: record.lastUpdated, syncIssue: (record as ProviderRecord).syncIssue ?? null }
+}
+
 export type ProviderWrite =
   | { kind: 'insert', record: ProviderRecord }
   | { kind: 'replace', record: ProviderRecord, unchanged?: StoredVersion }
@@ -155,15 +159,13 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   const rejections: ProviderApplyPlan['rejections'] = []
   const skippedExpansions: ProviderApplyPlan['skippedExpansions'] = []
   const byProviderId = new Map(input.stored.map((record) => [record.providerEventId as string, record]))
-  // Each stored event as this plan read it. Only a page's first write of an event is guarded:
-  // its later writes follow that one in the same ordered bulk write.
-  const versionsRead = new Map<string, StoredVersion>([...input.stored, ...input.waiting, ...input.linked, ...input.edits]
-    .map((record) => [record._id, { lastUpdated: record.lastUpdated, syncIssue: (record as ProviderRecord).syncIssue ?? null }]))
-  const asRead = (eventId: string): { unchanged?: StoredVersion } => {
-    const version = versionsRead.get(eventId)
-    if (version === undefined) return {}
-    versionsRead.delete(eventId)
-    return { unchanged: version }
+  // Each stored event as this plan read it, then as this page's earlier writes leave it: every
+  // write of a stored event is guarded, so once one misses, the page's later writes of that
+  // event miss too, and none of them lands on a change the plan did not see.
+  const versions = new Map<string, StoredVersion>([...input.stored, ...input.waiting, ...input.linked, ...input.edits].map((record) => [record._id, versionOf(record)]))
+  const guard = (eventId: string): { unchanged?: StoredVersion } => {
+    const version = versions.get(eventId)
+    return version === undefined ? {} : { unchanged: version }
   }
   const linkedById = new Map(input.linked.map((record) => [record._id, record]))
   const editKey = (seriesId: string, originalStartDate: string, isAllDay: boolean, timeZone: string): string =>
@@ -251,6 +253,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
     if (existing === undefined) {
       writes.push({ kind: 'insert', record })
+      versions.set(record._id, versionOf(record))
       if (record.waitingForSeries !== undefined) counts.waiting++
       else counts.created++
       return
@@ -261,14 +264,16 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       const set = bookkeeping(item)
       const agreed = existing.providerBase !== undefined
       if (agreed || (Object.keys(set) as Array<keyof ProviderFields>).some((key) => existing[key] !== set[key])) {
-        writes.push({ kind: 'touch', eventId: existing._id, set, ...(agreed ? { agreed } : {}), ...asRead(existing._id) })
+        writes.push({ kind: 'touch', eventId: existing._id, set, ...(agreed ? { agreed } : {}), ...guard(existing._id) })
       }
       counts.unchanged++
       return
     }
     // A mark of a change not at the provider stays until Sync clears it, so the event and the status line's count agree.
     const mark = existing.syncIssue === undefined ? {} : { syncIssue: existing.syncIssue }
-    writes.push({ kind: 'replace', record: { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated }, ...asRead(existing._id) })
+    const written: ProviderRecord = { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated }
+    writes.push({ kind: 'replace', record: written, ...guard(existing._id) })
+    versions.set(existing._id, versionOf(written))
     if (record.waitingForSeries !== undefined) counts.waiting++
     else counts.updated++
   }
@@ -327,13 +332,13 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
       // The provider's copy of our own event, read before it named our event (Graph's delta between
       // our insert and Sync's record of it), was imported as an event of its own: ours takes the
       // provider's identity below and the copy goes.
-      writes.push({ kind: 'delete', eventId: copy._id, ...asRead(copy._id) })
+      writes.push({ kind: 'delete', eventId: copy._id, ...guard(copy._id) })
       byProviderId.delete(item.providerEventId)
       counts.deleted++
     }
     if (linkedEvent !== undefined && !isException && !byProviderId.has(item.providerEventId)) {
       // The backend's own event, now also at the provider: it gains the provider's identity.
-      writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId }, ...asRead(linkedEvent._id) })
+      writes.push({ kind: 'touch', eventId: linkedEvent._id, set: { ...bookkeeping(item), calendarId: batch.calendarId, providerEventId: item.providerEventId }, ...guard(linkedEvent._id) })
       byProviderId.set(item.providerEventId, { ...linkedEvent, calendarId: batch.calendarId, providerEventId: item.providerEventId })
       counts.unchanged++
       continue
@@ -349,7 +354,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     }
     if (item.status === 'cancelled') {
       if (existing !== undefined) {
-        writes.push({ kind: 'delete', eventId: existing._id, ...asRead(existing._id) })
+        writes.push({ kind: 'delete', eventId: existing._id, ...guard(existing._id) })
         if (existing.recurrence?.rule !== undefined) writes.push({ kind: 'deleteInstances', seriesId: existing._id })
         byProviderId.delete(item.providerEventId)
         masters.delete(item.providerEventId)
@@ -368,7 +373,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     put(item, record, existing)
     if (existing?.recurrence?.rule !== undefined && byProviderId.get(item.providerEventId) !== existing) {
       for (const eventId of editsExcludedBy(existing, record, input.edits)) {
-        writes.push({ kind: 'delete', eventId, ...asRead(eventId) })
+        writes.push({ kind: 'delete', eventId, ...guard(eventId) })
         counts.deleted++
       }
     }

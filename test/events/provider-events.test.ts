@@ -593,6 +593,18 @@ test('a page that read an event before the person changed it, and writes after: 
   const after = await shown()
   t.equal(after.title, 'Review (renamed again)', 'the page, planned again, is written')
   t.notOk('syncIssue' in after, 'without the mark Sync cleared meanwhile')
+
+  // A page that brings one event twice (two versions read in one pass), the person's edit between the page's read and its write.
+  const standup = 'e'.repeat(24)
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: standup, title: 'Standup', ...times } })).statusCode, 204)
+  const standupCopy = (title: string, updated: string) => item('outlook-standup', { eventId: standup, updated, content: { title, ...times, isAllDay: false } })
+  t.same((await send([standupCopy('Standup', new Date().toISOString())], 'microsoft')).unchanged, 1)
+  const [first, second] = [new Date().toISOString(), new Date().toISOString()]
+  meanwhile(async () => {
+    t.equal((await app.inject({ method: 'PUT', url: `/api/event/${standup}`, headers: user.headers, payload: { title: 'Standup (mine)', ...times } })).statusCode, 204)
+  })
+  t.match(await send([standupCopy('Standup (first)', first), standupCopy('Standup (second)', second)], 'microsoft'), { superseded: 2 }, 'neither version lands on the edit')
+  t.equal((await app.inject({ method: 'GET', url: `/api/event/${standup}`, headers: user.headers })).json<{ title: string }>().title, 'Standup (mine)')
 })
 
 test('pages that bring the same new event at once (an import beside a pull, two Sync processes): each is taken, the event is stored once', async (t) => {
