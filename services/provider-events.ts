@@ -3,7 +3,7 @@ import type { ProviderCalendarRemoval, ProviderEventBatch, ProviderEventBatchRes
 import { planProviderBatch } from '../lib/events/provider-apply.js'
 import { mintEventId } from '../lib/events/ids.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS } from '../stores/database.js'
-import { ProviderPageStaleError, type EventStore } from '../stores/events.js'
+import type { EventStore } from '../stores/events.js'
 import type { UserStore } from '../stores/users.js'
 
 export interface ProviderEvents {
@@ -14,6 +14,14 @@ export interface ProviderEvents {
   setWriteState: (state: ProviderWriteState) => Promise<boolean>
 }
 
+/** A page of provider changes met events changed since it read them: planned again, it weighs those changes. */
+class ProviderPageStaleError extends Error {
+  constructor () {
+    super('a provider page met events changed since it read them')
+    this.name = 'ProviderPageStaleError'
+  }
+}
+
 /** How often a page is planned, when another page or the person changed its events between its read and its write. */
 const PAGE_PLAN_ATTEMPTS = 3
 
@@ -21,19 +29,34 @@ const PAGE_PLAN_ATTEMPTS = 3
 // the invalidations that tell the user's tabs; the backend publishes nothing itself.
 export function createProviderEvents (store: EventStore, users: Pick<UserStore, 'recordProviderConnection' | 'forgetProviderConnection'>): ProviderEvents {
   async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
+    // What the earlier plans of a page planned again wrote: the next plan finds it stored as
+    // unchanged, and Sync, which tells the user's tabs of what a page changed, must still hear it.
+    let earlier = { created: 0, updated: 0, deleted: 0 }
     for (let attempt = 1; ; attempt++) {
       try {
-        return await applyOnce(batch, log)
+        const { counts, missed } = await applyOnce(batch, log)
+        if (missed === null) return { ...counts, created: counts.created + earlier.created, updated: counts.updated + earlier.updated, deleted: counts.deleted + earlier.deleted }
+        if (attempt === PAGE_PLAN_ATTEMPTS) throw new ProviderPageStaleError()
+        // Its inserts were all written (one already stored ends the bulk write with an error instead).
+        earlier = {
+          created: earlier.created + counts.created,
+          updated: earlier.updated + Math.max(0, counts.updated - missed.changes),
+          deleted: earlier.deleted + Math.max(0, counts.deleted - missed.deletions)
+        }
       } catch (error) {
         // Another page brought the same new event meanwhile (an import beside a pull, two Sync
-        // processes) and stored it first, or the person or another page changed one of its events
-        // since it was read: planned again, this page finds them as they are now.
-        if (!(isDuplicateKeyError(error) || error instanceof ProviderPageStaleError) || attempt === PAGE_PLAN_ATTEMPTS) throw error
+        // processes) and stored it first: planned again, this page finds it stored.
+        if (!isDuplicateKeyError(error) || attempt === PAGE_PLAN_ATTEMPTS) throw error
       }
     }
   }
 
-  async function applyOnce (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
+  /**
+   * Plans a page from what is stored and writes it. `missed` (null when none): writes not made
+   * because the person, Sync or another page changed their event between the read and the write;
+   * the rest is written, and the page is to be planned again from what is stored now.
+   */
+  async function applyOnce (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<{ counts: ProviderEventBatchResult, missed: { changes: number, deletions: number } | null }> {
     const providerIds = batch.events.map((item) => item.providerEventId)
     const masterIds = [...new Set(batch.events.flatMap((item) => item.recurringEventId === undefined ? [] : [item.recurringEventId]))]
     // Only a series master can release exceptions that wait for it.
@@ -55,9 +78,11 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
     const supersede = batch.complete === true && batch.generation !== undefined
       ? { calendarId: batch.calendarId, connectionId: batch.connectionId, generation: batch.generation }
       : undefined
-    const superseded = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
+    const written = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
     // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
+    // Also when the page is planned again: the next plan finds these inserts stored, and inserts nothing.
     await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
+    if (written.missed.changes + written.missed.deletions > 0) return { counts: plan.counts, missed: written.missed }
     // Every page names its connection: this is how the backend learns of a connection made in Sync.
     await users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {
@@ -66,7 +91,7 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
     for (const skipped of plan.skippedExpansions) {
       log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...skipped }, 'provider series kept without its occurrences')
     }
-    return { ...plan.counts, deleted: plan.counts.deleted + superseded }
+    return { counts: { ...plan.counts, deleted: plan.counts.deleted + written.superseded }, missed: null }
   }
 
   return {

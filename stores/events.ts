@@ -56,13 +56,6 @@ const SEARCH_PROJECTION = { endsAt: 0, seriesEndsAt: 0, originalStartsAt: 0, sea
 
 export const EventIdTakenError = createError('EVENT_ID_TAKEN', 'Event id %s is already in use', 409)
 export const EventChangedMeanwhileError = createError('EVENT_CHANGED', 'Event %s changed or was removed meanwhile; reload and try again', 409)
-/** A page of provider changes met events changed since it read them: planned again, it weighs those changes. */
-export class ProviderPageStaleError extends Error {
-  constructor () {
-    super('a provider page met events changed since it read them')
-    this.name = 'ProviderPageStaleError'
-  }
-}
 
 function stored (event: ProviderRecord): StoredEvent {
   return { ...event, ...storageFields(event), _id: storageKey(event.user, event._id), eventId: event._id }
@@ -180,12 +173,11 @@ export class EventStore {
    * Carries out a page of provider changes as one bulk write. These are the provider's changes,
    * not the user's: nothing is reported back to Sync. A write planned on a version of an event
    * that is no longer stored (changed here meanwhile, marked by Sync, or written by another page)
-   * changes nothing, and
-   * the page is refused with ProviderPageStaleError once the rest is written, to be planned again.
+   * changes nothing: `missed` counts such changes and deletions, and the page is to be planned again. Otherwise
    * `supersede` (the last page of an import) then removes the calendar's provider events that the
    * import did not write.
    */
-  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<number> {
+  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<{ missed: { changes: number, deletions: number }, superseded: number }> {
     const versioned = (eventId: string, unchanged: StoredVersion | undefined): Filter<StoredEvent> =>
       unchanged === undefined ? { _id: storageKey(userId, eventId) } : unchangedSince(userId, eventId, unchanged)
     const expected = { matched: 0, deleted: 0 }
@@ -218,8 +210,10 @@ export class EventStore {
     }
     const done = operations.length === 0 ? null : await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
     if (seriesGone.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: seriesGone } }), PROVIDER_PAGE_DEADLINE_MS)
-    if (done !== null && (done.matchedCount < expected.matched || done.deletedCount < expected.deleted)) throw new ProviderPageStaleError()
-    if (supersede === undefined) return 0
+    const missed = done === null
+      ? { changes: 0, deletions: 0 }
+      : { changes: Math.max(0, expected.matched - done.matchedCount), deletions: Math.max(0, expected.deleted - done.deletedCount) }
+    if (missed.changes + missed.deletions > 0 || supersede === undefined) return { missed, superseded: 0 }
     const gone = await withDatabaseDeadline(async () => await this.events.deleteMany({
       user: userId,
       calendarId: supersede.calendarId,
@@ -227,7 +221,7 @@ export class EventStore {
       providerEventId: { $exists: true },
       generation: { $ne: supersede.generation }
     }), PROVIDER_PAGE_DEADLINE_MS)
-    return gone.deletedCount
+    return { missed, superseded: gone.deletedCount }
   }
 
   /**

@@ -571,8 +571,10 @@ test('a page that read an event before the person changed it, and writes after: 
   meanwhile(async () => {
     t.equal((await app.inject({ method: 'PUT', url: `/api/event/${review}`, headers: user.headers, payload: { title: 'Review', ...times, color: 'tomato' } })).statusCode, 204, 'the person\'s edit')
   })
-  const answer = await send([graphCopy('Review (renamed there)', renamedThere)], 'microsoft')
+  const newThere = item('outlook-new', { content: { title: 'New at Outlook', ...times, isAllDay: false } })
+  const answer = await send([graphCopy('Review (renamed there)', renamedThere), newThere], 'microsoft')
   t.match(answer, { superseded: 1, updated: 0 }, 'the page, planned again, finds the newer change made here')
+  t.equal(answer.created, 1, 'and still tells Sync of the event its first plan wrote (the second finds it stored)')
   t.match(await shown(), { title: 'Review', color: 'tomato' }, 'the colour chosen here stays (Graph has none to give it back), and the title is the newer change\'s')
 
   // Two pages of the provider's versions, the older one read first and written last.
