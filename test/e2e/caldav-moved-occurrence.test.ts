@@ -39,7 +39,12 @@ test('CalDAV: a series made here, an occurrence moved by another client, then ed
   const theirs = async () => caldavOccurrences(await collection(), WINDOW)
   const series = async (): Promise<Stored> => (await app.inject({ method: 'GET', url: `/api/event/${SERIES_ID}`, headers: user.headers })).json()
   const refresh = async () => await app.inject({ method: 'POST', url: '/api/connections/refresh', headers: user.headers })
-  const converged = async (what: string) => { await waitConverged(ours, theirs, what, refresh) }
+  // On a failure: our records of the series (rule and versions) and the server's resource.
+  const explain = async () => {
+    const records = await app.mongo.db.collection('events').find({ user: user.userId }, { projection: { title: 1, recurrence: 1, originalStartDate: 1, lastUpdated: 1, providerUpdated: 1, providerEtag: 1, providerEventId: 1, generation: 1 } }).toArray()
+    return `stored here: ${JSON.stringify(records)}\non the server: ${JSON.stringify(await collection())}`
+  }
+  const converged = async (what: string) => { await waitConverged(ours, theirs, what, refresh, explain) }
 
   const body = {
     title: 'Standup',

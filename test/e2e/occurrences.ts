@@ -163,12 +163,14 @@ export function caldavOccurrences (collection: string, window: Window): string[]
  * do not within 20 s, fails with both lists side by side.
  */
 export async function waitConverged (
-  ours: () => Promise<string[]>, theirs: () => string[] | Promise<string[]>, what: string, beforeEachPoll: () => Promise<unknown> = async () => {}
+  ours: () => Promise<string[]>, theirs: () => string[] | Promise<string[]>, what: string, beforeEachPoll: () => Promise<unknown> = async () => {},
+  explain: () => Promise<string> = async () => ''
 ): Promise<void> {
   const same = async () => {
     await beforeEachPoll()
     return JSON.stringify(await ours()) === JSON.stringify(await theirs())
   }
   if (await waitFor(same, 20_000)) return
-  throw new Error(`gave up waiting for ${what}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await theirs()).join('\n       ')}`)
+  // What each side stores, for the one who reads a failure that the machine's timing caused.
+  throw new Error(`gave up waiting for ${what}\nhere:  ${(await ours()).join('\n       ')}\nthere: ${(await theirs()).join('\n       ')}\n${await explain()}`)
 }
