@@ -209,7 +209,12 @@ export class EventStore {
       }
     }
     const done = operations.length === 0 ? null : await withDatabaseDeadline(async () => await this.events.bulkWrite(operations, { ordered: true }), PROVIDER_PAGE_DEADLINE_MS)
-    if (seriesGone.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: seriesGone } }), PROVIDER_PAGE_DEADLINE_MS)
+    if (seriesGone.length > 0) {
+      // Only of a series whose own record went: a series the person changed meanwhile stays whole.
+      const kept = new Set((await withDatabaseDeadline(async (signal) => await this.events.find({ _id: { $in: keysOf(userId, seriesGone) } }, { projection: { eventId: 1 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)).map((record) => record.eventId))
+      const gone = seriesGone.filter((seriesId) => !kept.has(seriesId))
+      if (gone.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: gone } }), PROVIDER_PAGE_DEADLINE_MS)
+    }
     const missed = done === null
       ? { changes: 0, deletions: 0 }
       : { changes: Math.max(0, expected.matched - done.matchedCount), deletions: Math.max(0, expected.deleted - done.deletedCount) }

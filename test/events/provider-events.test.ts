@@ -492,6 +492,24 @@ test('occurrences changed at the provider, their series renamed here, then delet
   t.same(await titles(), ['2026-05-04T09:00:00+02:00 Renamed here'])
 })
 
+test('a series cancelled at the provider, renamed here between the page\'s read and its write: the series and its edited occurrence stay', async (t) => {
+  const { app, user, send, titles, syncedSeries } = await newUserWithPages(t, 'cancel-rename')
+  const series = 'b'.repeat(24)
+  const { shape, rule } = await syncedSeries(t, series, 'gcancel')
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260511T070000Z`, headers: user.headers, payload: { title: 'Moved here', ...shape, startDate: '2026-05-11T11:00:00+02:00', endDate: '2026-05-11T12:00:00+02:00' } })).statusCode, 204)
+  const cancelledAt = new Date().toISOString()
+  const store = app.eventStore
+  const findByProviderIds = store.findByProviderIds.bind(store)
+  store.findByProviderIds = async (...args) => {
+    const seen = await findByProviderIds(...args)
+    store.findByProviderIds = findByProviderIds
+    t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}`, headers: user.headers, payload: { title: 'Weekly (kept)', ...shape, recurrence: { rule } } })).statusCode, 204)
+    return seen
+  }
+  t.match(await send([item('gcancel', { status: 'cancelled', updated: cancelledAt, content: undefined })]), { superseded: 1, deleted: 0 }, 'planned again, the rename is newer than the cancellation')
+  t.same(await titles(), ['2026-05-04T09:00:00+02:00 Weekly (kept)', '2026-05-11T11:00:00+02:00 Moved here', '2026-05-18T09:00:00+02:00 Weekly (kept)'], 'the series and its moved occurrence')
+})
+
 test('a person\'s edit planned before a re-import\'s page reached the event keeps the page\'s generation: the event stays when the re-import completes', async (t) => {
   const { app, config, user, titles } = await newUserWithPages(t, 'reimport-edit')
   const page = async (generation: string, events: ProviderEvent[], complete = false) => (await app.inject({
