@@ -31,18 +31,16 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
   async function applyBatch (batch: ProviderEventBatch, log: FastifyBaseLogger): Promise<ProviderEventBatchResult> {
     // What the earlier plans of a page planned again wrote: the next plan finds it stored as
     // unchanged, and Sync, which tells the user's tabs of what a page changed, must still hear it.
-    let earlier = { created: 0, updated: 0, deleted: 0 }
+    const earlier = { created: 0, updated: 0, deleted: 0 }
     for (let attempt = 1; ; attempt++) {
       try {
         const { counts, missed } = await applyOnce(batch, log)
         if (missed === null) return { ...counts, created: counts.created + earlier.created, updated: counts.updated + earlier.updated, deleted: counts.deleted + earlier.deleted }
         if (attempt === PAGE_PLAN_ATTEMPTS) throw new ProviderPageStaleError()
         // Its inserts were all written (one already stored ends the bulk write with an error instead).
-        earlier = {
-          created: earlier.created + counts.created,
-          updated: earlier.updated + Math.max(0, counts.updated - missed.changes),
-          deleted: earlier.deleted + Math.max(0, counts.deleted - missed.deletions)
-        }
+        earlier.created += counts.created
+        earlier.updated += Math.max(0, counts.updated - missed.changes)
+        earlier.deleted += Math.max(0, counts.deleted - missed.deletions)
       } catch (error) {
         // Another page brought the same new event meanwhile (an import beside a pull, two Sync
         // processes) and stored it first: planned again, this page finds it stored.
@@ -82,7 +80,7 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
     // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
     // Also when the page is planned again: the next plan finds these inserts stored, and inserts nothing.
     await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
-    if (written.missed.changes + written.missed.deletions > 0) return { counts: plan.counts, missed: written.missed }
+    if (written.missed !== null) return { counts: plan.counts, missed: written.missed }
     // Every page names its connection: this is how the backend learns of a connection made in Sync.
     await users.recordProviderConnection(batch.userId, batch.connectionId)
     for (const rejection of plan.rejections) {

@@ -4,7 +4,7 @@ import type { EventRecord } from '../lib/events/record.js'
 import { isDuplicateKeyError, PROVIDER_PAGE_DEADLINE_MS, withDatabaseDeadline } from './database.js'
 import type { OwnWrite, PersistencePlan } from '../lib/events/transition.js'
 import type { NewOutboxEntry } from '../lib/outbox.js'
-import { foldOccurrence, PROVIDER_COPY_FIELDS, type ProviderWrite, type StoredVersion } from '../lib/events/provider-apply.js'
+import { foldOccurrence, PROVIDER_COPY_FIELDS, storedVersionOf, type ProviderWrite, type StoredVersion } from '../lib/events/provider-apply.js'
 import type { ProviderRecord } from '../lib/events/record.js'
 import type { MongoHandle } from './database.js'
 import { assembleRange, RangeBudget, storageFields } from '../lib/events/range.js'
@@ -173,11 +173,11 @@ export class EventStore {
    * Carries out a page of provider changes as one bulk write. These are the provider's changes,
    * not the user's: nothing is reported back to Sync. A write planned on a version of an event
    * that is no longer stored (changed here meanwhile, marked by Sync, or written by another page)
-   * changes nothing: `missed` counts such changes and deletions, and the page is to be planned again. Otherwise
+   * changes nothing: `missed` counts such changes and deletions (null when none), and the page is to be planned again. Otherwise
    * `supersede` (the last page of an import) then removes the calendar's provider events that the
    * import did not write.
    */
-  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<{ missed: { changes: number, deletions: number }, superseded: number }> {
+  async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<{ missed: { changes: number, deletions: number } | null, superseded: number }> {
     const versioned = (eventId: string, unchanged: StoredVersion | undefined): Filter<StoredEvent> =>
       unchanged === undefined ? { _id: storageKey(userId, eventId) } : unchangedSince(userId, eventId, unchanged)
     const expected = { matched: 0, deleted: 0 }
@@ -212,13 +212,12 @@ export class EventStore {
     if (seriesGone.length > 0) {
       // Only of a series whose own record went: a series the person changed meanwhile stays whole.
       const kept = new Set((await withDatabaseDeadline(async (signal) => await this.events.find({ _id: { $in: keysOf(userId, seriesGone) } }, { projection: { eventId: 1 }, signal }).toArray(), PROVIDER_PAGE_DEADLINE_MS)).map((record) => record.eventId))
-      const gone = seriesGone.filter((seriesId) => !kept.has(seriesId))
-      if (gone.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: gone } }), PROVIDER_PAGE_DEADLINE_MS)
+      const ended = seriesGone.filter((seriesId) => !kept.has(seriesId))
+      if (ended.length > 0) await withDatabaseDeadline(async () => await this.events.deleteMany({ user: userId, 'recurrence.eventId': { $in: ended } }), PROVIDER_PAGE_DEADLINE_MS)
     }
-    const missed = done === null
-      ? { changes: 0, deletions: 0 }
-      : { changes: Math.max(0, expected.matched - done.matchedCount), deletions: Math.max(0, expected.deleted - done.deletedCount) }
-    if (missed.changes + missed.deletions > 0 || supersede === undefined) return { missed, superseded: 0 }
+    const shortOf = done === null ? { changes: 0, deletions: 0 } : { changes: expected.matched - done.matchedCount, deletions: expected.deleted - done.deletedCount }
+    const missed = shortOf.changes > 0 || shortOf.deletions > 0 ? shortOf : null
+    if (missed !== null || supersede === undefined) return { missed, superseded: 0 }
     const gone = await withDatabaseDeadline(async () => await this.events.deleteMany({
       user: userId,
       calendarId: supersede.calendarId,
@@ -283,7 +282,7 @@ export class EventStore {
     let mine: ProviderRecord | undefined = records.find((record) => record._id === keep._id)
     let folded: ProviderRecord = keep
     for (let attempt = 1; mine !== undefined; attempt++) {
-      const filter = unchangedSince(userId, folded._id, { lastUpdated: mine.lastUpdated, syncIssue: mine.syncIssue ?? null })
+      const filter = unchangedSince(userId, folded._id, storedVersionOf(mine))
       const replacement = stored(folded)
       const written = await withDatabaseDeadline(async () => await this.events.replaceOne(filter, replacement), deadlineMs)
       if (written.matchedCount > 0 || attempt === FOLD_ATTEMPTS) return

@@ -21,7 +21,8 @@ import { expandableSeries } from './range.js'
  */
 export interface StoredVersion { lastUpdated: string, syncIssue: WriteIssue | null }
 
-function versionOf (record: EventRecord): StoredVersion {
+/** The version of a stored event that a write made on it names. */
+export function storedVersionOf (record: EventRecord): StoredVersion {
   return { lastUpdated: record.lastUpdated, syncIssue: (record as ProviderRecord).syncIssue ?? null }
 }
 
@@ -162,7 +163,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
   // Each stored event as this plan read it, then as this page's earlier writes leave it: every
   // write of a stored event is guarded, so once one misses, the page's later writes of that
   // event miss too, and none of them lands on a change the plan did not see.
-  const versions = new Map<string, StoredVersion>([...input.stored, ...input.waiting, ...input.linked, ...input.edits].map((record) => [record._id, versionOf(record)]))
+  const versions = new Map<string, StoredVersion>([...input.stored, ...input.waiting, ...input.linked, ...input.edits].map((record) => [record._id, storedVersionOf(record)]))
   const guard = (eventId: string): { unchanged?: StoredVersion } => {
     const version = versions.get(eventId)
     return version === undefined ? {} : { unchanged: version }
@@ -253,7 +254,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     if (record.recurrence?.rule !== undefined) masters.set(record.providerEventId as string, record)
     if (existing === undefined) {
       writes.push({ kind: 'insert', record })
-      versions.set(record._id, versionOf(record))
+      versions.set(record._id, storedVersionOf(record))
       if (record.waitingForSeries !== undefined) counts.waiting++
       else counts.created++
       return
@@ -273,7 +274,7 @@ export function planProviderBatch (input: ProviderApplyInput): ProviderApplyPlan
     const mark = existing.syncIssue === undefined ? {} : { syncIssue: existing.syncIssue }
     const written: ProviderRecord = { ...record, ...mark, lastUpdated: existing.lastUpdated > record.lastUpdated ? existing.lastUpdated : record.lastUpdated }
     writes.push({ kind: 'replace', record: written, ...guard(existing._id) })
-    versions.set(existing._id, versionOf(written))
+    versions.set(existing._id, storedVersionOf(written))
     if (record.waitingForSeries !== undefined) counts.waiting++
     else counts.updated++
   }
