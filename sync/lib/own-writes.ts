@@ -4,21 +4,23 @@
 // properties out): such an item gets its event id back, so the backend links it to the event it
 // came from.
 //  - An unchanged copy is marked `ownWrite`, so that it cannot bring back an event deleted here
-//    after that write was made (its `updated` is only when the write arrived there).
+//    after that write was made (its `updated` is only when the write arrived there). It is dated
+//    as the write recorded it: CalDAV's LAST-MODIFIED keeps whole seconds of a stamp that Sync
+//    made to the millisecond, after the version the write carried and the one it replaced.
 //  - A copy at the version an earlier write of ours left (a page read before our last write
 //    arrived) is ours too, and only as new as the backend version that earlier write carried: it
 //    cannot replace what the backend changed since (a series cut while that write waited).
-//  - A copy changed there since our write was changed after the backend version that write
-//    carried. A provider that stamps in whole seconds (CalDAV's LAST-MODIFIED) can still say an
-//    earlier time than that version's milliseconds; it is told as just after it, so the newer
-//    change is not taken for an older one.
+//  - A copy changed there since our write was changed after that write, and so after the backend
+//    version it carried. A provider that stamps in whole seconds (CalDAV's LAST-MODIFIED) can
+//    still say an earlier time than the write's milliseconds; it is told as just after it, so the
+//    newer change is not taken for an older one.
 import type { ProviderEvent } from '../../schemas/sync/index.js'
 import type { OwnWriteIndex, OwnWriteRow } from '../stores/written-versions.js'
 
 function changedSince (item: ProviderEvent, written: OwnWriteRow): ProviderEvent {
-  if (written.lastUpdated === undefined) return item
-  const carried = Date.parse(written.lastUpdated)
-  return Date.parse(item.updated) > carried ? item : { ...item, updated: new Date(carried + 1).toISOString() }
+  const ours = Math.max(...[written.lastUpdated, written.updated].flatMap((time) => time === undefined ? [] : [Date.parse(time)]))
+  if (ours === -Infinity) return item
+  return Date.parse(item.updated) > ours ? item : { ...item, updated: new Date(ours + 1).toISOString() }
 }
 
 export function markOwnWrites (events: ProviderEvent[], own: OwnWriteIndex): ProviderEvent[] {
@@ -30,7 +32,7 @@ export function markOwnWrites (events: ProviderEvent[], own: OwnWriteIndex): Pro
     // provider event the write made is that write's copy.
     if (written.providerEventId !== undefined && written.providerEventId !== item.providerEventId) return item
     const named = item.eventId === undefined ? { ...item, eventId: written.eventId } : item
-    if (item.etag === written.version) return { ...named, ownWrite: true as const }
+    if (item.etag === written.version) return { ...named, ownWrite: true as const, ...(written.updated === undefined ? {} : { updated: written.updated }) }
     const earlier = written.earlier?.find((version) => version.version === item.etag)
     if (earlier !== undefined) return { ...named, ownWrite: true as const, ...(earlier.lastUpdated === undefined ? {} : { updated: earlier.lastUpdated }) }
     return changedSince(named, written)

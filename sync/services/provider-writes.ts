@@ -107,6 +107,7 @@ export class ProviderWrites {
         operation,
         subject,
         ...(own === undefined ? {} : { ownVersion: own.version }),
+        ...(own?.updated === undefined ? {} : { ownUpdated: own.updated }),
         ...(own?.providerEventId === undefined ? {} : { ownProviderEventId: own.providerEventId }),
         ...(seriesOwn === undefined ? {} : { seriesOwnVersion: seriesOwn.version })
       })
@@ -125,7 +126,7 @@ export class ProviderWrites {
     }
     await this.#writeIssue(context, provider.provider, eventId, null)
     if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') {
-      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated }, clock.now())
+      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated, updated: result.event.updated }, clock.now())
     }
     // The backend links a new provider event to its own (the item carries eventId); a newer version
     // at the provider replaces the change, and a merge brings it what the provider added. Anything else comes back through the next pull, where

@@ -16,6 +16,11 @@ export interface WrittenVersion {
   /** The backend's version (its lastUpdated) that the write carried; absent on older rows. */
   lastUpdated?: string
   /**
+   * The time the version is read back at: the provider's own, to the millisecond where the
+   * provider keeps less (CalDAV's LAST-MODIFIED); absent on older rows.
+   */
+  updated?: string
+  /**
    * The versions our earlier writes of the event left, newest first (at most EARLIER_KEPT): a page
    * read before our last write arrived can still hold one of them.
    */
@@ -23,9 +28,9 @@ export interface WrittenVersion {
   writtenAt: Date
 }
 
-export interface OwnWrite { version: string, providerEventId?: string, lastUpdated?: string }
+export interface OwnWrite { version: string, providerEventId?: string, lastUpdated?: string, updated?: string }
 
-export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated' | 'earlier'>
+export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated' | 'updated' | 'earlier'>
 
 /** Earlier versions kept per event: the writes of one event that can be in flight behind a page read. */
 const EARLIER_KEPT = 4
@@ -54,7 +59,7 @@ export class WrittenVersionStore {
   async get (connectionId: string, eventId: string): Promise<OwnWrite | undefined> {
     const row = await databaseCall(async (signal) => await this.#rows.findOne({ connectionId, eventId }, { signal }))
     if (row === null) return undefined
-    return { version: row.version, ...(row.providerEventId === undefined ? {} : { providerEventId: row.providerEventId }) }
+    return { version: row.version, ...(row.providerEventId === undefined ? {} : { providerEventId: row.providerEventId }), ...(row.updated === undefined ? {} : { updated: row.updated }) }
   }
 
   /**
@@ -67,7 +72,7 @@ export class WrittenVersionStore {
     const providerEventIds = [...new Set(events.map((item) => item.providerEventId))]
     const rows = events.length === 0
       ? []
-      : await databaseCall(async (signal) => await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1, earlier: 1 }, signal }).toArray())
+      : await databaseCall(async (signal) => await this.#rows.find({ connectionId, $or: [{ eventId: { $in: eventIds } }, { providerEventId: { $in: providerEventIds } }] }, { projection: { _id: 0, eventId: 1, version: 1, providerEventId: 1, lastUpdated: 1, updated: 1, earlier: 1 }, signal }).toArray())
     return {
       byEventId: new Map(rows.map((row) => [row.eventId, row])),
       byProviderEventId: new Map(rows.flatMap((row) => row.providerEventId === undefined ? [] : [[row.providerEventId, row] as const]))

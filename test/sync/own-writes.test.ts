@@ -40,6 +40,14 @@ test('a copy at the version an earlier write of ours left is ours, and only as n
   t.same(markOwnWrites([item({ etag: 'W/"9"', updated: '2026-05-01T10:05:00.000Z' })], index(rows)), [item({ etag: 'W/"9"', eventId: EVENT_ID, updated: '2026-05-01T10:05:00.000Z' })], 'a version none of our writes left is a change there')
 })
 
+test('our last copy is dated as the write recorded it: to the millisecond, where the provider keeps whole seconds', async (t) => {
+  // Our merge: stamped 10:00:01.001 by Sync, after another client's version of 10:00:01; LAST-MODIFIED says 10:00:01.
+  const row = { ...written, updated: '2026-05-01T10:00:01.001Z' }
+  t.same(markOwnWrites([item({ etag: 'W/"1"', updated: '2026-05-01T10:00:01.000Z' })], index([row])), [item({ etag: 'W/"1"', eventId: EVENT_ID, ownWrite: true, updated: '2026-05-01T10:00:01.001Z' })])
+  t.same(markOwnWrites([item({ etag: 'W/"2"', updated: '2026-05-01T10:00:01.000Z' })], index([row])), [item({ etag: 'W/"2"', eventId: EVENT_ID, updated: '2026-05-01T10:00:01.002Z' })],
+    'a change there since, stamped in the same second: told as just after our write, not just after the change it carried')
+})
+
 test('the store keeps the versions our earlier writes left, newest first, four at most', async (t) => {
   const client = new MongoClient(await startDatabase(t))
   await client.connect()
@@ -47,10 +55,12 @@ test('the store keeps the versions our earlier writes left, newest first, four a
   const store = new WrittenVersionStore(client.db(`own_writes_${Date.now()}`))
   await store.ensureIndexes()
   const connection = 'c'.repeat(24)
-  for (const n of [1, 2, 2, 3, 4, 5, 6]) await store.record(connection, EVENT_ID, { version: `W/"${n}"`, providerEventId: 'AAMk1', lastUpdated: `2026-05-01T10:0${n}:00.000Z` }, new Date())
+  for (const n of [1, 2, 2, 3, 4, 5, 6]) await store.record(connection, EVENT_ID, { version: `W/"${n}"`, providerEventId: 'AAMk1', lastUpdated: `2026-05-01T10:0${n}:00.000Z`, updated: `2026-05-01T10:0${n}:00.00${n}Z` }, new Date())
   const { byEventId } = await store.ownWritesOf(connection, [{ eventId: EVENT_ID, providerEventId: 'AAMk1' }])
+  t.match(await store.get(connection, EVENT_ID), { version: 'W/"6"', updated: '2026-05-01T10:06:00.006Z' }, 'the last write, with the time its copy is read at')
   t.match(byEventId.get(EVENT_ID), {
     version: 'W/"6"',
+    updated: '2026-05-01T10:06:00.006Z',
     earlier: [
       { version: 'W/"5"', lastUpdated: '2026-05-01T10:05:00.000Z' },
       { version: 'W/"4"', lastUpdated: '2026-05-01T10:04:00.000Z' },

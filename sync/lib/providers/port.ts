@@ -167,6 +167,11 @@ export interface ProviderWrite {
    */
   ownVersion?: string
   /**
+   * The time that version of ours is read at (`OwnWrite.updated`): a write over it is stamped
+   * after it, so that its copy read back is the newer of the two.
+   */
+  ownUpdated?: string
+  /**
    * The provider id our own last write of this event left there, for a report the backend made
    * before it learnt that id (an event created and then deleted while the provider was away).
    */
@@ -184,7 +189,11 @@ export interface WriteResult {
    * (a delete of a deleted event).
    */
   outcome: 'written' | 'inserted' | 'providerNewer' | 'merged' | 'nothingToDo'
-  /** The event as the provider holds it afterwards; null when it is gone. */
+  /**
+   * The event as the provider holds it afterwards; null when it is gone. Its `updated` is the
+   * version's time to the millisecond where the provider keeps less (CalDAV's whole seconds): our
+   * copy read back is dated by it (sync/lib/own-writes.ts).
+   */
   event: ProviderEvent | null
 }
 

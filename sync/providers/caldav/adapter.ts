@@ -283,10 +283,18 @@ export class CalDavAdapter implements ProviderPort {
         return { outcome: 'providerNewer', event: mapped(current).find((event) => event.providerEventId === wanted) ?? null }
       }
       const content = plan?.kind === 'write' ? plan.content : subject.content
-      // A merge is a version after both it was made of, so the backend takes the parts the server gave it.
-      const mergeStamp = target === null ? subject.lastUpdated : new Date(Math.max(Date.parse(subject.lastUpdated), Date.parse(versionOf(target))) + 1000).toISOString()
+      // What this write replaces is older than it: our own last version at the time it was read
+      // back as, anyone else's at its LAST-MODIFIED. A merge is a version after both it was made
+      // of, so the backend takes the parts the server gave it; any other write is the backend's
+      // version, unless the one it replaces is stamped later (another client's clock ahead of
+      // ours, or a merge of ours). The stamps keep their milliseconds: LAST-MODIFIED keeps whole
+      // seconds, and our copy read back is dated by the write's record (sync/lib/own-writes.ts),
+      // so a change the person makes in the next second is still the newer one.
+      const replacedAt = target === null ? -Infinity : Math.max(Date.parse(versionOf(target)), ownCopy && write.ownUpdated !== undefined ? Date.parse(write.ownUpdated) : -Infinity)
+      const carried = Date.parse(subject.lastUpdated)
+      const mergeStamp = new Date(Math.max(carried, replacedAt) + 1).toISOString()
       let merged = plan?.kind === 'write' && plan.merged
-      const stamp = merged ? mergeStamp : subject.lastUpdated
+      const stamp = merged ? mergeStamp : new Date(Math.max(carried, replacedAt + 1)).toISOString()
       try {
         if (current === null || parsed === null || master === null) {
           if (removal) return { outcome: 'nothingToDo', event: null }
@@ -295,7 +303,8 @@ export class CalDavAdapter implements ProviderPort {
           const created = newResource(href.split('/').at(-1)?.replace(/\.ics$/, '') ?? write.eventId, write.eventId, content, subject.lastUpdated)
           const etag = await this.#caldav.put(context, url, created.toString(), null)
           const resource: Resource = { href, etag, ics: created.toString() }
-          return { outcome: isNew ? 'inserted' : 'written', event: mapped(resource).find((event) => event.providerEventId === href) ?? null }
+          const inserted = mapped(resource).find((event) => event.providerEventId === href) ?? null
+          return { outcome: isNew ? 'inserted' : 'written', event: inserted === null ? null : { ...inserted, updated: subject.lastUpdated } }
         }
         if (occurrence === null) {
           if (removal) {
@@ -332,7 +341,8 @@ export class CalDavAdapter implements ProviderPort {
         addTimeZones(parsed)
         const ics = parsed.toString()
         const etag = await this.#caldav.put(context, url, ics, current.etag ?? '*')
-        return { outcome: merged ? 'merged' : 'written', event: removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null }
+        const written = removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null
+        return { outcome: merged ? 'merged' : 'written', event: written === null || removal ? written : { ...written, updated: merged ? mergeStamp : stamp } }
       } catch (error) {
         if (error instanceof ProviderVersionConflictError && attempt < WRITE_ATTEMPTS) continue
         throw error

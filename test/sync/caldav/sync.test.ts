@@ -109,6 +109,45 @@ test('writes: an insert reaches Radicale and links back; an update goes with If-
   t.equal((await stack.sync.syncConnections.get(connectionId))?.state, 'healthy')
 })
 
+test('a series written twice within one second, the first write a merge with another client\'s exclusion stamped ahead of our clock: each copy read back is dated after what it replaced, the cut after the merge', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  // Clock 09:00:00 (the manual clock's start); the other client's clock is a second ahead of ours.
+  const href = '/alice/work/weekly.ics'
+  await stack.radicale.put(`${stack.radicale.url}${href}`, USER, PASSWORD, ics(['UID:weekly', 'DTSTAMP:20261121T090001Z', 'LAST-MODIFIED:20261121T090001Z', 'DTSTART:20261130T150000Z', 'DTEND:20261130T160000Z', 'RRULE:FREQ=WEEKLY', 'EXDATE:20261214T150000Z', 'SUMMARY:Standup']))
+  const { userId } = await connectAndImport(stack)
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  if (!connection) throw new Error('no connection')
+  const theirs = Date.parse('2026-11-21T09:00:01.000Z')
+  // The version the backend's event was made on: the import's.
+  const base = stack.backend.events(stack.calendarUrl).get(href)?.content
+  t.match(base, { title: 'Standup' }, 'the series is imported')
+  const series = (lastUpdated: string, title: string, rule: string): ProviderWriteSubject => ({
+    lastUpdated, providerEventId: href, ...(base === undefined ? {} : { base }), content: { title, startDate: '2026-11-30T15:00:00Z', endDate: '2026-11-30T16:00:00Z', isAllDay: false, timeZone: 'UTC', recurrence: [rule] }
+  })
+
+  // The backend's rule leaves out the occurrence deleted at the server: the write keeps it, a merge.
+  let before = stack.backend.batches.length
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'series-1', operation: 'update', calendarId: stack.calendarUrl, subject: series('2026-11-21T09:00:00.321Z', 'Standup (team)', 'RRULE:FREQ=WEEKLY') })
+  await stack.drain()
+  const merge = stack.backend.batches.slice(before).at(-1)?.events[0]
+  t.match(merge, { providerEventId: href, eventId: 'series-1', ownWrite: true, content: { title: 'Standup (team)' } }, 'the merge goes to the backend')
+  t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /EXDATE:20261214T150000Z/, 'the server keeps its exclusion')
+  const merged = Date.parse(merge?.updated ?? '')
+  t.ok(merged > theirs, `the merge (${merge?.updated}) is dated after the version it was made with`)
+  t.ok(merged < theirs + 1000, 'and not a second later: a change the person makes in that second is the newer one')
+
+  // "This and following", made here a moment after the title change, written over our own merge.
+  await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'series-1', operation: 'update', calendarId: stack.calendarUrl, subject: series('2026-11-21T09:00:00.527Z', 'Standup (team)', 'RRULE:FREQ=WEEKLY;UNTIL=20261213T235959Z') })
+  await stack.drain()
+  t.match((await stack.radicale.get(`${stack.radicale.url}${href}`, USER, PASSWORD)).body, /RRULE:FREQ=WEEKLY;UNTIL=20261213T235959Z/, 'the cut reaches the server')
+  before = stack.backend.batches.length
+  await seen(stack, userId)
+  await nextPoll(stack)
+  const cut = stack.backend.batches.slice(before).flatMap((batch) => batch.events).find((item) => item.providerEventId === href)
+  t.match(cut, { eventId: 'series-1', ownWrite: true, content: { recurrence: ['RRULE:FREQ=WEEKLY;UNTIL=20261213T235959Z'] } }, 'the pull reads the cut back as our own copy')
+  t.ok(Date.parse(cut?.updated ?? '') > merged, `dated (${cut?.updated}) after the merge it replaced, so a page holding the merge cannot win over it`)
+})
+
 test('the password changes at the server: the next poll gets 401, the connection needs the user, the feed says so', { skip: missing ?? false }, async (t) => {
   const stack = await startCalDavStack(t)
   const { userId, connectionId } = await connectAndImport(stack)
