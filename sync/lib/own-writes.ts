@@ -10,6 +10,9 @@
 //  - A copy at the version an earlier write of ours left (a page read before our last write
 //    arrived) is ours too, and only as new as the backend version that earlier write carried: it
 //    cannot replace what the backend changed since (a series cut while that write waited).
+//  - So is a copy at the version another client left that our last write was made over: the
+//    write replaced it, so it is older than the change that write carried, whatever time the
+//    other client's clock gave it (`WrittenVersionStore.record`).
 //  - A copy changed there since our write was changed after that write, and so after the backend
 //    version it carried. A provider that stamps in whole seconds (CalDAV's LAST-MODIFIED) can
 //    still say an earlier time than the write's milliseconds; it is told as just after it, so the

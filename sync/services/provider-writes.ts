@@ -126,7 +126,7 @@ export class ProviderWrites {
     }
     await this.#writeIssue(context, provider.provider, eventId, null)
     if (result.event?.etag !== undefined && result.outcome !== 'providerNewer') {
-      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated, updated: result.event.updated }, clock.now())
+      await written.record(context.connectionId, eventId, { version: result.event.etag, providerEventId: result.event.providerEventId, lastUpdated: subject.lastUpdated, updated: result.event.updated, ...(result.replaced === undefined ? {} : { replaced: result.replaced }) }, clock.now())
     }
     // The backend links a new provider event to its own (the item carries eventId); a newer version
     // at the provider replaces the change, and a merge brings it what the provider added. Anything else comes back through the next pull, where

@@ -22,13 +22,22 @@ export interface WrittenVersion {
   updated?: string
   /**
    * The versions our earlier writes of the event left, newest first (at most EARLIER_KEPT): a page
-   * read before our last write arrived can still hold one of them.
+   * read before our last write arrived can still hold one of them. With them, the version our last
+   * write was made over where another client left it, dated just before the change that write
+   * carried: it is older than that write, whatever time it says.
    */
   earlier?: Array<{ version: string, lastUpdated?: string }>
   writtenAt: Date
 }
 
-export interface OwnWrite { version: string, providerEventId?: string, lastUpdated?: string, updated?: string }
+export interface OwnWrite {
+  version: string
+  providerEventId?: string
+  lastUpdated?: string
+  updated?: string
+  /** The version the write was made over (`WriteResult.replaced`); kept among the earlier ones. */
+  replaced?: string
+}
 
 export type OwnWriteRow = Pick<WrittenVersion, 'eventId' | 'version' | 'providerEventId' | 'lastUpdated' | 'updated' | 'earlier'>
 
@@ -83,11 +92,15 @@ export class WrittenVersionStore {
    * Writes of one event run one at a time (one job per event), so reading the row and writing it
    * back is enough; the version it held joins the earlier ones.
    */
-  async record (connectionId: string, eventId: string, written: OwnWrite, writtenAt: Date): Promise<void> {
+  async record (connectionId: string, eventId: string, { replaced, ...written }: OwnWrite, writtenAt: Date): Promise<void> {
     const before = await databaseCall(async (signal) => await this.#rows.findOne({ connectionId, eventId }, { projection: { version: 1, lastUpdated: 1, earlier: 1 }, signal }))
-    const earlier = before === null || before.version === written.version
+    const kept = before === null || before.version === written.version
       ? before?.earlier ?? []
-      : [{ version: before.version, ...(before.lastUpdated === undefined ? {} : { lastUpdated: before.lastUpdated }) }, ...before.earlier ?? []].slice(0, EARLIER_KEPT)
+      : [{ version: before.version, ...(before.lastUpdated === undefined ? {} : { lastUpdated: before.lastUpdated }) }, ...before.earlier ?? []]
+    const theirs = replaced === undefined || replaced === written.version || replaced === before?.version || written.lastUpdated === undefined
+      ? null
+      : { version: replaced, lastUpdated: new Date(Date.parse(written.lastUpdated) - 1).toISOString() }
+    const earlier = (theirs === null ? kept : [theirs, ...kept.filter((version) => version.version !== theirs.version)]).slice(0, EARLIER_KEPT)
     await databaseCall(async () => await this.#rows.updateOne({ connectionId, eventId }, { $set: { ...written, earlier, writtenAt } }, { upsert: true }))
   }
 }

@@ -69,4 +69,17 @@ test('the store keeps the versions our earlier writes left, newest first, four a
     ]
   })
   t.equal(byEventId.get(EVENT_ID)?.earlier?.length, 4, 'a version written twice is kept once, and the oldest go')
+
+  // Written over another client's version W/"x" (a change there since W/"6"), then over our own W/"7".
+  await store.record(connection, EVENT_ID, { version: 'W/"7"', providerEventId: 'AAMk1', lastUpdated: '2026-05-01T10:07:00.000Z', replaced: 'W/"x"' }, new Date())
+  await store.record(connection, EVENT_ID, { version: 'W/"8"', providerEventId: 'AAMk1', lastUpdated: '2026-05-01T10:08:00.000Z', replaced: 'W/"7"' }, new Date())
+  const after = (await store.ownWritesOf(connection, [{ eventId: EVENT_ID, providerEventId: 'AAMk1' }])).byEventId.get(EVENT_ID)
+  t.same(after?.earlier?.slice(0, 3), [
+    { version: 'W/"7"', lastUpdated: '2026-05-01T10:07:00.000Z' },
+    { version: 'W/"x"', lastUpdated: '2026-05-01T10:06:59.999Z' },
+    { version: 'W/"6"', lastUpdated: '2026-05-01T10:06:00.000Z' }
+  ], 'the other client\'s version our write replaced is dated just before the change that write carried; our own replaced version is kept once')
+  t.notOk('replaced' in (after ?? {}), 'the replaced version is no field of the row')
+  t.same(markOwnWrites([item({ etag: 'W/"x"', updated: '2026-05-01T10:09:00.000Z' })], { byEventId: new Map(after === undefined ? [] : [[EVENT_ID, after]]), byProviderEventId: new Map(after === undefined ? [] : [['AAMk1', after]]) }),
+    [item({ etag: 'W/"x"', eventId: EVENT_ID, ownWrite: true, updated: '2026-05-01T10:06:59.999Z' })], 'a page holding it, stamped by a clock ahead of ours: older than our write all the same')
 })

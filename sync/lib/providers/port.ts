@@ -195,6 +195,12 @@ export interface WriteResult {
    * copy read back is dated by it (sync/lib/own-writes.ts).
    */
   event: ProviderEvent | null
+  /**
+   * The provider's version the write was made over (its `If-Match`): older than the write, though a
+   * page read before the write arrived can still hold it, and say a later time (another client's
+   * clock).
+   */
+  replaced?: string
 }
 
 export interface WatchRequest {

@@ -342,7 +342,7 @@ export class CalDavAdapter implements ProviderPort {
         const ics = parsed.toString()
         const etag = await this.#caldav.put(context, url, ics, current.etag ?? '*')
         const written = removal && occurrence === null ? null : mapped({ href, etag, ics }).find((event) => event.providerEventId === wanted) ?? null
-        return { outcome: merged ? 'merged' : 'written', event: written === null || removal ? written : { ...written, updated: merged ? mergeStamp : stamp } }
+        return { outcome: merged ? 'merged' : 'written', event: written === null || removal ? written : { ...written, updated: merged ? mergeStamp : stamp }, ...(current.etag === null ? {} : { replaced: current.etag }) }
       } catch (error) {
         if (error instanceof ProviderVersionConflictError && attempt < WRITE_ATTEMPTS) continue
         throw error

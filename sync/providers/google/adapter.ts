@@ -218,7 +218,7 @@ export class GoogleCalendarAdapter implements ProviderPort {
       const { data } = await this.#call(context, 'events.patch', async (api) => await api.events.patch({ calendarId, eventId: target, sendUpdates: 'none', requestBody }, ifMatch))
       const before = occurrence === null && current.recurrence != null ? toProviderEvent(current, calendar.timeZone)?.content : undefined
       if (before !== undefined && typeof current.iCalUID === 'string') await this.#moveExceptions(context, calendar, target, current.iCalUID, before, content)
-      return { outcome: written, event: this.#mapped(data, calendar) }
+      return { outcome: written, event: this.#mapped(data, calendar), ...(typeof current.etag === 'string' ? { replaced: current.etag } : {}) }
     }
     if (target !== insertIdFor(context.connectionId, write.eventId)) {
       throw new ProviderNotFoundError(`Google has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)

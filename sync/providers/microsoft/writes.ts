@@ -88,7 +88,7 @@ export class MicrosoftWriter {
         // Deletions the backend's rule did not name (its own, or another device's) reach it with the series.
         merged ||= deleted.beyondRule
       }
-      return { outcome: merged ? 'merged' : 'written', event: await this.#reader.mapped(context, patched.id === current.id && kept.length > 0 ? await this.#reader.current(context, current.id) ?? patched : patched, calendar) }
+      return { outcome: merged ? 'merged' : 'written', event: await this.#reader.mapped(context, patched.id === current.id && kept.length > 0 ? await this.#reader.current(context, current.id) ?? patched : patched, calendar), ...(typeof current['@odata.etag'] === 'string' ? { replaced: current['@odata.etag'] } : {}) }
     }
     if (subject.providerEventId !== undefined || subject.seriesProviderEventId !== undefined) {
       throw new ProviderNotFoundError(`Microsoft has no event ${subject.providerEventId === undefined ? 'occurrence' : 'with the linked id'} to change`)

@@ -148,6 +148,43 @@ test('a series written twice within one second, the first write a merge with ano
   t.ok(Date.parse(cut?.updated ?? '') > merged, `dated (${cut?.updated}) after the merge it replaced, so a page holding the merge cannot win over it`)
 })
 
+test('a pull that read the version our write then replaced, handed over after that write: dated before the change the write carried, it cannot undo it', { skip: missing ?? false }, async (t) => {
+  const stack = await startCalDavStack(t)
+  const href = '/alice/work/lunch.ics'
+  const url = `${stack.radicale.url}${href}`
+  const lunch = (summary: string, modified: string) => ics(['UID:lunch', `DTSTAMP:${modified}`, `LAST-MODIFIED:${modified}`, 'DTSTART:20261125T120000Z', 'DTEND:20261125T130000Z', `SUMMARY:${summary}`])
+  await stack.radicale.put(url, USER, PASSWORD, lunch('Lunch', '20261121T085000Z'))
+  const { userId } = await connectAndImport(stack)
+  const [connection] = await stack.sync.syncConnections.listByUser(userId)
+  if (!connection) throw new Error('no connection')
+  // Another client renames it at 09:00:03; the rename here (09:00:05) is written over that version
+  // while a pull that read it is on its way.
+  await stack.radicale.put(url, USER, PASSWORD, lunch('Lunch (other client)', '20261121T090003Z'))
+  const carried = '2026-11-21T09:00:05.000Z'
+  let raced = false
+  t.teardown(() => { stack.intercept(null) })
+  stack.intercept(async (input, init, forward) => {
+    const answer = await forward(input, init)
+    if (raced || init.method !== 'REPORT') return answer
+    const body = await answer.text()
+    if (body.includes('SUMMARY:Lunch (other client)')) {
+      raced = true
+      await stack.sync.syncEngine.queueProviderWrite(connection, { eventId: 'lunch-1', operation: 'update', calendarId: stack.calendarUrl, subject: subject(carried, 'Lunch (here)', { providerEventId: href, content: { title: 'Lunch (here)', startDate: '2026-11-25T12:00:00Z', endDate: '2026-11-25T13:00:00Z', isAllDay: false, timeZone: 'UTC' } }) })
+      await stack.drain()
+    }
+    return new Response(body, { status: answer.status, headers: answer.headers })
+  })
+  const before = stack.backend.batches.length
+  await seen(stack, userId)
+  await nextPoll(stack)
+  t.ok(raced, 'the write landed between the pull\'s read and its hand-over')
+  t.match((await stack.radicale.get(url, USER, PASSWORD)).body, /SUMMARY:Lunch \(here\)/, 'the server holds the rename made here')
+  const handed = stack.backend.batches.slice(before).flatMap((batch) => batch.events).filter((item) => item.providerEventId === href)
+  const stale = handed.find((item) => item.content?.title === 'Lunch (other client)')
+  t.ok(stale !== undefined, 'the pull hands over the version it read')
+  t.ok(Date.parse(stale?.updated ?? '') < Date.parse(carried), `dated (${stale?.updated}) before the rename the write carried, so the backend keeps the rename`)
+})
+
 test('the password changes at the server: the next poll gets 401, the connection needs the user, the feed says so', { skip: missing ?? false }, async (t) => {
   const stack = await startCalDavStack(t)
   const { userId, connectionId } = await connectAndImport(stack)

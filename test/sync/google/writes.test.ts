@@ -27,12 +27,18 @@ test('provider writes: an own event of the primary calendar is inserted there an
   t.same(more, [])
 
   const providerEventId = String(inserted?.['id'])
-  stack.clock.advance(60_000)
+  // Another device adds a description; the rename here, a minute later, is written over that version.
+  stack.clock.advance(30_000)
+  const theirs = stack.google.control.patchEvent(ALICE, providerEventId, { description: 'bring the slides' })
+  stack.clock.advance(30_000)
   t.equal(await reportEventChange(stack, {
     userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId, content: { ...lunchWriteSubject(stack).content!, title: 'Lunch with Bo and Cy' } })
   }), 202)
   await stack.drain()
   t.match(stack.google.control.storedEvents(ALICE).find((event) => event['id'] === providerEventId), { summary: 'Lunch with Bo and Cy', status: 'confirmed' })
+  // A page read before the rename arrived can hold the other device's version: older than the rename.
+  const own = await stack.sync.syncWrittenVersions.ownWritesOf(connectionId, [{ eventId, providerEventId }])
+  t.match(own.byEventId.get(eventId)?.earlier?.[0], { version: theirs['etag'] }, 'the version the write was made over is kept as older than it')
 
   stack.clock.advance(60_000)
   t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId: ALICE, subject: lunchWriteSubject(stack, { providerEventId }) }), 202)

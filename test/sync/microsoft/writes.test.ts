@@ -23,13 +23,19 @@ test('provider writes: an own event of the default calendar is created there and
 
   const providerEventId = String(inserted?.['id'])
   const updatesBefore = stack.microsoft.control.counts().operations['event.update']?.statuses['200'] ?? 0
-  stack.clock.advance(60_000)
+  // Another device sets a location; the rename here, a minute later, is written over that version.
+  stack.clock.advance(30_000)
+  const theirs = stack.microsoft.control.patchEvent(calendarId, providerEventId, { location: { displayName: 'Room 4' } })
+  stack.clock.advance(30_000)
   t.equal(await reportEventChange(stack, {
     userId, eventId, operation: 'update', idempotencyKey: 'update-0001', calendarId, subject: lunchWriteSubject(stack, { providerEventId, content: { ...lunchWriteSubject(stack).content!, title: 'Lunch with Bo and Cy' } })
   }), 202)
   await stack.drain()
   t.match(stack.microsoft.control.storedEvents(calendarId).find((event) => event['id'] === providerEventId), { subject: 'Lunch with Bo and Cy' })
   t.equal(stack.microsoft.control.counts().operations['event.update']?.statuses['200'], updatesBefore + 1, 'one PATCH')
+  // A page read before the rename arrived can hold the other device's version: older than the rename.
+  const own = await stack.sync.syncWrittenVersions.ownWritesOf(connectionId, [{ eventId, providerEventId }])
+  t.match(own.byEventId.get(eventId)?.earlier?.[0], { version: theirs['@odata.etag'] }, 'the version the write was made over is kept as older than it')
 
   stack.clock.advance(60_000)
   t.equal(await reportEventChange(stack, { userId, eventId, operation: 'delete', idempotencyKey: 'delete-0001', calendarId, subject: lunchWriteSubject(stack, { providerEventId }) }), 202)
