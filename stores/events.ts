@@ -506,7 +506,9 @@ export class EventStore {
           const seriesId = write.after._id
           const exceptions = (await this.events.find({ user: userId, 'recurrence.eventId': seriesId }, { ...options, projection: STORAGE_ONLY }).toArray()).map(fromStorage)
           const moved = movedExceptions(write.before, write.after, exceptions, now)
-          await this.events.deleteMany({ user: userId, 'recurrence.eventId': seriesId }, options)
+          // Those read, not every one now stored: without a transaction, a provider page can store
+          // an exception of the series in between, and it was never moved.
+          if (exceptions.length > 0) await this.events.deleteMany({ _id: { $in: keysOf(userId, exceptions.map((exception) => exception._id)) } }, options)
           if (moved.length > 0) await this.events.insertMany(moved.map(stored), options)
           break
         }

@@ -673,3 +673,41 @@ test('an own event linked while a re-import runs stays when its link carries the
   const kept = (await app.inject({ method: 'GET', url: `/api/event/${own}`, headers: user.headers })).json()
   t.equal(kept.providerEventId, 'made-during', 'and keeps its link')
 })
+
+test('a series moved here while a provider page stores one of its exceptions, without a transaction: the move takes the exceptions it read and leaves the new one', async (t) => {
+  // A standalone server: the writes of one change are not one transaction.
+  const deps = await startDependencies(t)
+  const { app, config } = await buildApp(t, deps)
+  const user = await signUp(app, { email: uniqueEmail('follow-race'), password: 'pw-for-follow-race-1' })
+  const send = async (events: ProviderEvent[]) => (await app.inject({
+    method: 'POST',
+    url: BACKEND_INTERNAL_PATHS.providerEvents,
+    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
+    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
+  })).json<ProviderEventBatchResult>()
+  const series = 'e'.repeat(24)
+  const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
+  const at = (hour: number) => ({ startDate: `2026-05-04T${String(hour).padStart(2, '0')}:00:00+02:00`, endDate: `2026-05-04T${String(hour + 1).padStart(2, '0')}:00:00+02:00`, timeZone: 'Europe/Berlin' })
+  t.equal((await app.inject({ method: 'POST', url: '/api/event', headers: user.headers, payload: { _id: series, title: 'Weekly', ...at(9), recurrence: { rule } } })).statusCode, 204)
+  t.same((await send([item('gmove', { eventId: series, content: { title: 'Weekly', ...at(9), isAllDay: false, recurrence: rule } })])).unchanged, 1)
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}_20260511T070000Z`, headers: user.headers, payload: { title: 'Kept here', ...at(9), startDate: '2026-05-11T09:00:00+02:00', endDate: '2026-05-11T10:00:00+02:00' } })).statusCode, 204)
+
+  // The series moves to 10:00; between the move's read of its exceptions and their removal, a
+  // pull's page stores the provider's exception of 18 May.
+  const store = app.eventStore
+  const deleteMany = store.events.deleteMany.bind(store.events)
+  store.events.deleteMany = (async (...args: Parameters<typeof deleteMany>) => {
+    store.events.deleteMany = deleteMany
+    t.match(await send([item('gmove_20260518T070000Z', {
+      recurringEventId: 'gmove', originalStartDate: '2026-05-18T09:00:00+02:00', content: { title: 'Weekly (moved at Google)', startDate: '2026-05-18T13:00:00+02:00', endDate: '2026-05-18T14:00:00+02:00', isAllDay: false, timeZone: 'Europe/Berlin' }
+    })]), { created: 1 }, 'the page\'s exception is stored in between')
+    return await deleteMany(...args)
+  }) as typeof deleteMany
+  t.equal((await app.inject({ method: 'PUT', url: `/api/event/${series}`, headers: user.headers, payload: { title: 'Weekly', ...at(10), recurrence: { rule } } })).statusCode, 204)
+  t.equal(store.events.deleteMany, deleteMany, 'the move removed the exceptions it read')
+  const stored = await app.mongo.db.collection('events').find({ user: user.userId, 'recurrence.eventId': series }, { projection: { _id: 0, title: 1, startDate: 1, providerEventId: 1 } }).sort({ startDate: 1 }).toArray()
+  t.same(stored, [
+    { title: 'Kept here', startDate: '2026-05-11T10:00:00+02:00' },
+    { title: 'Weekly (moved at Google)', startDate: '2026-05-18T13:00:00+02:00', providerEventId: 'gmove_20260518T070000Z' }
+  ], 'the edit made here moved with its series; the provider\'s exception, which the move never read, is still stored')
+})
