@@ -12,7 +12,7 @@ import type { ImportResult, ProviderCalendar, ProviderContext, ProviderEventPage
 import type { CalendarFacts, CalendarRecord, ImportCheckpoint } from '../stores/calendars.js'
 import type { JobRecord } from '../stores/job-queue.js'
 import { calendarOf, jobKeys, NothingToDo, type ConnectionJobs, type SyncEngineParts } from './connection-jobs.js'
-import type { ConnectionWatches } from './connection-watches.js'
+import { ENSURE_WATCH, type ConnectionWatches } from './connection-watches.js'
 
 /**
  * An import's progress after a page is recorded at most this often. The backend's bridge reads the
@@ -200,6 +200,7 @@ export class CalendarReads {
     let records = (await calendars.listByConnection(context.connectionId)).filter((record) => only === undefined || record.calendarId === only)
     const listedAt = Math.max(0, ...records.map((record) => record.listedAt?.getTime() ?? 0))
     if (only === undefined && clock.now().getTime() - listedAt >= CALENDAR_LIST_REFRESH_MS) records = await this.#followCalendarList(context, provider, records)
+    const dropped = new Set<string>()
     for (const calendar of records) {
       if (calendar.cursor === null) continue
       let outcome: PullOutcome
@@ -224,6 +225,7 @@ export class CalendarReads {
       } catch (error) {
         if (error instanceof ProviderNotFoundError) {
           await this.#dropCalendar(context, calendar)
+          dropped.add(calendar.calendarId)
           continue
         }
         if (!(error instanceof ProviderCursorExpiredError)) throw error
@@ -242,6 +244,7 @@ export class CalendarReads {
     }
     // A pull of one calendar does not end the catch-up of the whole connection.
     if (only === undefined || !bootstrap) await connections.apply(context.connectionId, { type: 'pullSucceeded' })
+    if (job.payload[ENSURE_WATCH] !== undefined) await this.#watches.ensureWatches(provider, context, records.filter((record) => record.cursor !== null && !dropped.has(record.calendarId)).map(calendarOf))
   }
 
   /**

@@ -19,6 +19,9 @@ import { jobKeys, type ConnectionJobs, type SyncEngineParts } from './connection
 /** Channels renewed or stopped by one maintenance pass at most; the next pass takes the rest. */
 const MAINTENANCE_BATCH = 500
 
+/** A pull job's payload key: after the pull, its calendars get a channel where they have none. */
+export const ENSURE_WATCH = 'ensureWatch'
+
 export interface MaintenanceReport {
   renewed: number
   stopped: number
@@ -119,20 +122,22 @@ export class ConnectionWatches {
       if (!fallbackPullDue(calendar, await activity.lastSeen(calendar.userId), now, inactiveDays, interval ?? FALLBACK_PULL_AFTER_MS)) continue
       // Backoff: a polled connection whose reads fail waits for the job ladder's next attempt.
       if (interval !== undefined && connection.state === 'delayed') continue
-      await this.#queueCalendarPull(calendar)
+      // A calendar of a provider that notifies, and still overdue: no notification came, so its
+      // pull also makes sure a channel exists (the one tried when it was imported may have failed).
+      await this.#queueCalendarPull(calendar, undefined, interval === undefined)
       queued++
     }
     return queued
   }
 
   /** One pull of one calendar; a pull already waiting for it absorbs this one (its coalescing key). */
-  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }, runAt?: Date): Promise<{ job: JobRecord, coalesced: boolean }> {
+  async #queueCalendarPull (target: { connectionId: string, calendarId: string, userId: string }, runAt?: Date, ensureWatch = false): Promise<{ job: JobRecord, coalesced: boolean }> {
     return await this.#parts.queue.enqueue({
       type: 'pull',
       coalescingKey: jobKeys.calendarPull(target.connectionId, target.calendarId),
       userId: target.userId,
       connectionId: target.connectionId,
-      payload: { calendarId: target.calendarId },
+      payload: { calendarId: target.calendarId, ...(ensureWatch ? { [ENSURE_WATCH]: 'yes' } : {}) },
       ...(runAt === undefined ? {} : { runAt })
     })
   }
@@ -256,7 +261,10 @@ export class ConnectionWatches {
     await watches.remove(watch._id)
   }
 
-  /** One channel per calendar; a calendar whose watch fails is left to watch maintenance and pulls. */
+  /**
+   * One channel per calendar. A calendar whose watch fails is pulled on the timer, and that pull
+   * tries the watch again (ENSURE_WATCH).
+   */
   async ensureWatches (provider: ProviderPort, context: ProviderContext, found: ProviderCalendar[]): Promise<void> {
     // A provider without notifications is pulled on the timer instead.
     if (provider.pollIntervalMs !== undefined) return
@@ -271,7 +279,7 @@ export class ConnectionWatches {
         else await this.#renewWatch(provider, context, watch)
       } catch (error) {
         if (error instanceof ProviderAuthorizationRevokedError || isDatabaseUnavailableError(error)) throw error
-        this.#parts.log.warn({ connectionId: context.connectionId, err: error }, 'watching a calendar failed; it is pulled on the timer until a channel exists')
+        this.#parts.log.warn({ connectionId: context.connectionId, err: error }, 'watching a calendar failed; it is pulled on the timer, which tries again')
       }
     }
   }

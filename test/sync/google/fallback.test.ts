@@ -31,6 +31,31 @@ test('a lost notification: the overdue calendar is pulled on the timer and the c
   t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0, 'and the calendars are fresh again')
 })
 
+test('a calendar whose watch failed at its import gets its channel from the timer\'s pull, and its changes come by notification again', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
+  const dentist = stack.google.control.insertEvent(ALICE, SAMPLE_EVENTS.timed)
+  // Google is down for the one request that would watch the calendar.
+  stack.google.control.armFault({ pathPrefix: `/calendar/v3/calendars/${encodeURIComponent(ALICE)}/events/watch`, method: 'POST', status: 503, count: 1 })
+  const { userId } = await connectAndSync(stack)
+  await stack.google.notificationsSettled()
+  await stack.drain()
+  t.same(await stack.sync.syncWatches.listByUser(userId), [], 'the import could not watch the calendar')
+  t.ok(stack.logs.some((line) => line.msg === 'watching a calendar failed; it is pulled on the timer, which tries again'), 'and said so')
+  const seen = () => [...stack.backend.events(ALICE).values()].map((event) => event.content?.title)
+
+  stack.clock.advance(FALLBACK_PULL_AFTER_MS + 60_000)
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 1, 'no notification came: the calendar is overdue')
+  await stack.drain()
+  t.equal((await stack.sync.syncWatches.listByUser(userId)).length, 1, 'the timer\'s pull watched it')
+  t.ok(stack.google.control.listChannels().some((channel) => channel.account === ALICE && channel.state === 'active'), 'a channel at Google')
+
+  stack.google.control.patchEvent(ALICE, String(dentist['id']), { summary: 'Dentist (moved)' })
+  await stack.google.notificationsSettled()
+  await stack.drain()
+  t.ok(seen().includes('Dentist (moved)'), 'a change at Google arrives by its notification, without the timer')
+  t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0)
+})
+
 test('the fallback rule', async (t) => {
   const now = new Date('2026-11-21T12:00:00Z')
   const old = { cursor: 'token', lastUpdatedAt: new Date(now.getTime() - FALLBACK_PULL_AFTER_MS - 1) }
