@@ -20,9 +20,12 @@ function item (providerEventId: string, fields: Partial<ProviderEvent> = {}): Pr
   }
 }
 
-/** A backend and a new user of it: Sync's page sent as Sync sends it, and the user's May as "<start> <title>". */
-async function newUserWithPages (t: Test, label: string) {
-  const deps = await startDependencies(t, { replicaSet: true })
+/**
+ * A backend and a new user of it: Sync's page sent as Sync sends it, and the user's May as "<start> <title>".
+ * `replicaSet: false`: a standalone server, whose writes of one change are not one transaction.
+ */
+async function newUserWithPages (t: Test, label: string, { replicaSet = true } = {}) {
+  const deps = await startDependencies(t, { replicaSet })
   const { app, config } = await buildApp(t, deps)
   const user = await signUp(app, { email: uniqueEmail(label), password: `pw-for-${label}-1` })
   const send = async (events: ProviderEvent[], provider: ProviderEventBatch['provider'] = 'google') => (await app.inject({
@@ -675,16 +678,7 @@ test('an own event linked while a re-import runs stays when its link carries the
 })
 
 test('a series moved here while a provider page stores one of its exceptions, without a transaction: the move takes the exceptions it read and leaves the new one', async (t) => {
-  // A standalone server: the writes of one change are not one transaction.
-  const deps = await startDependencies(t)
-  const { app, config } = await buildApp(t, deps)
-  const user = await signUp(app, { email: uniqueEmail('follow-race'), password: 'pw-for-follow-race-1' })
-  const send = async (events: ProviderEvent[]) => (await app.inject({
-    method: 'POST',
-    url: BACKEND_INTERNAL_PATHS.providerEvents,
-    headers: { authorization: `Bearer ${config.backend.serviceToken}` },
-    payload: { userId: user.userId, connectionId: CONNECTION, provider: 'google', calendarId: CALENDAR, events }
-  })).json<ProviderEventBatchResult>()
+  const { app, user, send } = await newUserWithPages(t, 'follow-race', { replicaSet: false })
   const series = 'e'.repeat(24)
   const rule = ['RRULE:FREQ=WEEKLY;COUNT=3']
   const at = (hour: number) => ({ startDate: `2026-05-04T${String(hour).padStart(2, '0')}:00:00+02:00`, endDate: `2026-05-04T${String(hour + 1).padStart(2, '0')}:00:00+02:00`, timeZone: 'Europe/Berlin' })
