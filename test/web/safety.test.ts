@@ -9,7 +9,7 @@ import { test } from 'tap'
 import type { Page, Request } from 'playwright-core'
 import { launchBrowser, newContext, collectErrors } from './browser.js'
 import { startWebStack } from './stack.js'
-import { apartFromReminders, createEventThroughUi, EVENTUALLY_MS, eventBlock, openEvent, signInThroughUi, signUpThroughUi } from './ui.js'
+import { apartFromReminders, createEventThroughUi, EVENTUALLY_MS, eventBlock, openEvent, pageState, signInThroughUi, signUpThroughUi } from './ui.js'
 import { uniqueEmail } from '../helper.js'
 import { waitFor } from '../processes.js'
 
@@ -118,7 +118,8 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await toast.filter({ hasText: 'Event moved.' }).waitFor()
     await page.locator('#calendar').focus()
     await page.keyboard.press('Control+z')
-    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' }), 'Ctrl+Z moves it back in the account')
+    const movedBack = await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00', endDate: '2026-03-02T13:00:00+01:00' })
+    t.ok(movedBack, 'Ctrl+Z moves it back in the account', movedBack ? {} : { page: await pageState(page), stored: await events.find({ title: 'Offline lunch' }).toArray() })
     await eventBlock(page, 'Offline lunch').filter({ hasText: '12:00 – 13:00' }).waitFor()
 
     await eventBlock(page, 'Offline lunch').focus()
@@ -136,6 +137,32 @@ test('no silent loss, undo, honest sign-in and loading', async (t) => {
     await page.keyboard.press('Control+z')
     t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00' }), 'the edit is undone in the account')
     await eventBlock(page, 'Offline lunch').waitFor()
+
+    // An undo that cannot be made says so: here the browser refuses to keep its write (storage full).
+    await eventBlock(page, 'Offline lunch').focus()
+    await page.keyboard.press('Alt+ArrowDown')
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:15:00+01:00' }), 'moved again')
+    await toast.filter({ hasText: 'Event moved.' }).waitFor()
+    const fillers = await page.evaluate(`(() => {
+      let count = 0
+      for (let size = 1 << 20; size >= 8; size >>= 1) {
+        const chunk = 'x'.repeat(size)
+        for (;;) {
+          try { localStorage.setItem('filler' + count, chunk); count++ } catch { break }
+        }
+      }
+      return count
+    })()`) as number
+    t.ok(fillers > 0, 'the browser\'s storage is full')
+    await page.locator('#calendar').focus()
+    await page.keyboard.press('Control+z')
+    await page.locator('.notice-error', { hasText: /^Could not undo: this browser's storage is full\./ }).waitFor()
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:15:00+01:00' }), 'the account keeps the move, and the person is told')
+    await page.evaluate(`(() => { for (let index = 0; index < ${fillers}; index++) localStorage.removeItem('filler' + index) })()`)
+    await page.locator('.notice-error', { hasText: /^Could not undo: / }).getByRole('button', { name: /^Dismiss/ }).click()
+    await eventBlock(page, 'Offline lunch').focus()
+    await page.keyboard.press('Alt+ArrowUp')
+    t.ok(await stored({ title: 'Offline lunch', startDate: '2026-03-02T12:00:00+01:00' }), 'moved back by hand once the storage has room')
   })
 
   await t.test('a signed-in reload draws no demo events and reads its range once', async (t) => {

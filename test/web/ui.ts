@@ -88,6 +88,21 @@ export async function shownNotifications (page: Page): Promise<Array<{ title: st
   return await page.evaluate('window.__notifications') as Array<{ title: string, body: string, tag: string }>
 }
 
+/**
+ * What the page shows and keeps now, for a failed step to say why: open dialogs, the undo toast,
+ * notices, the status line, the focused element and the unsent writes in local storage.
+ */
+export async function pageState (page: Page): Promise<string> {
+  return await page.evaluate(`JSON.stringify({
+    dialogs: [...document.querySelectorAll('dialog[open]')].map((dialog) => dialog.textContent.slice(0, 200)),
+    toast: document.querySelector('.undo-toast')?.textContent ?? null,
+    notices: [...document.querySelectorAll('.notice')].map((notice) => notice.textContent),
+    status: document.querySelector('.toolbar-end .status')?.textContent ?? null,
+    focused: document.activeElement === null ? null : document.activeElement.tagName + '#' + document.activeElement.id + '.' + document.activeElement.className,
+    pendingWrites: localStorage.getItem('pendingWrites')
+  })`) as string
+}
+
 export function eventBlock (page: Page, title: string) {
   return page.locator('.event-body', { hasText: title })
 }

@@ -6,7 +6,7 @@ import { useStore } from '../data/store.js'
 import { session } from '../data/session.js'
 import { discardWrite, pendingWrites, retryWrite } from '../data/pending.js'
 import { undoStack } from '../data/undo.js'
-import { undo } from '../data/calendar.js'
+import { notify, undo } from '../data/calendar.js'
 import { markOf } from '../lib/pending-writes.js'
 import type { CalendarEvent } from '../lib/events.js'
 
@@ -49,6 +49,15 @@ function typing (target: EventTarget | null): boolean {
   return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)
 }
 
+/** An undo that could not be made says so: its entry is gone, and nothing else would tell. */
+function undoOrSay (id?: number): void {
+  undo(id).catch((error: unknown) => {
+    // The undo is a write, kept in the browser before it is sent.
+    const full = error instanceof DOMException && error.name === 'QuotaExceededError'
+    notify(`Could not undo: ${full ? 'this browser\'s storage is full.' : error instanceof Error ? error.message : String(error)}`, 'error')
+  })
+}
+
 /** The newest undoable change for a few seconds, and Ctrl/Cmd+Z for any kept one (not while typing or in a dialog). */
 export function UndoToast () {
   const stack = useStore(undoStack)
@@ -70,7 +79,7 @@ export function UndoToast () {
       if (!(key.ctrlKey || key.metaKey) || key.shiftKey || key.altKey || key.key.toLowerCase() !== 'z') return
       if (typing(key.target) || document.querySelector('dialog[open]') !== null) return
       key.preventDefault()
-      undo().catch(() => {})
+      undoOrSay()
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
@@ -80,7 +89,7 @@ export function UndoToast () {
   return (
     <div class='undo-toast' role='status'>
       <span>{newest.label}.</span>
-      <button type='button' aria-keyshortcuts='Control+Z Meta+Z' onClick={() => { undo(newest.id).catch(() => {}) }}>Undo</button>
+      <button type='button' aria-keyshortcuts='Control+Z Meta+Z' onClick={() => { undoOrSay(newest.id) }}>Undo</button>
     </div>
   )
 }
