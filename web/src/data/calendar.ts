@@ -19,7 +19,7 @@ import { unsentOf, type PendingData } from '../lib/pending-writes.js'
 import { needsSeries, undoOf, type Undo } from '../lib/undo.js'
 import { applyToCache, EVENTS_STALE_MS, invalidateEvents, queryClient, rangeOfKey, userZone } from './query.js'
 import { keepRead, keyText, lastKnownShown, markShown, readKept } from './last-known.js'
-import { pendingWrites, submitWrite } from './pending.js'
+import { pendingWrites, submitWrite, WriteNotKeptError } from './pending.js'
 import { pushUndo, takeUndo } from './undo.js'
 
 export { invalidateEvents, queryClient, userZone }
@@ -236,8 +236,16 @@ async function makeChange (effect: Effect, options: { record: boolean, demo?: bo
   const undo = options.record ? await undoFor(effect, source) : null
   const demo = effect.kind === 'delete' ? source.isDemo(effect.event._id) : effect.plan.kind === 'replace' ? source.isDemo(effect.plan.id) : false
   let ok = true
-  if (source.mode === 'account') await submitWrite(effect)
-  else ok = await writeLocally(effect, options.demo ?? false)
+  if (source.mode === 'account') {
+    try {
+      await submitWrite(effect)
+    } catch (error) {
+      // Not kept, so not made: said, where a move or a closed dialog would otherwise drop it unseen.
+      if (!(error instanceof WriteNotKeptError)) throw error
+      notify(describeError(error), 'error')
+      ok = false
+    }
+  } else ok = await writeLocally(effect, options.demo ?? false)
   if (ok && undo !== null) pushUndo({ ...undo, demo, mode: source.mode })
   return ok
 }
@@ -265,7 +273,12 @@ export async function undo (id?: number): Promise<boolean> {
   const entry = takeUndo(id)
   if (entry === null) return false
   if (entry.mode !== currentSource().mode) return false
-  for (const effect of entry.inverse) await makeChange(effect, { record: false, demo: entry.demo })
+  for (const [index, effect] of entry.inverse.entries()) {
+    if (await makeChange(effect, { record: false, demo: entry.demo })) continue
+    // Nothing of it was made: it can be asked for again (once the browser has room, say).
+    if (index === 0) pushUndo({ label: entry.label, inverse: entry.inverse, demo: entry.demo, mode: entry.mode })
+    return false
+  }
   notify(`Undone: ${entry.label.toLowerCase()}.`)
   return true
 }

@@ -108,11 +108,24 @@ async function flushWrites (): Promise<void> {
   return await flushing
 }
 
+/** The browser would not keep the write (its storage full, or refused): it was not made. */
+export class WriteNotKeptError extends Error {
+  constructor (cause: unknown) {
+    const full = cause instanceof DOMException && cause.name === 'QuotaExceededError'
+    super(full ? 'this browser\'s storage is full' : cause instanceof Error ? cause.message : String(cause))
+    this.name = 'WriteNotKeptError'
+  }
+}
+
 /** An account write: kept first, then sent. Resolves once this tab has tried to send it. */
 export async function submitWrite (effect: Effect): Promise<void> {
   const userId = currentUser()
   if (userId === null) throw new Error('Not signed in')
-  change((data) => enqueue(data, userId, effect))
+  try {
+    change((data) => enqueue(data, userId, effect))
+  } catch (error) {
+    throw new WriteNotKeptError(error)
+  }
   await flushWrites()
 }
 

@@ -49,13 +49,9 @@ function typing (target: EventTarget | null): boolean {
   return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)
 }
 
-/** An undo that could not be made says so: its entry is gone, and nothing else would tell. */
+/** An undo that failed on the way says so: its entry is gone, and nothing else would tell. */
 function undoOrSay (id?: number): void {
-  undo(id).catch((error: unknown) => {
-    // The undo is a write, kept in the browser before it is sent.
-    const full = error instanceof DOMException && error.name === 'QuotaExceededError'
-    notify(`Could not undo: ${full ? 'this browser\'s storage is full.' : error instanceof Error ? error.message : String(error)}`, 'error')
-  })
+  undo(id).catch((error: unknown) => { notify(`Could not undo: ${error instanceof Error ? error.message : String(error)}`, 'error') })
 }
 
 /** The newest undoable change for a few seconds, and Ctrl/Cmd+Z for any kept one (not while typing or in a dialog). */
