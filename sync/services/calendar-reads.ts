@@ -100,7 +100,9 @@ export class CalendarReads {
     await connections.recordImport(connection, { phase: 'completed', operation, counts: { ...counts } })
     await connections.apply(context.connectionId, { type: 'importFinished' })
     await this.#watches.ensureWatches(provider, context, found)
-    await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(context.connectionId), userId: context.userId, connectionId: context.connectionId })
+    // The pull after the import watches again what the import could not (the provider down for a
+    // moment): that pull, or its retry once the provider answers.
+    await queue.enqueue({ type: 'pull', coalescingKey: jobKeys.pull(context.connectionId), userId: context.userId, connectionId: context.connectionId, payload: { [ENSURE_WATCH]: 'yes' } })
   }
 
   /**

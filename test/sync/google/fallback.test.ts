@@ -34,12 +34,12 @@ test('a lost notification: the overdue calendar is pulled on the timer and the c
 test('a calendar whose watch failed at its import gets its channel from the timer\'s pull, and its changes come by notification again', async (t) => {
   const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
   const dentist = stack.google.control.insertEvent(ALICE, SAMPLE_EVENTS.timed)
-  // Google is down for the one request that would watch the calendar.
-  stack.google.control.armFault({ pathPrefix: `/calendar/v3/calendars/${encodeURIComponent(ALICE)}/events/watch`, method: 'POST', status: 503, count: 1 })
+  // Google is down for the two requests that would watch the calendar: the import's, and the pull's after it.
+  stack.google.control.armFault({ pathPrefix: `/calendar/v3/calendars/${encodeURIComponent(ALICE)}/events/watch`, method: 'POST', status: 503, count: 2 })
   const { userId } = await connectAndSync(stack)
   await stack.google.notificationsSettled()
   await stack.drain()
-  t.same(await stack.sync.syncWatches.listByUser(userId), [], 'the import could not watch the calendar')
+  t.same(await stack.sync.syncWatches.listByUser(userId), [], 'neither the import nor the pull after it could watch the calendar')
   t.ok(stack.logs.some((line) => line.msg === 'watching a calendar failed; it is pulled on the timer, which tries again'), 'and said so')
   const seen = () => [...stack.backend.events(ALICE).values()].map((event) => event.content?.title)
 
@@ -54,6 +54,15 @@ test('a calendar whose watch failed at its import gets its channel from the time
   await stack.drain()
   t.ok(seen().includes('Dentist (moved)'), 'a change at Google arrives by its notification, without the timer')
   t.equal(await stack.sync.syncEngine.pullOverdueCalendars(), 0)
+})
+
+test('a watch that failed at the import\'s end is made by the pull that follows the import', async (t) => {
+  const stack = await startStack(t, { accounts: [{ email: ALICE, timeZone: 'Europe/Berlin' }] })
+  stack.google.control.armFault({ pathPrefix: `/calendar/v3/calendars/${encodeURIComponent(ALICE)}/events/watch`, method: 'POST', status: 503, count: 1 })
+  const { userId } = await connectAndSync(stack)
+  await stack.drain()
+  t.equal((await stack.sync.syncWatches.listByUser(userId)).length, 1, 'watched a moment after the import, not at the timer\'s next pass')
+  t.equal(stack.google.control.counts().operations['calendar.events.watch']?.statuses['503'], 1, 'the import\'s watch had failed')
 })
 
 test('the fallback rule', async (t) => {
