@@ -173,9 +173,9 @@ export class EventStore {
    * Carries out a page of provider changes as one bulk write. These are the provider's changes,
    * not the user's: nothing is reported back to Sync. A write planned on a version of an event
    * that is no longer stored (changed here meanwhile, marked by Sync, or written by another page)
-   * changes nothing: `missed` counts such changes and deletions (null when none), and the page is to be planned again. Otherwise
-   * `supersede` (the last page of an import) then removes the calendar's provider events that the
-   * import did not write.
+   * changes nothing: `missed` counts such changes and deletions (null when none), and the page is
+   * to be planned again. Otherwise `supersede` (the last page of an import) then removes the
+   * calendar's provider events that the import did not write.
    */
   async applyProviderWrites (userId: string, writes: ProviderWrite[], supersede?: { calendarId: string, connectionId: string, generation: string }): Promise<{ missed: { changes: number, deletions: number } | null, superseded: number }> {
     const versioned = (eventId: string, unchanged: StoredVersion | undefined): Filter<StoredEvent> =>
