@@ -57,7 +57,7 @@ const importsOnly = process.env['PROVIDER_SYNC_IMPORTS_ONLY'] === '1'
 const parts = new Set((process.env['PROVIDER_SYNC'] ?? 'google,microsoft,caldav').split(',').map((part) => part.trim()))
 // The service's own polls: the change-feed bridge's 2 s, and the job worker's (the tests' 50 ms
 // claimed about thirty times in each import, a few per cent of its time here).
-const stack: FullStackWithMicrosoft = withMicrosoft(await startFullStack(teardown, { feedPollIntervalMs: 2000, syncJobPollIntervalMs: DEFAULT_JOB_POLL_INTERVAL_MS, microsoft: true }))
+const stack: FullStackWithMicrosoft = withMicrosoft(await startFullStack(teardown, { feedPollIntervalMs: 2000, syncJobPollIntervalMs: DEFAULT_JOB_POLL_INTERVAL_MS, microsoft: true, standInThreads: true }))
 const events = stack.backend.app.mongo.db.collection('events')
 type User = Awaited<ReturnType<typeof userWithGoogleAccount>>
 

@@ -11,9 +11,10 @@
 // already; the adapter reads only the sync-token there), or for an answer that is no multistatus
 // the first 4,096 characters of its text, as tsdav keeps of an answer that is not XML. The whole
 // document again would double what crosses the thread.
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { davRequest, type DAVResponse } from 'tsdav'
 import { ProviderAnswerTooLargeError } from '../buffered-fetch.js'
+import { moduleWorker } from '../module-worker.js'
 
 /** An answer as received: its status, its headers, its bytes. */
 export interface DavAnswer {
@@ -143,21 +144,9 @@ interface Job {
 
 /** The worker's module: the compiled .js next to this one, or under tsx (development, tests, benches) the .ts. */
 function startWorker (): Worker {
-  const own = import.meta.url
   // A backstop only: the element limit keeps a parse far below it. Past it the worker ends, its
   // answers fail, and the next answer starts another.
-  const options = { name: 'dav-answers', resourceLimits: { maxOldGenerationSizeMb: 512 } }
-  if (!own.endsWith('.ts')) return new Worker(new URL('./dav-answers-worker.js', own), options)
-  // tsx loads TypeScript in a worker only on the Node releases whose module hooks reach workers
-  // (22.22.3, 24.11.1 and later); on the others the worker registers it itself, then imports the
-  // module again under another URL (a failed import is remembered by its URL).
-  const target = new URL('./dav-answers-worker.ts', own).href
-  const bootstrap = `try { await import(${JSON.stringify(target)}) } catch (error) {
-    if (error?.code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw error
-    ;(await import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})).register()
-    await import(${JSON.stringify(`${target}?tsx`)})
-  }`
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options)
+  return moduleWorker(import.meta.url, './dav-answers-worker', { name: 'dav-answers', resourceLimits: { maxOldGenerationSizeMb: 512 } })
 }
 
 /**
