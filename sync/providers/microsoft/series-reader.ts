@@ -157,27 +157,43 @@ export class MicrosoftSeriesReader {
    * The master and the first page of instances of each series, through JSON batches of ten series.
    * Only what Graph answered is kept: a master it no longer has (404) as null, and each 200. A
    * series with any other answer (throttled, failed) is left out, to be read on its own.
+   * `onAnswer` gets each batch's series as it arrives, while the next batch is on its way: one batch
+   * is in flight at a time, as before, and the work on an answer no longer waits for the next.
    */
-  async readSeries (context: ProviderContext, masterIds: string[], now: Date): Promise<Map<string, SeriesPrefetch>> {
+  async readSeries (context: ProviderContext, masterIds: string[], now: Date, onAnswer?: (answered: Map<string, SeriesPrefetch>) => Promise<void>): Promise<Map<string, SeriesPrefetch>> {
     const read = new Map<string, SeriesPrefetch>()
     const perBatch = BATCH_REQUESTS_MAX / 2
     // A single series gains nothing from a batch.
     if (masterIds.length < 2) return read
-    for (let at = 0; at < masterIds.length; at += perBatch) {
-      const chunk = masterIds.slice(at, at + perBatch)
-      const requests = chunk.flatMap((masterId, index) => [
+    const chunks: string[][] = []
+    for (let at = 0; at < masterIds.length; at += perBatch) chunks.push(masterIds.slice(at, at + perBatch))
+    const send = async (chunk: string[]): Promise<{ responses?: GraphBatchAnswer[] }> => await this.#microsoft.call(context, 'batch', 'POST', `${this.#microsoft.base}/$batch`, {
+      requests: chunk.flatMap((masterId, index) => [
         { id: `m${index}`, method: 'GET', url: `/me/events/${encodeURIComponent(masterId)}` },
         { id: `i${index}`, method: 'GET', url: this.seriesInstancesPath(masterId, now), headers: this.pageSizeHeader() }
       ])
-      const answer: { responses?: GraphBatchAnswer[] } = await this.#microsoft.call(context, 'batch', 'POST', `${this.#microsoft.base}/$batch`, { requests })
+    })
+    let next: Promise<{ responses?: GraphBatchAnswer[] }> | null = send(chunks[0] as string[])
+    for (const [position, chunk] of chunks.entries()) {
+      const answer: { responses?: GraphBatchAnswer[] } = await (next as Promise<{ responses?: GraphBatchAnswer[] }>)
+      next = position + 1 < chunks.length ? send(chunks[position + 1] as string[]) : null
       // Graph answers in any order: each answer names its request.
       const byId = new Map((answer.responses ?? []).map((response) => [response.id, response]))
+      const answered = new Map<string, SeriesPrefetch>()
       chunk.forEach((masterId, index) => {
         const master = byId.get(`m${index}`)
         const instances = byId.get(`i${index}`)
-        if (master?.status === 404) read.set(masterId, { master: null })
-        else if (master?.status === 200 && instances?.status === 200) read.set(masterId, { master: master.body as GraphEvent, instances: instances.body as GraphPage })
+        if (master?.status === 404) answered.set(masterId, { master: null })
+        else if (master?.status === 200 && instances?.status === 200) answered.set(masterId, { master: master.body as GraphEvent, instances: instances.body as GraphPage })
       })
+      for (const [masterId, prefetch] of answered) read.set(masterId, prefetch)
+      try {
+        await onAnswer?.(answered)
+      } catch (error) {
+        // The batch on its way is not wanted any more; its own failure must not surface unhandled.
+        next?.catch(() => {})
+        throw error
+      }
     }
     return read
   }
