@@ -81,16 +81,16 @@ export class CalendarReads {
     const pending = found.filter((calendar) => stored.get(calendar.calendarId)?.importedInRun !== run)
     counts.calendarsDone = found.length - pending.length
     let recordedAt = clock.now().getTime()
-    const recordProgress = async (): Promise<void> => {
-      recordedAt = clock.now().getTime()
+    const recordProgress = async (at = clock.now()): Promise<void> => {
+      recordedAt = at.getTime()
       await connections.recordImport(connection, { phase: 'progress', operation, counts: { ...counts } })
     }
     await recordProgress()
     for (const calendar of pending) {
       const before = counts.eventsImported
-      await this.#importCalendar(context, provider, calendar, { run, window: true, expiryStreak: 0 }, async (imported) => {
+      await this.#importCalendar(context, provider, calendar, { run, window: true, expiryStreak: 0 }, async (imported, handedAt) => {
         counts.eventsImported = before + imported
-        if (clock.now().getTime() - recordedAt >= PAGE_PROGRESS_INTERVAL_MS) await recordProgress()
+        if (handedAt.getTime() - recordedAt >= PAGE_PROGRESS_INTERVAL_MS) await recordProgress(handedAt)
       })
       counts.calendarsDone++
       // An initial import always tells the user's tabs (pull rule).
@@ -116,7 +116,8 @@ export class CalendarReads {
     provider: ProviderPort,
     calendar: ProviderCalendar,
     options: { run: string, window: boolean, expiryStreak: number },
-    progress: (imported: number) => Promise<void> = async () => {}
+    /** After each batch handed over: the events imported so far, and when the batch arrived. */
+    progress: (imported: number, handedAt: Date) => Promise<void> = async () => {}
   ): Promise<number> {
     const { calendars, clock } = this.#parts
     let checkpoint: ImportCheckpoint = await calendars.beginImport(factsOf(context, calendar), options.run, clock.now())
@@ -133,9 +134,15 @@ export class CalendarReads {
     let held: ProviderEvent[] = []
     let heldRead = 0
     let heldNext: string | null = null
+    // What a batch handed over leaves to record (its checkpoint, the tabs told, the progress shown),
+    // recorded while the next batch is on its way; one at a time, in order.
+    let recording: Promise<void> = Promise.resolve()
     const hand = async (pass: ImportCheckpoint['pass'], nextPageToken: string | null): Promise<void> => {
       const last = pass === 'full' && nextPageToken === null
-      if (held.length > 0 || last) await this.#jobs.send(context, provider.provider, calendar.calendarId, held, { id: checkpoint.generation, complete: last })
+      const sending = held.length > 0 || last
+        ? this.#jobs.send(context, provider.provider, calendar.calendarId, held, { id: checkpoint.generation, complete: last })
+        : Promise.resolve()
+      await Promise.all([sending, recording])
       const eventsImported = checkpoint.eventsImported + heldRead
       if (pass === 'window') windowEvents = eventsImported
       checkpoint = pass === 'window' && nextPageToken === null
@@ -144,11 +151,18 @@ export class CalendarReads {
       const read = heldRead
       held = []
       heldRead = 0
-      // The last page's checkpoint is the promotion below.
-      if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, checkpoint)
-      // The weeks around today are in: the user's tabs show them now, not once the whole calendar is.
-      if (pass === 'window' && nextPageToken === null) await this.#parts.feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
-      if (read > 0) await progress(shown())
+      const saved = checkpoint
+      const imported = shown()
+      const handedAt = clock.now()
+      recording = (async () => {
+        // The last page's checkpoint is the promotion below.
+        if (!last) await calendars.saveCheckpoint(context.connectionId, calendar.calendarId, saved)
+        // The weeks around today are in: the user's tabs show them now, not once the whole calendar is.
+        if (pass === 'window' && nextPageToken === null) await this.#parts.feed.append(context.userId, { kind: 'calendar', connectionId: context.connectionId, calendarId: calendar.calendarId })
+        if (read > 0) await progress(imported, handedAt)
+      })()
+      // Met by the next hand-over or the end of the passes.
+      recording.catch(() => {})
     }
     // The window pass's last batch, on its way to the backend while the full pass reads its first
     // page; the full pass hands nothing over before it has arrived.
@@ -185,9 +199,12 @@ export class CalendarReads {
       // After a window pass the full pass begins at its first page, whether or not the window's
       // last batch (whose checkpoint says so) has arrived yet.
       result = await provider.importCalendar(context, calendar, { pageToken: windowPass ? null : checkpoint.pageToken }, take('full'))
+      await recording
     } finally {
       // A full pass that failed before its first page: the window's batch still ends first, and its failure is the one told.
       if (windowHanding !== null) await windowHanding
+      // A failed run leaves no write of its record behind to land after its retry has begun.
+      await recording.catch(() => {})
     }
     if (result.cursor === null) throw new Error(`the provider gave no sync cursor after importing calendar ${calendar.calendarId}`)
     await calendars.promoteImport(context.connectionId, calendar.calendarId, { cursor: result.cursor, run: options.run, expiryStreak: options.expiryStreak }, clock.now())
