@@ -62,6 +62,11 @@ const CALDAV_POLL_INTERVAL_MS = 5 * 60_000
 const STATE_AHEAD_MS = 60_000
 /** A conditional write that keeps losing to concurrent changes gives up after this many tries. */
 const WRITE_ATTEMPTS = 3
+/**
+ * Pages (of pageSize resources) read and parsed ahead of the one the backend applies: the sink
+ * hands a thousand events over at once, and the next ones are parsed meanwhile.
+ */
+const PAGES_AHEAD = 4
 /** The collection's own time zone (`calendar-timezone` holds a VTIMEZONE): its TZID, else UTC. */
 function zoneOf (vtimezone: string | null): string {
   const tzid = vtimezone === null ? null : /TZID:([^\r\n]+)/.exec(vtimezone)?.[1]?.trim() ?? null
@@ -181,8 +186,9 @@ export class CalDavAdapter implements ProviderPort {
     if (listed.length <= offset) {
       await sink({ events: [], nextPageToken: null })
     } else {
-      const page = async (start: number) => await read(start, start + size)
-      await takePagesReadingAhead(await page(offset), (last) => last.start + size < listed.length ? page(last.start + size) : null, async ({ start, resources }) => {
+      // A page is read and its iCalendar parsed ahead, while the backend applies the pages before it.
+      const page = async (start: number) => {
+        const { resources } = await read(start, start + size)
         const events: ProviderEvent[] = []
         for (const resource of resources) {
           const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
@@ -192,8 +198,11 @@ export class CalDavAdapter implements ProviderPort {
           etags[resource.href] = resource.etag ?? ''
           events.push(...found)
         }
+        return { start, events }
+      }
+      await takePagesReadingAhead(await page(offset), (last) => last.start + size < listed.length ? page(last.start + size) : null, async ({ start, events }) => {
         await sink({ events, nextPageToken: start + size < listed.length ? String(start + size) : null })
-      })
+      }, PAGES_AHEAD)
     }
     if (state === null) return { cursor: null }
     if (state.syncToken !== null) return { cursor: encodeCursor({ kind: 'token', token: state.syncToken, overrides }) }
