@@ -1,5 +1,8 @@
 // Provider calendars through the whole system (the backend, the Sync service with its worker, the
-// Google and Microsoft stand-ins, a real Radicale), against baselines measured in the same run:
+// Google and Microsoft stand-ins, a real Radicale), against baselines measured in the same run. As
+// the real services run outside ours, the MongoDB stand-in runs as a process of its own and the
+// Google and Microsoft stand-ins each on a thread of its own; the backend, Sync and the bench share
+// one thread:
 //  1. Importing a 10,000-event Google calendar (200 series, 500 exceptions) into the backend, against
 //     reading the same pages from the stand-in with Google's client (the weeks around today first,
 //     then the whole calendar, as the import reads them) and bulk-writing the same documents (the
@@ -18,8 +21,9 @@
 //     bulk-writing the stored documents the same way as for Google. Target: at most 1.2x. Then a change at the stand-in until
 //     `eventsChanged`, over 30 changes. Target: p99 under 1 s.
 //  5. CalDAV (Radicale): importing 2,000 events (40 series, 60 overrides), against what any syncing
-//     client reads of an alike, equally cold calendar (the collection's sync-token by PROPFIND, which
-//     Radicale computes on first use, and one calendar-query REPORT, with fetch) and the same bulk
+//     client reads of an alike, equally cold calendar in the import's order (a calendar-query REPORT
+//     of the weeks around today, the collection's sync-token by PROPFIND, which Radicale computes on
+//     first use, and a calendar-query REPORT of the whole calendar, with fetch) and the same bulk
 //     write. Target: at most 1.2x. CalDAV has no push and its poll timer (5 minutes) is not what a
 //     user waits for when they refresh, so the latency measured is from a change written to
 //     Radicale, through `POST /api/connections/refresh`, to `eventsChanged`, over 30 changes, bridge
