@@ -164,7 +164,15 @@ export class CalDavAdapter implements ProviderPort {
       `<c:calendar-query ${DAV_NAMESPACES}><d:prop>${props}</d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`
     const size = this.#options.pageSize ?? 250
     const offset = Number(request.pageToken ?? 0) || 0
-    const whole = await this.#caldav.wholeQuery(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>'))
+    // The first pages' iCalendar is parsed as their part of the answer comes, while the later
+    // parts are still being parsed; the rest is parsed page by page, ahead of the backend.
+    const parsedEarly = new WeakMap<Resource, ProviderEvent[]>()
+    let earlyLeft = offset + size * (PAGES_AHEAD + 1)
+    const eventsOf = (resource: Resource) => parsedEarly.get(resource) ?? eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+    const whole = await this.#caldav.wholeQuery(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>'), (resources) => {
+      for (const resource of resources.slice(0, Math.max(0, earlyLeft))) parsedEarly.set(resource, eventsOf(resource))
+      earlyLeft -= resources.length
+    })
     const listed = whole ?? await this.#caldav.listing(context, calendar.calendarId, query('<d:getetag/>'))
     // The full pass follows: the server works out the collection's state (for a first sync token,
     // seconds on a large calendar) while the weeks around today are applied here.
@@ -179,7 +187,7 @@ export class CalDavAdapter implements ProviderPort {
     // they are read again, not delivered.
     for (let start = 0; start < Math.min(offset, listed.length); start += size) {
       for (const resource of (await read(start, Math.min(start + size, offset))).resources) {
-        const starts = overrideStarts(eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone))
+        const starts = overrideStarts(eventsOf(resource))
         if (Object.keys(starts).length > 0) overrides[resource.href] = starts
       }
     }
@@ -191,7 +199,7 @@ export class CalDavAdapter implements ProviderPort {
         const { resources } = await read(start, start + size)
         const events: ProviderEvent[] = []
         for (const resource of resources) {
-          const found = eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+          const found = eventsOf(resource)
           const starts = overrideStarts(found)
           if (Object.keys(starts).length > 0) overrides[resource.href] = starts
           // The version read is the one delivered: a change since the listing is that version's.

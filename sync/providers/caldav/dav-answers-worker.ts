@@ -1,5 +1,7 @@
-// The worker thread of dav-answers.ts: parses each answer it is sent with tsdav, and sends the
-// responses back one piece at a time, each when the main thread asks for it.
+// The worker thread of dav-answers.ts: parses each answer it is sent with tsdav, a part at a time,
+// and sends the responses back one piece at a time, each when the main thread asks for it. Parts
+// are parsed one per turn of this thread's loop, so an ask is heard between two parts and the
+// first pieces go back while the later parts are still being parsed.
 import { parentPort } from 'node:worker_threads'
 import type { DAVResponse } from 'tsdav'
 import { parseDavAnswer, type FromDavWorker, type ToDavWorker } from './dav-answers.js'
@@ -7,19 +9,39 @@ import { parseDavAnswer, type FromDavWorker, type ToDavWorker } from './dav-answ
 if (parentPort === null) throw new Error('dav-answers-worker.ts runs as a worker thread only')
 const port = parentPort
 
-/** The pieces not yet asked for, by answer. */
-const parsed = new Map<number, { raw: unknown, pieces: DAVResponse[][], next: number }>()
+/** By answer: the pieces parsed and not yet sent, `raw` once every part is parsed, and whether a piece is owed. */
+const parsing = new Map<number, { ready: DAVResponse[][], done: { raw: unknown } | null, asked: boolean }>()
 
+/** Sends the next piece, or owes it until one is parsed. */
 function send (id: number): void {
-  const entry = parsed.get(id)
+  const entry = parsing.get(id)
   if (entry === undefined) return
-  const responses = entry.pieces[entry.next] ?? []
-  const first = entry.next === 0
-  entry.next++
-  const done = entry.next >= entry.pieces.length
-  if (done) parsed.delete(id)
-  const message: FromDavWorker = first ? { id, raw: entry.raw, responses, done } : { id, responses, done }
-  port.postMessage(message)
+  const responses = entry.ready.shift()
+  if (responses === undefined && entry.done === null) {
+    entry.asked = true
+    return
+  }
+  entry.asked = false
+  if (entry.done !== null && entry.ready.length === 0) {
+    parsing.delete(id)
+    port.postMessage({ id, responses: responses ?? [], done: true, raw: entry.done.raw } satisfies FromDavWorker)
+  } else {
+    port.postMessage({ id, responses: responses ?? [], done: false } satisfies FromDavWorker)
+  }
+}
+
+async function parse (id: number, parts: AsyncGenerator<DAVResponse[][], unknown>): Promise<void> {
+  // The first piece is owed from the start.
+  const entry = { ready: [] as DAVResponse[][], done: null as { raw: unknown } | null, asked: true }
+  parsing.set(id, entry)
+  for (;;) {
+    const step = await parts.next()
+    if (step.done === true) entry.done = { raw: step.value }
+    else entry.ready.push(...step.value)
+    if (entry.asked) send(id)
+    if (step.done === true) return
+    await new Promise((resolve) => setImmediate(resolve))
+  }
 }
 
 port.on('message', (message: ToDavWorker) => {
@@ -27,10 +49,8 @@ port.on('message', (message: ToDavWorker) => {
     send(message.id)
     return
   }
-  parseDavAnswer(message.answer).then(({ raw, pieces }) => {
-    parsed.set(message.id, { raw, pieces, next: 0 })
-    send(message.id)
-  }, (error: unknown) => {
+  parse(message.id, parseDavAnswer(message.answer)).catch((error: unknown) => {
+    parsing.delete(message.id)
     const failure = error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) }
     port.postMessage({ id: message.id, error: failure } satisfies FromDavWorker)
   })

@@ -6,12 +6,18 @@
 // DAVResponse[] back in pieces small enough to copy in a few milliseconds each, one piece per turn
 // of the loop. Answers under INLINE_ANSWER_BYTES are parsed here at once, the same way.
 //
+// A large multistatus is parsed in parts (multistatusParts): its first responses come back, and
+// the caller starts on them, while the later ones are still being parsed. Each part is a
+// multistatus of its own that tsdav parses as it parses the whole; the responses are the same, in
+// the same order.
+//
 // The result is tsdav's, with one difference: `raw`, which tsdav sets to the whole parsed document
 // on every response, holds the multistatus without its responses (each response is its own entry
 // already; the adapter reads only the sync-token there), or for an answer that is no multistatus
 // the first 4,096 characters of its text, as tsdav keeps of an answer that is not XML. The whole
 // document again would double what crosses the thread.
 import type { Worker } from 'node:worker_threads'
+import sax from 'sax'
 import { davRequest, type DAVResponse } from 'tsdav'
 import { ProviderAnswerTooLargeError } from '../buffered-fetch.js'
 import { moduleWorker } from '../module-worker.js'
@@ -71,14 +77,15 @@ function nodesOf (value: unknown, limit: number): number {
 }
 
 /** What tsdav keeps of an answer that is not XML: at most MAX_RAW characters of its text. */
-function textPrefix (body: Uint8Array): string {
+function textPrefix (body: Uint8Array | string): string {
+  if (typeof body === 'string') return body.length > MAX_RAW ? `${body.slice(0, MAX_RAW)}…` : body
   // A character takes at most 4 bytes: decoding 4 * MAX_RAW of them gives more than MAX_RAW characters.
   const text = new TextDecoder().decode(body.byteLength > 4 * MAX_RAW ? body.subarray(0, 4 * MAX_RAW) : body)
   return body.byteLength > 4 * MAX_RAW || text.length > MAX_RAW ? `${text.slice(0, MAX_RAW)}…` : text
 }
 
 /** `raw` as sent back (see the head of this file). */
-function compactRaw (raw: unknown, body: Uint8Array): unknown {
+function compactRaw (raw: unknown, body: Uint8Array | string): unknown {
   if (typeof raw === 'object' && raw !== null && 'multistatus' in raw) {
     const { multistatus, ...document } = raw as { multistatus: unknown }
     if (typeof multistatus !== 'object' || multistatus === null) return raw
@@ -88,35 +95,103 @@ function compactRaw (raw: unknown, body: Uint8Array): unknown {
   return textPrefix(body)
 }
 
-/** A parsed answer: `raw` once, and the responses (each with `raw` unset) in pieces of at most DAV_PIECE_NODES. */
-export interface ParsedDavAnswer {
-  raw: unknown
-  pieces: DAVResponse[][]
-}
-
 /** NULL_BODY_STATUSES of buffered-fetch.ts: their Response cannot be built with a body, and has none. */
-function responseOf (answer: DavAnswer): Response {
-  return new Response(answer.body.byteLength === 0 ? null : answer.body, { status: answer.status, headers: answer.headers })
+function responseOf (status: number, headers: Array<[string, string]>, body: Uint8Array | string): Response {
+  const empty = typeof body === 'string' ? body.length === 0 : body.byteLength === 0
+  return new Response(empty ? null : body, { status, headers })
 }
 
-/** tsdav's davRequest over an answer already received; throws ProviderAnswerTooLargeError past the limits above. */
-export async function parseDavAnswer (answer: DavAnswer): Promise<ParsedDavAnswer> {
-  if (elementsOf(answer.body, DAV_ELEMENT_LIMIT) > DAV_ELEMENT_LIMIT) {
-    throw new ProviderAnswerTooLargeError(`the DAV answer holds more than ${DAV_ELEMENT_LIMIT} XML elements`)
+/** Characters of responses per part of a large multistatus: parsed in a few milliseconds. */
+const PART_CHARS = 64 * 1024
+
+/** An element's name as tsdav keys it: without its prefix, camel-cased (`response-` is `response`). */
+const tsdavName = (name: string) => name.replace(/^.+:/, '').replace(/[-_]+(\w?)/g, (_match, next: string) => next.toUpperCase())
+
+/** A DAV answer that ends before its root element does: cut off, and whatever of it parses is not the server's answer. */
+class DavAnswerCutOffError extends Error {
+  override name = 'DavAnswerCutOffError'
+}
+
+/**
+ * A multistatus cut between its responses: each part is everything before the first response
+ * (the prolog and the root's start tag, which declares the prefixes), a run of whole responses
+ * and the root's end tag; `rest` is the multistatus without any response (its sync-token, its
+ * description), parsed last for `raw`. Responses and the multistatus are known by the names
+ * tsdav gives them. Null for anything else (not well-formed, not one multistatus, no response),
+ * which is parsed whole, as leniently as tsdav parses it; throws DavAnswerCutOffError for an
+ * answer whose root element never ends, of which tsdav would read what came as all there is.
+ */
+function multistatusParts (text: string): { parts: string[], rest: string } | null {
+  const parser = sax.parser(true, { position: true })
+  const responses: Array<[number, number]> = []
+  let depth = 0
+  let roots = 0
+  let rootName = ''
+  let bodyStart = 0
+  let bodyEnd = -1
+  let childStart = 0
+  let childIsResponse = false
+  let wellFormed = true
+  parser.onerror = () => {
+    wellFormed = false
+    // Read on, as xml-js does, to tell whether the root element ends.
+    parser.resume()
   }
+  parser.onopentag = (tag) => {
+    if (depth === 0) {
+      roots++
+      rootName = tag.name
+      bodyStart = parser.position
+    } else if (depth === 1) {
+      childStart = parser.startTagPosition - 1
+      childIsResponse = tsdavName(tag.name) === 'response'
+    }
+    depth++
+  }
+  parser.onclosetag = () => {
+    depth--
+    if (depth === 1 && childIsResponse) responses.push([childStart, parser.position])
+    else if (depth === 0) bodyEnd = parser.startTagPosition - 1
+  }
+  parser.write(text).close()
+  if (roots === 0 || bodyEnd === -1 || depth > 0) throw new DavAnswerCutOffError('the DAV answer ends before its root element does')
+  if (!wellFormed || roots !== 1 || tsdavName(rootName) !== 'multistatus' || responses.length === 0) return null
+  const head = text.slice(0, bodyStart)
+  const tail = `</${rootName}>`
+  const parts: string[] = []
+  let rest = head
+  let restFrom = bodyStart
+  let partStart = -1
+  let partEnd = -1
+  for (const [start, end] of responses) {
+    if (partStart === -1) partStart = start
+    partEnd = end
+    rest += text.slice(restFrom, start)
+    restFrom = end
+    if (partEnd - partStart >= PART_CHARS) {
+      parts.push(head + text.slice(partStart, partEnd) + tail)
+      partStart = -1
+    }
+  }
+  if (partStart !== -1) parts.push(head + text.slice(partStart, partEnd) + tail)
+  return { parts, rest: rest + text.slice(restFrom, bodyEnd) + tail }
+}
+
+/** tsdav's davRequest over a body: `raw` (see the head of this file), and the responses in pieces of at most DAV_PIECE_NODES. */
+async function parsedWhole (status: number, headers: Array<[string, string]>, body: Uint8Array | string): Promise<{ raw: unknown, pieces: DAVResponse[][] }> {
   // convertIncoming: false sends no body; the fetch answers what the server did.
-  const responses = await davRequest({ url: 'about:blank', init: { method: 'PROPFIND', body: undefined }, convertIncoming: false, fetch: async () => responseOf(answer) })
-  const raw = compactRaw(responses[0]?.raw, answer.body)
-  let nodes = nodesOf(raw, DAV_PIECE_NODES)
-  if (nodes > DAV_PIECE_NODES) throw new ProviderAnswerTooLargeError(`the DAV answer's multistatus holds more than ${DAV_PIECE_NODES} values besides its responses`)
+  const responses = await davRequest({ url: 'about:blank', init: { method: 'PROPFIND', body: undefined }, convertIncoming: false, fetch: async () => responseOf(status, headers, body) })
+  const raw = compactRaw(responses[0]?.raw, body)
+  if (nodesOf(raw, DAV_PIECE_NODES) > DAV_PIECE_NODES) throw new ProviderAnswerTooLargeError(`the DAV answer's multistatus holds more than ${DAV_PIECE_NODES} values besides its responses`)
   const pieces: DAVResponse[][] = []
   let piece: DAVResponse[] = []
+  let nodes = 0
   for (const response of responses) {
     // Unset, not deleted: the key keeps its place, and the main thread sets it again.
     response.raw = undefined
     const cost = nodesOf(response, DAV_PIECE_NODES)
     if (cost > DAV_PIECE_NODES) throw new ProviderAnswerTooLargeError(`a response of the DAV answer holds more than ${DAV_PIECE_NODES} values`)
-    if (nodes + cost > DAV_PIECE_NODES) {
+    if (nodes + cost > DAV_PIECE_NODES && piece.length > 0) {
       pieces.push(piece)
       piece = []
       nodes = 0
@@ -128,17 +203,43 @@ export async function parseDavAnswer (answer: DavAnswer): Promise<ParsedDavAnswe
   return { raw, pieces }
 }
 
+/**
+ * tsdav's davRequest over an answer already received, a large multistatus in parts (see the head
+ * of this file): yields the pieces of each part in turn, and returns `raw`. Throws
+ * ProviderAnswerTooLargeError past the limits above, DavAnswerCutOffError for XML cut off.
+ */
+export async function * parseDavAnswer (answer: DavAnswer): AsyncGenerator<DAVResponse[][], unknown> {
+  if (elementsOf(answer.body, DAV_ELEMENT_LIMIT) > DAV_ELEMENT_LIMIT) {
+    throw new ProviderAnswerTooLargeError(`the DAV answer holds more than ${DAV_ELEMENT_LIMIT} XML elements`)
+  }
+  const { status, headers } = answer
+  // What tsdav parses as XML: a success whose type says XML (it keeps the text of anything else).
+  const xml = status >= 200 && status < 300 && headers.some(([name, value]) => name.toLowerCase() === 'content-type' && value.toLowerCase().includes('xml'))
+  const split = xml && answer.body.byteLength > 0 ? multistatusParts(new TextDecoder().decode(answer.body)) : null
+  if (split === null || split.parts.length === 1) {
+    const { raw, pieces } = await parsedWhole(status, headers, answer.body)
+    yield pieces
+    return raw
+  }
+  for (const part of split.parts) yield (await parsedWhole(status, headers, part)).pieces
+  return (await parsedWhole(status, headers, split.rest)).raw
+}
+
 /** Messages to the worker: an answer to parse (its bytes transferred), or "the next piece, please". */
 export type ToDavWorker = { id: number, answer: DavAnswer } | { id: number, next: true }
-/** Messages from the worker: a piece (with `raw` on the first), or the error that ended the parse. */
+/** Messages from the worker: a piece (the last with `raw`), or the error that ended the parse. */
 export type FromDavWorker =
-  | { id: number, raw?: unknown, responses: DAVResponse[], done: boolean }
+  | { id: number, responses: DAVResponse[], done: false }
+  | { id: number, responses: DAVResponse[], done: true, raw: unknown }
   | { id: number, error: { name: string, message: string } }
+
+/** Called with each piece of responses as it is parsed, in order, before the answer is whole. */
+export type OnDavResponses = (responses: DAVResponse[]) => void
 
 interface Job {
   resolve: (responses: DAVResponse[]) => void
   reject: (error: Error) => void
-  raw: unknown
+  onResponses: OnDavResponses | undefined
   responses: DAVResponse[]
 }
 
@@ -158,10 +259,10 @@ class DavAnswerWorker {
   readonly #jobs = new Map<number, Job>()
   #ids = 0
 
-  async parse (answer: DavAnswer): Promise<DAVResponse[]> {
+  async parse (answer: DavAnswer, onResponses?: OnDavResponses): Promise<DAVResponse[]> {
     const worker = this.#running()
     const id = ++this.#ids
-    const done = new Promise<DAVResponse[]>((resolve, reject) => this.#jobs.set(id, { resolve, reject, raw: undefined, responses: [] }))
+    const done = new Promise<DAVResponse[]>((resolve, reject) => this.#jobs.set(id, { resolve, reject, onResponses, responses: [] }))
     worker.ref()
     const message: ToDavWorker = { id, answer }
     worker.postMessage(message, [answer.body.buffer as ArrayBuffer])
@@ -184,17 +285,22 @@ class DavAnswerWorker {
     if (job === undefined) return
     if ('error' in message) {
       this.#settle(worker, message.id)
-      const error = message.error.name === 'ProviderAnswerTooLargeError' ? new ProviderAnswerTooLargeError(message.error.message) : new Error(message.error.message)
+      const { name, message: text } = message.error
+      const error = name === 'ProviderAnswerTooLargeError' ? new ProviderAnswerTooLargeError(text) : name === 'DavAnswerCutOffError' ? new DavAnswerCutOffError(text) : new Error(text)
       job.reject(error)
       return
     }
-    if ('raw' in message) job.raw = message.raw
-    for (const response of message.responses) {
-      response.raw = job.raw
-      job.responses.push(response)
+    job.responses.push(...message.responses)
+    try {
+      job.onResponses?.(message.responses)
+    } catch (error) {
+      this.#settle(worker, message.id)
+      job.reject(error instanceof Error ? error : new Error(String(error)))
+      return
     }
     if (message.done) {
       this.#settle(worker, message.id)
+      for (const response of job.responses) response.raw = message.raw
       job.resolve(job.responses)
       return
     }
@@ -235,13 +341,24 @@ async function bytesOf (response: Response): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks))
 }
 
-/** The answer's responses as tsdav's davRequest gives them (see the head of this file). */
-export async function davResponsesOf (response: Response): Promise<DAVResponse[]> {
+/**
+ * The answer's responses as tsdav's davRequest gives them (see the head of this file). With
+ * `onResponses`, each piece is handed on as soon as it is parsed, while the rest are being parsed.
+ */
+export async function davResponsesOf (response: Response, onResponses?: OnDavResponses): Promise<DAVResponse[]> {
   const body = await bytesOf(response)
   const answer: DavAnswer = { status: response.status, headers: [...response.headers], body }
-  if (body.byteLength >= INLINE_ANSWER_BYTES) return await worker.parse(answer)
-  const { raw, pieces } = await parseDavAnswer(answer)
-  const responses = pieces.flat()
-  for (const one of responses) one.raw = raw
-  return responses
+  if (body.byteLength >= INLINE_ANSWER_BYTES) return await worker.parse(answer, onResponses)
+  const responses: DAVResponse[] = []
+  const parts = parseDavAnswer(answer)
+  for (let step = await parts.next(); ; step = await parts.next()) {
+    if (step.done === true) {
+      for (const one of responses) one.raw = step.value
+      return responses
+    }
+    for (const piece of step.value) {
+      responses.push(...piece)
+      onResponses?.(piece)
+    }
+  }
 }

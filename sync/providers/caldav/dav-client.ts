@@ -7,7 +7,7 @@ import { retryAfterMs } from '../../../lib/backoff.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { AddressRefusedError } from '../address-guard.js'
 import { ProviderAnswerTooLargeError, type ProviderFetch } from '../buffered-fetch.js'
-import { davResponsesOf } from './dav-answers.js'
+import { davResponsesOf, type OnDavResponses } from './dav-answers.js'
 
 /** No CalDAV calendar home was found at the URL (not a CalDAV server, or a wrong URL). */
 export class CalDavDiscoveryError extends Error {
@@ -40,12 +40,18 @@ export function xmlEscape (value: string): string {
   return value.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;')
 }
 
-/** A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`. */
+/**
+ * A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`
+ * or `_cdata` (iCloud, among others, sends calendar-data as a CDATA section), or both, joined.
+ */
 export function text (value: unknown): string | null {
   if (typeof value === 'string') return value
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
-  if (typeof value === 'object' && value !== null && '_text' in value) return text((value as { _text: unknown })._text)
-  return null
+  if (Array.isArray(value)) return value.every((part) => text(part) !== null) ? value.map((part) => text(part)).join('') : null
+  if (typeof value !== 'object' || value === null || !('_text' in value || '_cdata' in value)) return null
+  const { _text: plain, _cdata: cdata } = value as { _text?: unknown, _cdata?: unknown }
+  const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [text(part)])
+  return parts.every((part) => part !== null) ? parts.join('') : null
 }
 
 function hrefOf (value: unknown): string | null {
@@ -71,6 +77,17 @@ export interface Resource {
   href: string
   etag: string | null
   ics: string
+}
+
+interface RequestOptions {
+  /** A sync-collection report: 403, 409 and 410 say its token expired. */
+  syncCollection?: boolean
+  onResponses?: OnDavResponses
+}
+
+/** Whether a response's `raw` (dav-answers.ts) is a multistatus: one without responses still is. */
+function isMultistatus (raw: unknown): boolean {
+  return typeof raw === 'object' && raw !== null && 'multistatus' in raw
 }
 
 /** A request that brought no answer to read: too large (CalDavAnswerTooLargeError), refused, timed out, cut off. */
@@ -118,10 +135,12 @@ export class CalDavClient {
    * Every resource a calendar-query names, with its data, in one answer; null when that answer is
    * over the answer limit, or names a resource without its data (a server that leaves
    * calendar-data out of a query's answer): then the resources are to be listed and read in pages.
+   * `onResources` gets the resources as the answer is parsed, in order, before it is whole; they
+   * are the very objects answered (which may yet be null).
    */
-  async wholeQuery (context: ProviderContext, calendarUrl: string, body: string): Promise<Resource[] | null> {
+  async wholeQuery (context: ProviderContext, calendarUrl: string, body: string, onResources?: (resources: Resource[]) => void): Promise<Resource[] | null> {
     try {
-      const { found, withoutData } = await this.#resourcesOf(context, calendarUrl, body)
+      const { found, withoutData } = await this.#resourcesOf(context, calendarUrl, body, onResources)
       return withoutData ? null : found
     } catch (error) {
       if (error instanceof CalDavAnswerTooLargeError) return null
@@ -129,19 +148,25 @@ export class CalDavClient {
     }
   }
 
-  async #resourcesOf (context: ProviderContext, calendarUrl: string, body: string): Promise<{ found: Resource[], withoutData: boolean }> {
-    const responses = await this.request(context, calendarUrl, 'REPORT', '1', body)
+  async #resourcesOf (context: ProviderContext, calendarUrl: string, body: string, onResources?: (resources: Resource[]) => void): Promise<{ found: Resource[], withoutData: boolean }> {
     const collection = new URL(calendarUrl).pathname
     const found: Resource[] = []
     let withoutData = false
-    for (const response of responses) {
-      if (response.href === undefined || response.status === 404) continue
-      const href = new URL(response.href, calendarUrl).pathname
-      const props = propsOf(response)
-      const ics = text(props['calendarData'])
-      if (ics !== null) found.push({ href, etag: text(props['getetag']), ics })
-      else if (href !== collection) withoutData = true
-    }
+    await this.request(context, calendarUrl, 'REPORT', '1', body, {
+      onResponses: (responses) => {
+        const fresh: Resource[] = []
+        for (const response of responses) {
+          if (response.href === undefined || response.status === 404) continue
+          const href = new URL(response.href, calendarUrl).pathname
+          const props = propsOf(response)
+          const ics = text(props['calendarData'])
+          if (ics !== null) fresh.push({ href, etag: text(props['getetag']), ics })
+          else if (href !== collection) withoutData = true
+        }
+        found.push(...fresh)
+        if (fresh.length > 0) onResources?.(fresh)
+      }
+    })
     return { found, withoutData }
   }
 
@@ -248,11 +273,14 @@ export class CalDavClient {
     }
   }
 
-  /** The responses of a multistatus answer, parsed off the event loop when large (dav-answers.ts); a failure's status as its error. */
-  async #answer (response: Response, method: 'PROPFIND' | 'REPORT', options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
+  /**
+   * The responses of a multistatus answer, parsed off the event loop when large (dav-answers.ts),
+   * each piece handed to `onResponses` as it is parsed; a failure's status as its error.
+   */
+  async #answer (response: Response, method: 'PROPFIND' | 'REPORT', options: RequestOptions = {}): Promise<DAVResponse[]> {
     let responses: DAVResponse[]
     try {
-      responses = await davResponsesOf(response)
+      responses = await davResponsesOf(response, options.onResponses)
     } catch (error) {
       throw unanswered(method, error)
     }
@@ -264,11 +292,16 @@ export class CalDavClient {
       }
       throw this.#failure(first.status, method, response.headers.get('retry-after'))
     }
+    // So does a success that is no multistatus (a page of HTML, another document): read as one
+    // without responses, it would say the collection is empty, and its events would be removed.
+    if (first !== undefined && responses.length === 1 && first.props === undefined && !isMultistatus(first.raw)) {
+      throw new ProviderUnavailableError(`the CalDAV server answered ${method} with ${response.status} but no multistatus`, null)
+    }
     return responses
   }
 
   /** One WebDAV request and its multistatus answer. */
-  async request (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: { syncCollection?: boolean } = {}): Promise<DAVResponse[]> {
+  async request (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: RequestOptions = {}): Promise<DAVResponse[]> {
     return await this.#answer(await this.#send(context, url, method, depth, body), method, options)
   }
 

@@ -306,3 +306,64 @@ test('a full pass after a window pass uses the state asked for as the window pas
   await adapter.importCalendar(context, calendar, {}, collect().sink)
   t.equal(counts.states, 2, 'a full pass without a window pass before it reads the state itself')
 })
+
+/** An answer's XML with each calendar-data's text in a CDATA section, as iCloud and Yahoo send it. */
+function asCdata (xml: string): string {
+  const unescaped = (text: string) => text
+    .replace(/&#x([0-9a-f]+);/gi, (_match, hex: string) => String.fromCodePoint(parseInt(hex, 16)))
+    .replace(/&#(\d+);/g, (_match, decimal: string) => String.fromCodePoint(Number(decimal)))
+    .replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"').replaceAll('&apos;', '\'').replaceAll('&amp;', '&')
+  return xml.replace(/<((?:\w+:)?calendar-data)([^>]*)>([^<]*)<\/((?:\w+:)?calendar-data)>/g, (_match, open: string, attributes: string, data: string, close: string) => `<${open}${attributes}><![CDATA[${unescaped(data)}]]></${close}>`)
+}
+
+test('a server that sends calendar-data as CDATA (iCloud, Yahoo): the import and the pulls read every event', { skip: missing ?? false }, async (t) => {
+  let cdataAnswers = 0
+  const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t, async (input, init) => {
+    const response = await caldavFetch(input, init)
+    if (init?.method !== 'REPORT') return response
+    const xml = await response.text()
+    const rewritten = asCdata(xml)
+    if (rewritten !== xml) cdataAnswers++
+    return new Response(rewritten, { status: response.status, headers: response.headers })
+  })
+  await putThree(radicale, calendarUrl)
+  await radicale.put(`${calendarUrl}amp.ics`, USER, PASSWORD, ics(['UID:amp', 'DTSTAMP:20261101T000000Z', 'DTSTART:20261103T080000Z', 'DTEND:20261103T090000Z', 'SUMMARY:R&D <weekly> "sync"']))
+  const imported = collect()
+  const { cursor } = await adapter.importCalendar(context, calendar, {}, imported.sink)
+  t.ok(cdataAnswers >= 1, 'the calendar came as CDATA')
+  t.same(imported.events.map((event) => event.content?.title).sort(), ['R&D <weekly> "sync"', 'a', 'b', 'c'], 'every event, its text as written')
+  t.match(imported.events.find((event) => event.content?.title === 'a'), { content: { description: /^(agenda ){299}agenda ?$/ } }, 'a long description, folded across lines, whole')
+
+  await radicale.put(`${calendarUrl}b.ics`, USER, PASSWORD, ics(['UID:b', 'DTSTAMP:20261101T000000Z', 'LAST-MODIFIED:20261102T000000Z', 'DTSTART:20261102T100000Z', 'DTEND:20261102T110000Z', 'SUMMARY:b (moved)']))
+  const pulled = collect()
+  await adapter.pullChanges(context, calendar, String(cursor), pulled.sink)
+  t.match(pulled.events, [{ providerEventId: '/alice/work/b.ics', content: { title: 'b (moved)', startDate: '2026-11-02T10:00:00Z' } }], 'the change, read by multiget as CDATA')
+})
+
+test('an answer that is no multistatus, or is cut off, fails the read: it is never taken for an empty or smaller calendar', { skip: missing ?? false }, async (t) => {
+  let spoil: ((xml: string) => { body: string, type: string }) | null = null
+  const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t, async (input, init) => {
+    const response = await caldavFetch(input, init)
+    if (init?.method !== 'REPORT' || spoil === null) return response
+    const spoilt = spoil(await response.text())
+    return new Response(spoilt.body, { status: 207, headers: { 'content-type': spoilt.type } })
+  })
+  await putThree(radicale, calendarUrl)
+  const first = collect()
+  const { cursor } = await adapter.importCalendar(context, calendar, {}, first.sink)
+  t.equal(first.events.length, 3)
+  const spoilers: Array<[string, (xml: string) => { body: string, type: string }]> = [
+    ['a page of HTML with 207', () => ({ body: '<html><body>Service temporarily unavailable</body></html>', type: 'text/html' })],
+    ['another XML document', () => ({ body: '<?xml version="1.0"?><error xmlns="DAV:"><need-privileges/></error>', type: 'application/xml' })],
+    ['the answer cut off after its first response', (xml) => ({ body: xml.slice(0, xml.indexOf('</response>') + '</response>'.length + 40), type: 'application/xml; charset=utf-8' })]
+  ]
+  for (const [name, spoiler] of spoilers) {
+    spoil = spoiler
+    const pages = collect()
+    await t.rejects(adapter.importCalendar(context, calendar, {}, pages.sink), ProviderUnavailableError, `import: ${name}`)
+    t.same(pages.events, [], `import: nothing handed over (${name})`)
+    const pulled = collect()
+    await t.rejects(adapter.pullChanges(context, calendar, String(cursor), pulled.sink), ProviderUnavailableError, `pull: ${name}`)
+    t.same(pulled.events, [], `pull: nothing named removed (${name})`)
+  }
+})
