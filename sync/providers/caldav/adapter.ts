@@ -22,7 +22,8 @@ import {
 import { addressPolicy } from '../address-guard.js'
 import { providerFetch, type ProviderFetch } from '../buffered-fetch.js'
 import { takePagesReadingAhead } from '../read-ahead.js'
-import { CALDAV_ANSWER_LIMIT_BYTES, CalDavClient, CalDavDiscoveryError, type CollectionState, DAV_NAMESPACES, propsOf, text, xmlEscape, type Resource } from './dav-client.js'
+import { text } from './dav-answers.js'
+import { CALDAV_ANSWER_LIMIT_BYTES, CalDavClient, CalDavDiscoveryError, type CollectionState, DAV_NAMESPACES, propsOf, xmlEscape, type Resource } from './dav-client.js'
 
 export interface CalDavAdapterOptions {
   /** Resources per page handed to the backend. */
@@ -164,15 +165,11 @@ export class CalDavAdapter implements ProviderPort {
       `<c:calendar-query ${DAV_NAMESPACES}><d:prop>${props}</d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">${range}</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>`
     const size = this.#options.pageSize ?? 250
     const offset = Number(request.pageToken ?? 0) || 0
-    // The first pages' iCalendar is parsed as their part of the answer comes, while the later
-    // parts are still being parsed; the rest is parsed page by page, ahead of the backend.
-    const parsedEarly = new WeakMap<Resource, ProviderEvent[]>()
-    let earlyLeft = offset + size * (PAGES_AHEAD + 1)
-    const eventsOf = (resource: Resource) => parsedEarly.get(resource) ?? eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
-    const whole = await this.#caldav.wholeQuery(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>'), (resources) => {
-      for (const resource of resources.slice(0, Math.max(0, earlyLeft))) parsedEarly.set(resource, eventsOf(resource))
-      earlyLeft -= resources.length
-    })
+    // The first pages' events are mapped where the answer is parsed (dav-answers.ts), while it is
+    // still being parsed; the rest page by page here, ahead of the backend.
+    const eventsOf = (resource: Resource) => resource.events ?? eventsOfResource(resource.href, resource.ics, resource.etag, calendar.timeZone)
+    const whole = await this.#caldav.wholeQuery(context, calendar.calendarId, query('<d:getetag/><c:calendar-data/>'),
+      { calendarUrl: calendar.calendarId, timeZone: calendar.timeZone, first: offset + size * (PAGES_AHEAD + 1) })
     const listed = whole ?? await this.#caldav.listing(context, calendar.calendarId, query('<d:getetag/>'))
     // The full pass follows: the server works out the collection's state (for a first sync token,
     // seconds on a large calendar) while the weeks around today are applied here.
@@ -197,6 +194,9 @@ export class CalDavAdapter implements ProviderPort {
       // A page is read and its iCalendar parsed ahead, while the backend applies the pages before it.
       const page = async (start: number) => {
         const { resources } = await read(start, start + size)
+        // A page whose iCalendar is still to parse waits a turn: a batch just handed over goes
+        // out to the backend first, and this page is parsed while the backend applies it.
+        if (resources.some((resource) => resource.events === undefined)) await new Promise((resolve) => setImmediate(resolve))
         const events: ProviderEvent[] = []
         for (const resource of resources) {
           const found = eventsOf(resource)

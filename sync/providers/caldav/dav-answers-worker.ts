@@ -3,14 +3,13 @@
 // are parsed one per turn of this thread's loop, so an ask is heard between two parts and the
 // first pieces go back while the later parts are still being parsed.
 import { parentPort } from 'node:worker_threads'
-import type { DAVResponse } from 'tsdav'
-import { parseDavAnswer, type FromDavWorker, type ToDavWorker } from './dav-answers.js'
+import { parseDavAnswer, type DavResponse, type FromDavWorker, type ToDavWorker } from './dav-answers.js'
 
 if (parentPort === null) throw new Error('dav-answers-worker.ts runs as a worker thread only')
 const port = parentPort
 
 /** By answer: the pieces parsed and not yet sent, `raw` once every part is parsed, and whether a piece is owed. */
-const parsing = new Map<number, { ready: DAVResponse[][], done: { raw: unknown } | null, asked: boolean }>()
+const parsing = new Map<number, { ready: DavResponse[][], done: { raw: unknown } | null, asked: boolean }>()
 
 /** Sends the next piece, or owes it until one is parsed. */
 function send (id: number): void {
@@ -30,9 +29,9 @@ function send (id: number): void {
   }
 }
 
-async function parse (id: number, parts: AsyncGenerator<DAVResponse[][], unknown>): Promise<void> {
+async function parse (id: number, parts: AsyncGenerator<DavResponse[][], unknown>): Promise<void> {
   // The first piece is owed from the start.
-  const entry = { ready: [] as DAVResponse[][], done: null as { raw: unknown } | null, asked: true }
+  const entry = { ready: [] as DavResponse[][], done: null as { raw: unknown } | null, asked: true }
   parsing.set(id, entry)
   for (;;) {
     const step = await parts.next()
@@ -49,7 +48,7 @@ port.on('message', (message: ToDavWorker) => {
     send(message.id)
     return
   }
-  parse(message.id, parseDavAnswer(message.answer)).catch((error: unknown) => {
+  parse(message.id, parseDavAnswer(message.answer, message.events)).catch((error: unknown) => {
     parsing.delete(message.id)
     const failure = error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) }
     port.postMessage({ id: message.id, error: failure } satisfies FromDavWorker)

@@ -19,8 +19,53 @@
 import type { Worker } from 'node:worker_threads'
 import sax from 'sax'
 import { davRequest, type DAVResponse } from 'tsdav'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
+import { eventsOfResource } from '../../lib/providers/caldav-mapping.js'
 import { ProviderAnswerTooLargeError } from '../buffered-fetch.js'
 import { moduleWorker } from '../module-worker.js'
+
+/**
+ * A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`
+ * or `_cdata` (iCloud, among others, sends calendar-data as a CDATA section), or both, joined.
+ */
+export function text (value: unknown): string | null {
+  if (typeof value === 'string') return value
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  if (Array.isArray(value)) return value.every((part) => text(part) !== null) ? value.map((part) => text(part)).join('') : null
+  if (typeof value !== 'object' || value === null || !('_text' in value || '_cdata' in value)) return null
+  const { _text: plain, _cdata: cdata } = value as { _text?: unknown, _cdata?: unknown }
+  const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [text(part)])
+  return parts.every((part) => part !== null) ? parts.join('') : null
+}
+
+/**
+ * A calendar's answer whose first `first` resources (those with calendar-data, in order) are mapped
+ * to events as it is parsed (eventsOfResource, caldav-mapping.ts): the adapter has the events of
+ * its first pages without parsing their iCalendar on the event loop.
+ */
+export interface EventsOfAnswer {
+  calendarUrl: string
+  timeZone: string
+  first: number
+}
+
+/** A response as tsdav gives it, with its resource's events when they were mapped (EventsOfAnswer). */
+export type DavResponse = DAVResponse & { events?: ProviderEvent[] }
+
+/** Maps the resources of `responses` to events, up to `events.first` of them over the calls; answers how many it mapped. */
+function mapEvents (responses: DavResponse[], events: EventsOfAnswer, mappedBefore: number): number {
+  let mapped = mappedBefore
+  for (const response of responses) {
+    if (mapped >= events.first) break
+    if (response.href === undefined || response.status === 404) continue
+    const props = (response.props ?? {}) as Record<string, unknown>
+    const ics = text(props['calendarData'])
+    if (ics === null) continue
+    response.events = eventsOfResource(new URL(response.href, events.calendarUrl).pathname, ics, text(props['getetag']), events.timeZone)
+    mapped++
+  }
+  return mapped
+}
 
 /** An answer as received: its status, its headers, its bytes. */
 export interface DavAnswer {
@@ -205,10 +250,11 @@ async function parsedWhole (status: number, headers: Array<[string, string]>, bo
 
 /**
  * tsdav's davRequest over an answer already received, a large multistatus in parts (see the head
- * of this file): yields the pieces of each part in turn, and returns `raw`. Throws
+ * of this file): yields the pieces of each part in turn, the first resources mapped to events
+ * with `events`, and returns `raw`. Throws
  * ProviderAnswerTooLargeError past the limits above, DavAnswerCutOffError for XML cut off.
  */
-export async function * parseDavAnswer (answer: DavAnswer): AsyncGenerator<DAVResponse[][], unknown> {
+export async function * parseDavAnswer (answer: DavAnswer, events?: EventsOfAnswer): AsyncGenerator<DavResponse[][], unknown> {
   if (elementsOf(answer.body, DAV_ELEMENT_LIMIT) > DAV_ELEMENT_LIMIT) {
     throw new ProviderAnswerTooLargeError(`the DAV answer holds more than ${DAV_ELEMENT_LIMIT} XML elements`)
   }
@@ -216,31 +262,36 @@ export async function * parseDavAnswer (answer: DavAnswer): AsyncGenerator<DAVRe
   // What tsdav parses as XML: a success whose type says XML (it keeps the text of anything else).
   const xml = status >= 200 && status < 300 && headers.some(([name, value]) => name.toLowerCase() === 'content-type' && value.toLowerCase().includes('xml'))
   const split = xml && answer.body.byteLength > 0 ? multistatusParts(new TextDecoder().decode(answer.body)) : null
+  let mapped = 0
+  const withEvents = (pieces: DavResponse[][]): DavResponse[][] => {
+    if (events !== undefined) for (const piece of pieces) mapped = mapEvents(piece, events, mapped)
+    return pieces
+  }
   if (split === null || split.parts.length === 1) {
     const { raw, pieces } = await parsedWhole(status, headers, answer.body)
-    yield pieces
+    yield withEvents(pieces)
     return raw
   }
-  for (const part of split.parts) yield (await parsedWhole(status, headers, part)).pieces
+  for (const part of split.parts) yield withEvents((await parsedWhole(status, headers, part)).pieces)
   return (await parsedWhole(status, headers, split.rest)).raw
 }
 
 /** Messages to the worker: an answer to parse (its bytes transferred), or "the next piece, please". */
-export type ToDavWorker = { id: number, answer: DavAnswer } | { id: number, next: true }
+export type ToDavWorker = { id: number, answer: DavAnswer, events?: EventsOfAnswer } | { id: number, next: true }
 /** Messages from the worker: a piece (the last with `raw`), or the error that ended the parse. */
 export type FromDavWorker =
-  | { id: number, responses: DAVResponse[], done: false }
-  | { id: number, responses: DAVResponse[], done: true, raw: unknown }
+  | { id: number, responses: DavResponse[], done: false }
+  | { id: number, responses: DavResponse[], done: true, raw: unknown }
   | { id: number, error: { name: string, message: string } }
 
-/** Called with each piece of responses as it is parsed, in order, before the answer is whole. */
-export type OnDavResponses = (responses: DAVResponse[]) => void
+/** Called with each piece of responses as it is parsed. */
+export type OnDavResponses = (responses: DavResponse[]) => void
 
 interface Job {
-  resolve: (responses: DAVResponse[]) => void
+  resolve: (responses: DavResponse[]) => void
   reject: (error: Error) => void
   onResponses: OnDavResponses | undefined
-  responses: DAVResponse[]
+  responses: DavResponse[]
 }
 
 /** The worker's module: the compiled .js next to this one, or under tsx (development, tests, benches) the .ts. */
@@ -259,12 +310,12 @@ class DavAnswerWorker {
   readonly #jobs = new Map<number, Job>()
   #ids = 0
 
-  async parse (answer: DavAnswer, onResponses?: OnDavResponses): Promise<DAVResponse[]> {
+  async parse (answer: DavAnswer, options: ParseOptions): Promise<DavResponse[]> {
     const worker = this.#running()
     const id = ++this.#ids
-    const done = new Promise<DAVResponse[]>((resolve, reject) => this.#jobs.set(id, { resolve, reject, onResponses, responses: [] }))
+    const done = new Promise<DavResponse[]>((resolve, reject) => this.#jobs.set(id, { resolve, reject, onResponses: options.onResponses, responses: [] }))
     worker.ref()
-    const message: ToDavWorker = { id, answer }
+    const message: ToDavWorker = { id, answer, ...(options.events === undefined ? {} : { events: options.events }) }
     worker.postMessage(message, [answer.body.buffer as ArrayBuffer])
     return await done
   }
@@ -341,16 +392,20 @@ async function bytesOf (response: Response): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks))
 }
 
-/**
- * The answer's responses as tsdav's davRequest gives them (see the head of this file). With
- * `onResponses`, each piece is handed on as soon as it is parsed, while the rest are being parsed.
- */
-export async function davResponsesOf (response: Response, onResponses?: OnDavResponses): Promise<DAVResponse[]> {
+interface ParseOptions {
+  /** Called with each piece of responses as it is parsed, in order, before the answer is whole. */
+  onResponses?: OnDavResponses
+  events?: EventsOfAnswer
+}
+
+/** The answer's responses as tsdav's davRequest gives them (see the head of this file). */
+export async function davResponsesOf (response: Response, options: ParseOptions = {}): Promise<DavResponse[]> {
+  const { onResponses, events } = options
   const body = await bytesOf(response)
   const answer: DavAnswer = { status: response.status, headers: [...response.headers], body }
-  if (body.byteLength >= INLINE_ANSWER_BYTES) return await worker.parse(answer, onResponses)
-  const responses: DAVResponse[] = []
-  const parts = parseDavAnswer(answer)
+  if (body.byteLength >= INLINE_ANSWER_BYTES) return await worker.parse(answer, options)
+  const responses: DavResponse[] = []
+  const parts = parseDavAnswer(answer, events)
   for (let step = await parts.next(); ; step = await parts.next()) {
     if (step.done === true) {
       for (const one of responses) one.raw = step.value

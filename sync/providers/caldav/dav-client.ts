@@ -3,11 +3,12 @@
 // within a deadline and read within the answer limit; discovery of the calendar home (RFC 6764,
 // RFC 4791 section 6.2). Multistatus answers are parsed off the event loop (dav-answers.ts).
 import type { DAVResponse } from 'tsdav'
+import type { ProviderEvent } from '../../../schemas/sync/index.js'
 import { retryAfterMs } from '../../../lib/backoff.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { AddressRefusedError } from '../address-guard.js'
 import { ProviderAnswerTooLargeError, type ProviderFetch } from '../buffered-fetch.js'
-import { davResponsesOf, type OnDavResponses } from './dav-answers.js'
+import { davResponsesOf, text, type DavResponse, type EventsOfAnswer, type OnDavResponses } from './dav-answers.js'
 
 /** No CalDAV calendar home was found at the URL (not a CalDAV server, or a wrong URL). */
 export class CalDavDiscoveryError extends Error {
@@ -40,20 +41,6 @@ export function xmlEscape (value: string): string {
   return value.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;')
 }
 
-/**
- * A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`
- * or `_cdata` (iCloud, among others, sends calendar-data as a CDATA section), or both, joined.
- */
-export function text (value: unknown): string | null {
-  if (typeof value === 'string') return value
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
-  if (Array.isArray(value)) return value.every((part) => text(part) !== null) ? value.map((part) => text(part)).join('') : null
-  if (typeof value !== 'object' || value === null || !('_text' in value || '_cdata' in value)) return null
-  const { _text: plain, _cdata: cdata } = value as { _text?: unknown, _cdata?: unknown }
-  const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [text(part)])
-  return parts.every((part) => part !== null) ? parts.join('') : null
-}
-
 function hrefOf (value: unknown): string | null {
   if (typeof value === 'object' && value !== null && 'href' in value) {
     const href = (value as { href: unknown }).href
@@ -72,17 +59,19 @@ export interface CollectionState {
   ctag: string | null
 }
 
-/** A calendar resource as read: where it is, its version and its iCalendar text. */
+/** A calendar resource as read: where it is, its version and its iCalendar text, and its events when the parse mapped them (EventsOfAnswer). */
 export interface Resource {
   href: string
   etag: string | null
   ics: string
+  events?: ProviderEvent[]
 }
 
 interface RequestOptions {
   /** A sync-collection report: 403, 409 and 410 say its token expired. */
   syncCollection?: boolean
   onResponses?: OnDavResponses
+  events?: EventsOfAnswer
 }
 
 /** Whether a response's `raw` (dav-answers.ts) is a multistatus: one without responses still is. */
@@ -135,12 +124,11 @@ export class CalDavClient {
    * Every resource a calendar-query names, with its data, in one answer; null when that answer is
    * over the answer limit, or names a resource without its data (a server that leaves
    * calendar-data out of a query's answer): then the resources are to be listed and read in pages.
-   * `onResources` gets the resources as the answer is parsed, in order, before it is whole; they
-   * are the very objects answered (which may yet be null).
+   * With `events`, the first resources come with their events, mapped as the answer was parsed.
    */
-  async wholeQuery (context: ProviderContext, calendarUrl: string, body: string, onResources?: (resources: Resource[]) => void): Promise<Resource[] | null> {
+  async wholeQuery (context: ProviderContext, calendarUrl: string, body: string, events?: EventsOfAnswer): Promise<Resource[] | null> {
     try {
-      const { found, withoutData } = await this.#resourcesOf(context, calendarUrl, body, onResources)
+      const { found, withoutData } = await this.#resourcesOf(context, calendarUrl, body, events)
       return withoutData ? null : found
     } catch (error) {
       if (error instanceof CalDavAnswerTooLargeError) return null
@@ -148,23 +136,21 @@ export class CalDavClient {
     }
   }
 
-  async #resourcesOf (context: ProviderContext, calendarUrl: string, body: string, onResources?: (resources: Resource[]) => void): Promise<{ found: Resource[], withoutData: boolean }> {
+  async #resourcesOf (context: ProviderContext, calendarUrl: string, body: string, events?: EventsOfAnswer): Promise<{ found: Resource[], withoutData: boolean }> {
     const collection = new URL(calendarUrl).pathname
     const found: Resource[] = []
     let withoutData = false
     await this.request(context, calendarUrl, 'REPORT', '1', body, {
+      events,
       onResponses: (responses) => {
-        const fresh: Resource[] = []
         for (const response of responses) {
           if (response.href === undefined || response.status === 404) continue
           const href = new URL(response.href, calendarUrl).pathname
           const props = propsOf(response)
           const ics = text(props['calendarData'])
-          if (ics !== null) fresh.push({ href, etag: text(props['getetag']), ics })
+          if (ics !== null) found.push({ href, etag: text(props['getetag']), ics, ...(response.events === undefined ? {} : { events: response.events }) })
           else if (href !== collection) withoutData = true
         }
-        found.push(...fresh)
-        if (fresh.length > 0) onResources?.(fresh)
       }
     })
     return { found, withoutData }
@@ -277,10 +263,10 @@ export class CalDavClient {
    * The responses of a multistatus answer, parsed off the event loop when large (dav-answers.ts),
    * each piece handed to `onResponses` as it is parsed; a failure's status as its error.
    */
-  async #answer (response: Response, method: 'PROPFIND' | 'REPORT', options: RequestOptions = {}): Promise<DAVResponse[]> {
-    let responses: DAVResponse[]
+  async #answer (response: Response, method: 'PROPFIND' | 'REPORT', options: RequestOptions = {}): Promise<DavResponse[]> {
+    let responses: DavResponse[]
     try {
-      responses = await davResponsesOf(response, options.onResponses)
+      responses = await davResponsesOf(response, options)
     } catch (error) {
       throw unanswered(method, error)
     }
@@ -301,7 +287,7 @@ export class CalDavClient {
   }
 
   /** One WebDAV request and its multistatus answer. */
-  async request (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: RequestOptions = {}): Promise<DAVResponse[]> {
+  async request (context: ProviderContext, url: string, method: 'PROPFIND' | 'REPORT', depth: '0' | '1', body: string, options: RequestOptions = {}): Promise<DavResponse[]> {
     return await this.#answer(await this.#send(context, url, method, depth, body), method, options)
   }
 

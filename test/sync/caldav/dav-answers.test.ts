@@ -3,8 +3,8 @@
 // back is what tsdav answers for the whole document, whatever the answer holds.
 import { test } from 'tap'
 import { davRequest, type DAVResponse } from 'tsdav'
-import { davResponsesOf } from '../../../sync/providers/caldav/dav-answers.js'
-import { text } from '../../../sync/providers/caldav/dav-client.js'
+import { davResponsesOf, text, type DavResponse } from '../../../sync/providers/caldav/dav-answers.js'
+import { eventsOfResource } from '../../../sync/lib/providers/caldav-mapping.js'
 
 const XML = { 'content-type': 'application/xml; charset=utf-8' }
 
@@ -23,7 +23,7 @@ async function tsdavWhole (body: string, status = 207, headers: Record<string, s
 
 async function parsed (body: string, status = 207, headers: Record<string, string> = XML): Promise<{ responses: DAVResponse[], pieces: DAVResponse[][] }> {
   const pieces: DAVResponse[][] = []
-  const responses = await davResponsesOf(new Response(body, { status, headers }), (piece) => { pieces.push(piece.map((response) => ({ ...response }))) })
+  const responses = await davResponsesOf(new Response(body, { status, headers }), { onResponses: (piece) => { pieces.push(piece.map((response) => ({ ...response }))) } })
   return { responses, pieces }
 }
 
@@ -100,4 +100,22 @@ test('an answer cut off before its root element ends is refused, large or small:
     await t.rejects(parsed(cut), { name: 'DavAnswerCutOffError' }, `${cut.length} characters of ${body.length}`)
   }
   await t.rejects(parsed('<?xml version="1.0"?>'), { name: 'DavAnswerCutOffError' }, 'no root element at all')
+})
+
+test('with `events`, the first resources come mapped to their events, as the adapter maps them, and the rest without', async (t) => {
+  const body = radicaleLike(900)
+  const events = { calendarUrl: 'https://dav.example.com/alice/work/', timeZone: 'Europe/Berlin', first: 600 }
+  const responses = await davResponsesOf(new Response(body, { status: 207, headers: XML }), { events })
+  t.equal(responses.length, 900)
+  const mapped = responses.filter((response) => response.events !== undefined)
+  t.equal(mapped.length, 600, 'the first 600')
+  t.same(responses.slice(0, 600).map((response) => response.href), mapped.map((response) => response.href), 'in order from the first')
+  for (const index of [0, 299, 599]) {
+    const response = responses[index] as DavResponse
+    const props = response.props as { calendarData: unknown, getetag: unknown }
+    t.same(response.events, eventsOfResource(`/alice/work/event-${index}.ics`, text(props.calendarData) ?? '', text(props.getetag), 'Europe/Berlin'), `resource ${index}: what eventsOfResource gives`)
+  }
+  t.match(responses[0]?.events, [{ providerEventId: '/alice/work/event-0.ics', etag: '"etag-0"', content: { title: 'Single 0' } }])
+  const small = await davResponsesOf(new Response(radicaleLike(3), { status: 207, headers: XML }), { events: { ...events, first: 2 } })
+  t.same(small.map((response) => response.events?.length ?? null), [1, 1, null], 'a small answer, parsed here, the same way')
 })
