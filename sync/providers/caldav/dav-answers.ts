@@ -148,6 +148,13 @@ function responseOf (status: number, headers: Array<[string, string]>, body: Uin
 
 /** Characters of responses per part of a large multistatus: parsed in a few milliseconds. */
 const PART_CHARS = 64 * 1024
+/**
+ * The most characters before a multistatus's first child that are repeated in each part: a
+ * declaration and a start tag with its namespaces take a few hundred. A longer one (a comment, a
+ * start tag padded with attributes) is parsed whole, so no server can multiply its answer by the
+ * number of parts.
+ */
+const PART_HEAD_CHARS = 16 * 1024
 
 /** An element's name as tsdav keys it: without its prefix, camel-cased (`response-` is `response`). */
 const tsdavName = (name: string) => name.replace(/^.+:/, '').replace(/[-_]+(\w?)/g, (_match, next: string) => next.toUpperCase())
@@ -162,8 +169,8 @@ class DavAnswerCutOffError extends Error {
  * (the prolog and the root's start tag, which declares the prefixes), a run of whole responses
  * and the root's end tag; `rest` is the multistatus without any response (its sync-token, its
  * description), parsed last for `raw`. Responses and the multistatus are known by the names
- * tsdav gives them. Null for anything else (not well-formed, not one multistatus, no response),
- * which is parsed whole, as leniently as tsdav parses it; throws DavAnswerCutOffError for an
+ * tsdav gives them. Null for anything else (not well-formed, not one multistatus, no response,
+ * more than PART_HEAD_CHARS before the first child), which is parsed whole, as leniently as tsdav parses it; throws DavAnswerCutOffError for an
  * answer whose root element never ends, of which tsdav would read what came as all there is.
  */
 function multistatusParts (text: string): { parts: string[], rest: string } | null {
@@ -200,7 +207,7 @@ function multistatusParts (text: string): { parts: string[], rest: string } | nu
   }
   parser.write(text).close()
   if (roots === 0 || bodyEnd === -1 || depth > 0) throw new DavAnswerCutOffError('the DAV answer ends before its root element does')
-  if (!wellFormed || roots !== 1 || tsdavName(rootName) !== 'multistatus' || responses.length === 0) return null
+  if (!wellFormed || roots !== 1 || tsdavName(rootName) !== 'multistatus' || responses.length === 0 || bodyStart > PART_HEAD_CHARS) return null
   const head = text.slice(0, bodyStart)
   const tail = `</${rootName}>`
   const parts: string[] = []
@@ -343,7 +350,7 @@ class DavAnswerWorker {
     }
     job.responses.push(...message.responses)
     try {
-      job.onResponses?.(message.responses)
+      if (message.responses.length > 0) job.onResponses?.(message.responses)
     } catch (error) {
       this.#settle(worker, message.id)
       job.reject(error instanceof Error ? error : new Error(String(error)))
@@ -413,7 +420,7 @@ export async function davResponsesOf (response: Response, options: ParseOptions 
     }
     for (const piece of step.value) {
       responses.push(...piece)
-      onResponses?.(piece)
+      if (piece.length > 0) onResponses?.(piece)
     }
   }
 }

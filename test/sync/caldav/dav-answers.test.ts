@@ -77,11 +77,15 @@ test('odd answers, parsed whole or in parts: what tsdav answers for them', async
     { name: 'responses named `response-`, which tsdav takes for responses', body: large.replaceAll('<response>', '<response->').replaceAll('</response>', '</response->') },
     { name: 'an HTML page with 207', body: `<html><body>${'<p>not DAV</p>'.repeat(10_000)}</body></html>`, headers: { 'content-type': 'text/html' } },
     { name: 'a failure with an XML body', body: large, status: 500 },
-    { name: 'a multistatus with no response', body: `<multistatus xmlns="DAV:"><!-- ${'x'.repeat(100_000)} --><sync-token>t-1</sync-token></multistatus>` }
+    { name: 'a multistatus with no response', body: `<multistatus xmlns="DAV:"><!-- ${'x'.repeat(100_000)} --><sync-token>t-1</sync-token></multistatus>` },
+    // Were it cut into parts, each part would repeat the 1 MB before the first response.
+    { name: 'a megabyte of comment before the root', body: `<!-- ${'x'.repeat(1024 * 1024)} -->${large}` },
+    { name: 'a root start tag padded with a megabyte of attribute', body: large.replace('<multistatus ', `<multistatus pad="${'x'.repeat(1024 * 1024)}" `) }
   ]
   for (const one of cases) {
-    const { responses } = await parsed(one.body, one.status, one.headers)
+    const { responses, pieces } = await parsed(one.body, one.status, one.headers)
     t.same(responses, await tsdavWhole(one.body, one.status, one.headers), one.name)
+    if (one.name.includes('megabyte')) t.equal(pieces.length, 1, `${one.name}: parsed whole, in one piece`)
   }
 })
 
