@@ -26,16 +26,16 @@ import { moduleWorker } from '../module-worker.js'
 
 /**
  * A prop's text as xml-js (through tsdav) left it: a string, a number, or an element with `_text`
- * or `_cdata` (iCloud, among others, sends calendar-data as a CDATA section), or both, joined.
+ * or `_cdata` (iCloud, among others, sends calendar-data as a CDATA section; data holding `]]>`
+ * comes in two sections, an array), or both, joined. A prop given twice (an array) has no one text.
  */
 export function text (value: unknown): string | null {
   if (typeof value === 'string') return value
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
-  if (Array.isArray(value)) return value.every((part) => text(part) !== null) ? value.map((part) => text(part)).join('') : null
   if (typeof value !== 'object' || value === null || !('_text' in value || '_cdata' in value)) return null
   const { _text: plain, _cdata: cdata } = value as { _text?: unknown, _cdata?: unknown }
-  const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [text(part)])
-  return parts.every((part) => part !== null) ? parts.join('') : null
+  const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [part].flat())
+  return parts.every((part) => typeof part === 'string' || typeof part === 'number') ? parts.join('') : null
 }
 
 /**

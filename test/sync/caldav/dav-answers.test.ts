@@ -54,7 +54,8 @@ test('a large multistatus: parsed in parts on the worker, handed on piece by pie
 test('prefixes, comments, CDATA naming the closing tag, other children between responses, characters past the BMP: the same as the whole', async (t) => {
   const responses = Array.from({ length: 400 }, (_, index) => {
     const data = index % 3 === 0
-      ? `<![CDATA[${ics(index, 'Looks like </D:response></D:multistatus> 🎉 inside')}]]>`
+      // `]]>` in the data: the section ends before it and a second one begins (two sections).
+      ? `<![CDATA[${ics(index, 'Looks like </D:response></D:multistatus> ]]]]><![CDATA[> 🎉 inside')}]]>`
       : escaped(ics(index, `Ünïcödé 🎉 & <tags> ${index}`))
     const comment = index % 50 === 0 ? '<!-- a comment between responses -->' : ''
     const middle = index === 200 ? '<D:responsedescription>halfway</D:responsedescription>' : ''
@@ -66,7 +67,7 @@ test('prefixes, comments, CDATA naming the closing tag, other children between r
   t.same(found, await tsdavWhole(body), 'responses, props, statuses and raw (with the sync-token and the description) as from the whole')
   t.ok(pieces.length > 1, 'in more than one piece')
   t.match(found[0]?.raw, { multistatus: { syncToken: 'http://example.com/ns/sync/42', responsedescription: 'halfway' } }, 'raw keeps what is not a response')
-  t.match(text((found[0]?.props as { calendarData: unknown }).calendarData), /^BEGIN:VCALENDAR\r\n.*SUMMARY:Looks like <\/D:response><\/D:multistatus> 🎉 inside\r\n/s, 'calendar-data in a CDATA section reads as its text')
+  t.match(text((found[0]?.props as { calendarData: unknown }).calendarData), /^BEGIN:VCALENDAR\r\n.*SUMMARY:Looks like <\/D:response><\/D:multistatus> \]\]> 🎉 inside\r\n.*END:VCALENDAR$/s, 'calendar-data in CDATA sections (two, around a `]]>` of its own) reads as its text')
   t.match(text((found[1]?.props as { calendarData: unknown }).calendarData), /SUMMARY:Ünïcödé 🎉 & <tags> 1\r\n/, 'escaped calendar-data reads as its text')
 })
 
