@@ -79,10 +79,13 @@ export function createProviderEvents (store: EventStore, users: Pick<UserStore, 
     const written = await store.applyProviderWrites(batch.userId, plan.writes, supersede)
     // An edit of one of these occurrences stored here meanwhile, unseen by the plan, takes them in.
     // Also when the page is planned again: the next plan finds these inserts stored, and inserts nothing.
-    await store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
-    if (written.missed !== null) return { counts: plan.counts, missed: written.missed }
+    const folding = store.foldOccurrences(batch.userId, plan.writes.flatMap((write) => write.kind === 'insert' ? [write.record] : []), PROVIDER_PAGE_DEADLINE_MS)
+    if (written.missed !== null) {
+      await folding
+      return { counts: plan.counts, missed: written.missed }
+    }
     // Every page names its connection: this is how the backend learns of a connection made in Sync.
-    await users.recordProviderConnection(batch.userId, batch.connectionId)
+    await Promise.all([folding, users.recordProviderConnection(batch.userId, batch.connectionId)])
     for (const rejection of plan.rejections) {
       log.warn({ userId: batch.userId, calendarId: batch.calendarId, ...rejection }, 'provider event not applied')
     }

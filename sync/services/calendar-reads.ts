@@ -74,8 +74,9 @@ export class CalendarReads {
     const operation: ImportOperation = job.payload.operation === 'repair' ? 'repair' : 'full'
     // A job from before runs were named is its own run.
     const run = job.payload.run ?? job._id.toHexString()
-    const found = keptCalendars(await provider.listCalendars(context), this.#parts.log, context.connectionId)
-    const stored = new Map((await calendars.listByConnection(context.connectionId)).map((record) => [record.calendarId, record]))
+    const [listed, records] = await Promise.all([provider.listCalendars(context), calendars.listByConnection(context.connectionId)])
+    const found = keptCalendars(listed, this.#parts.log, context.connectionId)
+    const stored = new Map(records.map((record) => [record.calendarId, record]))
     const counts = { calendarsDone: 0, calendarsTotal: found.length, eventsImported: 0 }
     // A run that crashed goes on after the calendars it finished.
     const pending = found.filter((calendar) => stored.get(calendar.calendarId)?.importedInRun !== run)
