@@ -35,7 +35,7 @@ export function text (value: unknown): string | null {
   if (typeof value !== 'object' || value === null || !('_text' in value || '_cdata' in value)) return null
   const { _text: plain, _cdata: cdata } = value as { _text?: unknown, _cdata?: unknown }
   const parts = [plain, cdata].flatMap((part) => part === undefined ? [] : [part].flat())
-  return parts.every((part) => typeof part === 'string' || typeof part === 'number') ? parts.join('') : null
+  return parts.every((part) => ['string', 'number', 'boolean'].includes(typeof part)) ? parts.map(String).join('') : null
 }
 
 /**
@@ -258,8 +258,8 @@ async function parsedWhole (status: number, headers: Array<[string, string]>, bo
 /**
  * tsdav's davRequest over an answer already received, a large multistatus in parts (see the head
  * of this file): yields the pieces of each part in turn, the first resources mapped to events
- * with `events`, and returns `raw`. Throws
- * ProviderAnswerTooLargeError past the limits above, DavAnswerCutOffError for XML cut off.
+ * with `events`, and returns `raw`. Throws ProviderAnswerTooLargeError past the limits above,
+ * DavAnswerCutOffError for XML cut off.
  */
 export async function * parseDavAnswer (answer: DavAnswer, events?: EventsOfAnswer): AsyncGenerator<DavResponse[][], unknown> {
   if (elementsOf(answer.body, DAV_ELEMENT_LIMIT) > DAV_ELEMENT_LIMIT) {

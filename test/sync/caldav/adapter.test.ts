@@ -340,11 +340,12 @@ test('a server that sends calendar-data as CDATA (iCloud, Yahoo): the import and
   t.match(pulled.events, [{ providerEventId: '/alice/work/b.ics', content: { title: 'b (moved)', startDate: '2026-11-02T10:00:00Z' } }], 'the change, read by multiget as CDATA')
 })
 
-test('an answer that is no multistatus, or is cut off, fails the read: it is never taken for an empty or smaller calendar', { skip: missing ?? false }, async (t) => {
+test('an answer that is no multistatus, or is cut off, fails the read: it is never taken for an empty or smaller calendar, or for no calendars', { skip: missing ?? false }, async (t) => {
   let spoil: ((xml: string) => { body: string, type: string }) | null = null
+  let spoiling: 'REPORT' | 'PROPFIND' = 'REPORT'
   const { radicale, adapter, context, calendar, calendarUrl } = await setUp(t, async (input, init) => {
     const response = await caldavFetch(input, init)
-    if (init?.method !== 'REPORT' || spoil === null) return response
+    if (init?.method !== spoiling || spoil === null) return response
     const spoilt = spoil(await response.text())
     return new Response(spoilt.body, { status: 207, headers: { 'content-type': spoilt.type } })
   })
@@ -366,4 +367,12 @@ test('an answer that is no multistatus, or is cut off, fails the read: it is nev
     await t.rejects(adapter.pullChanges(context, calendar, String(cursor), pulled.sink), ProviderUnavailableError, `pull: ${name}`)
     t.same(pulled.events, [], `pull: nothing named removed (${name})`)
   }
+  // The calendar home's listing: taken for one without calendars, its calendars would be removed.
+  spoiling = 'PROPFIND'
+  for (const [name, spoiler] of spoilers) {
+    spoil = spoiler
+    await t.rejects(adapter.listCalendars(context), ProviderUnavailableError, `the calendars: ${name}`)
+  }
+  spoil = null
+  t.equal((await adapter.listCalendars(context)).length, 1, 'listed again once the server answers')
 })
