@@ -38,7 +38,8 @@ async function parse (id: number, parts: AsyncGenerator<DavResponse[][], unknown
     if (step.done === true) entry.done = { raw: step.value }
     else entry.ready.push(...step.value)
     if (entry.asked) send(id)
-    if (step.done === true) return
+    // Done, or no longer wanted (cancelled): the rest is not parsed.
+    if (step.done === true || parsing.get(id) !== entry) return
     await new Promise((resolve) => setImmediate(resolve))
   }
 }
@@ -46,6 +47,10 @@ async function parse (id: number, parts: AsyncGenerator<DavResponse[][], unknown
 port.on('message', (message: ToDavWorker) => {
   if ('next' in message) {
     send(message.id)
+    return
+  }
+  if ('cancel' in message) {
+    parsing.delete(message.id)
     return
   }
   parse(message.id, parseDavAnswer(message.answer, message.events)).catch((error: unknown) => {

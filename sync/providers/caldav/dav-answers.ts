@@ -283,8 +283,8 @@ export async function * parseDavAnswer (answer: DavAnswer, events?: EventsOfAnsw
   return (await parsedWhole(status, headers, split.rest)).raw
 }
 
-/** Messages to the worker: an answer to parse (its bytes transferred), or "the next piece, please". */
-export type ToDavWorker = { id: number, answer: DavAnswer, events?: EventsOfAnswer } | { id: number, next: true }
+/** Messages to the worker: an answer to parse (its bytes transferred), "the next piece, please", or "no more of this one". */
+export type ToDavWorker = { id: number, answer: DavAnswer, events?: EventsOfAnswer } | { id: number, next: true } | { id: number, cancel: true }
 /** Messages from the worker: a piece (the last with `raw`), or the error that ended the parse. */
 export type FromDavWorker =
   | { id: number, responses: DavResponse[], done: false }
@@ -353,6 +353,8 @@ class DavAnswerWorker {
       if (message.responses.length > 0) job.onResponses?.(message.responses)
     } catch (error) {
       this.#settle(worker, message.id)
+      // The worker would otherwise keep the rest of the answer, waiting to be asked for it.
+      if (!message.done) worker.postMessage({ id: message.id, cancel: true } satisfies ToDavWorker)
       job.reject(error instanceof Error ? error : new Error(String(error)))
       return
     }

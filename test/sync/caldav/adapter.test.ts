@@ -376,3 +376,35 @@ test('an answer that is no multistatus, or is cut off, fails the read: it is nev
   spoil = null
   t.equal((await adapter.listCalendars(context)).length, 1, 'listed again once the server answers')
 })
+
+test('an href that is no URL fails the read as an outage, wherever it is in the answer, and the next read is whole', { skip: missing ?? false }, async (t) => {
+  let spoilAt: string | null = null
+  const { radicale, context, calendar, calendarUrl } = await setUp(t)
+  const adapter = new CalDavAdapter({
+    pageSize: 2,
+    fetch: async (input, init) => {
+      const response = await caldavFetch(input, init)
+      if (init?.method !== 'REPORT' || spoilAt === null) return response
+      const xml = (await response.text()).replace(`<href>${spoilAt}</href>`, '<href>http://[no-url</href>')
+      return new Response(xml, { status: response.status, headers: response.headers })
+    }
+  })
+  // About 100 KB: parsed on the worker, in parts.
+  for (let index = 0; index < 40; index++) {
+    await radicale.put(`${calendarUrl}e${index}.ics`, USER, PASSWORD, ics([`UID:e${index}`, 'DTSTAMP:20261101T000000Z', 'DTSTART:20261102T080000Z', 'DTEND:20261102T090000Z', `SUMMARY:e${index}`, `DESCRIPTION:${'agenda '.repeat(300)}`]))
+  }
+  const whole = collect()
+  await adapter.importCalendar(context, calendar, {}, whole.sink)
+  t.equal(whole.events.length, 40)
+  // The first resources are mapped on the worker, the later ones here: one of each.
+  for (const spoilt of [whole.events[1], whole.events[35]]) {
+    spoilAt = String(spoilt?.providerEventId)
+    const pages = collect()
+    await t.rejects(adapter.importCalendar(context, calendar, {}, pages.sink), ProviderUnavailableError, `${spoilAt} named as no URL`)
+    t.same(pages.events, [], 'nothing handed over')
+  }
+  spoilAt = null
+  const again = collect()
+  await adapter.importCalendar(context, calendar, {}, again.sink)
+  t.equal(again.events.length, 40, 'read whole once the server names its resources')
+})
