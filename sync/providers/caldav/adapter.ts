@@ -194,8 +194,8 @@ export class CalDavAdapter implements ProviderPort {
       // A page is read and its iCalendar parsed ahead, while the backend applies the pages before it.
       const page = async (start: number) => {
         const { resources } = await read(start, start + size)
-        // A page whose iCalendar is still to parse waits a turn: a batch just handed over goes
-        // out to the backend first, and this page is parsed while the backend applies it.
+        // A page whose iCalendar is still to parse waits a turn, so a batch just handed over is on
+        // its way to the backend before this page takes the event loop.
         if (resources.some((resource) => resource.events === undefined)) await new Promise((resolve) => setImmediate(resolve))
         const events: ProviderEvent[] = []
         for (const resource of resources) {

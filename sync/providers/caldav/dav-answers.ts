@@ -52,16 +52,25 @@ export interface EventsOfAnswer {
 /** A response as tsdav gives it, with its resource's events when they were mapped (EventsOfAnswer). */
 export type DavResponse = DAVResponse & { events?: ProviderEvent[] }
 
+/**
+ * The resource a response of a calendar's answer names: its path (the href against the
+ * calendar's URL), its etag and its iCalendar text (null when the answer left it out); null for a
+ * response that names none (no href, or 404). Throws for an href that is no URL.
+ */
+export function resourceOfResponse (response: DavResponse, calendarUrl: string): { href: string, etag: string | null, ics: string | null } | null {
+  if (response.href === undefined || response.status === 404) return null
+  const props = (response.props ?? {}) as Record<string, unknown>
+  return { href: new URL(response.href, calendarUrl).pathname, etag: text(props['getetag']), ics: text(props['calendarData']) }
+}
+
 /** Maps the resources of `responses` to events, up to `events.first` of them over the calls; answers how many it mapped. */
 function mapEvents (responses: DavResponse[], events: EventsOfAnswer, mappedBefore: number): number {
   let mapped = mappedBefore
   for (const response of responses) {
     if (mapped >= events.first) break
-    if (response.href === undefined || response.status === 404) continue
-    const props = (response.props ?? {}) as Record<string, unknown>
-    const ics = text(props['calendarData'])
-    if (ics === null) continue
-    response.events = eventsOfResource(new URL(response.href, events.calendarUrl).pathname, ics, text(props['getetag']), events.timeZone)
+    const resource = resourceOfResponse(response, events.calendarUrl)
+    if (resource === null || resource.ics === null) continue
+    response.events = eventsOfResource(resource.href, resource.ics, resource.etag, events.timeZone)
     mapped++
   }
   return mapped
@@ -170,8 +179,9 @@ class DavAnswerCutOffError extends Error {
  * and the root's end tag; `rest` is the multistatus without any response (its sync-token, its
  * description), parsed last for `raw`. Responses and the multistatus are known by the names
  * tsdav gives them. Null for anything else (not well-formed, not one multistatus, no response,
- * more than PART_HEAD_CHARS before the first child), which is parsed whole, as leniently as tsdav parses it; throws DavAnswerCutOffError for an
- * answer whose root element never ends, of which tsdav would read what came as all there is.
+ * more than PART_HEAD_CHARS before the first child), which is parsed whole, as leniently as tsdav
+ * parses it. Throws DavAnswerCutOffError for an answer whose root element never ends, of which
+ * tsdav would read what came as all there is.
  */
 function multistatusParts (text: string): { parts: string[], rest: string } | null {
   const parser = sax.parser(true, { position: true })

@@ -8,7 +8,7 @@ import { retryAfterMs } from '../../../lib/backoff.js'
 import { ProviderAuthorizationRevokedError, ProviderCursorExpiredError, ProviderUnavailableError, providerError, type ProviderContext, type ProviderFailureKind } from '../../lib/providers/port.js'
 import { AddressRefusedError } from '../address-guard.js'
 import { ProviderAnswerTooLargeError, type ProviderFetch } from '../buffered-fetch.js'
-import { davResponsesOf, text, type DavResponse, type EventsOfAnswer, type OnDavResponses } from './dav-answers.js'
+import { davResponsesOf, resourceOfResponse, text, type DavResponse, type EventsOfAnswer, type OnDavResponses } from './dav-answers.js'
 
 /** No CalDAV calendar home was found at the URL (not a CalDAV server, or a wrong URL). */
 export class CalDavDiscoveryError extends Error {
@@ -144,11 +144,10 @@ export class CalDavClient {
       events,
       onResponses: (responses) => {
         for (const response of responses) {
-          if (response.href === undefined || response.status === 404) continue
-          const href = new URL(response.href, calendarUrl).pathname
-          const props = propsOf(response)
-          const ics = text(props['calendarData'])
-          if (ics !== null) found.push({ href, etag: text(props['getetag']), ics, ...(response.events === undefined ? {} : { events: response.events }) })
+          const resource = resourceOfResponse(response, calendarUrl)
+          if (resource === null) continue
+          const { href, etag, ics } = resource
+          if (ics !== null) found.push({ href, etag, ics, ...(response.events === undefined ? {} : { events: response.events }) })
           else if (href !== collection) withoutData = true
         }
       }
